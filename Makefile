@@ -1,0 +1,46 @@
+# Survey reading-list benchmark from unarXive 2024. `make help` lists the targets.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+OUT ?= work
+INPUT ?=
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+SIZE_MB ?= 1000
+DEMO_OUT ?= demo_out
+
+.PHONY: help venv demo test bench bench-eval lint data eval
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv and install the package with its dev tools
+
+demo: $(STAMP) ## run the whole pipeline on the bundled demo corpus (synthetic + real samples) into demo_out/
+	$(BIN)/python -m pipeline demo --out $(DEMO_OUT)
+
+test: $(STAMP) ## run the test suite
+	$(BIN)/python -m pytest
+
+lint: $(STAMP) ## ruff lint and format check
+	$(BIN)/ruff check pipeline tests bench
+	$(BIN)/ruff format --check pipeline tests bench
+
+bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS
+	$(BIN)/python bench/bench_extract.py --size-mb $(SIZE_MB)
+
+bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval
+	$(BIN)/python bench/bench_eval.py
+
+data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://datasets/...) into OUT=work
+	@test -n "$(INPUT)" || (echo "usage: make data INPUT=path-or-hf://datasets/... [OUT=work] [WORKERS=N]"; exit 2)
+	$(BIN)/python -m pipeline run --input '$(INPUT)' --out $(OUT) --workers $(WORKERS)
+
+eval: $(STAMP) ## evaluate the baselines on the demo release (after make demo) and print the report
+	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT)

@@ -1,0 +1,156 @@
+"""``python -m pipeline``: one subcommand per stage, plus synth, run, status and tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pipeline.config import ConfigError, describe, load_config
+from pipeline.runner import (
+    MANIFESTS,
+    STAGES,
+    clean_stale_temps,
+    load_stages,
+    reduce_done,
+    run_map,
+    run_reduce,
+    stage_key,
+)
+from pipeline.sources import InputError, resolve_inputs, shard
+
+log = logging.getLogger("pipeline")
+
+
+def _shard_arg(value: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 0/4; got {value!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
+    return i, n
+
+
+def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
+    if inputs:
+        p.add_argument("--input", action="append", default=[], help="file, directory, glob or hf://datasets/... (repeatable)")
+        p.add_argument("--shard", type=_shard_arg, default=(0, 1), help="take sorted(files)[I::N] of the inputs")
+        p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
+    p.add_argument("--out", type=Path, default=Path("work"), help="work directory (default: work)")
+    p.add_argument("--config", type=Path, default=None, help="TOML config file (see `python -m pipeline config`)")
+    p.add_argument("--force", action="store_true", help="redo work even when its completion marker matches")
+
+
+def _extract(args: argparse.Namespace, cfg) -> int:
+    if not args.input:
+        raise InputError("extract needs --input")
+    files = shard(resolve_inputs(args.input), *args.shard)
+    clean_stale_temps(args.out / "extract")
+    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
+    return 0
+
+
+def _reduce(name: str):
+    def cmd(args: argparse.Namespace, cfg) -> int:
+        run_reduce(STAGES[name], args.out, cfg, args.force)
+        return 0
+
+    return cmd
+
+
+def _run(args: argparse.Namespace, cfg) -> int:
+    """Every stage in order; extract is skipped when no --input is given but its outputs exist."""
+    if args.input:
+        _extract(args, cfg)
+    elif stage_key(args.out, "extract", cfg) is None:
+        raise InputError("run needs --input (no finished extract outputs in --out)")
+    clean_stale_temps(args.out)
+    for stage in STAGES.values():
+        if stage.kind == "reduce":
+            run_reduce(stage, args.out, cfg, args.force)
+    return 0
+
+
+def _status(args: argparse.Namespace, cfg) -> int:
+    report = {}
+    for name, stage in STAGES.items():
+        d = args.out / name
+        if stage.kind == "map":
+            manifests = [json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))]
+            totals: dict[str, int] = {}
+            for m in manifests:
+                for k, v in m["counts"].items():
+                    if isinstance(v, int):
+                        totals[k] = totals.get(k, 0) + v
+            report[name] = {"files_done": len(manifests), "current": stage_key(args.out, name, cfg) is not None, **totals}
+        else:
+            success = d / "_SUCCESS.json"
+            entry = {"done": reduce_done(args.out, name, cfg)}
+            if success.exists():
+                entry["counts"] = json.loads(success.read_text())["counts"]
+            report[name] = entry
+    print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    load_stages()
+    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    for name, stage in STAGES.items():
+        p = sub.add_parser(name, help=stage.help)
+        _common(p, inputs=stage.kind == "map")
+        p.set_defaults(handler=_extract if stage.kind == "map" else _reduce(name))
+
+    p = sub.add_parser("run", help="every stage in order (extract needs --input)")
+    _common(p, inputs=True)
+    p.set_defaults(handler=_run)
+
+    p = sub.add_parser("status", help="which stages and shards are done, with counts")
+    _common(p)
+    p.set_defaults(handler=_status)
+
+    p = sub.add_parser("config", help="print every config field with its default and help")
+    p.set_defaults(func=lambda a: print(describe()) or 0)
+
+    for module in _plugins():
+        module.add_parser(sub)
+    return parser
+
+
+def _plugins() -> list:
+    """Subcommands that are not stages of the runner (they bring their own parsers)."""
+    import importlib
+
+    mods = []
+    for name in ("pipeline.synth", "pipeline.evaluate", "pipeline.hub"):
+        try:
+            mods.append(importlib.import_module(name))
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+    return mods
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if hasattr(args, "handler"):
+            cfg = load_config(args.config)
+            return args.handler(args, cfg)
+        return args.func(args)
+    except (InputError, ConfigError, RuntimeError) as e:
+        log.error("%s", e)
+        return 2

@@ -1,0 +1,388 @@
+"""The runner: stage registry, atomic writes, completion markers, manifests, progress.
+
+Stage code is a transform; the runner owns I/O and resumability.
+
+* A **map** stage runs once per input file. Its outputs go to
+  ``<out>/<stage>/<table>/<file key>.parquet`` and a marker
+  ``<out>/<stage>/_markers/<file key>.json`` is written last. The marker is keyed by
+  the file's identity (path + size + mtime, or Hub etag), the hash of the config
+  sections the stage depends on, and the schema version; never by worker rank,
+  so a rerun with another ``--workers`` still resumes.
+* A **reduce** stage runs once over all upstream outputs. It writes into a fresh
+  temporary directory that replaces ``<out>/<stage>/`` only when complete, with
+  ``_SUCCESS.json`` inside. Its key hashes its config sections, the schema version
+  and the keys of the stages it reads, so changing a survey rule reruns
+  ``surveys`` and everything downstream of it, and nothing upstream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline import __version__
+from pipeline.config import Config
+from pipeline.schema import SCHEMA_VERSION
+from pipeline.sources import InputFile
+
+log = logging.getLogger("pipeline")
+
+MARKERS = "_markers"
+MANIFESTS = "_manifests"
+SUCCESS = "_SUCCESS.json"
+
+
+# --------------------------------------------------------------------- atomic writes
+@contextlib.contextmanager
+def atomic_path(final: Path) -> Iterator[Path]:
+    """Yield a temp path beside ``final``; ``os.replace`` it into place on success.
+
+    The temp file is removed if the block raises (or was never moved).
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f"{final.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomically write ``obj`` as sorted, indented JSON (stable bytes)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+
+
+def sha256_text(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+# --------------------------------------------------------------------- stages
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline stage.
+
+    Attributes:
+        name: subcommand and output directory name.
+        kind: ``"map"`` (per input file) or ``"reduce"`` (once over upstream outputs).
+        reads: stages whose outputs this stage reads.
+        config_sections: config sections that change this stage's output.
+        fn: map: ``fn(source, outputs: dict[table, temp Path], cfg, progress) -> counts``;
+            reduce: ``fn(ctx: ReduceContext) -> counts``.
+        tables: map stages: output table names (one subdirectory each).
+        help: one line for the CLI.
+    """
+
+    name: str
+    kind: str
+    reads: tuple[str, ...]
+    config_sections: tuple[str, ...]
+    fn: Callable[..., dict[str, Any]]
+    tables: tuple[str, ...] = ()
+    help: str = ""
+
+
+STAGES: dict[str, Stage] = {}
+
+
+def register(stage: Stage) -> Stage:
+    """Add a stage to the registry (stages run in registration order)."""
+    STAGES[stage.name] = stage
+    return stage
+
+
+def load_stages() -> dict[str, Stage]:
+    """Import stage modules so they register themselves; return the registry."""
+    import pipeline.stages  # noqa: F401 - registration side effect
+
+    return STAGES
+
+
+@dataclass
+class ReduceContext:
+    """What a reduce stage sees: the work dir, the config and its own temp output dir."""
+
+    out: Path
+    cfg: Config
+    stage: Stage
+    tmp_dir: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def upstream(self, stage: str, table: str) -> list[Path]:
+        """Parquet files of an upstream table (map: one per input file; reduce: one)."""
+        d = self.out / stage
+        if STAGES[stage].kind == "map":
+            return sorted((d / table).glob("*.parquet"))
+        p = d / f"{table}.parquet"
+        return [p] if p.exists() else []
+
+    def output(self, name: str) -> Path:
+        """Path for an output file of this stage (inside the temp dir until success)."""
+        p = self.tmp_dir / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+
+# --------------------------------------------------------------------- keys and markers
+def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, Any]:
+    return {
+        "stage": stage.name,
+        "identity": source.identity,
+        "config_hash": cfg.section_hash(*stage.config_sections),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def stage_key(out: Path, name: str, cfg: Config) -> str | None:
+    """Key of a stage's current outputs as they should be; None when a map stage has none."""
+    stage = STAGES[name]
+    if stage.kind == "map":
+        markers = sorted((out / name / MARKERS).glob("*.json"))
+        if not markers:
+            return None
+        want = cfg.section_hash(*stage.config_sections)
+        keys = []
+        for m in markers:
+            data = json.loads(m.read_text())
+            if data["key"]["config_hash"] != want or data["key"]["schema_version"] != SCHEMA_VERSION:
+                continue
+            keys.append(data["key"])
+        return sha256_text(name, keys) if keys else None
+    ups = [stage_key(out, r, cfg) for r in stage.reads]
+    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
+
+
+def reduce_done(out: Path, name: str, cfg: Config) -> bool:
+    marker = out / name / SUCCESS
+    if not marker.exists():
+        return False
+    return json.loads(marker.read_text()).get("key") == stage_key(out, name, cfg)
+
+
+# --------------------------------------------------------------------- progress
+class Progress:
+    """tqdm on a terminal; a plain log line every ``every`` seconds otherwise."""
+
+    def __init__(self, total_bytes: int, desc: str, every: float = 30.0):
+        self.papers = self.bytes = self.rejects = 0
+        self.start = time.monotonic()
+        self.last = self.start
+        self.every = every
+        self.desc = desc
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=desc, smoothing=0.1)
+
+    def update(self, papers: int, nbytes: int, rejects: int) -> None:
+        self.papers += papers
+        self.bytes += nbytes
+        self.rejects += rejects
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        rate = f"{self.papers / elapsed:,.0f} papers/s, {self.bytes / elapsed / 1e6:,.1f} MB/s, {self.rejects} rejects"
+        if self.bar is not None:
+            self.bar.update(nbytes)
+            self.bar.set_postfix_str(rate, refresh=False)
+        elif time.monotonic() - self.last >= self.every:
+            self.last = time.monotonic()
+            log.info("%s: %s papers, %.1f MB (%s)", self.desc, f"{self.papers:,}", self.bytes / 1e6, rate)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+_QUEUE: Any = None
+
+
+def _init_worker(queue: Any) -> None:
+    global _QUEUE
+    _QUEUE = queue
+
+
+def _report(papers: int, nbytes: int, rejects: int) -> None:
+    if _QUEUE is not None:
+        _QUEUE.put((papers, nbytes, rejects))
+
+
+# --------------------------------------------------------------------- map execution
+def _run_one(stage_name: str, source: InputFile, out: str, cfg: Config, key: dict[str, Any]) -> dict[str, Any]:
+    """Process one input file in a worker; outputs and marker appear only on success."""
+    stage = load_stages()[stage_name]
+    base = Path(out) / stage.name
+    finals = {t: base / t / f"{source.key}.parquet" for t in stage.tables}
+    with contextlib.ExitStack() as stack:
+        temps = {t: stack.enter_context(atomic_path(p)) for t, p in finals.items()}
+        t0 = time.monotonic()
+        counts = stage.fn(source, temps, cfg, _report)
+        counts["seconds"] = round(time.monotonic() - t0, 3)
+        # leaving the ExitStack moves every table into place; the marker comes after.
+    manifest = {
+        "stage": stage.name,
+        "source": source.path,
+        "source_key": source.key,
+        "revision": source.revision,
+        "key": key,
+        "counts": counts,
+        "config": cfg.to_dict(),
+        "config_hash": cfg.hash,
+        "code_version": __version__,
+        "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
+    }
+    write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+    write_json(base / MARKERS / f"{source.key}.json", {"key": key, "source": source.path})
+    return manifest
+
+
+def run_map(
+    stage: Stage, sources: list[InputFile], out: Path, cfg: Config, workers: int, force: bool
+) -> list[dict[str, Any]]:
+    """Run a map stage over ``sources``, skipping files whose marker matches."""
+    todo: list[tuple[InputFile, dict[str, Any]]] = []
+    done = 0
+    for s in sources:
+        key = map_marker_key(stage, s, cfg)
+        marker = out / stage.name / MARKERS / f"{s.key}.json"
+        if not force and marker.exists() and json.loads(marker.read_text()).get("key") == key:
+            log.info("%s: skip %s (done: marker matches input identity and config)", stage.name, s.path)
+            done += 1
+            continue
+        todo.append((s, key))
+    log.info("%s: %d file(s) to do, %d already done, %d worker(s)", stage.name, len(todo), done, workers)
+    if not todo:
+        return []
+    progress = Progress(sum(s.size for s, _ in todo), stage.name)
+    results: list[dict[str, Any]] = []
+    try:
+        if workers <= 1 or len(todo) == 1:
+            _init_worker(None)
+            global _QUEUE
+            _QUEUE = _LocalQueue(progress)
+            try:
+                for s, key in todo:
+                    results.append(_run_one(stage.name, s, str(out), cfg, key))
+                    _log_done(results[-1])
+            finally:
+                _QUEUE = None
+        else:
+            ctx = mp.get_context("spawn")
+            queue = ctx.Queue()
+            with ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, (queue,)) as pool:
+                pending: set[Future[dict[str, Any]]] = {
+                    pool.submit(_run_one, stage.name, s, str(out), cfg, key) for s, key in todo
+                }
+                while pending:
+                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    _drain(queue, progress)
+                    for fut in finished:
+                        results.append(fut.result())
+                        _log_done(results[-1])
+                _drain(queue, progress)
+    finally:
+        progress.close()
+    return results
+
+
+class _LocalQueue:
+    def __init__(self, progress: Progress):
+        self.progress = progress
+
+    def put(self, item: tuple[int, int, int]) -> None:
+        self.progress.update(*item)
+
+
+def _drain(queue: Any, progress: Progress) -> None:
+    import queue as q
+
+    while True:
+        try:
+            progress.update(*queue.get_nowait())
+        except q.Empty:
+            return
+
+
+def _log_done(manifest: dict[str, Any]) -> None:
+    c = manifest["counts"]
+    log.info(
+        "%s: done %s: %s lines, %s papers, %s rejects, %.1f s",
+        manifest["stage"],
+        manifest["source"],
+        c.get("lines_read"),
+        c.get("papers_written"),
+        c.get("rejects_total"),
+        c.get("seconds", 0.0),
+    )
+
+
+# --------------------------------------------------------------------- reduce execution
+def run_reduce(stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any) -> dict[str, Any] | None:
+    """Run a reduce stage unless its ``_SUCCESS.json`` key matches; return its manifest."""
+    for up in stage.reads:
+        if STAGES[up].kind == "reduce" and not reduce_done(out, up, cfg):
+            raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
+        if STAGES[up].kind == "map" and stage_key(out, up, cfg) is None:
+            raise RuntimeError(f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}")
+    if not force and reduce_done(out, stage.name, cfg):
+        log.info("%s: skip (done: key matches config and upstream)", stage.name)
+        return None
+    final = out / stage.name
+    tmp = out / f".{stage.name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir(parents=True)
+    try:
+        t0 = time.monotonic()
+        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, extra=extra)
+        counts = stage.fn(ctx)
+        manifest = {
+            "stage": stage.name,
+            "key": stage_key(out, stage.name, cfg),
+            "counts": counts,
+            "seconds": round(time.monotonic() - t0, 3),
+            "config": cfg.to_dict(),
+            "config_hash": cfg.hash,
+            "code_version": __version__,
+        }
+        write_json(tmp / SUCCESS, manifest)
+        old = out / f".{stage.name}.old-{uuid.uuid4().hex}"
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+        log.info("%s: done in %.1f s: %s", stage.name, manifest["seconds"], _short(counts))
+        return manifest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _short(counts: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in counts.items() if isinstance(v, (int, float, str)))[:400]
+
+
+def clean_stale_temps(out: Path) -> None:
+    """Remove temp files/dirs a killed run left behind (they are never read)."""
+    if not out.exists():
+        return
+    for p in out.rglob("*.tmp-*"):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+    for p in out.glob(".*.old-*"):
+        shutil.rmtree(p, ignore_errors=True)

@@ -1,0 +1,214 @@
+"""Every table the pipeline writes: column names and Arrow types, in one place.
+
+Stages cast on read (``scan``) and check on write (``check``); nobody else spells
+a column name as a fresh literal when a constant exists here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+# ----------------------------------------------------------------- column names
+PAPER_ID = "paper_id"
+TITLE = "title"
+ABSTRACT = "abstract"
+CATEGORIES = "categories"
+PRIMARY_CATEGORY = "primary_category"
+FIRST_VERSION_DATE = "first_version_date"
+UPDATE_DATE = "update_date"
+LICENSE = "license"
+DOI = "doi"
+N_BIB_ENTRIES = "n_bib_entries"
+LAYOUT = "layout"
+SOURCE_FILE = "source_file"
+LINE_NUMBER = "line_number"
+
+REF_ID = "ref_id"
+ARXIV_ID = "arxiv_id"
+OPENALEX_ID = "openalex_id"
+RAW = "raw"
+
+SECTION = "section"
+TOP_SECTION = "top_section"
+SECTION_INDEX = "section_index"
+N_MENTIONS = "n_mentions"
+
+REASON = "reason"
+HEAD = "head"
+
+WORK_ID = "work_id"
+ALIASES = "aliases"
+KNOWN_DATE = "known_date"
+N_CITING_PAPERS = "n_citing_papers"
+
+SURVEY_ID = "survey_id"
+N_REFS = "n_refs"
+N_RESOLVED = "n_resolved"
+RESOLVED_FRAC = "resolved_frac"
+
+ROLE = "role"
+LABEL = "label"
+LABEL_NAME = "label_name"
+
+ROLES = (
+    "introduction",
+    "background",
+    "related_work",
+    "method",
+    "experiment",
+    "discussion",
+    "conclusion",
+    "back_matter",
+    "other",
+)
+ROLE_COUNT_COLUMNS = tuple(f"n_{r}" for r in ROLES)
+
+LABEL_NAMES = {0: "hard_negative", 1: "background", 2: "tool_method", 3: "related_work", 4: "essential"}
+
+NEGATIVE_SOURCE = "negative_source"
+N_CITING_SURVEYS = "n_citing_surveys"
+N_CITING_SURVEYS_SAME_CATEGORY = "n_citing_surveys_same_category"
+SPLIT = "split"
+CANDIDATE_ID = "candidate_id"
+IN_DOMAIN = "in_domain"
+CANDIDATE_PRIOR_CITATIONS = "candidate_prior_citations"
+
+# ----------------------------------------------------------------- extract tables
+PAPERS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (TITLE, pa.string()),
+        (ABSTRACT, pa.string()),
+        (CATEGORIES, pa.list_(pa.string())),
+        (PRIMARY_CATEGORY, pa.string()),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (UPDATE_DATE, pa.date32()),
+        (LICENSE, pa.string()),
+        (DOI, pa.string()),
+        (N_BIB_ENTRIES, pa.int32()),
+        (LAYOUT, pa.string()),
+        (SOURCE_FILE, pa.string()),
+        (LINE_NUMBER, pa.int64()),
+    ]
+)
+
+REFERENCES = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (REF_ID, pa.string()),
+        (ARXIV_ID, pa.string()),
+        (DOI, pa.string()),
+        (OPENALEX_ID, pa.string()),
+        (RAW, pa.string()),
+        (SOURCE_FILE, pa.string()),
+    ]
+)
+
+MENTIONS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (REF_ID, pa.string()),
+        (SECTION, pa.string()),
+        (TOP_SECTION, pa.string()),
+        (SECTION_INDEX, pa.int32()),
+        (N_MENTIONS, pa.int32()),
+        (SOURCE_FILE, pa.string()),
+    ]
+)
+
+REJECTS = pa.schema(
+    [
+        (SOURCE_FILE, pa.string()),
+        (LINE_NUMBER, pa.int64()),
+        (REASON, pa.string()),
+        (HEAD, pa.binary()),
+    ]
+)
+
+EXTRACT_TABLES = {"papers": PAPERS, "references": REFERENCES, "mentions": MENTIONS, "rejects": REJECTS}
+
+# ----------------------------------------------------------------- later stages
+WORKS = pa.schema(
+    [
+        (WORK_ID, pa.string()),
+        (ALIASES, pa.list_(pa.string())),
+        (PAPER_ID, pa.string()),  # the corpus paper this work is, else null
+        (TITLE, pa.string()),
+        (ABSTRACT, pa.string()),
+        (CATEGORIES, pa.list_(pa.string())),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (RAW, pa.string()),
+        (KNOWN_DATE, pa.date32()),
+        (N_CITING_PAPERS, pa.int64()),
+    ]
+)
+
+# every bib entry of every (kept) paper with the work it resolves to (null: no identifier)
+CITES = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (REF_ID, pa.string()),
+        (WORK_ID, pa.string()),
+    ]
+)
+
+SURVEYS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (TITLE, pa.string()),
+        (PRIMARY_CATEGORY, pa.string()),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (N_REFS, pa.int64()),
+        (N_RESOLVED, pa.int64()),
+        (RESOLVED_FRAC, pa.float64()),
+        (REASON, pa.string()),
+    ]
+)
+
+LABELS = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (WORK_ID, pa.string()),
+        (LABEL, pa.int8()),
+        (N_MENTIONS, pa.int64()),
+        *[(c, pa.int64()) for c in ROLE_COUNT_COLUMNS],
+    ]
+)
+
+
+def check(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """Return ``table`` with columns in schema order and cast to schema types.
+
+    Raises:
+        ValueError: a column of the schema is missing (names ``what`` and the column).
+    """
+    missing = [n for n in schema.names if n not in table.column_names]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; has {table.column_names}")
+    extra = [n for n in table.column_names if n not in schema.names]
+    ordered = table.select(list(schema.names) + extra)
+    target = pa.schema(list(schema) + [ordered.schema.field(n) for n in extra])
+    return ordered.cast(target)
+
+
+def polars_schema(schema: pa.Schema) -> dict[str, pl.DataType]:
+    """Polars dtypes for an Arrow schema (for empty frames and casts on read)."""
+    empty = pl.from_arrow(schema.empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return dict(empty.schema)
+
+
+def scan(paths: list[Path] | Path, schema: pa.Schema) -> pl.LazyFrame:
+    """Lazy scan of Parquet files cast to ``schema``; an empty frame when there are none."""
+    if isinstance(paths, Path):
+        paths = sorted(paths.glob("*.parquet")) if paths.is_dir() else [paths]
+    if not paths:
+        return pl.LazyFrame(schema=polars_schema(schema))
+    dtypes = polars_schema(schema)
+    lf = pl.scan_parquet([str(p) for p in paths])
+    return lf.with_columns([pl.col(n).cast(t) for n, t in dtypes.items()])

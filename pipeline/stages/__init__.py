@@ -1,0 +1,3 @@
+"""Stage modules; importing this package registers them in run order."""
+
+from pipeline.stages import extract  # noqa: F401
