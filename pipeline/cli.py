@@ -37,12 +37,34 @@ def _shard_arg(value: str) -> tuple[int, int]:
 
 def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
     if inputs:
-        p.add_argument("--input", action="append", default=[], help="file, directory, glob or hf://datasets/... (repeatable)")
-        p.add_argument("--shard", type=_shard_arg, default=(0, 1), help="take sorted(files)[I::N] of the inputs")
-        p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
+        p.add_argument(
+            "--input",
+            action="append",
+            default=[],
+            help="file, directory, glob or hf://datasets/... (repeatable)",
+        )
+        p.add_argument(
+            "--shard",
+            type=_shard_arg,
+            default=(0, 1),
+            help="take sorted(files)[I::N] of the inputs",
+        )
+        p.add_argument(
+            "--workers",
+            type=int,
+            default=os.cpu_count() or 1,
+            help="worker processes (default: CPU count)",
+        )
     p.add_argument("--out", type=Path, default=Path("work"), help="work directory (default: work)")
-    p.add_argument("--config", type=Path, default=None, help="TOML config file (see `python -m pipeline config`)")
-    p.add_argument("--force", action="store_true", help="redo work even when its completion marker matches")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="TOML config file (see `python -m pipeline config`)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="redo work even when its completion marker matches"
+    )
 
 
 def _extract(args: argparse.Namespace, cfg) -> int:
@@ -86,7 +108,11 @@ def _status(args: argparse.Namespace, cfg) -> int:
                 for k, v in m["counts"].items():
                     if isinstance(v, int):
                         totals[k] = totals.get(k, 0) + v
-            report[name] = {"files_done": len(manifests), "current": stage_key(args.out, name, cfg) is not None, **totals}
+            report[name] = {
+                "files_done": len(manifests),
+                "current": stage_key(args.out, name, cfg) is not None,
+                **totals,
+            }
         else:
             success = d / "_SUCCESS.json"
             entry = {"done": reduce_done(args.out, name, cfg)}

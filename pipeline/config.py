@@ -30,62 +30,88 @@ def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - "help" reads 
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    batch_papers: int = _f(500, "papers buffered before a batch of rows is handed to the Parquet writer")
+    batch_papers: int = _f(
+        500, "papers buffered before a batch of rows is handed to the Parquet writer"
+    )
     row_group_rows: int = _f(200_000, "maximum rows per Parquet row group in extract outputs")
     compression: str = _f("zstd", "Parquet compression codec of every table the pipeline writes")
-    max_line_bytes: int = _f(256 * 1024 * 1024, "lines longer than this are rejected as 'line_too_long'")
+    max_line_bytes: int = _f(
+        256 * 1024 * 1024, "lines longer than this are rejected as 'line_too_long'"
+    )
     reject_head_bytes: int = _f(200, "bytes of a rejected line kept in the rejects table")
 
 
 @dataclass(frozen=True)
 class WorksConfig:
-    use_contained_arxiv_ids: bool = _f(True, "take arXiv ids found in the raw bib string when ids.arxiv_id is empty")
+    use_contained_arxiv_ids: bool = _f(
+        True, "take arXiv ids found in the raw bib string when ids.arxiv_id is empty"
+    )
 
 
 @dataclass(frozen=True)
 class SurveysConfig:
     category_prefix: str = _f("cs.", "primary category prefix of candidate survey papers")
     min_resolved_refs: int = _f(20, "minimum number of resolved cited works for a survey")
-    max_surveys: int = _f(0, "cap on surveys kept, by (first_version_date, paper_id) order; 0 = no cap")
-    use_abstract_cues: bool = _f(True, "also accept surveys by abstract cues ('in this survey', ...)")
+    max_surveys: int = _f(
+        0, "cap on surveys kept, by (first_version_date, paper_id) order; 0 = no cap"
+    )
+    use_abstract_cues: bool = _f(
+        True, "also accept surveys by abstract cues ('in this survey', ...)"
+    )
     extra_title_cues: tuple[str, ...] = _f((), "additional title regexes counted as survey cues")
     extra_exclusions: tuple[str, ...] = _f((), "additional regexes that veto a survey cue")
 
 
 @dataclass(frozen=True)
 class RolesConfig:
-    overrides: dict[str, str] = _f({}, "extra heading regex -> role entries, checked before the built-in table")
-    survey_core_is_related_work: bool = _f(True, "in surveys, topical sections (role 'other') count as related work")
+    overrides: dict[str, str] = _f(
+        {}, "extra heading regex -> role entries, checked before the built-in table"
+    )
+    survey_core_is_related_work: bool = _f(
+        True, "in surveys, topical sections (role 'other') count as related work"
+    )
 
 
 @dataclass(frozen=True)
 class LabelsConfig:
     essential_total_mentions: int = _f(3, "a work cited this many times in total is tier 4")
-    essential_related_mentions: int = _f(2, "a work cited this many times in related work is tier 4")
+    essential_related_mentions: int = _f(
+        2, "a work cited this many times in related work is tier 4"
+    )
 
 
 @dataclass(frozen=True)
 class NegativesConfig:
-    negatives_per_positive: float = _f(1.0, "hard negatives per positive, per survey (rounded down)")
-    negative_sampling: str = _f("hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)")
+    negatives_per_positive: float = _f(
+        1.0, "hard negatives per positive, per survey (rounded down)"
+    )
+    negative_sampling: str = _f(
+        "hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)"
+    )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
 
 
 @dataclass(frozen=True)
 class SplitConfig:
-    eval_from: str = _f("2023-01-01", "surveys first posted on or after this date go to eval, earlier to train")
+    eval_from: str = _f(
+        "2023-01-01", "surveys first posted on or after this date go to eval, earlier to train"
+    )
 
 
 @dataclass(frozen=True)
 class ReleaseConfig:
     dataset_name: str = _f("survey-reading-lists", "name used in the dataset card")
     version: str = _f("0.1.0", "release version written into metadata and card")
-    input_revision: str = _f("", "revision of the input corpus, when not resolved from hf:// inputs")
+    input_revision: str = _f(
+        "", "revision of the input corpus, when not resolved from hf:// inputs"
+    )
 
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    bootstrap_samples: int = _f(1000, "bootstrap resamples of surveys for confidence intervals and paired tests")
+    bootstrap_samples: int = _f(
+        1000, "bootstrap resamples of surveys for confidence intervals and paired tests"
+    )
     seed: int = _f(7, "seed for bootstrap, randomisation tests and the random baseline")
     random_seeds: int = _f(10, "the random baseline is the mean over this many seeds")
     ks: tuple[int, ...] = _f((5, 10, 20, 50, 100), "cutoffs for ndcg@K and recall@K")
@@ -169,6 +195,8 @@ def describe() -> str:
         for f in dataclasses.fields(sec.default_factory()):  # type: ignore[misc]
             default = getattr(sec.default_factory(), f.name)  # type: ignore[misc]
             lines.append(f"# {f.metadata.get('help', '')}")
-            lines.append(f"{f.name} = {json.dumps(list(default) if isinstance(default, tuple) else default)}")
+            lines.append(
+                f"{f.name} = {json.dumps(list(default) if isinstance(default, tuple) else default)}"
+            )
         lines.append("")
     return "\n".join(lines)

@@ -65,7 +65,9 @@ def atomic_path(final: Path) -> Iterator[Path]:
 def write_json(path: Path, obj: Any) -> None:
     """Atomically write ``obj`` as sorted, indented JSON (stable bytes)."""
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        tmp.write_text(
+            json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+        )
 
 
 def sha256_text(*parts: Any) -> str:
@@ -160,7 +162,10 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
         keys = []
         for m in markers:
             data = json.loads(m.read_text())
-            if data["key"]["config_hash"] != want or data["key"]["schema_version"] != SCHEMA_VERSION:
+            if (
+                data["key"]["config_hash"] != want
+                or data["key"]["schema_version"] != SCHEMA_VERSION
+            ):
                 continue
             keys.append(data["key"])
         return sha256_text(name, keys) if keys else None
@@ -202,7 +207,9 @@ class Progress:
             self.bar.set_postfix_str(rate, refresh=False)
         elif time.monotonic() - self.last >= self.every:
             self.last = time.monotonic()
-            log.info("%s: %s papers, %.1f MB (%s)", self.desc, f"{self.papers:,}", self.bytes / 1e6, rate)
+            log.info(
+                "%s: %s papers, %.1f MB (%s)", self.desc, f"{self.papers:,}", self.bytes / 1e6, rate
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -223,7 +230,9 @@ def _report(papers: int, nbytes: int, rejects: int) -> None:
 
 
 # --------------------------------------------------------------------- map execution
-def _run_one(stage_name: str, source: InputFile, out: str, cfg: Config, key: dict[str, Any]) -> dict[str, Any]:
+def _run_one(
+    stage_name: str, source: InputFile, out: str, cfg: Config, key: dict[str, Any]
+) -> dict[str, Any]:
     """Process one input file in a worker; outputs and marker appear only on success."""
     stage = load_stages()[stage_name]
     base = Path(out) / stage.name
@@ -261,11 +270,15 @@ def run_map(
         key = map_marker_key(stage, s, cfg)
         marker = out / stage.name / MARKERS / f"{s.key}.json"
         if not force and marker.exists() and json.loads(marker.read_text()).get("key") == key:
-            log.info("%s: skip %s (done: marker matches input identity and config)", stage.name, s.path)
+            log.info(
+                "%s: skip %s (done: marker matches input identity and config)", stage.name, s.path
+            )
             done += 1
             continue
         todo.append((s, key))
-    log.info("%s: %d file(s) to do, %d already done, %d worker(s)", stage.name, len(todo), done, workers)
+    log.info(
+        "%s: %d file(s) to do, %d already done, %d worker(s)", stage.name, len(todo), done, workers
+    )
     if not todo:
         return []
     progress = Progress(sum(s.size for s, _ in todo), stage.name)
@@ -332,13 +345,17 @@ def _log_done(manifest: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------- reduce execution
-def run_reduce(stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any) -> dict[str, Any] | None:
+def run_reduce(
+    stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any
+) -> dict[str, Any] | None:
     """Run a reduce stage unless its ``_SUCCESS.json`` key matches; return its manifest."""
     for up in stage.reads:
         if STAGES[up].kind == "reduce" and not reduce_done(out, up, cfg):
             raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
         if STAGES[up].kind == "map" and stage_key(out, up, cfg) is None:
-            raise RuntimeError(f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}")
+            raise RuntimeError(
+                f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
+            )
     if not force and reduce_done(out, stage.name, cfg):
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
@@ -371,7 +388,9 @@ def run_reduce(stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any) 
 
 
 def _short(counts: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in counts.items() if isinstance(v, (int, float, str)))[:400]
+    return ", ".join(f"{k}={v}" for k, v in counts.items() if isinstance(v, (int, float, str)))[
+        :400
+    ]
 
 
 def clean_stale_temps(out: Path) -> None:

@@ -68,7 +68,13 @@ ROLES = (
 )
 ROLE_COUNT_COLUMNS = tuple(f"n_{r}" for r in ROLES)
 
-LABEL_NAMES = {0: "hard_negative", 1: "background", 2: "tool_method", 3: "related_work", 4: "essential"}
+LABEL_NAMES = {
+    0: "hard_negative",
+    1: "background",
+    2: "tool_method",
+    3: "related_work",
+    4: "essential",
+}
 
 NEGATIVE_SOURCE = "negative_source"
 N_CITING_SURVEYS = "n_citing_surveys"
@@ -130,7 +136,12 @@ REJECTS = pa.schema(
     ]
 )
 
-EXTRACT_TABLES = {"papers": PAPERS, "references": REFERENCES, "mentions": MENTIONS, "rejects": REJECTS}
+EXTRACT_TABLES = {
+    "papers": PAPERS,
+    "references": REFERENCES,
+    "mentions": MENTIONS,
+    "rejects": REJECTS,
+}
 
 # ----------------------------------------------------------------- later stages
 WORKS = pa.schema(
@@ -212,3 +223,140 @@ def scan(paths: list[Path] | Path, schema: pa.Schema) -> pl.LazyFrame:
     dtypes = polars_schema(schema)
     lf = pl.scan_parquet([str(p) for p in paths])
     return lf.with_columns([pl.col(n).cast(t) for n, t in dtypes.items()])
+
+
+# ----------------------------------------------------------------- negatives, split, release
+HAS_NEGATIVES = "has_negatives"
+N_POSITIVES = "n_positives"
+N_NEGATIVES = "n_negatives"
+N_NEGATIVE_CANDIDATES = "n_negative_candidates"
+EARLIEST_CITING_SURVEY_DATE = "earliest_citing_survey_date"
+SURVEY_DATE = "survey_date"
+CANDIDATE_DATE = "candidate_date"
+SURVEY_TITLE = "survey_title"
+SURVEY_ABSTRACT = "survey_abstract"
+SURVEY_CATEGORIES = "survey_categories"
+SURVEY_PRIMARY_CATEGORY = "survey_primary_category"
+CANDIDATE_ALIASES = "candidate_aliases"
+CANDIDATE_TITLE = "candidate_title"
+CANDIDATE_ABSTRACT = "candidate_abstract"
+CANDIDATE_CATEGORIES = "candidate_categories"
+CANDIDATE_RAW = "candidate_raw"
+SPLIT_NAMES = ("train", "eval")
+# how a hard negative was admitted by the same-field rule (see stages/negatives.py)
+NEGATIVE_SOURCES = ("own_category", "citing_survey_category")
+# BEIR/MTEB column names of the retrieval view of the release
+BEIR_ID = "_id"
+BEIR_TEXT = "text"
+BEIR_TITLE = "title"
+BEIR_QUERY_ID = "query-id"
+BEIR_CORPUS_ID = "corpus-id"
+BEIR_SCORE = "score"
+
+NEGATIVES = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (WORK_ID, pa.string()),
+        (LABEL, pa.int8()),
+        (NEGATIVE_SOURCE, pa.string()),
+        (N_CITING_SURVEYS, pa.int64()),
+        (N_CITING_SURVEYS_SAME_CATEGORY, pa.int64()),
+        (KNOWN_DATE, pa.date32()),
+        (EARLIEST_CITING_SURVEY_DATE, pa.date32()),
+    ]
+)
+
+# one row per survey: how many negatives it got (a survey without any stays, flagged)
+NEGATIVE_SURVEYS = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (PRIMARY_CATEGORY, pa.string()),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (N_POSITIVES, pa.int64()),
+        (N_NEGATIVE_CANDIDATES, pa.int64()),
+        (N_NEGATIVES, pa.int64()),
+        (HAS_NEGATIVES, pa.bool_()),
+    ]
+)
+
+SPLIT_SURVEYS = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (SPLIT, pa.string()),
+        (PRIMARY_CATEGORY, pa.string()),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (N_POSITIVES, pa.int64()),
+        (N_NEGATIVES, pa.int64()),
+        (HAS_NEGATIVES, pa.bool_()),
+    ]
+)
+
+# positives (labels) and hard negatives of every survey, with the survey's split
+CANDIDATES = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (WORK_ID, pa.string()),
+        (LABEL, pa.int8()),
+        (SPLIT, pa.string()),
+        (SURVEY_DATE, pa.date32()),
+        (CANDIDATE_DATE, pa.date32()),
+        (N_MENTIONS, pa.int64()),
+        *[(c, pa.int64()) for c in ROLE_COUNT_COLUMNS],
+        (NEGATIVE_SOURCE, pa.string()),
+        (N_CITING_SURVEYS, pa.int64()),
+        (N_CITING_SURVEYS_SAME_CATEGORY, pa.int64()),
+    ]
+)
+
+READING_LISTS = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (SURVEY_TITLE, pa.string()),
+        (SURVEY_ABSTRACT, pa.string()),
+        (SURVEY_CATEGORIES, pa.list_(pa.string())),
+        (SURVEY_PRIMARY_CATEGORY, pa.string()),
+        (SURVEY_DATE, pa.date32()),
+        (CANDIDATE_ID, pa.string()),
+        (CANDIDATE_ALIASES, pa.list_(pa.string())),
+        (CANDIDATE_TITLE, pa.string()),
+        (CANDIDATE_ABSTRACT, pa.string()),
+        (CANDIDATE_CATEGORIES, pa.list_(pa.string())),
+        (CANDIDATE_DATE, pa.date32()),
+        (CANDIDATE_RAW, pa.string()),
+        (LABEL, pa.int8()),
+        (LABEL_NAME, pa.string()),
+        (N_MENTIONS, pa.int64()),
+        *[(c, pa.int64()) for c in ROLE_COUNT_COLUMNS],
+        (IN_DOMAIN, pa.bool_()),
+        (NEGATIVE_SOURCE, pa.string()),
+        (N_CITING_SURVEYS, pa.int64()),
+        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
+    ]
+)
+
+BEIR_QUERIES = pa.schema(
+    [
+        (BEIR_ID, pa.string()),
+        (BEIR_TITLE, pa.string()),
+        (BEIR_TEXT, pa.string()),
+        (PRIMARY_CATEGORY, pa.string()),
+        (FIRST_VERSION_DATE, pa.date32()),
+        (HAS_NEGATIVES, pa.bool_()),
+    ]
+)
+
+BEIR_CORPUS = pa.schema(
+    [
+        (BEIR_ID, pa.string()),
+        (BEIR_TITLE, pa.string()),
+        (BEIR_TEXT, pa.string()),
+    ]
+)
+
+BEIR_QRELS = pa.schema(
+    [
+        (BEIR_QUERY_ID, pa.string()),
+        (BEIR_CORPUS_ID, pa.string()),
+        (BEIR_SCORE, pa.int32()),
+    ]
+)

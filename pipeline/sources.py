@@ -95,7 +95,9 @@ def _hub(spec: str) -> list[InputFile]:
         if info.get("type") != "file" or not _is_data_file(path):
             continue
         etag = (info.get("lfs") or {}).get("sha256") or info.get("blob_id") or ""
-        out.append(InputFile(f"hf://{path}", int(info["size"]), f"{path}|{info['size']}|{etag}", sha))
+        out.append(
+            InputFile(f"hf://{path}", int(info["size"]), f"{path}|{info['size']}|{etag}", sha)
+        )
     return out
 
 
@@ -143,14 +145,18 @@ def open_binary(f: InputFile) -> IO[bytes]:
     if name.endswith(".zst"):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), READ_BUFFER)
+        return io.BufferedReader(
+            zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), READ_BUFFER
+        )
     return raw
 
 
-def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes]]:
-    """``(line_number, line)`` pairs, 1-based, newline stripped, blank lines skipped.
+def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes | memoryview]]:
+    """``(line_number, line)`` pairs, 1-based, blank lines skipped.
 
-    A ``.json`` file holds one (possibly pretty-printed) object and yields it as line 1.
+    Lines are zero-copy ``memoryview`` slices of large read chunks (msgspec decodes
+    them directly); call ``bytes()`` on one to keep it. A ``.json`` file holds one
+    (possibly pretty-printed) object and yields it as line 1.
     """
     with open_binary(f) as stream:
         if f.path.endswith(".json"):
@@ -158,10 +164,28 @@ def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes]]:
             if data.strip():
                 yield 1, data
             return
-        for number, line in enumerate(stream, 1):
-            line = line.rstrip(b"\r\n")
-            if line.strip():
-                yield number, line
+        number = 0
+        rest = b""
+        while True:
+            chunk = stream.read(READ_BUFFER)
+            if not chunk:
+                break
+            data = rest + chunk if rest else chunk
+            view = memoryview(data)
+            start = 0
+            while True:
+                end = data.find(b"\n", start)
+                if end < 0:
+                    break
+                number += 1
+                if end - start > 2 or data[start:end].strip():
+                    yield number, view[start:end]
+                start = end + 1
+            rest = data[start:]
+        if rest:
+            number += 1
+            if rest.strip():
+                yield number, rest
 
 
 def source_name(f: InputFile) -> str:

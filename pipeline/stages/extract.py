@@ -172,7 +172,9 @@ class Tables:
         self.rejects: dict[str, list[Any]] = {n: [] for n in S.REJECTS.names} | {"detail": []}
 
 
-def _count_spans(spans: list[CiteSpan] | None, bib: dict[str, BibEntry], counts: dict[str, int]) -> int:
+def _count_spans(
+    spans: list[CiteSpan] | None, bib: dict[str, BibEntry], counts: dict[str, int]
+) -> int:
     """Add cite spans to ``counts``; return how many pointed at no bib entry."""
     missing = 0
     if spans:
@@ -195,7 +197,9 @@ def _heading_markers(heading: str, bib: dict[str, BibEntry], counts: dict[str, i
     return missing
 
 
-def _occurrences(rec: Record, bib: dict[str, BibEntry]) -> tuple[list[tuple[str, str, dict[str, int]]], int]:
+def _occurrences(
+    rec: Record, bib: dict[str, BibEntry]
+) -> tuple[list[tuple[str, str, dict[str, int]]], int]:
     """Section occurrences in paper order: (section, top_section, {ref_id: n}) and missing-bib count."""
     occs: list[tuple[str, str, dict[str, int]]] = []
     missing = 0
@@ -257,7 +261,9 @@ def extract_record(rec: Record, src: str, line_number: int, out: Tables, seen: s
     cats = md.categories.split()
     versions = md.versions or []
     ab = rec.abstract
-    abstract = md.abstract if md.abstract is not None else (ab.text if isinstance(ab, Abstract) else ab)
+    abstract = (
+        md.abstract if md.abstract is not None else (ab.text if isinstance(ab, Abstract) else ab)
+    )
     p = out.papers
     p[S.PAPER_ID].append(paper_id)
     p[S.TITLE].append(" ".join(md.title.split()) if md.title else None)
@@ -355,7 +361,10 @@ _REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
 
 
 def extract_file(
-    source: InputFile, outputs: dict[str, Path], cfg: Config, progress: Callable[[int, int, int], None]
+    source: InputFile,
+    outputs: dict[str, Path],
+    cfg: Config,
+    progress: Callable[[int, int, int], None],
 ) -> dict[str, Any]:
     """Extract one input file into the four tables; return its manifest counts."""
     src = source_name(source)
@@ -391,7 +400,9 @@ def extract_file(
                     rec = DECODER.decode(line)
                 except (msgspec.DecodeError, msgspec.ValidationError) as e:
                     raise Reject(_classify(e), str(e)) from None
-                counts["cite_spans_missing_bib"] += extract_record(rec, src, line_number, batch, seen)
+                counts["cite_spans_missing_bib"] += extract_record(
+                    rec, src, line_number, batch, seen
+                )
                 counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
                 counts["papers_written"] += 1
                 pending[0] += 1

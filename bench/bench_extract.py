@@ -1,0 +1,184 @@
+"""`make bench`: extract throughput, decode-only and naive baselines, peak RSS.
+
+On one synthetic corpus (``--size-mb``, default 1000) it measures, in one run:
+
+(a) extract throughput of one worker (the real stage, Parquet written),
+(b) msgspec typed decode alone of the same lines (same reader, no tables),
+(c) a plain orjson + dict-walk implementation of the same extraction,
+and the peak RSS of one worker process extracting a quarter of the corpus and all
+of it (must stay flat). With ``--stages`` it also times every later stage on the
+extracted corpus (wall time and peak RSS each, one subprocess per stage).
+
+Ends with one JSON line: extract_mb_s, decode_only_mb_s, naive_mb_s,
+ratio_vs_decode, ratio_vs_naive, peak_rss_mb (and more keys).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.naive_extract import naive_extract  # noqa: E402
+from pipeline.config import Config  # noqa: E402
+from pipeline.sources import iter_lines, resolve_inputs  # noqa: E402
+from pipeline.stages.extract import DECODER, extract_file  # noqa: E402
+
+FILE_MB = 100
+AVG_PAPER_KB = 200
+
+
+def corpus(dir_: Path, size_mb: int, seed: int) -> list[Path]:
+    """Synthetic corpus of about ``size_mb`` MB in ~100 MB files (cached between runs)."""
+    stamp = dir_ / f".done-{size_mb}-{seed}"
+    if not stamp.exists():
+        from pipeline.synth import generate
+
+        shutil.rmtree(dir_, ignore_errors=True)
+        dir_.mkdir(parents=True)
+        files = max(1, round(size_mb / FILE_MB))
+        t0 = time.perf_counter()
+        generate(dir_, papers=size_mb * 1024 // AVG_PAPER_KB, layout="2022", seed=seed, files=files)
+        print(f"generated {size_mb} MB target in {time.perf_counter() - t0:.1f} s", flush=True)
+        stamp.touch()
+    return sorted(p for p in dir_.glob("*.jsonl"))
+
+
+def mb(paths: list[Path]) -> float:
+    return sum(p.stat().st_size for p in paths) / 1e6
+
+
+def time_decode(paths: list[Path]) -> float:
+    gc.disable()
+    t0 = time.perf_counter()
+    for f in resolve_inputs([str(p) for p in paths]):
+        for _, line in iter_lines(f):
+            try:
+                DECODER.decode(line)
+            except Exception:  # noqa: BLE001 - malformed lines count as decoded work here
+                pass
+    dt = time.perf_counter() - t0
+    gc.enable()
+    return dt
+
+
+def time_extract(paths: list[Path], out: Path) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = Config()
+    t0 = time.perf_counter()
+    for f in resolve_inputs([str(p) for p in paths]):
+        outputs = {
+            t: out / t / f"{f.key}.parquet" for t in ("papers", "references", "mentions", "rejects")
+        }
+        for p in outputs.values():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        extract_file(f, outputs, cfg, lambda *a: None)
+    return time.perf_counter() - t0
+
+
+def time_naive(paths: list[Path], out: Path) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    for p in paths:
+        naive_extract(p, out)
+    return time.perf_counter() - t0
+
+
+def child(cmd: list[str]) -> tuple[float, float]:
+    """Run ``cmd``; return (wall seconds, peak RSS MB) of that process alone."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{cmd} failed with {status}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def worker_rss(paths: list[Path], out: Path) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pipeline", "extract", "--workers", "1", "--out", str(out)]
+    for p in paths:
+        cmd += ["--input", str(p)]
+    return child(cmd)[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=int(os.environ.get("SIZE_MB", 1000)))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dir", type=Path, default=ROOT / "bench_out")
+    ap.add_argument("--stages", action="store_true", help="also time every later stage")
+    args = ap.parse_args()
+
+    files = corpus(args.dir / "corpus", args.size_mb, args.seed)
+    size = mb(files)
+    print(f"corpus: {len(files)} files, {size:,.0f} MB", flush=True)
+    time_decode(files)  # warm the page cache so every measurement reads from memory
+
+    dec = time_decode(files)
+    ext = time_extract(files, args.dir / "extract_a")
+    nai = time_naive(files, args.dir / "naive_c")
+    quarter = files[: max(1, len(files) // 4)]
+    rss_small = worker_rss(quarter, args.dir / "rss_small")
+    rss_full = worker_rss(files, args.dir / "rss_full")
+
+    res = {
+        "corpus_mb": round(size, 1),
+        "extract_mb_s": round(size / ext, 1),
+        "decode_only_mb_s": round(size / dec, 1),
+        "naive_mb_s": round(size / nai, 1),
+        "ratio_vs_decode": round(dec / ext, 3),
+        "ratio_vs_naive": round(nai / ext, 3),
+        "peak_rss_mb": round(max(rss_small, rss_full), 1),
+        "peak_rss_mb_quarter": round(rss_small, 1),
+        "peak_rss_mb_full": round(rss_full, 1),
+        "quarter_mb": round(mb(quarter), 1),
+    }
+    print(f"(a) extract, one worker     {res['extract_mb_s']:>8,.1f} MB/s")
+    print(
+        f"(b) msgspec decode only     {res['decode_only_mb_s']:>8,.1f} MB/s   (a)/(b) = {res['ratio_vs_decode']:.2f}  target >= 0.6"
+    )
+    print(
+        f"(c) orjson + dict walk      {res['naive_mb_s']:>8,.1f} MB/s   (a)/(c) = {res['ratio_vs_naive']:.2f}  target >= 3"
+    )
+    print(
+        f"peak RSS of one worker: {rss_small:,.0f} MB on {res['quarter_mb']:,.0f} MB, {rss_full:,.0f} MB on {size:,.0f} MB  target <= 1024, flat"
+    )
+
+    if args.stages:
+        work = args.dir / "rss_full"
+        stages = json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from pipeline.runner import load_stages; import json; "
+                    "print(json.dumps([n for n, s in load_stages().items() if s.kind == 'reduce']))",
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        res["stages"] = {}
+        for name in stages:
+            wall, rss = child([sys.executable, "-m", "pipeline", name, "--out", str(work)])
+            res["stages"][name] = {"seconds": round(wall, 2), "peak_rss_mb": round(rss, 1)}
+            print(f"stage {name:<10} {wall:8.2f} s  peak RSS {rss:8,.0f} MB")
+    print(json.dumps(res, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

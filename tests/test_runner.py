@@ -1,0 +1,168 @@
+"""Runner: atomic writes, markers, resume after kill -9, workers, shards, force."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.config import ConfigError, load_config
+from pipeline.runner import atomic_path
+from pipeline.sources import InputError, resolve_inputs, shard
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus(tmp: Path, sample_lines: list[bytes], files: int) -> Path:
+    """``files`` JSONL files, each a copy of the real sample (about 10 MB each)."""
+    d = tmp / "corpus"
+    d.mkdir()
+    body = b"\n".join(sample_lines) + b"\n"
+    for i in range(files):
+        (d / f"part_{i:02d}.jsonl").write_bytes(body)
+    return d
+
+
+def _parquet_bytes(out: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted((out / "extract").rglob("*.parquet"))
+    }
+
+
+def _mtimes(out: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in (out / "extract" / "_markers").glob("*.json")}
+
+
+def test_atomic_path_removes_temp_on_failure(tmp_path: Path) -> None:
+    final = tmp_path / "x.txt"
+    with pytest.raises(RuntimeError), atomic_path(final) as tmp:
+        tmp.write_text("partial")
+        raise RuntimeError("boom")
+    assert not final.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_kill_minus_9_then_resume_is_byte_identical(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    corpus = _corpus(tmp_path, sample_lines, 6)
+    reference = tmp_path / "reference"
+    assert main(["extract", "--input", str(corpus), "--out", str(reference), "--workers", "1"]) == 0
+
+    out = tmp_path / "killed"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "extract",
+        "--input",
+        str(corpus),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    markers = out / "extract" / "_markers"
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and len(list(markers.glob("*.json")) if markers.exists() else []) < 2
+    ):
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _mtimes(out)
+    assert 2 <= len(before) < 6, "the kill should land part-way through the corpus"
+
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "2"]) == 0
+    after = _mtimes(out)
+    assert {k: after[k] for k in before} == before, "finished files must not be redone"
+    assert len(after) == 6
+    assert _parquet_bytes(out) == _parquet_bytes(reference)
+    assert not list(out.rglob("*.tmp-*")), "temp files of the killed run are cleaned"
+
+
+def test_rerun_skips_and_force_redoes(tmp_path: Path, sample_lines: list[bytes], caplog) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:5], 3)
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "2"]) == 0
+    first = _mtimes(out)
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="pipeline")
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    assert _mtimes(out) == first
+    assert sum("skip" in r.message for r in caplog.records) == 3
+    assert (
+        main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1", "--force"])
+        == 0
+    )
+    assert all(_mtimes(out)[k] > v for k, v in first.items())
+
+
+def test_changed_input_or_config_redoes_that_file(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:5], 2)
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    first = _mtimes(out)
+    time.sleep(0.01)
+    (corpus / "part_01.jsonl").write_bytes(b"\n".join(sample_lines[:4]) + b"\n")
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    second = _mtimes(out)
+    changed = {k for k in first if second[k] != first[k]}
+    assert len(changed) == 1 and "part_01" in changed.pop()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[extract]\nbatch_papers = 2\n")
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    assert all(_mtimes(out)[k] != v for k, v in second.items())
+
+
+def test_shards_partition_the_sorted_files(tmp_path: Path, sample_lines: list[bytes]) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:2], 5)
+    files = resolve_inputs([str(corpus)])
+    parts = [shard(files, i, 3) for i in range(3)]
+    assert sorted(f.path for p in parts for f in p) == [f.path for f in files]
+    assert [f.path for f in parts[1]] == [files[1].path, files[4].path]
+    out = tmp_path / "out"
+    for i in range(3):
+        assert (
+            main(["extract", "--input", str(corpus), "--out", str(out), "--shard", f"{i}/3"]) == 0
+        )
+    assert len(_mtimes(out)) == 5
+    with pytest.raises(InputError):
+        shard(files, 3, 3)
+
+
+def test_status_reports_counts(tmp_path: Path, sample_lines: list[bytes], capsys) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:4], 2)
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main(["status", "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extract"]["files_done"] == 2
+    assert report["extract"]["papers_written"] == 8
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    assert (
+        main(["extract", "--input", str(tmp_path / "nothing*.jsonl"), "--out", str(tmp_path)]) == 2
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[surveys]\nmin_resolved_refz = 3\n")
+    with pytest.raises(ConfigError, match="min_resolved_refz"):
+        load_config(bad)
+    bad.write_text("[surveys]\nmin_resolved_refs = 'many'\n")
+    with pytest.raises(ConfigError, match="expected int"):
+        load_config(bad)
