@@ -178,7 +178,8 @@ def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes | memoryview]]:
                 if end < 0:
                     break
                 number += 1
-                if end - start > 2 or data[start:end].strip():
+                # a line that starts with a non-space byte is not blank (no copy needed)
+                if (end > start and data[start] > 32) or data[start:end].strip():
                     yield number, view[start:end]
                 start = end + 1
             rest = data[start:]
