@@ -21,6 +21,7 @@ from pipeline.runner import (
     stage_key,
 )
 from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.stages.extract import summarize
 
 log = logging.getLogger("pipeline")
 
@@ -73,6 +74,14 @@ def _extract(args: argparse.Namespace, cfg) -> int:
     files = shard(resolve_inputs(args.input), *args.shard)
     clean_stale_temps(args.out / "extract")
     run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
+    totals = summarize(args.out)
+    log.info(
+        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files",
+        totals["files"],
+        totals.get("papers_written", 0),
+        totals.get("rejects_total", 0),
+        totals.get("duplicate_papers_across_files", 0),
+    )
     return 0
 
 

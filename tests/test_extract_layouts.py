@@ -19,7 +19,9 @@ def _extract(path: Path, out: Path) -> dict[str, pl.DataFrame]:
     }
 
 
-def test_both_layouts_same_references_and_mention_totals(tmp_path: Path, sample_records: list[dict]) -> None:
+def test_both_layouts_same_references_and_mention_totals(
+    tmp_path: Path, sample_records: list[dict]
+) -> None:
     src_2024 = tmp_path / "in2024" / "sample_2024.jsonl"
     src_2024.parent.mkdir()
     src_2024.write_text("\n".join(json.dumps(to_2024_layout(r)) for r in sample_records) + "\n")

@@ -166,3 +166,15 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     bad.write_text("[surveys]\nmin_resolved_refs = 'many'\n")
     with pytest.raises(ConfigError, match="expected int"):
         load_config(bad)
+
+
+def test_duplicate_papers_across_files_are_counted(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:3], 2)  # the same 3 papers in two files
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    summary = json.loads((out / "extract" / "_summary.json").read_text())
+    assert summary["papers_written"] == 6
+    assert summary["unique_papers"] == 3
+    assert summary["duplicate_papers_across_files"] == 3

@@ -50,7 +50,10 @@ def test_hf_inputs_resolve_revision_and_stream(monkeypatch: pytest.MonkeyPatch) 
     assert [f.path.rsplit("/", 1)[-1] for f in files] == ["a.jsonl", "b.jsonl.gz"]
     assert {f.revision for f in files} == {SHA}
     assert all("e" * 64 in f.identity for f in files)
-    assert [(n, bytes(line)) for n, line in iter_lines(files[0])] == [(1, b'{"x": 1}'), (3, b'{"x": 2}')]
+    assert [(n, bytes(line)) for n, line in iter_lines(files[0])] == [
+        (1, b'{"x": 1}'),
+        (3, b'{"x": 2}'),
+    ]
 
 
 def test_local_forms(tmp_path: Path) -> None:

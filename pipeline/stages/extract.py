@@ -450,3 +450,37 @@ STAGE = register(
         help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
     )
 )
+
+
+def summarize(out: Path) -> dict[str, Any]:
+    """Totals over every finished input file, plus papers present in more than one file.
+
+    Written to ``<out>/extract/_summary.json`` after each extract run. The copy kept
+    for a paper found in several files is the one whose ``source_file`` sorts first.
+    """
+    import json
+
+    import polars as pl
+
+    from pipeline.runner import MANIFESTS, write_json
+
+    base = out / STAGE.name
+    totals: dict[str, Any] = {"files": 0, "rejects": {}}
+    for path in sorted((base / MANIFESTS).glob("*.json")):
+        counts = json.loads(path.read_text())["counts"]
+        totals["files"] += 1
+        for k, v in counts.items():
+            if isinstance(v, int):
+                totals[k] = totals.get(k, 0) + v
+        for reason, n in counts["rejects"].items():
+            totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
+    papers = sorted((base / "papers").glob("*.parquet"))
+    if papers:
+        ids = pl.scan_parquet(papers).select(S.PAPER_ID)
+        stats = ids.select(
+            pl.len().alias("rows"), pl.col(S.PAPER_ID).n_unique().alias("unique")
+        ).collect()
+        totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
+        totals["unique_papers"] = int(stats["unique"][0])
+    write_json(base / "_summary.json", totals)
+    return totals
