@@ -1,0 +1,164 @@
+"""Conversion of unarXive 2022-layout records into the unarXive 2024 layout.
+
+The 2024 release replaced the ``body_text`` paragraph list by a ``sections`` dict
+keyed by heading. It was built by walking ``body_text`` in order and concatenating
+paragraphs that share the same ``section`` string (no separator), shifting span
+offsets; ``sec_number`` and ``sec_type`` were dropped. So subsections become
+separate keys, the hierarchy is lost, and two distinct sections with the same
+heading ("Methodology" under two different parents) end up merged under the key
+of the first one. :func:`to_2024_layout` reproduces exactly that rule, so tests
+can run the same papers through both readers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# Top-level keys in the order the 2024 release writes them. ``sections`` goes last.
+_KEY_ORDER = (
+    "paper_id",
+    "_pdf_hash",
+    "_source_hash",
+    "_source_name",
+    "metadata",
+    "abstract",
+    "bib_entries",
+    "ref_entries",
+)
+_DROPPED = frozenset({"body_text", "discipline", "sections"})
+
+
+def _shift(spans: list[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
+    # dict(s, start=..) keeps the span's own key order and never touches the input span.
+    return [dict(s, start=s["start"] + offset, end=s["end"] + offset) for s in spans]
+
+
+def group_sections(body_text: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Group 2022 ``body_text`` paragraphs into the 2024 ``sections`` dict.
+
+    Args:
+        body_text: paragraphs with ``section``, ``text``, ``cite_spans`` and ``ref_spans``.
+
+    Returns:
+        ``{heading: {"text", "cite_spans", "ref_spans"}}`` in order of first appearance;
+        paragraphs with the same heading are concatenated without separator, wherever
+        they occur, and their span offsets are shifted by the text already collected
+        under that heading. A missing heading (``None``) is grouped under ``""``.
+    """
+    texts: dict[str, list[str]] = {}
+    lengths: dict[str, int] = {}
+    cites: dict[str, list[dict[str, Any]]] = {}
+    refs: dict[str, list[dict[str, Any]]] = {}
+    for para in body_text:
+        key = para.get("section")
+        if key is None:
+            key = ""
+        text = para.get("text") or ""
+        if key not in texts:
+            texts[key], lengths[key], cites[key], refs[key] = [], 0, [], []
+        offset = lengths[key]
+        texts[key].append(text)
+        lengths[key] = offset + len(text)
+        cites[key].extend(_shift(para.get("cite_spans") or [], offset))
+        refs[key].extend(_shift(para.get("ref_spans") or [], offset))
+    return {
+        key: {"text": "".join(parts), "cite_spans": cites[key], "ref_spans": refs[key]}
+        for key, parts in texts.items()
+    }
+
+
+def to_2024_layout(record: dict[str, Any]) -> dict[str, Any]:
+    """Convert one 2022-layout record (with ``body_text``) into the 2024 layout.
+
+    ``body_text`` becomes ``sections`` (see :func:`group_sections`), the top-level
+    ``discipline`` moves into ``metadata`` (together with ``language: "en"`` and
+    ``cited_by_count: 0`` when absent, since the 2022 layout carries neither),
+    everything else is kept. Keys missing from the input stay missing, except that
+    ``sections`` is always written.
+
+    The argument is not modified. ``metadata`` and every span are fresh objects;
+    other nested values (``bib_entries``, ``ref_entries``, ``abstract``) are shared
+    with the input rather than deep-copied, to keep conversion cheap.
+
+    Args:
+        record: a decoded 2022-layout record.
+
+    Returns:
+        A new dict with keys in the 2024 release order, ``sections`` last.
+
+    Raises:
+        ValueError: ``record`` has no ``body_text`` list.
+    """
+    body = record.get("body_text")
+    if not isinstance(body, list):
+        raise ValueError("not a 2022-layout record: 'body_text' is missing or not a list")
+    out: dict[str, Any] = {}
+    for key in _KEY_ORDER:
+        if key in record:
+            out[key] = record[key]
+    # Unknown keys are carried along so the conversion never silently loses data.
+    for key, value in record.items():
+        if key not in out and key not in _DROPPED:
+            out[key] = value
+    meta = record.get("metadata")
+    if isinstance(meta, dict):
+        meta = dict(meta)
+        meta.setdefault("language", "en")
+        meta.setdefault("cited_by_count", 0)
+        if "discipline" not in meta:
+            meta["discipline"] = record.get("discipline") or ""
+        out["metadata"] = meta
+    out["sections"] = group_sections(body)
+    return out
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False)
+
+
+def convert_file(src: Path, dst: Path) -> int:
+    """Convert a 2022-layout JSONL file into a 2024-layout JSONL file.
+
+    Lines that are not a JSON object with a ``body_text`` list (malformed lines,
+    records already in the 2024 layout) are copied unchanged, byte for byte, so a
+    fixture with deliberately broken lines stays broken in the same way. Blank
+    lines are dropped. ``dst`` is written to a temporary file in its directory and
+    moved into place only when complete.
+
+    Args:
+        src: input JSONL (uncompressed).
+        dst: output JSONL; its parent directory must exist.
+
+    Returns:
+        Number of records converted (copied lines are not counted).
+    """
+    dst = Path(dst)
+    fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    converted = 0
+    try:
+        # mkstemp creates 0600; the result should be as readable as a normal output file.
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+            for raw in inp:
+                line = raw.rstrip(b"\r\n")
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:  # includes UnicodeDecodeError
+                    record = None
+                if isinstance(record, dict) and isinstance(record.get("body_text"), list):
+                    out.write(_dumps(to_2024_layout(record)).encode("utf-8"))
+                    converted += 1
+                else:
+                    out.write(line)
+                out.write(b"\n")
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return converted

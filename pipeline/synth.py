@@ -1,0 +1,1784 @@
+"""Deterministic synthetic corpus in the unarXive record format.
+
+The real corpus (2.28M papers) cannot be shipped with the tests, and the two real
+samples are far too small to exercise labels, hard negatives or throughput. This
+module writes JSONL files whose records mirror the real 2022 layout field by field
+(and, with ``layout="2024"``, the same records passed through
+:func:`pipeline.layout.to_2024_layout`), with the structure later stages depend on:
+
+* arXiv ids ``YYMM.NNNNN`` that match the first version date (2015-01..2025-12),
+  increasing with submission time inside a month; CS and non-CS categories with
+  cross-lists; some metadata DOIs.
+* surveys (a ``survey_share`` of CS papers) with an introduction, 3-8 topical
+  sections with subsections (some headings carrying a ``{{cite:..}}`` marker that is
+  not a cite span), Discussion, Conclusion and an Acknowledgment numbered ``-1``;
+  regular papers with Introduction / Related Work / Method / Experiments /
+  Conclusion; non-surveys whose titles look like surveys ("Survey Propagation ...").
+* a topic model: every topic has a pool of outside works with skewed popularity,
+  and papers cite earlier corpus papers of their topic, so surveys of one category
+  share cited works (what hard negatives are made of).
+* bib entries with a realistic identifier mix (arXiv id in ``ids`` or only in the
+  raw string, bare or URL DOIs, OpenAlex ids, several, none), where one work is
+  cited by DOI only in one paper and by arXiv id only in another.
+* 1-6 mentions per cited work (skewed) spread over sections.
+
+Everything is drawn from ``random.Random`` instances seeded from ``seed``: equal
+arguments give byte-identical files on the same Python version. Text is assembled
+from filler chunks built once per process, so generation runs at tens of MB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pipeline.layout import to_2024_layout
+
+LAYOUTS = ("2022", "2024")
+
+# --------------------------------------------------------------------- vocabulary
+CS_TOPICS: dict[str, tuple[str, ...]] = {
+    "cs.CL": (
+        "Machine Translation",
+        "Question Answering",
+        "Named Entity Recognition",
+        "Text Summarization",
+        "Sentiment Analysis",
+        "Dialogue Systems",
+    ),
+    "cs.CV": (
+        "Object Detection",
+        "Semantic Segmentation",
+        "Image Captioning",
+        "Person Re-Identification",
+        "Video Action Recognition",
+    ),
+    "cs.LG": (
+        "Federated Learning",
+        "Graph Representation Learning",
+        "Continual Learning",
+        "Offline Reinforcement Learning",
+        "Self-Supervised Learning",
+    ),
+    "cs.IR": (
+        "Recommender Systems",
+        "Dense Passage Retrieval",
+        "Learning to Rank",
+        "Conversational Search",
+    ),
+    "cs.SE": (
+        "Bug Localization",
+        "Code Generation",
+        "Automated Program Repair",
+        "Test Case Prioritization",
+    ),
+    "cs.AI": (
+        "Knowledge Graph Completion",
+        "Automated Planning",
+        "Explainable Artificial Intelligence",
+    ),
+    "cs.DB": ("Query Optimization", "Data Cleaning", "Entity Resolution"),
+    "cs.CR": (
+        "Intrusion Detection",
+        "Adversarial Examples",
+        "Differential Privacy",
+        "Malware Detection",
+    ),
+    "cs.RO": ("Motion Planning", "Visual SLAM"),
+    "cs.DC": ("Serverless Computing", "Edge Computing"),
+}
+CS_WEIGHTS = {
+    "cs.CL": 4,
+    "cs.CV": 5,
+    "cs.LG": 5,
+    "cs.IR": 2,
+    "cs.SE": 2,
+    "cs.AI": 2,
+    "cs.DB": 1,
+    "cs.CR": 2,
+    "cs.RO": 1,
+    "cs.DC": 1,
+}
+NONCS_TOPICS: dict[str, tuple[str, ...]] = {
+    "math.PR": ("Random Polynomials", "Percolation Theory", "Stochastic Differential Equations"),
+    "math.AP": ("Navier-Stokes Equations", "Nonlinear Schrodinger Equations"),
+    "math.CO": ("Extremal Graph Theory", "Ramsey Theory"),
+    "physics.optics": ("Optical Metasurfaces", "Nonlinear Photonics"),
+    "cond-mat.str-el": ("Quantum Spin Liquids", "Topological Insulators"),
+    "quant-ph": ("Quantum Error Correction", "Variational Quantum Algorithms"),
+    "astro-ph.GA": ("Galaxy Formation", "Stellar Populations"),
+    "hep-th": ("Holographic Duality", "String Compactifications"),
+    "q-bio.GN": ("Genome Assembly", "Single-Cell Sequencing"),
+    "stat.ME": ("Causal Inference", "Bayesian Nonparametrics"),
+    "eess.SP": ("Massive MIMO", "Compressed Sensing"),
+    "econ.EM": ("Difference-in-Differences Estimation",),
+}
+NONCS_WEIGHTS = {
+    "math.PR": 2,
+    "math.AP": 2,
+    "math.CO": 2,
+    "physics.optics": 2,
+    "cond-mat.str-el": 3,
+    "quant-ph": 3,
+    "astro-ph.GA": 3,
+    "hep-th": 2,
+    "q-bio.GN": 1,
+    "stat.ME": 2,
+    "eess.SP": 2,
+    "econ.EM": 1,
+}
+CROSS_LISTS = {
+    "cs.CL": ("cs.AI", "cs.LG", "cs.IR"),
+    "cs.CV": ("cs.LG", "cs.AI", "eess.IV"),
+    "cs.LG": ("stat.ML", "cs.AI", "math.OC"),
+    "cs.IR": ("cs.CL", "cs.LG", "cs.DB"),
+    "cs.SE": ("cs.LG", "cs.PL", "cs.AI"),
+    "cs.AI": ("cs.LG", "cs.CL", "cs.LO"),
+    "cs.DB": ("cs.DS", "cs.IR", "cs.LG"),
+    "cs.CR": ("cs.LG", "cs.NI", "cs.SE"),
+    "cs.RO": ("cs.CV", "cs.AI", "eess.SY"),
+    "cs.DC": ("cs.NI", "cs.PF", "cs.LG"),
+    "math.PR": ("math.CA", "math.CV", "math-ph"),
+    "math.AP": ("math.DS", "math-ph", "math.NA"),
+    "math.CO": ("cs.DM", "math.PR"),
+    "physics.optics": ("physics.app-ph", "cond-mat.mes-hall"),
+    "cond-mat.str-el": ("cond-mat.mes-hall", "quant-ph"),
+    "quant-ph": ("cs.ET", "cond-mat.str-el", "cs.LG"),
+    "astro-ph.GA": ("astro-ph.CO", "astro-ph.SR"),
+    "hep-th": ("gr-qc", "hep-ph"),
+    "q-bio.GN": ("q-bio.QM", "cs.LG"),
+    "stat.ME": ("stat.ML", "econ.EM", "stat.AP"),
+    "eess.SP": ("cs.IT", "math.IT"),
+    "econ.EM": ("stat.ME",),
+}
+DISCIPLINES = {
+    "cs": "Computer Science",
+    "math": "Mathematics",
+    "stat": "Statistics",
+    "q-bio": "Quantitative Biology",
+    "eess": "Electrical Engineering and Systems Science",
+    "econ": "Economics",
+}
+CS_FAMILIES = (
+    "Graph Neural Networks",
+    "Transformers",
+    "Contrastive Learning",
+    "Large Language Models",
+    "Reinforcement Learning",
+    "Diffusion Models",
+    "Knowledge Distillation",
+    "Meta-Learning",
+    "Attention Mechanisms",
+    "Convolutional Neural Networks",
+    "Variational Autoencoders",
+    "Prompt Learning",
+    "Retrieval-Augmented Generation",
+    "Probabilistic Models",
+    "Information Retrieval Techniques",
+    "Active Learning",
+    "Data Augmentation",
+    "Rule-Based Systems",
+)
+NONCS_FAMILIES = (
+    "Monte Carlo Methods",
+    "Spectral Methods",
+    "Renormalization Group Techniques",
+    "Variational Principles",
+    "Perturbation Theory",
+    "Bayesian Hierarchical Models",
+    "Tensor Network Methods",
+    "Numerical Simulations",
+)
+ADJECTIVES = (
+    "Efficient",
+    "Robust",
+    "Scalable",
+    "Interpretable",
+    "Unsupervised",
+    "Few-Shot",
+    "Lightweight",
+    "Adaptive",
+    "Hierarchical",
+    "Multi-Modal",
+    "Cross-Lingual",
+    "Privacy-Preserving",
+)
+NAME_HEADS = (
+    "Deep",
+    "Graph",
+    "Fast",
+    "Meta",
+    "Neuro",
+    "Trans",
+    "Contra",
+    "Hyper",
+    "Sparse",
+    "Auto",
+    "BL",
+    "Co",
+)
+NAME_TAILS = (
+    "Loc",
+    "Rank",
+    "Net",
+    "Former",
+    "Match",
+    "GNN",
+    "Seg",
+    "Det",
+    "Rec",
+    "Fix",
+    "Gen",
+    "QA",
+    "iR",
+    "Ba",
+)
+ASPECTS = (
+    "Architectures",
+    "Training Strategies",
+    "Pre-training Objectives",
+    "Supervised Approaches",
+    "Unsupervised Approaches",
+    "Hybrid Approaches",
+    "Multi-Task Variants",
+    "Efficiency Improvements",
+    "Domain Adaptation",
+)
+# Non-surveys whose titles trip naive survey detectors: (category, title, abstract kind).
+TRAPS = (
+    ("cs.SE", "Automated Code Review with {family}", "code_review"),
+    ("cs.CL", "Predicting Peer Review Outcomes with {family}", "peer_review"),
+    ("cs.AI", "Survey Propagation for Random k-SAT{suffix}", "survey_propagation"),
+    ("cs.SE", "A Questionnaire Survey of Developers' Testing Practices{suffix}", "questionnaire"),
+    ("cs.IR", "Review-based Recommendation with {family}", "review_rec"),
+    ("cs.CL", "Generating Literature Reviews with LLMs{suffix}", "litreview_gen"),
+)
+TRAP_SHARE = 0.06
+TRAP_SUFFIXES = ("", ": An Empirical Study", " Revisited", " at Scale")
+FIRST_NAMES = (
+    "Marcus", "Xuan-Truong", "Filip", "Matt", "Laura", "José", "Zoë", "Łukasz", "Søren", "Chloé",
+    "Mehmet", "Wei", "Xiaoyu", "Priya", "Anna", "Joseph A.", "Raúl", "Yuki", "Olga", "Ahmed",
+    "Sofia", "Daniel", "Min-Jun", "Fatima", "Lucas", "Ingrid", "Tomás", "Aarav", "Elena", "Kwame",
+)  # fmt: skip
+LAST_NAMES = (
+    "Michelen", "Vu", "Zamfirov", "Allen", "Martínez-Ferrer", "Müller", "García", "Nguyen",
+    "Østergaard", "Kovačević", "Smith", "Wang", "Li", "Zhang", "Kumar", "Tanaka", "Ivanova",
+    "Hassan", "Rossi", "Silva", "Kim", "Okafor", "Dubois", "Jensen", "Novák", "Chen", "Brown",
+    "Schröder", "Yılmaz", "Peña",
+)  # fmt: skip
+# arXiv metadata spells accents in TeX while authors_parsed uses Unicode.
+TEX_ACCENTS = {
+    "é": "\\'e", "í": "\\'i", "á": "\\'a", "ó": "\\'o", "ú": "\\'u", "ü": '\\"u', "ö": '\\"o',
+    "ë": '\\"e', "ø": "{\\o}", "Ø": "{\\O}", "ł": "{\\l}", "Ł": "{\\L}", "č": "\\v{c}",
+    "ñ": "\\~n", "ı": "{\\i}",
+}  # fmt: skip
+FILLER_WORDS = (
+    "the", "of", "a", "we", "model", "method", "results", "approach", "performance", "data",
+    "propose", "show", "that", "is", "in", "for", "with", "on", "this", "our", "which",
+    "training", "learning", "task", "tasks", "baseline", "baselines", "accuracy", "evaluation",
+    "datasets", "experiments", "framework", "network", "representation", "features", "input",
+    "output", "loss", "function", "optimization", "parameters", "large", "small", "improves",
+    "significantly", "however", "moreover", "therefore", "consider", "given", "each", "set",
+    "between", "under", "over", "these", "those", "can", "be", "are", "has", "have", "not",
+    "also", "both", "such", "as", "more", "than", "while", "where", "when", "all", "its",
+    "their", "one", "two", "first", "second", "finally", "further", "existing", "proposed",
+    "novel", "state-of-the-art", "empirical", "theoretical", "analysis", "bound", "estimate",
+    "distribution", "probability", "random", "variable", "sequence", "structure", "graph",
+    "node", "edge", "layer", "attention", "embedding", "vector", "matrix", "space", "dimension",
+    "sample", "samples", "error", "rate", "time", "complexity", "linear", "nonlinear", "local",
+    "global", "robust", "efficient", "scalable", "signal", "noise", "source", "target",
+    "domain", "transfer", "prior", "posterior", "inference", "objective", "constraint",
+    "solution", "problem", "setting", "case", "condition", "assumption", "theorem", "lemma",
+    "proof", "follows", "holds", "obtain", "compute", "define", "denote", "let", "then",
+    "thus", "hence", "since", "because", "although", "observe", "note", "respectively",
+    "compared", "achieves", "outperforms", "yields", "leads", "to", "from", "by", "into",
+    "via", "using", "used", "based", "approximately", "naïve", "Schrödinger", "régime",
+    "up", "to", "an", "it", "at", "or", "and", "and", "the", "the", "of", "in",
+)  # fmt: skip
+LATEX = (
+    "\\mu ", "X_1,X_2,\\ldots ", "\\mathbb {E}[X_i]", "k \\le \\log n / (5 \\log \\log n)",
+    "f(x)=\\sum _{i=1}^{n} w_i x_i", "\\mathcal {L}_{\\text{CE}}", "\\theta ^{*}",
+    "\\Vert \\nabla f(x)\\Vert _2^2 \\le \\epsilon ", "O(n \\log n)", "\\alpha =0.1",
+    "p(y|x)=\\frac{\\exp (s_y)}{\\sum _j \\exp (s_j)}", "\\mathbf {h}_v^{(l+1)}", "n\\rightarrow \\infty ",
+    "\\begin{@align*}{1}{-1}P_n(z)=(z-X_1)\\ldots (z-X_n)\\,.\\end{@align*}", "\\lambda _{\\max }",
+    "\\mathcal {O}(d^2)", "x \\in \\mathbb {R}^d", "H=\\sum _{\\langle ij\\rangle } J\\, S_i \\cdot S_j",
+)  # fmt: skip
+CAPTIONS = (
+    "Overview of the proposed framework.",
+    "Results on the test set; best scores in bold.",
+    "NO_CAPTION",
+    "Ablation study of the main components.",
+    "Taxonomy of existing approaches.",
+    "Statistics of the datasets used in our experiments.",
+)
+CS_VENUES = (
+    "Advances in Neural Information Processing Systems",
+    "Proceedings of the AAAI Conference on Artificial Intelligence",
+    "Proceedings of the 58th Annual Meeting of the Association for Computational Linguistics",
+    "IEEE Transactions on Pattern Analysis and Machine Intelligence",
+    "Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition",
+    "ACM Computing Surveys",
+    "Proceedings of the 44th International ACM SIGIR Conference",
+    "Proceedings of the 43rd International Conference on Software Engineering",
+    "International Conference on Learning Representations",
+    "Proceedings of the VLDB Endowment",
+)
+NONCS_VENUES = (
+    "Physical Review B",
+    "Physical Review Letters",
+    "Trans. Amer. Math. Soc.",
+    "Probability Theory and Related Fields",
+    "The Astrophysical Journal",
+    "Journal of High Energy Physics",
+    "Bioinformatics",
+    "Journal of the American Statistical Association",
+    "Nature Physics",
+)
+LICENSES = (
+    ("http://creativecommons.org/licenses/by/4.0/", 60),
+    ("http://arxiv.org/licenses/nonexclusive-distrib/1.0/", 25),
+    ("http://creativecommons.org/licenses/by-sa/4.0/", 5),
+    ("http://creativecommons.org/publicdomain/zero/1.0/", 5),
+    ("http://creativecommons.org/licenses/by-nc-sa/4.0/", 5),
+)
+DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+YEAR_WEIGHTS = {y: 6 + 2 * (y - 2015) for y in range(2015, 2026)}  # arXiv keeps growing
+LAST_DAY = datetime(2025, 12, 30, 23, 59, 59)
+MENTION_WEIGHTS = (58, 22, 9, 5, 4, 2)  # 1..6 mentions; about a fifth are cited 3+ times
+
+# A same-length placeholder for the per-paper part of formula/figure ids: filled in on
+# the serialised line, so prebuilt chunks keep their span offsets.
+SALT = "@@@@@@@@"
+POOL_STRIDE = 1_000  # more than the largest pool
+CORPUS_OPENALEX = 1_000_000  # OpenAlex counters of corpus papers start here
+MALFORMED_KINDS = (
+    "truncated",
+    "array",
+    "no_metadata",
+    "null_categories",
+    "invalid_utf8",
+    "duplicate",
+)
+
+
+def _discipline(category: str) -> str:
+    return DISCIPLINES.get(category.split(".")[0], "Physics")
+
+
+def _pick(rng: random.Random, seq: Any) -> Any:
+    # Several times faster than rng.choice (one float draw, no rejection loop); the
+    # hot paths call it millions of times.
+    return seq[int(rng.random() * len(seq))]
+
+
+def _hex(rng: random.Random, bits: int = 160) -> str:
+    return f"{rng.getrandbits(bits):0{bits // 4}x}"
+
+
+def _uuid_tail(rng: random.Random) -> str:
+    return f"{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-{rng.choice('89ab')}{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+
+
+def _scramble(n: int) -> int:
+    # Bijective on [0, 2**31): unique, random-looking OpenAlex numbers from a counter.
+    return 4_000_000_000 + (n * 2_654_435_761 + 12_345) % (1 << 31)
+
+
+def _wrap(text: str, width: int = 79, sep: str = "\n  ") -> str:
+    # arXiv metadata hard-wraps long titles/authors/abstracts near 80 columns.
+    lines: list[str] = []
+    cur = ""
+    for word in text.split(" "):
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    lines.append(cur)
+    return sep.join(lines)
+
+
+def _tex(name: str) -> str:
+    return "".join(TEX_ACCENTS.get(c, c) for c in name)
+
+
+# ------------------------------------------------------------------ filler chunks
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    text: str
+    n: int
+    spans: tuple[tuple[int, int, str, str], ...]  # (start, end, marker text, ref id)
+    entries: dict[str, dict[str, str]]
+
+
+_CHUNK_CACHE: dict[str, tuple[_Chunk, ...]] = {}
+
+
+def _make_chunk(
+    rng: random.Random, sentences: int, formula_rate: float, float_rate: float
+) -> _Chunk:
+    parts: list[str] = []
+    spans: list[tuple[int, int, str, str]] = []
+    entries: dict[str, dict[str, str]] = {}
+    off = 0
+    for s in range(sentences):
+        words = rng.choices(FILLER_WORDS, k=rng.randint(6, 22))
+        words[0] = words[0].capitalize()
+        if s:
+            parts.append(". ")
+            off += 2
+        for w_i, word in enumerate(words):
+            if w_i:
+                parts.append(" ")
+                off += 1
+            parts.append(word)
+            off += len(word)
+            if rng.random() < formula_rate:
+                kind = "formula"
+                r = rng.random()
+                if r < float_rate:
+                    kind = "figure" if r < float_rate / 2 else "table"
+                rid = f"{SALT}-{_uuid_tail(rng)}"
+                marker = f"{{{{{kind}:{rid}}}}}"
+                parts.append(" ")
+                spans.append((off + 1, off + 1 + len(marker), marker, rid))
+                parts.append(marker)
+                off += 1 + len(marker)
+                if kind == "formula":
+                    entries[rid] = {"latex": rng.choice(LATEX), "type": "formula"}
+                else:
+                    entries[rid] = {"caption": rng.choice(CAPTIONS), "type": kind}
+    text = "".join(parts)
+    assert len(text) == off
+    return _Chunk(text, off, tuple(spans), entries)
+
+
+def _chunks(kind: str) -> tuple[_Chunk, ...]:
+    """Prebuilt filler (fixed seed, independent of the corpus seed), built once per process."""
+    if kind not in _CHUNK_CACHE:
+        rng = random.Random(20221222 if kind == "normal" else 20221223)
+        if kind == "normal":
+            built = [_make_chunk(rng, rng.randint(1, 3), 0.06, 0.04) for _ in range(512)]
+        else:
+            built = [_make_chunk(rng, 1, 0.04, 0.0) for _ in range(128)]
+        _CHUNK_CACHE[kind] = tuple(built)
+    return _CHUNK_CACHE[kind]
+
+
+# ------------------------------------------------------------------------ topics
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    index: int
+    category: str
+    name: str
+    cs: bool
+
+
+TOPICS: tuple[_Topic, ...] = tuple(
+    _Topic(i, cat, name, cat.startswith("cs."))
+    for i, (cat, name) in enumerate(
+        [(c, n) for c, names in CS_TOPICS.items() for n in names]
+        + [(c, n) for c, names in NONCS_TOPICS.items() for n in names]
+    )
+)
+TOPICS_BY_CATEGORY: dict[str, tuple[int, ...]] = {}
+for _t in TOPICS:
+    TOPICS_BY_CATEGORY[_t.category] = (*TOPICS_BY_CATEGORY.get(_t.category, ()), _t.index)
+
+_TOPIC_SENTENCES: dict[int, tuple[_Chunk, ...]] = {}
+
+
+def _topic_sentences(topic: int) -> tuple[_Chunk, ...]:
+    """Per-topic sentences mixed into paragraphs, so body text carries topic words."""
+    if topic not in _TOPIC_SENTENCES:
+        t = TOPICS[topic]
+        rng = random.Random(7_000 + topic)
+        fams = CS_FAMILIES if t.cs else NONCS_FAMILIES
+        name = t.name.lower()
+        templates = (
+            "Recent work on {t} has explored {f} to improve {w}",
+            "{T} remains challenging when {w} is limited",
+            "We focus on {t} with {f} under realistic {w} constraints",
+            "Most approaches to {t} rely on {f} and large amounts of {w}",
+            "In {t}, {f} offer a trade-off between {w} and accuracy",
+        )
+        out = []
+        for _ in range(24):
+            text = rng.choice(templates).format(
+                t=name,
+                T=t.name,
+                f=rng.choice(fams).lower(),
+                w=rng.choice(("data", "compute", "supervision", "memory", "time")),
+            )
+            out.append(_Chunk(text, len(text), (), {}))
+        _TOPIC_SENTENCES[topic] = tuple(out)
+    return _TOPIC_SENTENCES[topic]
+
+
+# ------------------------------------------------------------------------- works
+@dataclass(slots=True)
+class _Work:
+    """Anything that can be cited: an outside work or a corpus paper."""
+
+    title: str
+    authors: str  # bibliography form, "J. Smith, A. Lee, and K. Wu"
+    venue: str
+    year: int
+    key: int  # year * 12 + month - 1, compared with the citing paper's key
+    doi: str  # canonical lower-case, "" if none
+    arxiv: str  # "" if none
+    openalex: int  # 0 if none
+    discipline: str
+    pubmed: str = ""
+
+
+@dataclass(slots=True)
+class _Pool:
+    works: list[_Work]  # sorted by key
+    keys: list[int]
+    cum: list[float]  # cumulative popularity weights in the same order
+
+
+@dataclass(slots=True)
+class _Paper:
+    idx: int
+    category: str
+    categories: str
+    topic: int
+    kind: str  # survey | trap | regular | review (a non-CS review)
+    when: datetime
+    family: str
+    authors: list[tuple[str, str]]
+    trap: int = -1
+    arxiv_id: str = ""
+    title: str = ""
+    doi: str = ""
+    stamp: int = 0
+    work: _Work | None = None
+
+
+def _bib_authors(rng: random.Random, k: int) -> str:
+    names = [f"{_pick(rng, FIRST_NAMES)[0]}. {_pick(rng, LAST_NAMES)}" for _ in range(k)]
+    if k == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + (", and " if k > 2 else " and ") + names[-1]
+
+
+# ---------------------------------------------------------------------- generator
+class _Corpus:
+    """Planned corpus: papers with their ids and dates, and lazily built outside-work pools."""
+
+    def __init__(
+        self, papers: int, seed: int, small: bool, survey_share: float, cs_share: float
+    ) -> None:
+        self.seed = seed
+        self.small = small
+        self.rng = random.Random(seed)
+        self.pools: dict[int, _Pool] = {}
+        self.plan = [self._plan_paper(i, survey_share, cs_share, self.rng) for i in range(papers)]
+        self._assign_ids(self.plan, self.rng)
+        self.by_topic: dict[int, list[_Paper]] = {}
+        for p in sorted(self.plan, key=lambda p: (p.stamp, p.arxiv_id)):
+            self.by_topic.setdefault(p.topic, []).append(p)
+        self.topic_stamps = {t: [p.stamp for p in ps] for t, ps in self.by_topic.items()}
+
+    # ---------------------------------------------------------------- planning
+    def _plan_paper(
+        self, idx: int, survey_share: float, cs_share: float, rng: random.Random
+    ) -> _Paper:
+        trap = -1
+        if rng.random() < cs_share:
+            category = rng.choices(list(CS_WEIGHTS), weights=list(CS_WEIGHTS.values()))[0]
+            if rng.random() < survey_share:
+                kind = "survey"
+            elif rng.random() < TRAP_SHARE:
+                kind, trap = "trap", rng.randrange(len(TRAPS))
+                category = TRAPS[trap][0]
+            else:
+                kind = "regular"
+        else:
+            category = rng.choices(list(NONCS_WEIGHTS), weights=list(NONCS_WEIGHTS.values()))[0]
+            kind = "review" if rng.random() < survey_share / 2 else "regular"
+        topic = rng.choice(TOPICS_BY_CATEGORY[category])
+        cats = [category]
+        if rng.random() < 0.4:
+            cats += rng.sample(
+                CROSS_LISTS[category], rng.randint(1, min(2, len(CROSS_LISTS[category])))
+            )
+        year = rng.choices(list(YEAR_WEIGHTS), weights=list(YEAR_WEIGHTS.values()))[0]
+        month = rng.randint(1, 12)
+        start = datetime(year, month, 1)
+        nxt = datetime(year + (month == 12), month % 12 + 1, 1)
+        when = start + timedelta(seconds=rng.randrange(int((nxt - start).total_seconds())))
+        when = min(when, LAST_DAY)
+        fams = CS_FAMILIES if category.startswith("cs.") else NONCS_FAMILIES
+        n_auth = rng.choices((1, 2, 3, 4, 5, 6, 8), weights=(12, 22, 25, 18, 11, 7, 5))[0]
+        authors = [(rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)) for _ in range(n_auth)]
+        p = _Paper(
+            idx, category, " ".join(cats), topic, kind, when, rng.choice(fams), authors, trap
+        )
+        p.title = self._title(p, rng)
+        return p
+
+    def _title(self, p: _Paper, rng: random.Random) -> str:
+        topic = TOPICS[p.topic].name
+        fam = p.family
+        if p.kind == "survey":
+            forms = (
+                f"A Survey on {topic}",
+                f"{topic}: A Systematic Literature Review",
+                f"A Comprehensive Review of {topic}",
+                f"{fam} for {topic}: A Survey",
+                f"Recent Advances in {topic}: A Survey",
+                f"A Review of {fam} Methods for {topic}",
+            )
+            return rng.choice(forms)
+        if p.kind == "review":
+            return rng.choice(
+                (f"A Review of {topic}", f"{topic}: A Review", f"Progress in {topic}: A Review")
+            )
+        if p.kind == "trap":
+            return TRAPS[p.trap][1].format(family=fam, suffix=rng.choice(TRAP_SUFFIXES))
+        adj = rng.choice(ADJECTIVES)
+        if not TOPICS[p.topic].cs:
+            return rng.choice(
+                (
+                    f"On {adj.lower()} estimates for {topic.lower()}",
+                    f"{fam} in {topic}",
+                    f"A note on {topic.lower()} and {fam.lower()}",
+                    f"Zeros, limits and {fam.lower()} in {topic.lower()} with a growing number of parameters",
+                )
+            )
+        name = rng.choice(NAME_HEADS) + rng.choice(NAME_TAILS)
+        return rng.choice(
+            (
+                f"{adj} {fam} for {topic}",
+                f"Towards {adj} {topic} with {fam}",
+                f"{name}: {adj} {fam} for {topic}",
+                f"On the Role of {fam} in {topic}",
+                f"Rethinking {topic}: {adj} {fam} with Limited Supervision",
+            )
+        )
+
+    def _assign_ids(self, plan: list[_Paper], rng: random.Random) -> None:
+        by_month: dict[tuple[int, int], list[_Paper]] = {}
+        for p in plan:
+            by_month.setdefault((p.when.year, p.when.month), []).append(p)
+        for (year, month), ps in sorted(by_month.items()):
+            ps.sort(key=lambda p: (p.when, p.idx))
+            # Corpus numbers stay below 20000, the range of outside works' ids.
+            gap = max(1, min(40, 19_000 // len(ps)))
+            number = rng.randint(1, 400)
+            for p in ps:
+                p.arxiv_id = f"{year % 100:02d}{month:02d}.{number:05d}"
+                number += rng.randint(1, gap)
+        epoch = datetime(2000, 1, 1)
+        for p in plan:
+            p.stamp = int((p.when - epoch).total_seconds())
+            if rng.random() < 0.2:
+                p.doi = self._paper_doi(p, rng)
+            p.work = _Work(
+                title=p.title,
+                authors=_bib_authors_of(p.authors),
+                venue=""
+                if not p.doi
+                else rng.choice(CS_VENUES if TOPICS[p.topic].cs else NONCS_VENUES),
+                year=p.when.year,
+                key=p.when.year * 12 + p.when.month - 1,
+                doi=p.doi.lower(),
+                arxiv=p.arxiv_id,
+                openalex=_scramble(CORPUS_OPENALEX + p.idx),
+                discipline=_discipline(p.category),
+            )
+
+    @staticmethod
+    def _paper_doi(p: _Paper, rng: random.Random) -> str:
+        # Publisher DOIs keep their mixed case in arXiv metadata; bib ids are lower-case.
+        # The paper index makes them unique, and the patterns differ from outside works'.
+        form = int(rng.random() * 3)
+        if TOPICS[p.topic].cs:
+            if form == 0:
+                return f"10.1109/TPAMI.{p.when.year}.{3_100_000 + p.idx}"
+            if form == 1:
+                return f"10.1145/{3_600_000 + p.idx}.{rng.randint(3400000, 3699999)}"
+            return f"10.18653/v1/{p.when.year}.acl-long.{p.idx}"
+        if form == 0:
+            return f"10.1103/PhysRevB.{rng.randint(90, 112)}.{200_000 + p.idx}"
+        if form == 1:
+            return f"10.1090/tran/{100_000 + p.idx}"
+        return f"10.1093/bioinformatics/btac{p.idx}"
+
+    # ------------------------------------------------------------------- pools
+    def pool(self, topic: int) -> _Pool:
+        """Outside works of a topic, built on first use from a topic-specific stream.
+
+        A pool depends only on (seed, topic, small, papers of the topic), never on
+        when it is first needed: its ids are unique by construction, not by lookup.
+        """
+        if topic not in self.pools:
+            self.pools[topic] = self._build_pool(topic)
+        return self.pools[topic]
+
+    def _build_pool(self, topic: int) -> _Pool:
+        t = TOPICS[topic]
+        rng = random.Random(self.seed * 1_000_003 + 7919 * (topic + 1))
+        n_papers = len(self.by_topic.get(topic, ()))
+        size = 600 if not self.small else max(120, min(600, 20 * n_papers))
+        fams = CS_FAMILIES if t.cs else NONCS_FAMILIES
+        venues = CS_VENUES if t.cs else NONCS_VENUES
+        disc = _discipline(t.category)
+        works = []
+        taken: set[str] = set()
+        for j in range(size):
+            u = topic * POOL_STRIDE + j  # unique over all pools
+            year = max(1985, 2025 - int(rng.expovariate(1 / 9)))
+            month = rng.randint(1, 12)
+            r = rng.random()
+            has_doi = r < (0.72 if t.cs else 0.85)
+            has_arxiv = year >= 1995 and (
+                rng.random() < (0.55 if t.cs else 0.45) or not has_doi and r < 0.95
+            )
+            arxiv = self._outside_arxiv(rng, t, year, month, taken) if has_arxiv else ""
+            doi = self._outside_doi(rng, t, year, u) if has_doi else ""
+            suffix = rng.choice(
+                (
+                    "",
+                    "",
+                    " with limited supervision",
+                    " at scale",
+                    ": a benchmark",
+                    " revisited",
+                    ": a survey",
+                )
+            )
+            title = (
+                f"{rng.choice(ADJECTIVES)} {rng.choice(fams).lower()} for {t.name.lower()}{suffix}"
+            )
+            title = title[0].upper() + title[1:]
+            works.append(
+                _Work(
+                    title=title,
+                    authors=_bib_authors(rng, rng.randint(1, 5)),
+                    venue=rng.choice(venues) if doi or not arxiv else "",
+                    year=year,
+                    key=year * 12 + month - 1,
+                    doi=doi,
+                    arxiv=arxiv,
+                    openalex=_scramble(u + 1) if rng.random() < 0.85 else 0,
+                    discipline=disc,
+                    pubmed=str(rng.randint(20_000_000, 36_000_000))
+                    if t.category.startswith("q-bio") and rng.random() < 0.5
+                    else "",
+                )
+            )
+        # Skewed popularity in random order, so some works are cited by most papers of a topic.
+        weights = [1.0 / (rank + 1) ** 1.1 for rank in range(size)]
+        rng.shuffle(weights)
+        order = sorted(range(size), key=lambda i: (works[i].key, i))
+        works = [works[i] for i in order]
+        cum, acc = [], 0.0
+        for i in order:
+            acc += weights[i]
+            cum.append(acc)
+        return _Pool(works, [w.key for w in works], cum)
+
+    @staticmethod
+    def _outside_arxiv(
+        rng: random.Random, t: _Topic, year: int, month: int, taken: set[str]
+    ) -> str:
+        # Number n with n % len(TOPICS) == topic: pools never collide with each other,
+        # and corpus papers (numbers < 20000) never collide with pools.
+        stride = len(TOPICS)
+        for _ in range(20):
+            if year >= 2015:
+                aid = f"{year % 100:02d}{month:02d}.{20_000 + t.index + stride * rng.randrange(1_200):05d}"
+            elif year >= 2007:
+                aid = f"{year % 100:02d}{month:02d}.{1_000 + t.index + stride * rng.randrange(140):04d}"
+            else:
+                archive = "cs" if t.cs else t.category.split(".")[0]
+                aid = f"{archive}/{year % 100:02d}{month:02d}{1 + t.index + stride * rng.randrange(16):03d}"
+            if aid not in taken:
+                taken.add(aid)
+                return aid
+        return ""
+
+    @staticmethod
+    def _outside_doi(rng: random.Random, t: _Topic, year: int, u: int) -> str:
+        # ``u`` is unique over all pools, so every DOI is too.
+        form = int(rng.random() * 5)
+        r = int(rng.random() * 1_000_000)
+        if t.cs:
+            return (
+                f"10.1145/3{u:06d}.{3_000_000 + r}",
+                f"10.1109/cvpr.{year}.{u:05d}",
+                f"10.18653/v1/{year}.emnlp-main.{u}",
+                f"10.1007/978-3-030-{u:05d}-{1 + r % 9}_{1 + r % 60}",
+                f"10.1016/j.neucom.{year}.{u:06d}",
+            )[form]
+        return (
+            f"10.1103/physrevb.{50 + r % 63}.{u:06d}",
+            f"10.1090/tran/{u}",
+            f"10.1007/s00440-0{10 + r % 15}-{u:05d}-{r % 10}",
+            f"10.1093/bioinformatics/bt{'abcdefghijklmnopqrstuvwxyz'[r % 26]}{u}",
+            f"10.1080/01621459.{year}.{u:07d}",
+        )[form]
+
+    def draw(
+        self, rng: random.Random, topic: int, before: int, k: int, taken: set[int]
+    ) -> list[_Work]:
+        """Up to ``k`` distinct popularity-weighted works of ``topic`` dated before ``before``."""
+        pool = self.pool(topic)
+        n = bisect.bisect_left(pool.keys, before)
+        if n == 0 or k <= 0:
+            return []
+        cum = pool.cum[:n]
+        out: list[_Work] = []
+        for _ in range(6):
+            for i in rng.choices(range(n), cum_weights=cum, k=2 * (k - len(out)) + 4):
+                w = pool.works[i]
+                if id(w) not in taken:
+                    taken.add(id(w))
+                    out.append(w)
+                    if len(out) == k:
+                        return out
+        # The popular head is exhausted: fill from the tail uniformly.
+        rest = [w for w in pool.works[:n] if id(w) not in taken]
+        for w in rng.sample(rest, min(k - len(out), len(rest))):
+            taken.add(id(w))
+            out.append(w)
+        return out
+
+
+def _bib_authors_of(authors: list[tuple[str, str]]) -> str:
+    names = [f"{first[0]}. {last}" for first, last in authors[:5]]
+    if len(authors) > 5:
+        return ", ".join(names) + ", et al."
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + (", and " if len(names) > 2 else " and ") + names[-1]
+
+
+# ------------------------------------------------------------------ bib entries
+def _bib_entry(rng: random.Random, w: _Work, style: int, corpus: bool) -> dict[str, Any]:
+    """One bib entry for ``w`` with a randomly chosen identifier presentation."""
+    has_doi, has_arxiv = bool(w.doi), bool(w.arxiv)
+    r = rng.random()
+    use_doi = use_ids_arxiv = use_contained = use_oa = False
+    none = False
+    if has_doi and has_arxiv:
+        if r < 0.30:
+            use_doi = use_ids_arxiv = True
+            use_oa = rng.random() < 0.8
+        elif r < 0.55:
+            use_doi, use_oa = True, rng.random() < 0.5
+        elif r < 0.73:
+            use_ids_arxiv, use_oa = True, rng.random() < 0.5
+        elif r < 0.84:
+            use_contained = True
+        elif r < 0.90:
+            use_oa = True
+        else:
+            none = True
+    elif has_arxiv:
+        if r < 0.45:
+            use_ids_arxiv, use_oa = True, rng.random() < 0.6
+        elif r < 0.77:
+            use_contained = True
+        elif r < 0.89:
+            use_oa = True
+        else:
+            none = True
+    elif has_doi:
+        if r < 0.76:
+            use_doi, use_oa = True, rng.random() < 0.7
+        elif r < 0.90:
+            use_oa = True
+        else:
+            none = True
+    else:
+        use_oa = r < 0.75
+        none = not use_oa
+    if use_oa and not w.openalex and not (use_doi or use_ids_arxiv or use_contained):
+        # An OpenAlex-only citation of a work OpenAlex does not know: fall back to
+        # another identifier rather than inflating the no-identifier share.
+        use_oa = False
+        use_doi, use_ids_arxiv = has_doi, has_arxiv and not has_doi
+        none = not (use_doi or use_ids_arxiv)
+    use_oa = use_oa and bool(w.openalex)
+    if use_ids_arxiv and rng.random() < 0.3:
+        use_contained = True  # the raw string mentions it too
+
+    venue = w.venue or rng.choice(("Preprint", "Technical report", "CoRR"))
+    if style == 0:
+        raw = f"{w.authors}. {w.title}. In {venue}, {w.year}."
+    else:
+        raw = f"{w.authors}, “{w.title},” {venue}, pp. {rng.randint(1, 900)}–{rng.randint(901, 1800)}, {w.year}."
+    contained: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    if use_contained:
+        form = rng.randrange(4)
+        text = (
+            f"arXiv:{w.arxiv}v{rng.randint(1, 4)}",
+            f"arXiv:{w.arxiv}",
+            f"https://arxiv.org/abs/{w.arxiv}",
+            f"http://arxiv.org/abs/{w.arxiv}.",
+        )[form]
+        lead = " arXiv preprint " if form == 1 else " "
+        start = len(raw) + len(lead)
+        raw = f"{raw}{lead}{text}" + ("" if text.endswith(".") else ".")
+        contained.append({"id": w.arxiv, "text": text, "start": start, "end": start + len(text)})
+    if use_doi and rng.random() < 0.2:
+        start = len(raw) + len(" doi: ")
+        raw = f"{raw} doi: {w.doi}"
+        links.append(
+            {
+                "url": f"http://doi.org/{w.doi}",
+                "text": w.doi,
+                "start": start,
+                "end": start + len(w.doi),
+            }
+        )
+    if not corpus and rng.random() < 0.04:
+        url = f"https://github.com/{w.authors.split('. ')[1].split(',')[0].split(' ')[0].lower()}/{w.title.split(' ')[1].lower()}"
+        start = len(raw) + 1
+        raw = f"{raw} {url}"
+        links.append({"url": url, "text": url, "start": start, "end": start + len(url)})
+    entry: dict[str, Any] = {
+        "bib_entry_raw": raw,
+        "contained_arXiv_ids": contained,
+        "contained_links": links,
+    }
+    # Like the real data, entries unarXive could not match carry no ids/discipline at all.
+    if (
+        none or (use_contained and not (use_doi or use_ids_arxiv or use_oa))
+    ) and rng.random() < 0.5:
+        return entry
+    oa = f"W{w.openalex}" if use_oa else ""
+    doi = ""
+    if use_doi:
+        doi = w.doi if rng.random() < 0.65 else f"https://doi.org/{w.doi}"
+    entry["discipline"] = w.discipline if rng.random() < 0.9 else ""
+    entry["ids"] = {
+        "open_alex_id": f"https://openalex.org/{oa}" if oa else "",
+        "sem_open_alex_id": f"https://semopenalex.org/work/{oa}"
+        if oa and rng.random() < 0.7
+        else "",
+        "pubmed_id": w.pubmed if use_oa else "",
+        "pmc_id": "",
+        "doi": doi,
+        "arxiv_id": w.arxiv if use_ids_arxiv else "",
+    }
+    return entry
+
+
+# ------------------------------------------------------------------- skeletons
+@dataclass(slots=True)
+class _Unit:
+    """One heading's run of paragraphs (a section lead, subsection or subsubsection)."""
+
+    heading: str | None
+    number: str
+    sec_type: str
+    role: str
+    group: int
+    weight: float
+    cite_head: bool = False
+
+
+def _numbering(dotted: bool, parent: str, i: int) -> str:
+    return f"{parent}.{i}" if dotted and parent else str(i)
+
+
+class _Skeleton:
+    """Units in document order, grouped by top-level section and by citation role.
+
+    ``flat`` skeletons ignore subsections (small regular papers stay small).
+    """
+
+    def __init__(self, flat: bool = False) -> None:
+        self.flat = flat
+        self.units: list[_Unit] = []
+        self.groups: list[list[int]] = []
+        self.roles: dict[str, list[int]] = {}
+
+    def section(
+        self, heading: str | None, number: str, role: str, weight: float, sec_type: str = "section"
+    ) -> int:
+        g = len(self.groups)
+        self.groups.append([len(self.units)])
+        self.roles.setdefault(role, []).append(g)
+        self.units.append(_Unit(heading, number, sec_type, role, g, weight))
+        return g
+
+    def sub(
+        self,
+        g: int,
+        heading: str | None,
+        number: str,
+        sec_type: str = "subsection",
+        weight: float = 1.0,
+        cite_head: bool = False,
+    ) -> int:
+        lead = self.units[self.groups[g][0]]
+        if self.flat:
+            return self.groups[g][0]
+        if len(self.groups[g]) == 1:
+            lead.weight *= 0.5  # a lead paragraph before subsections is short
+        role = lead.role
+        self.groups[g].append(len(self.units))
+        self.units.append(_Unit(heading, number, sec_type, role, g, weight, cite_head))
+        return len(self.units) - 1
+
+
+def _survey_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
+    sk = _Skeleton()
+    topic = TOPICS[p.topic].name
+    fams = CS_FAMILIES if TOPICS[p.topic].cs else NONCS_FAMILIES
+    n = 1
+    g = sk.section("Introduction", str(n), "intro", 1.6)
+    if rng.random() < 0.3:
+        for i, h in enumerate(
+            rng.sample(("Motivation", "Contributions", "Scope of this Survey"), 2), 1
+        ):
+            sk.sub(g, h, str(i))
+    if rng.random() < 0.4:
+        n += 1
+        sk.section(rng.choice(("Background", "Preliminaries")), str(n), "bg", 1.0)
+    if "Systematic" in p.title:
+        n += 1
+        sk.section("Research Methodology", str(n), "method", 0.8)
+    subsub = rng.random() < 0.3
+    for fam in rng.sample(fams, rng.randint(3, 8)):
+        n += 1
+        heading = rng.choice(
+            (
+                f"{fam} for {topic}",
+                f"{fam} for {topic}",
+                f"{fam}-based Approaches",
+                f"{fam} Methods",
+                f"Approaches Based on {fam}",
+            )
+        )
+        g = sk.section(heading, str(n), "topical", 1.0)
+        for i in range(1, rng.randint(2, 5) + 1):
+            if rng.random() < 0.5:
+                name = (
+                    rng.choice(NAME_HEADS)
+                    + rng.choice(NAME_TAILS)
+                    + rng.choice(("", "", "2", "++", "-X"))
+                )
+                u = sk.sub(g, name, str(i), cite_head=rng.random() < 0.8)
+                if subsub and sk.units[u].cite_head and not small:
+                    for j, h in enumerate(
+                        ("Methodology", "Evaluation", "Advantages and Disadvantages"), 1
+                    ):
+                        sk.sub(g, h, str(j), "subsubsection", 0.6)
+            else:
+                sk.sub(g, rng.choice(ASPECTS), str(i))
+    if rng.random() < 0.5:
+        n += 1
+        sk.section("Open Challenges and Future Directions", str(n), "disc", 0.8)
+    n += 1
+    sk.section("Discussion", str(n), "disc", 0.7)
+    n += 1
+    sk.section("Conclusion", str(n), "concl", 0.5)
+    sk.section("Acknowledgment", "-1", "back", 0.15)
+    return sk
+
+
+def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
+    sk = _Skeleton(flat=small)
+    t = TOPICS[p.topic]
+    dotted = rng.random() < 0.5
+    trap = TRAPS[p.trap][2] if p.trap >= 0 else ""
+    if rng.random() < 0.05:
+        sk.section("", "-1", "pre", 0.3, sec_type="")
+    n = 1
+    sk.section("Introduction", "1", "intro", 1.6)
+    if not t.cs:
+        n += 1
+        sk.section(
+            rng.choice(("Preliminaries", "Setup and Notation", "The Model")), str(n), "related", 1.0
+        )
+        n += 1
+        g = sk.section("Main Results", str(n), "method", 1.4)
+        if rng.random() < 0.5:
+            for i in range(1, rng.randint(2, 3) + 1):
+                sk.sub(
+                    g,
+                    rng.choice(
+                        ("Upper Bounds", "Lower Bounds", "Proof of Theorem 1", "Auxiliary Lemmas")
+                    ),
+                    _numbering(dotted, str(n), i),
+                )
+        if rng.random() < 0.05:
+            # Untitled subsubsections exist in the real data (section null).
+            sk.sub(g, None, "1", "subsubsection")
+        if rng.random() < 0.5:
+            n += 1
+            sk.section(
+                rng.choice(("Numerical Results", "Numerical Experiments", "Simulations")),
+                str(n),
+                "exp",
+                1.0,
+            )
+        n += 1
+        sk.section(
+            rng.choice(("Discussion", "Conclusion", "Comments and Open Problems")),
+            str(n),
+            "concl",
+            0.6,
+        )
+    else:
+        n += 1
+        g = sk.section(
+            rng.choice(
+                (
+                    "Related Work",
+                    "Related Work",
+                    "Related Works",
+                    "Background and Related Work",
+                    "Prior Work",
+                )
+            ),
+            str(n),
+            "related",
+            1.2,
+        )
+        if rng.random() < 0.4:
+            for i, h in enumerate(
+                (p.family, TOPICS[p.topic].name, "Datasets and Benchmarks")[: rng.randint(2, 3)], 1
+            ):
+                sk.sub(g, h, _numbering(dotted, str(n), i))
+        n += 1
+        method = {
+            "questionnaire": "Survey Design",
+            "survey_propagation": "Survey Propagation",
+            "litreview_gen": "Literature Review Generation Pipeline",
+        }.get(trap) or rng.choice(("Proposed Method", "Methodology", "Method", "Our Approach"))
+        g = sk.section(method, str(n), "method", 1.5)
+        if rng.random() < 0.6:
+            for i, h in enumerate(
+                rng.sample(
+                    (
+                        "Problem Formulation",
+                        "Overview",
+                        "Model Architecture",
+                        "Training Objective",
+                        "Inference",
+                    ),
+                    rng.randint(2, 4),
+                ),
+                1,
+            ):
+                sk.sub(g, h, _numbering(dotted, str(n), i))
+        if trap == "questionnaire":
+            n += 1
+            sk.section("Survey Results", str(n), "exp", 1.4)
+            n += 1
+            sk.section("Threats to Validity", str(n), "disc", 0.5)
+        elif rng.random() < 0.5:
+            n += 1
+            g = sk.section("Experiments", str(n), "exp", 1.5)
+            heads = [
+                "Experimental Setup",
+                "Baselines",
+                "Implementation Details",
+                "Main Results",
+                "Ablation Study",
+            ]
+            for i, h in enumerate(heads[: rng.randint(3, 5)], 1):
+                sk.sub(g, h, _numbering(dotted, str(n), i))
+        else:
+            n += 1
+            sk.section("Experimental Setup", str(n), "exp", 1.0)
+            n += 1
+            sk.section("Results", str(n), "exp", 1.2)
+        if rng.random() < 0.4:
+            n += 1
+            sk.section(rng.choice(("Discussion", "Limitations")), str(n), "disc", 0.6)
+        n += 1
+        sk.section(
+            rng.choice(("Conclusion", "Conclusions", "Conclusion and Future Work")),
+            str(n),
+            "concl",
+            0.5,
+        )
+    if rng.random() < 0.5:
+        sk.section(
+            rng.choice(("Acknowledgments", "Acknowledgements", "Acknowledgment")),
+            "-1",
+            "back",
+            0.15,
+        )
+    if rng.random() < 0.2 and not small:
+        g = sk.section(
+            rng.choice(("Additional Results", "Implementation Details", "Proof of Theorem 1")),
+            "A",
+            "back",
+            0.6,
+        )
+        if rng.random() < 0.5:
+            sk.sub(g, "Hyperparameters", "A.1")
+    return sk
+
+
+# Where a cited work's first mention goes (its "home") and where the others go.
+HOME_REGULAR = {"intro": 0.28, "related": 0.40, "method": 0.17, "exp": 0.15}
+EXTRA_REGULAR = {
+    "intro": 0.2,
+    "related": 0.3,
+    "method": 0.2,
+    "exp": 0.2,
+    "disc": 0.07,
+    "concl": 0.03,
+}
+EXTRA_SURVEY = {
+    "same": 0.45,
+    "topical": 0.2,
+    "intro": 0.15,
+    "disc": 0.12,
+    "concl": 0.05,
+    "bg": 0.03,
+}
+
+
+class _RolePicker:
+    """Weighted choice among the roles a skeleton actually has (built once per paper)."""
+
+    __slots__ = ("cum", "roles", "total")
+
+    def __init__(self, weights: dict[str, float], roles: dict[str, list[int]]) -> None:
+        self.roles = [r for r in weights if r in roles or r == "same"] or ["intro"]
+        self.cum: list[float] = []
+        acc = 0.0
+        for r in self.roles:
+            acc += weights.get(r, 1.0)
+            self.cum.append(acc)
+        self.total = acc
+
+    def __call__(self, rng: random.Random) -> str:
+        i = bisect.bisect_right(self.cum, rng.random() * self.total)
+        return self.roles[min(i, len(self.roles) - 1)]
+
+
+# ---------------------------------------------------------------------- papers
+def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -> dict[str, Any]:
+    survey = p.kind in ("survey", "review")
+    t = TOPICS[p.topic]
+    sk = _survey_skeleton(rng, p, small) if survey else _regular_skeleton(rng, p, small)
+
+    # ----- which works are cited
+    if survey:
+        n_refs = rng.randint(30, 50) if small else int(50 + 250 * rng.random() ** 1.5)
+        corpus_share = 0.35
+    else:
+        n_refs = rng.randint(6, 12) if small else rng.randint(15, 60)
+        corpus_share = 0.25 if t.cs else 0.15
+    earlier = corpus.by_topic.get(p.topic, [])
+    n_earlier = bisect.bisect_left(corpus.topic_stamps.get(p.topic, []), p.stamp)
+    k_corpus = min(n_earlier, round(n_refs * corpus_share * (0.5 + rng.random())))
+    cited: list[_Work] = [earlier[i].work for i in rng.sample(range(n_earlier), k_corpus)]  # type: ignore[misc]
+    is_corpus = [True] * len(cited)
+    n_out = n_refs - k_corpus
+    siblings = [x for x in TOPICS_BY_CATEGORY[t.category] if x != p.topic]
+    # Outside works: mostly the paper's own topic, some from sibling topics of the same
+    # category (so surveys of one category overlap across topics), a few from anywhere.
+    sib_share = (0.25 if survey else 0.15) if siblings else 0.0
+    counts_by_topic: dict[int, int] = {p.topic: 0}
+    for _ in range(n_out):
+        r = rng.random()
+        if r < sib_share:
+            topic = _pick(rng, siblings)
+        elif r < sib_share + 0.04:
+            topic = int(rng.random() * len(TOPICS))
+        else:
+            topic = p.topic
+        counts_by_topic[topic] = counts_by_topic.get(topic, 0) + 1
+    plan = list(counts_by_topic.items())
+    # A topic pool too small for a big early survey hands its shortfall to the siblings.
+    plan += [(s, 0) for s in siblings]
+    taken: set[int] = {id(w) for w in cited}
+    short = 0
+    key = p.when.year * 12 + p.when.month - 1
+    for topic, k in plan:
+        got = corpus.draw(rng, topic, key, k + short, taken)
+        short = k + short - len(got)
+        cited += got
+        is_corpus += [False] * len(got)
+    order = list(range(len(cited)))
+    rng.shuffle(order)
+    style = rng.randrange(2)
+    ref_ids = [_hex(rng) for _ in order]
+    bib = {
+        rid: _bib_entry(rng, cited[i], style, is_corpus[i])
+        for rid, i in zip(ref_ids, order, strict=True)
+    }
+
+    # ----- where each work is mentioned
+    units = sk.units
+    unit_cites: list[list[str]] = [[] for _ in units]
+    counts = rng.choices(range(1, 7), weights=MENTION_WEIGHTS, k=len(ref_ids)) if ref_ids else []
+    topical = sk.roles.get("topical", [])
+    home_role = _RolePicker({"intro": 0.1, "bg": 0.05} if survey else HOME_REGULAR, sk.roles)
+    extra_role = _RolePicker(EXTRA_SURVEY if survey else EXTRA_REGULAR, sk.roles)
+    homes: list[int] = []
+    for _ in ref_ids:
+        if survey and topical and rng.random() < 0.87:
+            homes.append(_pick(rng, topical))
+        else:
+            homes.append(_pick(rng, sk.roles.get(home_role(rng)) or sk.roles["intro"]))
+    first_unit = [_pick(rng, sk.groups[g]) for g in homes]
+    # Cite-marked subsection headings name a work whose home is that section.
+    by_home: dict[int, list[int]] = {}
+    for i, g in enumerate(homes):
+        by_home.setdefault(g, []).append(i)
+    for u, unit in enumerate(units):
+        if unit.cite_head:
+            pool = by_home.get(unit.group) or []
+            if pool:
+                i = pool.pop(rng.randrange(len(pool)))
+                unit.heading = f"{unit.heading} {{{{cite:{ref_ids[i]}}}}}"
+                first_unit[i] = u
+    for i, rid in enumerate(ref_ids):
+        unit_cites[first_unit[i]].append(rid)
+        for _ in range(counts[i] - 1):
+            role = extra_role(rng)
+            if role == "same":
+                g = homes[i]
+            elif role == "topical" and topical:
+                g = _pick(rng, topical)
+            else:
+                g = _pick(rng, sk.roles.get(role) or sk.roles["intro"])
+            unit_cites[_pick(rng, sk.groups[g])].append(rid)
+
+    # ----- text
+    chunks = _chunks("small" if small else "normal")
+    tsent = _topic_sentences(p.topic)
+    n_chunks = len(chunks)
+    if small:
+        total_par = len(units)
+    else:
+        total_par = rng.randint(100, 200) if survey else rng.randint(60, 150)
+    wsum = sum(u.weight for u in units)
+    body: list[dict[str, Any]] = []
+    ref_entries: dict[str, dict[str, str]] = {}
+    proofy = not t.cs
+    rnd = rng.random
+    for u, unit in enumerate(units):
+        n_par = 1 if small else max(1, round(total_par * unit.weight / wsum))
+        per_par: list[list[str]] = [[] for _ in range(n_par)]
+        for rid in unit_cites[u]:
+            per_par[int(rnd() * n_par)].append(rid)
+        for cites in per_par:
+            pieces: list[str] = []
+            cspans: list[dict[str, Any]] = []
+            rspans: list[dict[str, Any]] = []
+            off = 0
+            if small:
+                picked = [tsent[int(rnd() * 24)]] if rnd() < 0.3 else []
+                picked.append(chunks[int(rnd() * n_chunks)])
+            else:
+                picked = [tsent[int(rnd() * 24)]] if rnd() < 0.5 else []
+                picked += [chunks[int(rnd() * n_chunks)] for _ in range(1 + int(rnd() * 3))]
+            n_slots = len(picked)
+            slots: list[list[str]] = [[] for _ in picked]
+            for rid in cites:
+                slots[int(rnd() * n_slots)].append(rid)
+            for ch, slot in zip(picked, slots, strict=True):
+                pieces.append(ch.text)
+                for s, e, txt, ref in ch.spans:
+                    rspans.append({"start": s + off, "end": e + off, "text": txt, "ref_id": ref})
+                if ch.entries:
+                    ref_entries.update(ch.entries)
+                off += ch.n
+                if slot:
+                    pieces.append(" ")
+                    off += 1
+                    for rid in slot:
+                        marker = f"{{{{cite:{rid}}}}}"
+                        cspans.append(
+                            {"start": off, "end": off + 49, "text": marker, "ref_id": rid}
+                        )
+                        pieces.append(marker)
+                        off += 49
+                pieces.append(". ")
+                off += 2
+            pieces[-1] = ".\n"
+            content = "paragraph" if rnd() > 0.04 else ("proof" if proofy else "list")
+            body.append(
+                {
+                    "section": unit.heading,
+                    "sec_number": unit.number,
+                    "sec_type": unit.sec_type,
+                    "content_type": content,
+                    "text": "".join(pieces),
+                    "cite_spans": cspans,
+                    "ref_spans": rspans,
+                }
+            )
+
+    meta = _metadata(rng, p, t)
+    return {
+        "paper_id": p.arxiv_id,
+        "_pdf_hash": None,
+        "_source_hash": _hex(rng),
+        "_source_name": f"{p.arxiv_id}.gz",
+        "metadata": meta,
+        "discipline": _discipline(p.category),
+        "abstract": {
+            "section": "Abstract",
+            "text": meta["abstract"],
+            "cite_spans": [],
+            "ref_spans": [],
+        },
+        "body_text": body,
+        "bib_entries": bib,
+        "ref_entries": ref_entries,
+    }
+
+
+def _abstract(rng: random.Random, p: _Paper, t: _Topic) -> str:
+    topic, fam = t.name.lower(), p.family.lower()
+    sents = [ch.text for ch in rng.sample(_topic_sentences(p.topic), 2)]
+    trap = TRAPS[p.trap][2] if p.trap >= 0 else ""
+    if p.kind == "survey":
+        lead = [
+            f"{t.name} has attracted growing attention in recent years",
+            f"In this survey, we review {rng.randint(40, 300)} papers on {topic} and organise them by the role of {fam}",
+            "We summarise datasets, evaluation protocols and open challenges, and outline directions for future research",
+        ]
+        if "Systematic" in p.title:
+            lead.insert(
+                1,
+                "Following established guidelines, this systematic literature review selects primary studies from five digital libraries",
+            )
+    elif p.kind == "review":
+        lead = [
+            f"We review recent progress in {topic}",
+            f"In this review, we survey {fam} and their impact on {topic}",
+        ]
+    elif trap == "questionnaire":
+        lead = [
+            f"We conducted a questionnaire survey of {rng.randint(80, 900)} professional developers about their testing practices",
+            "The responses show that unit testing dominates while test review is rare",
+        ]
+    elif trap == "survey_propagation":
+        lead = [
+            "Survey propagation is a message-passing algorithm for random constraint satisfaction problems",
+            "We analyse its convergence for random k-SAT close to the satisfiability threshold",
+        ]
+    elif trap == "code_review":
+        lead = [
+            f"Code review is a costly step of software development; we automate it with {fam}",
+            "Our model generates review comments for submitted changes",
+        ]
+    elif trap == "peer_review":
+        lead = [
+            f"We predict the outcome of scientific peer review from the submitted manuscript using {fam}"
+        ]
+    elif trap == "review_rec":
+        lead = [f"User reviews carry rich signals for recommendation; we exploit them with {fam}"]
+    elif trap == "litreview_gen":
+        lead = [
+            "We study how large language models can generate the related-work section of a paper",
+            "Generated literature reviews are compared with human-written ones",
+        ]
+    elif t.cs:
+        lead = [
+            f"In this paper, we propose a {rng.choice(ADJECTIVES).lower()} approach to {topic} based on {fam}",
+            "Experiments on standard benchmarks show consistent improvements over strong baselines",
+        ]
+    else:
+        lead = [
+            f"We study {topic} using {fam}",
+            "We show that the main estimate holds under mild assumptions",
+        ]
+    text = ". ".join(lead[:1] + sents[:1] + lead[1:] + sents[1:]) + "."
+    return "  " + _wrap(text, sep="\n") + "\n"
+
+
+def _created(d: datetime) -> str:
+    return f"{DAY_NAMES[d.weekday()]}, {d.day} {MONTH_NAMES[d.month - 1]} {d.year} {d:%H:%M:%S} GMT"
+
+
+def _metadata(rng: random.Random, p: _Paper, t: _Topic) -> dict[str, Any]:
+    tex = rng.random() < 0.6
+    full = [f"{first} {last}" for first, last in p.authors]
+    authors = ", ".join(_tex(a) if tex else a for a in full)
+    if len(full) > 1 and rng.random() < 0.4:
+        head, _, tail = authors.rpartition(", ")
+        authors = f"{head} and {tail}"
+    versions = [p.when]
+    for _ in range(rng.choices((0, 1, 2, 3), weights=(60, 25, 10, 5))[0]):
+        nxt = versions[-1] + timedelta(days=rng.randint(1, 200), seconds=rng.randrange(86_400))
+        if nxt > LAST_DAY:
+            break
+        versions.append(nxt)
+    r = int(rng.random() * 1_000_000)
+    comments = (
+        None,
+        f"{4 + r % 37} pages",
+        f"{4 + r % 37} pages, {1 + r % 12} figures",
+        f"{4 + r % 37} pages, {1 + r % 12} figures, {1 + r % 6} tables",
+        "Accepted at the main conference",
+    )[int(rng.random() * 5)]
+    journal = None
+    if p.doi and rng.random() < 0.7:
+        journal = f"{p.work.venue if p.work else ''} {rng.randint(1, 120)} ({p.when.year})".strip()
+    license_ = rng.choices([lic for lic, _ in LICENSES], weights=[w for _, w in LICENSES])[0]
+    update = min(versions[-1] + timedelta(days=1), datetime(2025, 12, 31))
+    return {
+        "id": p.arxiv_id,
+        "submitter": full[0] if rng.random() < 0.8 else full[-1],
+        "authors": _wrap(authors),
+        "title": _wrap(p.title, width=72),
+        "comments": comments,
+        "journal-ref": journal,
+        "doi": p.doi or None,
+        "report-no": None if rng.random() < 0.97 else f"MIT-CTP/{rng.randint(4000, 5999)}",
+        "categories": p.categories,
+        "license": license_,
+        "abstract": _abstract(rng, p, t),
+        "versions": [
+            {"version": f"v{i}", "created": _created(v)} for i, v in enumerate(versions, 1)
+        ],
+        "update_date": update.date().isoformat(),
+        "authors_parsed": [[last, first, ""] for first, last in p.authors],
+    }
+
+
+# ---------------------------------------------------------------------- output
+def _dumps(record: dict[str, Any], salt: str) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": ")).replace(SALT, salt)
+
+
+def _malformed_line(
+    kind: str, corpus: _Corpus, rng: random.Random, layout: str, serial: int
+) -> bytes:
+    """A broken line built from a fresh small paper that is not part of the corpus."""
+    p = corpus._plan_paper(10_000_000 + serial, 0.0, 1.0, rng)
+    p.kind, p.trap = "regular", -1
+    # Ids past anything the corpus numbering reaches, so rejects never shadow a real paper.
+    p.arxiv_id = f"{p.when.year % 100:02d}{p.when.month:02d}.{95_000 + serial % 5_000:05d}"
+    p.stamp = 0
+    p.work = None
+    record = _build_record(corpus, p, rng, small=True)
+    if layout == "2024":
+        record = to_2024_layout(record)
+    salt = f"{rng.getrandbits(32):08x}"
+    if kind == "no_metadata":
+        record = {k: v for k, v in record.items() if k != "metadata"}
+    elif kind == "null_categories":
+        record = dict(record, metadata=dict(record["metadata"], categories=None))
+    line = _dumps(record, salt).encode("utf-8")
+    if kind == "truncated":
+        return line[: len(line) // 3]
+    if kind == "invalid_utf8":
+        at = line.index(b'"title": "') + len(b'"title": "') + 3
+        return line[:at] + b"\xff\xfe\xc3\x28" + line[at:]
+    return line
+
+
+def _check_args(
+    papers: int, layout: str, survey_share: float, malformed: int, files: int, cs_share: float
+) -> None:
+    if papers < 0:
+        raise ValueError(f"papers must be >= 0, got {papers}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if not 0.0 <= survey_share <= 1.0:
+        raise ValueError(f"survey_share must be in [0, 1], got {survey_share}")
+    if not 0.0 <= cs_share <= 1.0:
+        raise ValueError(f"cs_share must be in [0, 1], got {cs_share}")
+    if malformed < 0:
+        raise ValueError(f"malformed must be >= 0, got {malformed}")
+    if files < 1:
+        raise ValueError(f"files must be >= 1, got {files}")
+
+
+def generate(
+    out_dir: Path,
+    papers: int,
+    layout: str = "2022",
+    seed: int = 0,
+    small: bool = False,
+    survey_share: float = 0.08,
+    malformed: int = 0,
+    files: int = 1,
+    cs_share: float = 0.7,
+) -> list[Path]:
+    """Write a synthetic unarXive corpus as JSONL files.
+
+    Papers are written in arXiv id order and split into ``files`` contiguous runs,
+    so the concatenation of the files does not depend on ``files``; the malformed
+    lines come from their own random stream, so asking for them does not change
+    the papers.
+
+    Args:
+        out_dir: directory for the files (created if missing).
+        papers: number of corpus papers.
+        layout: ``"2022"`` (``body_text`` list) or ``"2024"`` (``sections`` dict).
+        seed: seed of every random choice; same arguments give byte-identical files.
+        small: ~5-15 KB records (few paragraphs, fewer references) instead of ~200 KB.
+        survey_share: share of CS papers that are surveys (non-CS reviews occur at
+            half this rate).
+        malformed: number of broken lines (truncated JSON, ``[]``, no ``metadata``,
+            ``categories: null``, invalid UTF-8, exact duplicate of an earlier paper
+            line, in that rotation) inserted at deterministic positions.
+        files: number of output files, ``synth_<layout>_<seed>_<i:03d>.jsonl``.
+        cs_share: probability that a paper's primary category is ``cs.*``.
+
+    Returns:
+        Paths of the files written, in order.
+
+    Raises:
+        ValueError: an argument is out of range.
+    """
+    _check_args(papers, layout, survey_share, malformed, files, cs_share)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    corpus = _Corpus(papers, seed, small, survey_share, cs_share)
+    rng = corpus.rng
+    extra_rng = random.Random(seed + 2_000_003)  # 2024-only fields, so layouts share content
+    bad_rng = random.Random(seed + 1_000_003)
+    order = sorted(corpus.plan, key=lambda p: (p.stamp, p.arxiv_id))
+    bounds = [papers * i // files for i in range(files + 1)]
+
+    # Malformed line j goes to file j % files, after paper line `pos` of that file.
+    schedule: dict[int, list[tuple[int, str, int]]] = {}
+    for j in range(malformed):
+        f = j % files
+        n_f = bounds[f + 1] - bounds[f]
+        kind = MALFORMED_KINDS[j % len(MALFORMED_KINDS)]
+        if kind == "duplicate" and n_f == 0:
+            kind = "truncated"
+        pos = bad_rng.randint(1, n_f) if n_f else 0
+        src = bad_rng.randrange(pos) if kind == "duplicate" else -1
+        schedule.setdefault(f, []).append((pos, kind, src))
+
+    paths = []
+    serial = 0
+    for f in range(files):
+        path = out_dir / f"synth_{layout}_{seed}_{f:03d}.jsonl"
+        todo = sorted(schedule.get(f, []), key=lambda x: x[0])
+        keep = {src for _, _, src in todo if src >= 0}
+        kept: dict[int, bytes] = {}
+        fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".tmp")
+        tmp = Path(tmp_name)
+        try:
+            os.chmod(tmp, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                buf: list[bytes] = []
+                size = 0
+                t_i = 0
+                for pos in range(bounds[f + 1] - bounds[f] + 1):
+                    while t_i < len(todo) and todo[t_i][0] == pos:
+                        _, kind, src = todo[t_i]
+                        if kind == "array":
+                            line = b"[]"
+                        elif kind == "duplicate":
+                            line = kept[src]
+                        else:
+                            line = _malformed_line(kind, corpus, bad_rng, layout, serial)
+                            serial += 1
+                        buf.append(line + b"\n")
+                        t_i += 1
+                    if pos == bounds[f + 1] - bounds[f]:
+                        break
+                    p = order[bounds[f] + pos]
+                    record = _build_record(corpus, p, rng, small)
+                    salt = f"{rng.getrandbits(32):08x}"
+                    if layout == "2024":
+                        record = to_2024_layout(record)
+                        count = int(extra_rng.paretovariate(1.1)) - 1
+                        record["metadata"]["cited_by_count"] = count * (
+                            4 if p.kind == "survey" else 1
+                        )
+                    line = _dumps(record, salt).encode("utf-8")
+                    if pos in keep:
+                        kept[pos] = line
+                    buf.append(line + b"\n")
+                    size += len(line)
+                    if size > 8 << 20:
+                        out.writelines(buf)
+                        buf, size = [], 0
+                out.writelines(buf)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------- CLI
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``synth`` subcommand on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "synth", help="write a deterministic synthetic unarXive-format corpus"
+    )
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    p.add_argument("--papers", required=True, type=int, metavar="N", help="number of papers")
+    p.add_argument("--layout", choices=LAYOUTS, default="2022", help="record layout (default 2022)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--small", action="store_true", help="~10 KB records instead of ~200 KB")
+    p.add_argument(
+        "--survey-share",
+        type=float,
+        default=0.08,
+        metavar="F",
+        help="share of CS papers that are surveys",
+    )
+    p.add_argument("--malformed", type=int, default=0, metavar="N", help="broken lines to insert")
+    p.add_argument("--files", type=int, default=1, metavar="K", help="number of output files")
+    p.add_argument(
+        "--cs-share",
+        type=float,
+        default=0.7,
+        metavar="F",
+        help="share of papers with a cs.* primary category",
+    )
+    p.set_defaults(func=main)
+    return p
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``synth`` from parsed arguments; prints one summary line.
+
+    Returns:
+        0 on success, 2 when an argument is out of range.
+    """
+    start = time.perf_counter()
+    try:
+        paths = generate(
+            Path(args.out),
+            args.papers,
+            layout=args.layout,
+            seed=args.seed,
+            small=args.small,
+            survey_share=args.survey_share,
+            malformed=args.malformed,
+            files=args.files,
+            cs_share=args.cs_share,
+        )
+    except ValueError as e:
+        print(f"synth: {e}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - start
+    mb = sum(p.stat().st_size for p in paths) / 1e6
+    print(
+        f"synth: {args.papers} papers + {args.malformed} malformed lines, layout {args.layout}, seed {args.seed}"
+        f" -> {len(paths)} file(s) in {args.out}: {mb:.1f} MB in {seconds:.1f} s ({mb / max(seconds, 1e-9):.1f} MB/s)"
+    )
+    return 0
