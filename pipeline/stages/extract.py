@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 
 from pipeline import schema as S
 from pipeline.config import Config
-from pipeline.ids import normalize_arxiv, normalize_doi, normalize_openalex, strip_version
+from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
 from pipeline.runner import Stage, register
 from pipeline.sources import InputFile, iter_lines, source_name
 
@@ -166,10 +167,18 @@ class Tables:
     __slots__ = ("papers", "references", "mentions", "rejects")
 
     def __init__(self) -> None:
-        self.papers: dict[str, list[Any]] = {n: [] for n in S.PAPERS.names}
-        self.references: dict[str, list[Any]] = {n: [] for n in S.REFERENCES.names}
-        self.mentions: dict[str, list[Any]] = {n: [] for n in S.MENTIONS.names}
-        self.rejects: dict[str, list[Any]] = {n: [] for n in S.REJECTS.names} | {"detail": []}
+        # source_file is constant per file: the writer adds it, not every row.
+        self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
+        self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
+        self.mentions: dict[str, list[Any]] = _buffers(S.MENTIONS)
+        self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
+
+
+_CONTAINED = "_contained_arxiv_ids"
+
+
+def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
+    return {n: [] for n in schema.names if n != S.SOURCE_FILE}
 
 
 def _count_spans(
@@ -236,7 +245,7 @@ def _occurrences(
     return occs, missing
 
 
-def extract_record(rec: Record, src: str, line_number: int, out: Tables, seen: set[str]) -> int:
+def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> int:
     """Append one paper's rows to ``out``; return its count of cite spans without a bib entry.
 
     Raises:
@@ -273,40 +282,58 @@ def extract_record(rec: Record, src: str, line_number: int, out: Tables, seen: s
     p[S.FIRST_VERSION_DATE].append(parse_version_date(versions[0].created) if versions else None)
     p[S.UPDATE_DATE].append(parse_iso_date(md.update_date))
     p[S.LICENSE].append(md.license)
-    p[S.DOI].append(normalize_doi(md.doi))
+    p[S.DOI].append(md.doi)  # normalised in the writer
     p[S.N_BIB_ENTRIES].append(len(bib))
     p[S.LAYOUT].append("2022" if rec.body_text is not None else "2024")
-    p[S.SOURCE_FILE].append(src)
     p[S.LINE_NUMBER].append(line_number)
 
+    # identifiers are appended raw and normalised column-wise in the writer thread
+    # (Polars, outside the GIL): per-entry Python regex calls were the hot spot.
     r = out.references
-    for ref_id, entry in bib.items():
+    n = len(bib)
+    r[S.PAPER_ID].extend([paper_id] * n)
+    r[S.REF_ID].extend(bib)
+    raw_arxiv, raw_contained, raw_doi, raw_oa, raw = (
+        r[S.ARXIV_ID],
+        r[_CONTAINED],
+        r[S.DOI],
+        r[S.OPENALEX_ID],
+        r[S.RAW],
+    )
+    for entry in bib.values():
         ids = entry.ids
-        arxiv = normalize_arxiv(ids.arxiv_id) if ids is not None else None
-        if arxiv is None and entry.contained_arXiv_ids:
-            for c in entry.contained_arXiv_ids:
-                arxiv = normalize_arxiv(c.id)
-                if arxiv:
-                    break
-        r[S.PAPER_ID].append(paper_id)
-        r[S.REF_ID].append(ref_id)
-        r[S.ARXIV_ID].append(arxiv)
-        r[S.DOI].append(normalize_doi(ids.doi) if ids is not None else None)
-        r[S.OPENALEX_ID].append(normalize_openalex(ids.open_alex_id) if ids is not None else None)
-        r[S.RAW].append(entry.bib_entry_raw)
-        r[S.SOURCE_FILE].append(src)
+        if ids is None:
+            raw_arxiv.append(None)
+            raw_doi.append(None)
+            raw_oa.append(None)
+        else:
+            raw_arxiv.append(ids.arxiv_id)
+            raw_doi.append(ids.doi)
+            raw_oa.append(ids.open_alex_id)
+        contained = entry.contained_arXiv_ids
+        raw_contained.append(" ".join([c.id for c in contained if c.id]) if contained else None)
+        raw.append(entry.bib_entry_raw)
 
     occs, missing = _occurrences(rec, bib)
     m = out.mentions
+    m_ref, m_sec, m_top, m_idx, m_n = (
+        m[S.REF_ID],
+        m[S.SECTION],
+        m[S.TOP_SECTION],
+        m[S.SECTION_INDEX],
+        m[S.N_MENTIONS],
+    )
+    rows = 0
     for index, (section, top, counts) in enumerate(occs):
-        for ref_id, n in counts.items():
-            m[S.PAPER_ID].append(paper_id)
-            m[S.REF_ID].append(ref_id)
-            m[S.SECTION].append(section)
-            m[S.TOP_SECTION].append(top)
-            m[S.SECTION_INDEX].append(index)
-            m[S.N_MENTIONS].append(n)
-            m[S.SOURCE_FILE].append(src)
+        if counts:
+            k = len(counts)
+            rows += k
+            m_ref.extend(counts)
+            m_n.extend(counts.values())
+            m_sec.extend([section] * k)
+            m_top.extend([top] * k)
+            m_idx.extend([index] * k)
+    m[S.PAPER_ID].extend([paper_id] * rows)
     return missing
 
 
@@ -314,18 +341,52 @@ def extract_record(rec: Record, src: str, line_number: int, out: Tables, seen: s
 class _Writer(threading.Thread):
     """Builds Arrow tables from column buffers and writes them, overlapping decoding."""
 
-    def __init__(self, outputs: dict[str, Path], cfg: Config):
+    def __init__(self, outputs: dict[str, Path], cfg: Config, source: str):
         super().__init__(daemon=True)
+        self.source = source
         self.outputs = outputs
         self.cfg = cfg
         self.q: queue.Queue[Tables | None] = queue.Queue(maxsize=2)
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.error: BaseException | None = None
 
-    def _write(self, name: str, schema: pa.Schema, cols: dict[str, list[Any]]) -> None:
-        if not cols[schema.names[0]] and name in self.writers:
+    def _table(self, name: str, cols: dict[str, list[Any]]) -> pa.Table:
+        """Arrow table of one batch: identifiers normalised, ``source_file`` added."""
+        schema = _REJECTS_OUT if name == "rejects" else S.EXTRACT_TABLES[name]
+        n = len(next(iter(cols.values())))
+        if name in ("papers", "references"):
+            raw_types = {
+                S.ARXIV_ID: pl.String,
+                S.DOI: pl.String,
+                S.OPENALEX_ID: pl.String,
+                _CONTAINED: pl.String,
+            }
+            df = pl.DataFrame(
+                cols,
+                schema_overrides={k: v for k, v in raw_types.items() if k in cols},
+                strict=False,
+            )
+            if name == "papers":
+                df = df.with_columns(doi_expr(S.DOI).alias(S.DOI))
+            else:
+                df = df.with_columns(
+                    pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),
+                    doi_expr(S.DOI).alias(S.DOI),
+                    openalex_expr(S.OPENALEX_ID).alias(S.OPENALEX_ID),
+                ).drop(_CONTAINED)
+            table = df.to_arrow()
+        else:
+            table = pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
+        table = table.append_column(S.SOURCE_FILE, pa.array([self.source] * n, pa.string()))
+        return table.select(schema.names).cast(schema)
+
+    def _write(self, name: str, cols: dict[str, list[Any]]) -> None:
+        if (
+            not cols[S.LINE_NUMBER if name in ("papers", "rejects") else S.REF_ID]
+            and name in self.writers
+        ):
             return
-        table = pa.Table.from_pydict(cols, schema=schema if name != "rejects" else _REJECTS_OUT)
+        table = self._table(name, cols)
         if name not in self.writers:
             self.writers[name] = pq.ParquetWriter(
                 self.outputs[name], table.schema, compression=self.cfg.extract.compression
@@ -336,8 +397,8 @@ class _Writer(threading.Thread):
     def run(self) -> None:
         try:
             while (batch := self.q.get()) is not None:
-                for name, schema in S.EXTRACT_TABLES.items():
-                    self._write(name, schema, getattr(batch, name))
+                for name in S.EXTRACT_TABLES:
+                    self._write(name, getattr(batch, name))
         except BaseException as e:  # surfaced by close(); the thread must not die silently
             self.error = e
             while self.q.get() is not None:
@@ -369,7 +430,7 @@ def extract_file(
     """Extract one input file into the four tables; return its manifest counts."""
     src = source_name(source)
     ecfg = cfg.extract
-    writer = _Writer(outputs, cfg)
+    writer = _Writer(outputs, cfg, src)
     writer.start()
     counts: dict[str, Any] = {
         "lines_read": 0,
@@ -400,15 +461,12 @@ def extract_file(
                     rec = DECODER.decode(line)
                 except (msgspec.DecodeError, msgspec.ValidationError) as e:
                     raise Reject(_classify(e), str(e)) from None
-                counts["cite_spans_missing_bib"] += extract_record(
-                    rec, src, line_number, batch, seen
-                )
+                counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
                 counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
                 counts["papers_written"] += 1
                 pending[0] += 1
             except Reject as rj:
                 rjs = batch.rejects
-                rjs[S.SOURCE_FILE].append(src)
                 rjs[S.LINE_NUMBER].append(line_number)
                 rjs[S.REASON].append(rj.reason)
                 rjs[S.HEAD].append(bytes(line[: ecfg.reject_head_bytes]))
@@ -459,8 +517,6 @@ def summarize(out: Path) -> dict[str, Any]:
     for a paper found in several files is the one whose ``source_file`` sorts first.
     """
     import json
-
-    import polars as pl
 
     from pipeline.runner import MANIFESTS, write_json
 
