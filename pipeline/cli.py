@@ -103,7 +103,28 @@ def _run(args: argparse.Namespace, cfg) -> int:
     for stage in STAGES.values():
         if stage.kind == "reduce":
             run_reduce(stage, args.out, cfg, args.force)
+    _evaluate_release(args.out, cfg)
     return 0
+
+
+def _evaluate_release(out: Path, cfg) -> None:
+    """Evaluate the baselines on a finished release (the last step of ``run``)."""
+    import polars as pl
+
+    from pipeline.evaluate import evaluate
+    from pipeline.evaluate.report import render_report
+
+    eval_file = out / "release" / "eval_survey_reading_lists.parquet"
+    if not (out / "release" / "_SUCCESS.json").exists():
+        return
+    if not eval_file.exists() or pl.scan_parquet(eval_file).select(pl.len()).collect().item() == 0:
+        log.warning(
+            "evaluate: the release has no eval surveys (none dated on/after %s); skipped",
+            cfg.split.eval_from,
+        )
+        return
+    results = evaluate(eval_file, runs=(), baselines_only=True, out_dir=out, config=cfg.evaluate)
+    print(render_report(results))
 
 
 def _status(args: argparse.Namespace, cfg) -> int:
@@ -164,7 +185,7 @@ def _plugins() -> list:
     import importlib
 
     mods = []
-    for name in ("pipeline.synth", "pipeline.evaluate", "pipeline.hub"):
+    for name in ("pipeline.synth", "pipeline.demo", "pipeline.evaluate", "pipeline.hub"):
         try:
             mods.append(importlib.import_module(name))
         except ModuleNotFoundError as e:

@@ -46,6 +46,14 @@ class WorksConfig:
     use_contained_arxiv_ids: bool = _f(
         True, "take arXiv ids found in the raw bib string when ids.arxiv_id is empty"
     )
+    max_alias_partners: int = _f(
+        3,
+        "an identifier linked to more than this many distinct identifiers of one kind is junk: "
+        "its links are dropped",
+    )
+    max_label_iterations: int = _f(
+        200, "connected components: fail after this many label-propagation rounds"
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,16 @@ class RolesConfig:
     survey_core_is_related_work: bool = _f(
         True, "in surveys, topical sections (role 'other') count as related work"
     )
+    survey_core_roles: tuple[str, ...] = _f(
+        ("other", "discussion"),
+        "heading roles that form a survey's curated core (counted as related work when "
+        "survey_core_is_related_work)",
+    )
+    survey_late_method_is_core: bool = _f(
+        True,
+        "in surveys, method/experiment sections after the first core section describe reviewed "
+        "works and count as core",
+    )
 
 
 @dataclass(frozen=True)
@@ -89,6 +107,7 @@ class NegativesConfig:
         "hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)"
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
+    survey_batch_size: int = _f(256, "surveys whose candidate pairs are built and sampled together (bounds memory)")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,49 @@
+"""Evaluation stage: metrics, baselines, bootstrap statistics and the ``evaluate`` command.
+
+Public API:
+
+* :func:`evaluate` - evaluate baselines and runs on an eval set, write
+  ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``.
+* :func:`add_parser` / :func:`main` - the ``evaluate`` subcommand.
+* :func:`per_survey_metrics`, :func:`metric_registry` - the metric registry and
+  its vectorised computation.
+* :class:`RunError`, :class:`RunWarning`, :func:`read_run`, :func:`load_run` - runs.
+
+Ties: equal scores are ordered by candidate_id ascending; judged candidates
+missing from a run rank below every scored one, by candidate_id ascending.
+"""
+
+from pipeline.evaluate.command import add_parser, main
+from pipeline.evaluate.evalset import EvalSetError, load_eval_set, resolve_eval_file
+from pipeline.evaluate.evaluation import evaluate
+from pipeline.evaluate.metrics import (
+    MAIN_METRICS,
+    TIE_BREAKING,
+    Metric,
+    UnknownMetricError,
+    metric_registry,
+    per_survey_metrics,
+    resolve_metrics,
+)
+from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, read_run
+
+__all__ = [
+    "MAIN_METRICS",
+    "TIE_BREAKING",
+    "EvalSetError",
+    "Metric",
+    "Run",
+    "RunError",
+    "RunWarning",
+    "UnknownMetricError",
+    "add_parser",
+    "evaluate",
+    "load_eval_set",
+    "load_run",
+    "main",
+    "metric_registry",
+    "per_survey_metrics",
+    "read_run",
+    "resolve_eval_file",
+    "resolve_metrics",
+]

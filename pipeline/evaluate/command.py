@@ -1,0 +1,72 @@
+"""The ``evaluate`` subcommand: argument parsing and the entry point."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline.config import EvaluateConfig, load_config
+from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE, evaluate
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``evaluate`` on a subparsers object; sets ``func=main``."""
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="score runs and baselines on the eval set (metrics, bootstrap CIs, paired tests)",
+        description=(
+            "Evaluate submitted runs and the baselines (random, popularity, bm25, oracle) on the eval "
+            f"set; writes <out>/{EVAL_DIR}/eval_results.json, per_survey.parquet and {REPORT_FILE}, and "
+            "prints the report. Ties are broken by candidate_id ascending; judged candidates missing "
+            "from a run rank last."
+        ),
+    )
+    parser.add_argument(
+        "--eval-file",
+        required=True,
+        metavar="PATH",
+        help="eval Parquet, a release folder, or a Hub dataset (owner/name or hf://datasets/...)",
+    )
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a run: TREC (qid Q0 docid rank score tag), or CSV/Parquet with survey_id, candidate_id, "
+        "score; repeatable",
+    )
+    which.add_argument("--baselines-only", action="store_true", help="evaluate only the baselines")
+    parser.add_argument(
+        "--out", type=Path, default=Path("work"), metavar="DIR", help="output root (default: work)"
+    )
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="drop run rows whose ids are not in the eval set (counted, with a warning) instead of failing",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
+    )
+    parser.set_defaults(func=main)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the evaluation for parsed arguments and print the report; 2 on bad input."""
+    try:
+        config = load_config(args.config).evaluate if args.config else EvaluateConfig()
+        evaluate(
+            args.eval_file,
+            runs=args.run,
+            baselines_only=args.baselines_only,
+            out_dir=args.out,
+            config=config,
+            lenient=args.lenient,
+        )
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print((Path(args.out) / EVAL_DIR / REPORT_FILE).read_text(encoding="utf-8"), end="")
+    return 0

@@ -1,0 +1,133 @@
+"""Finding and loading the eval table (one row per survey x judged candidate)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.evaluate.columns import (
+    CANDIDATE_ABSTRACT,
+    CANDIDATE_ID,
+    CANDIDATE_PRIOR_CITATIONS,
+    CANDIDATE_RAW,
+    CANDIDATE_TITLE,
+    EVAL_FILENAME,
+    IN_DOMAIN,
+    LABEL,
+    SURVEY_ABSTRACT,
+    SURVEY_DATE,
+    SURVEY_ID,
+    SURVEY_TITLE,
+    SURVEY_YEAR,
+)
+from pipeline.schema import LABEL_NAMES
+
+EVAL_COLUMNS = {
+    SURVEY_ID: pl.String,
+    SURVEY_TITLE: pl.String,
+    SURVEY_ABSTRACT: pl.String,
+    SURVEY_DATE: pl.Date,
+    CANDIDATE_ID: pl.String,
+    CANDIDATE_TITLE: pl.String,
+    CANDIDATE_ABSTRACT: pl.String,
+    CANDIDATE_RAW: pl.String,
+    LABEL: pl.Int8,
+    IN_DOMAIN: pl.Boolean,
+    CANDIDATE_PRIOR_CITATIONS: pl.Int64,
+}
+
+HUB_PREFIX = "hf://datasets/"
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+(@[\w./-]+)?$")
+
+
+class EvalSetError(ValueError):
+    """The eval table is missing columns or breaks one of its invariants."""
+
+
+def _hub_download(spec: str) -> Path:
+    """Fetch the eval table of a Hub dataset (``owner/name[@rev]`` or ``hf://datasets/...``)."""
+    from huggingface_hub import hf_hub_download  # only needed for Hub inputs
+
+    rest = spec.removeprefix(HUB_PREFIX)
+    owner, name, *inner = rest.split("/")
+    name, _, revision = name.partition("@")
+    filename = "/".join(inner)
+    if not filename.endswith(".parquet"):
+        filename = f"{filename}/{EVAL_FILENAME}" if filename else EVAL_FILENAME
+    local = hf_hub_download(
+        repo_id=f"{owner}/{name}", filename=filename, repo_type="dataset", revision=revision or None
+    )
+    return Path(local)
+
+
+def resolve_eval_file(spec: str | Path) -> Path:
+    """Local path of the eval Parquet named by ``spec``.
+
+    Args:
+        spec: an eval Parquet file; a release folder (its ``eval_survey_reading_lists.parquet``);
+            a Hub dataset id ``owner/name[@revision]``; or ``hf://datasets/owner/name[@revision]/path``
+            (a file, or a folder holding the eval file). Hub inputs are downloaded
+            with ``huggingface_hub`` into its cache.
+
+    Raises:
+        FileNotFoundError: a local folder without the eval file, or a path that is neither
+            a local file/folder nor a Hub dataset id.
+    """
+    text = str(spec)
+    path = Path(spec)
+    if path.is_dir():
+        inner = path / EVAL_FILENAME
+        if not inner.is_file():
+            raise FileNotFoundError(f"{path}: folder has no {EVAL_FILENAME}")
+        return inner
+    if path.is_file():
+        return path
+    if text.startswith(HUB_PREFIX) or (_REPO_ID.match(text) and not text.endswith(".parquet")):
+        return _hub_download(text)
+    raise FileNotFoundError(f"{spec}: no such eval file or folder, and not a Hub dataset id")
+
+
+def load_eval_set(path: Path) -> pl.DataFrame:
+    """The eval table in canonical order (survey_id, candidate_id) with a ``survey_year`` column.
+
+    Raises:
+        EvalSetError: not Parquet; a required column is missing or cannot be cast; null ids, dates
+            or labels; a label outside 0-4; a repeated (survey_id, candidate_id).
+    """
+    try:
+        schema = pl.read_parquet_schema(path)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise EvalSetError(f"{path}: not a readable Parquet file ({e})") from e
+    missing = [c for c in EVAL_COLUMNS if c not in schema]
+    if missing:
+        raise EvalSetError(f"{path}: missing column(s) {missing}; has {list(schema)}")
+    try:
+        frame = (
+            pl.scan_parquet(path)
+            .select([pl.col(c).cast(t) for c, t in EVAL_COLUMNS.items()])
+            .sort(SURVEY_ID, CANDIDATE_ID)
+            .with_columns(pl.col(SURVEY_DATE).dt.year().alias(SURVEY_YEAR))
+            .collect()
+        )
+    except pl.exceptions.PolarsError as e:
+        raise EvalSetError(f"{path}: cannot read eval columns ({e})") from e
+    for column in (SURVEY_ID, CANDIDATE_ID, SURVEY_DATE, LABEL, IN_DOMAIN):
+        nulls = frame[column].null_count()
+        if nulls:
+            raise EvalSetError(f"{path}: {nulls} row(s) with null {column}")
+    bad = frame.filter(~pl.col(LABEL).is_in(list(LABEL_NAMES)))
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise EvalSetError(
+            f"{path}: label {row[LABEL]} for ({row[SURVEY_ID]!r}, {row[CANDIDATE_ID]!r}) "
+            f"is not one of {sorted(LABEL_NAMES)}"
+        )
+    repeated = frame.filter(pl.struct(SURVEY_ID, CANDIDATE_ID).is_duplicated())
+    if repeated.height:
+        row = repeated.row(0, named=True)
+        raise EvalSetError(
+            f"{path}: ({row[SURVEY_ID]!r}, {row[CANDIDATE_ID]!r}) appears more than once"
+        )
+    return frame

@@ -1,0 +1,441 @@
+"""The evaluation stage: score baselines and submitted runs, summarise, write results.
+
+Outputs, under ``<out_dir>/eval/`` (each written to a temp file and renamed):
+
+* ``eval_results.json``: means with 95% bootstrap intervals per system, metric
+  and subset, paired tests of every submitted run against the best baseline, the
+  tie rule, metric definitions and the config. Sorted keys and floats rounded
+  to 12 digits, so a rerun on the same inputs is byte-identical.
+* ``per_survey.parquet``: one row per system x subset (ALL, IN, OUT) x survey with
+  every metric (null = survey excluded); a survey without any candidate in the IN
+  (or OUT) subset has no row there. Year subsets are the ALL rows of the surveys
+  of that year (column ``survey_year``), so they are not repeated.
+* ``report.md``: the Markdown summary (see :mod:`pipeline.evaluate.report`).
+
+Subsets: ``ALL`` ranks all judged candidates of a survey; ``IN`` ranks only the
+in-domain candidates (same primary category as the survey) and ``OUT`` only the
+others, each as if the survey had no other candidates; ``year=YYYY`` is ``ALL``
+restricted to surveys first posted in that year. Means are macro-averages over
+the surveys where a metric is defined.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.config import EvaluateConfig
+from pipeline.evaluate.baselines import (
+    BASELINES,
+    BM25,
+    ORACLE,
+    POPULARITY,
+    RANDOM,
+    UPPER_BOUNDS,
+    bm25_scores,
+    oracle_scores,
+    popularity_scores,
+    random_scores,
+)
+from pipeline.evaluate.columns import (
+    CANDIDATE_ID,
+    IN_DOMAIN,
+    LABEL,
+    SCORE,
+    SUBSET,
+    SURVEY_ID,
+    SURVEY_YEAR,
+    SYSTEM,
+)
+from pipeline.evaluate.evalset import load_eval_set, resolve_eval_file
+from pipeline.evaluate.metrics import (
+    TIE_BREAKING,
+    main_metrics,
+    metric_registry,
+    per_survey_metrics,
+)
+from pipeline.evaluate.report import render_report
+from pipeline.evaluate.runs import Run, RunError, load_run
+from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.schema import LABEL_NAMES
+
+SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
+RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)
+SELECTION_METRIC = "ndcg@10"  # the best baseline has the highest mean of this metric on ALL
+EVAL_DIR = "eval"
+RESULTS_FILE = "eval_results.json"
+PER_SURVEY_FILE = "per_survey.parquet"
+REPORT_FILE = "report.md"
+FORMAT_VERSION = 1
+FLOAT_DIGITS = 12
+DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
+
+TEST_METHOD = (
+    "Paired two-sided randomisation (sign-flip) test over surveys where both systems are "
+    "defined, {n} resamples; diff = mean(system - baseline) with a 95% paired bootstrap interval."
+)
+CI_METHOD = "95% percentile bootstrap over surveys, {n} resamples, seed {seed}."
+
+
+def year_subset(year: int) -> str:
+    """Subset name of the surveys first posted in ``year``."""
+    return f"year={year}"
+
+
+def per_survey_subsets(judged: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
+    """Every metric per survey on the ALL, IN and OUT candidate subsets.
+
+    Args:
+        judged: eval rows with ``score`` (null = not scored) and ``in_domain``.
+        ks: metric cutoffs.
+
+    Returns:
+        ``subset``, ``survey_id`` then one column per metric; sorted by subset, survey.
+    """
+    parts = {
+        SUBSET_ALL: judged,
+        SUBSET_IN: judged.filter(pl.col(IN_DOMAIN)),
+        SUBSET_OUT: judged.filter(~pl.col(IN_DOMAIN)),
+    }
+    return pl.concat(
+        [
+            per_survey_metrics(part.select(SURVEY_ID, CANDIDATE_ID, LABEL, SCORE), ks=ks)
+            .with_columns(pl.lit(subset).alias(SUBSET))
+            .select(SUBSET, pl.exclude(SUBSET))
+            for subset, part in parts.items()
+        ]
+    ).sort(SUBSET, SURVEY_ID)
+
+
+def _with_scores(eval_set: pl.DataFrame, scores: pl.Series) -> pl.DataFrame:
+    return eval_set.with_columns(scores.alias(SCORE))
+
+
+def _random_per_survey(eval_set: pl.DataFrame, config: EvaluateConfig) -> pl.DataFrame:
+    """Per-survey metric values of the random baseline, averaged over the seeds."""
+    draws = [
+        per_survey_subsets(
+            _with_scores(eval_set, random_scores(eval_set, config.seed, draw)), config.ks
+        )
+        for draw in range(max(config.random_seeds, 1))
+    ]
+    metric_columns = draws[0].columns[2:]
+    # Every draw has the same rows in the same order (they depend on labels only);
+    # averaging in numpy keeps the float result independent of thread scheduling.
+    stacked = np.stack([d.select(metric_columns).to_numpy() for d in draws])
+    mean = stacked.mean(axis=0)
+    return (
+        draws[0]
+        .select(SUBSET, SURVEY_ID)
+        .hstack(pl.DataFrame({c: mean[:, j] for j, c in enumerate(metric_columns)}).fill_nan(None))
+    )
+
+
+def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfig) -> pl.DataFrame:
+    """Per-survey, per-subset metrics of one baseline (see :mod:`pipeline.evaluate.baselines`).
+
+    Raises:
+        ValueError: ``name`` is not a baseline.
+    """
+    if name == RANDOM:
+        return _random_per_survey(eval_set, config)
+    scorers: dict[str, Callable[[pl.DataFrame], pl.Series]] = {
+        POPULARITY: popularity_scores,
+        BM25: bm25_scores,
+        ORACLE: oracle_scores,
+    }
+    if name not in scorers:
+        raise ValueError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
+    return per_survey_subsets(_with_scores(eval_set, scorers[name](eval_set)), config.ks)
+
+
+def run_per_survey(eval_set: pl.DataFrame, run: Run, config: EvaluateConfig) -> pl.DataFrame:
+    """Per-survey, per-subset metrics of a validated run (unscored candidates rank last)."""
+    judged = eval_set.join(
+        run.scores.select(SURVEY_ID, CANDIDATE_ID, SCORE),
+        on=[SURVEY_ID, CANDIDATE_ID],
+        how="left",
+        maintain_order="left",
+    )
+    return per_survey_subsets(judged, config.ks)
+
+
+def _matrix(
+    per_survey: pl.DataFrame, system: str, subset: str, surveys: pl.Series, metrics: list[str]
+) -> np.ndarray:
+    """surveys x metrics values of one system on one subset (NaN = excluded or no candidates)."""
+    rows = per_survey.filter((pl.col(SYSTEM) == system) & (pl.col(SUBSET) == subset))
+    return (
+        surveys.to_frame(SURVEY_ID)
+        .join(rows, on=SURVEY_ID, how="left", maintain_order="left")
+        .select([pl.col(m).cast(pl.Float64) for m in metrics])
+        .to_numpy()
+        .reshape(surveys.len(), len(metrics))
+    )
+
+
+def _summaries(
+    per_survey: pl.DataFrame,
+    systems: list[str],
+    metrics: list[str],
+    subsets: dict[str, tuple[str, pl.Series]],
+    config: EvaluateConfig,
+) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """subset -> system -> metric -> {mean, ci_low, ci_high, n}."""
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for subset, (source, surveys) in subsets.items():
+        values = np.hstack([_matrix(per_survey, s, source, surveys, metrics) for s in systems])
+        summary = bootstrap_means(
+            values, config.bootstrap_samples, rng_for(config.seed, "bootstrap", subset)
+        )
+        out[subset] = {
+            system: {
+                metric: {
+                    "mean": summary.mean[i * len(metrics) + j],
+                    "ci_low": summary.ci_low[i * len(metrics) + j],
+                    "ci_high": summary.ci_high[i * len(metrics) + j],
+                    "n": int(summary.n[i * len(metrics) + j]),
+                }
+                for j, metric in enumerate(metrics)
+            }
+            for i, system in enumerate(systems)
+        }
+    return out
+
+
+def _best_baseline(overall: dict[str, dict[str, dict[str, Any]]], selection: str) -> str | None:
+    """The non-upper-bound baseline with the highest mean ``selection`` metric on ALL."""
+    scored = [(b, overall[b][selection]["mean"]) for b in BASELINES if b not in UPPER_BOUNDS]
+    scored = [(b, m) for b, m in scored if m is not None and np.isfinite(m)]
+    # max() keeps the first of equal means, i.e. BASELINES order decides ties.
+    return max(scored, key=lambda bm: bm[1])[0] if scored else None
+
+
+def _paired_tests(
+    per_survey: pl.DataFrame,
+    submitted: list[str],
+    best: str | None,
+    metrics: list[str],
+    surveys: pl.Series,
+    config: EvaluateConfig,
+) -> list[dict[str, Any]]:
+    """One entry per submitted system x metric: paired test against ``best`` on ALL."""
+    if best is None:
+        return []
+    baseline_values = _matrix(per_survey, best, SUBSET_ALL, surveys, metrics)
+    tests: list[dict[str, Any]] = []
+    for system in submitted:
+        # Every run meets the same sign flips and resamples (the generator is keyed by
+        # the baseline only), so equal runs get equal results whatever else is submitted.
+        result = paired_test(
+            _matrix(per_survey, system, SUBSET_ALL, surveys, metrics),
+            baseline_values,
+            config.bootstrap_samples,
+            rng_for(config.seed, "paired", best),
+        )
+        tests += [
+            {
+                "system": system,
+                "baseline": best,
+                "metric": metric,
+                "subset": SUBSET_ALL,
+                "diff": result.diff[j],
+                "p_value": result.p_value[j],
+                "ci_low": result.ci_low[j],
+                "ci_high": result.ci_high[j],
+                "n": int(result.n[j]),
+            }
+            for j, metric in enumerate(metrics)
+        ]
+    return tests
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready copy: floats rounded to 12 digits, NaN/inf -> null, numpy scalars -> Python."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return None if not math.isfinite(number) else round(number, FLOAT_DIGITS) + 0.0
+    return value
+
+
+def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _tier_distribution(eval_set: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    counts = eval_set.group_by(LABEL).agg(pl.len().alias("count"), pl.col(IN_DOMAIN).sum())
+    by_label = {row[LABEL]: row for row in counts.iter_rows(named=True)}
+    total = eval_set.height
+    return {
+        str(label): {
+            "name": name,
+            "count": int(by_label.get(label, {}).get("count", 0)),
+            IN_DOMAIN: int(by_label.get(label, {}).get(IN_DOMAIN, 0)),
+            "share": (by_label.get(label, {}).get("count", 0) / total) if total else None,
+        }
+        for label, name in sorted(LABEL_NAMES.items())
+    }
+
+
+def _check_names(loaded: list[Run]) -> None:
+    seen: dict[str, Path] = {}
+    for run in loaded:
+        if run.name in BASELINES:
+            raise RunError(
+                f"{run.path}: system name {run.name!r} is reserved for a baseline; rename the run"
+            )
+        if run.name in seen:
+            raise RunError(
+                f"{run.path}: system name {run.name!r} is already used by {seen[run.name]}"
+            )
+        seen[run.name] = run.path
+
+
+def evaluate(
+    eval_file: str | Path,
+    runs: Iterable[str | Path] = (),
+    baselines_only: bool = False,
+    out_dir: Path = Path("work"),
+    config: EvaluateConfig = DEFAULT_CONFIG,
+    lenient: bool = False,
+) -> dict[str, Any]:
+    """Evaluate the baselines and the given runs on the eval set and write the outputs.
+
+    Ranking ties are broken by candidate_id ascending; judged candidates missing
+    from a run rank below all scored ones, also by candidate_id (see
+    ``results["tie_breaking"]``).
+
+    Args:
+        eval_file: eval Parquet, release folder, or Hub dataset (see
+            :func:`pipeline.evaluate.evalset.resolve_eval_file`).
+        runs: run files (TREC, CSV or Parquet; see :mod:`pipeline.evaluate.runs`).
+        baselines_only: evaluate only the baselines; no runs may be given.
+        out_dir: outputs go to ``<out_dir>/eval/``.
+        config: bootstrap resamples, seed, random-baseline seeds and cutoffs
+            (default ``EvaluateConfig()``).
+        lenient: drop run rows whose ids are not in the eval set instead of failing.
+
+    Returns:
+        The content of ``eval_results.json`` (floats already rounded).
+
+    Raises:
+        RunError: a run is malformed, names ids outside the eval set (unless
+            ``lenient``), or reuses a system name.
+        EvalSetError: the eval table is malformed.
+        ValueError: ``baselines_only`` together with runs.
+        FileNotFoundError: the eval file or a run file does not exist.
+    """
+    run_paths = [Path(p) for p in runs]
+    if baselines_only and run_paths:
+        raise ValueError("baselines_only evaluates no runs, but runs were given")
+    eval_path = resolve_eval_file(eval_file)
+    eval_set = load_eval_set(eval_path)
+    pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
+    loaded = [load_run(p, pairs, lenient=lenient) for p in run_paths]
+    _check_names(loaded)
+
+    metrics = list(metric_registry(config.ks))
+    headline = main_metrics(config.ks)
+    per_system = {name: baseline_per_survey(eval_set, name, config) for name in BASELINES}
+    per_system |= {run.name: run_per_survey(eval_set, run, config) for run in loaded}
+    systems = list(per_system)
+
+    survey_years = (
+        eval_set.select(SURVEY_ID, SURVEY_YEAR).unique(SURVEY_ID, keep="first").sort(SURVEY_ID)
+    )
+    per_survey = (
+        pl.concat(
+            [
+                frame.select(pl.lit(name).alias(SYSTEM), pl.all())
+                for name, frame in per_system.items()
+            ],
+            how="vertical",
+        )
+        .join(survey_years, on=SURVEY_ID, how="left")
+        .select(SYSTEM, SUBSET, SURVEY_ID, SURVEY_YEAR, *metrics)
+        .sort(SYSTEM, SUBSET, SURVEY_ID)
+    )
+
+    all_surveys = survey_years[SURVEY_ID]
+    subsets: dict[str, tuple[str, pl.Series]] = {s: (s, all_surveys) for s in RANKING_SUBSETS}
+    for year in sorted(survey_years[SURVEY_YEAR].unique().to_list()):
+        surveys = survey_years.filter(pl.col(SURVEY_YEAR) == year)[SURVEY_ID]
+        subsets[year_subset(year)] = (SUBSET_ALL, surveys)
+    summaries = _summaries(per_survey, systems, metrics, subsets, config)
+
+    selection = SELECTION_METRIC if SELECTION_METRIC in metrics else metrics[0]
+    best = _best_baseline(summaries[SUBSET_ALL], selection)
+    tests = _paired_tests(
+        per_survey, [run.name for run in loaded], best, headline, all_surveys, config
+    )
+
+    registry = metric_registry(config.ks)
+    results = _clean(
+        {
+            "format_version": FORMAT_VERSION,
+            "eval_file": str(eval_path),
+            "n_surveys": all_surveys.len(),
+            "n_candidates": eval_set.height,
+            "config": {
+                k: list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(config).items()
+            },
+            "tie_breaking": TIE_BREAKING,
+            "ci_method": CI_METHOD.format(n=config.bootstrap_samples, seed=config.seed),
+            "test_method": TEST_METHOD.format(n=config.bootstrap_samples),
+            "metrics": {name: registry[name].doc for name in metrics},
+            "main_metrics": headline,
+            "selection_metric": selection,
+            "baselines": list(BASELINES),
+            "upper_bounds": list(UPPER_BOUNDS),
+            "best_baseline": best,
+            "submitted": [run.name for run in loaded],
+            "runs": {
+                run.name: {
+                    "file": str(run.path),
+                    "format": run.format,
+                    "rows": run.n_rows,
+                    "dropped_unknown_ids": run.n_dropped_unknown,
+                    "scored_judged": run.scores.height,
+                    "missing_judged": eval_set.height - run.scores.height,
+                }
+                for run in loaded
+            },
+            "subset_surveys": {name: surveys.len() for name, (_, surveys) in subsets.items()},
+            "systems": summaries[SUBSET_ALL],
+            "subsets": summaries,
+            "tests": tests,
+            "tier_distribution": _tier_distribution(eval_set),
+        }
+    )
+
+    target = Path(out_dir) / EVAL_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    _write_atomic(target / RESULTS_FILE, lambda p: p.write_text(text, encoding="utf-8"))
+    _write_atomic(target / PER_SURVEY_FILE, lambda p: per_survey.write_parquet(p))
+    report = render_report(results)
+    _write_atomic(target / REPORT_FILE, lambda p: p.write_text(report, encoding="utf-8"))
+    return results

@@ -1,0 +1,129 @@
+"""Markdown report rendered from the ``eval_results.json`` content (and nothing else)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MISSING = "n/a"
+
+
+def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return _MISSING
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _with_ci(stat: dict[str, Any]) -> str:
+    if stat["mean"] is None:
+        return _MISSING
+    return f"{_num(stat['mean'])} [{_num(stat['ci_low'])}, {_num(stat['ci_high'])}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _label(results: dict[str, Any], system: str) -> str:
+    if system == results["best_baseline"]:
+        return f"{system} (best baseline)"
+    if system in results["upper_bounds"]:
+        return f"{system} (upper bound)"
+    if system in results["baselines"]:
+        return f"{system} (baseline)"
+    return system
+
+
+def render_report(results: dict[str, Any]) -> str:
+    """The evaluation report as Markdown.
+
+    Args:
+        results: the dict written to ``eval_results.json`` by :func:`pipeline.evaluate.evaluate`.
+    """
+    systems = results["baselines"] + results["submitted"]
+    main = results["main_metrics"]
+    overall = results["subsets"]["ALL"]
+    lines = [
+        "# Survey reading lists: evaluation",
+        "",
+        f"Eval set `{results['eval_file']}`: {results['n_surveys']} surveys, "
+        f"{results['n_candidates']} judged candidates. Means are macro-averages over surveys "
+        "where a metric is defined (n = surveys used); brackets: " + results["ci_method"],
+        "",
+        f"Tie-breaking: {results['tie_breaking']}",
+        "",
+        "## Main metrics (ALL candidates)",
+        "",
+    ]
+    rows = [[_label(results, s)] + [_with_ci(overall[s][m]) for m in main] for s in systems]
+    if systems:
+        rows.append(["n (surveys)"] + [str(overall[systems[0]][m]["n"]) for m in main])
+    lines += _table(["system", *main], rows)
+
+    lines += [
+        "",
+        f"## Submitted runs vs best baseline ({results['best_baseline'] or _MISSING})",
+        "",
+    ]
+    if results["tests"]:
+        lines += [results["test_method"], ""]
+        lines += _table(
+            ["system", "metric", "diff", "95% CI", "p", "n"],
+            [
+                [
+                    t["system"],
+                    t["metric"],
+                    _num(t["diff"], signed=True),
+                    f"[{_num(t['ci_low'], signed=True)}, {_num(t['ci_high'], signed=True)}]",
+                    _num(t["p_value"], 4),
+                    str(t["n"]),
+                ]
+                for t in results["tests"]
+            ],
+        )
+    else:
+        lines.append("No submitted runs.")
+
+    inside, outside = results["subsets"]["IN"], results["subsets"]["OUT"]
+    lines += [
+        "",
+        "## IN/OUT gap",
+        "",
+        "IN ranks only the in-domain candidates (same primary category as the survey), OUT only "
+        "the others. Cells: IN / OUT (IN - OUT).",
+        "",
+    ]
+    gap_rows = []
+    for s in systems:
+        cells = []
+        for m in main:
+            a, b = inside[s][m]["mean"], outside[s][m]["mean"]
+            gap = None if a is None or b is None else a - b
+            cells.append(f"{_num(a)} / {_num(b)} ({_num(gap, signed=True)})")
+        gap_rows.append([_label(results, s), *cells])
+    lines += _table(["system", *main], gap_rows)
+
+    years = sorted(k for k in results["subsets"] if k.startswith("year="))
+    selection = results["selection_metric"]
+    lines += ["", f"## By survey year ({selection})", ""]
+    lines += _table(
+        ["system"] + [f"{y} (n={results['subset_surveys'][y]})" for y in years],
+        [
+            [_label(results, s)] + [_with_ci(results["subsets"][y][s][selection]) for y in years]
+            for s in systems
+        ],
+    )
+
+    lines += ["", "## Tier distribution of the eval set", ""]
+    tiers = results["tier_distribution"]
+    lines += _table(
+        ["label", "name", "candidates", "share", "in-domain"],
+        [
+            [label, t["name"], str(t["count"]), _num(t["share"]), str(t["in_domain"])]
+            for label, t in sorted(tiers.items(), key=lambda kv: int(kv[0]))
+        ],
+    )
+
+    lines += ["", "## Definitions of the main metrics", ""]
+    lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in main]
+    return "\n".join(lines) + "\n"

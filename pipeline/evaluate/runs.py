@@ -1,0 +1,308 @@
+"""Reading and validating submitted runs.
+
+A run scores (survey, candidate) pairs of the eval set. The format is chosen by
+the file suffix:
+
+* ``.parquet``: columns ``survey_id``, ``candidate_id``, ``score`` (other columns
+  are ignored); the system name is the file stem.
+* ``.csv``: a header row naming the same columns; the system name is the file stem.
+* anything else: a TREC run, ``qid Q0 docid rank score tag`` separated by
+  whitespace, qid = survey_id and docid = candidate_id. The system name is the
+  tag, which must be the same on every line. The rank field is ignored (as in
+  trec_eval): the order comes from the score, ties by candidate_id ascending.
+
+Every problem raises :class:`RunError` naming the file and, for text formats, the
+1-based line number (``path:line: message``; Parquet: ``path: row N: message``).
+Rows whose ids are not in the eval set are an error too, unless ``lenient``:
+then they are dropped, counted in :attr:`Run.n_dropped_unknown` and reported
+with a :class:`RunWarning`.
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
+
+RUN_COLUMNS = (SURVEY_ID, CANDIDATE_ID, SCORE)
+TREC_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
+TREC, CSV, PARQUET = "trec", "csv", "parquet"
+
+_RAW_SCORE = "_score_text"
+_TAG = "_tag"
+
+
+class RunError(ValueError):
+    """A run file is malformed or does not match the eval set (the message says where)."""
+
+
+class RunWarning(UserWarning):
+    """Rows of a run were dropped in lenient mode."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A validated run.
+
+    Attributes:
+        name: system name (TREC tag, else file stem).
+        path: the file read.
+        format: ``trec``, ``csv`` or ``parquet``.
+        scores: ``survey_id``, ``candidate_id``, ``score`` (finite Float64) and
+            ``line_number`` (file line, or 1-based row for Parquet), one row per
+            scored pair, in file order.
+        n_rows: data rows read from the file.
+        n_dropped_unknown: rows dropped because their ids are not in the eval set.
+    """
+
+    name: str
+    path: Path
+    format: str
+    scores: pl.DataFrame
+    n_rows: int
+    n_dropped_unknown: int = 0
+
+
+def run_format(path: Path) -> str:
+    """``parquet``, ``csv`` or ``trec`` from the file suffix."""
+    suffix = path.suffix.lower()
+    return PARQUET if suffix == ".parquet" else CSV if suffix == ".csv" else TREC
+
+
+def _at(path: Path, fmt: str, line: int) -> str:
+    return f"{path}: row {line}" if fmt == PARQUET else f"{path}:{line}"
+
+
+def _read_trec(path: Path) -> tuple[pl.DataFrame, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise RunError(f"{path}: not UTF-8 text ({e})") from e
+    lines = pl.DataFrame(
+        {LINE_NUMBER: pl.int_range(1, text.count("\n") + 2, eager=True), "_text": text.split("\n")}
+    )
+    fields = (
+        lines.with_columns(pl.col("_text").str.strip_chars())
+        .filter(pl.col("_text") != "")  # blank lines (e.g. the trailing newline) carry nothing
+        .with_columns(pl.col("_text").str.replace_all(r"\s+", " ").str.split(" ").alias("_fields"))
+    )
+    wrong = fields.filter(pl.col("_fields").list.len() != len(TREC_FIELDS))
+    if wrong.height:
+        line, n = wrong.select(LINE_NUMBER, pl.col("_fields").list.len()).row(0)
+        raise RunError(
+            f"{path}:{line}: expected {len(TREC_FIELDS)} whitespace-separated fields "
+            f"({' '.join(TREC_FIELDS)}), got {n}"
+        )
+    frame = fields.select(
+        pl.col("_fields").list.get(TREC_FIELDS.index("qid")).alias(SURVEY_ID),
+        pl.col("_fields").list.get(TREC_FIELDS.index("docid")).alias(CANDIDATE_ID),
+        pl.col("_fields").list.get(TREC_FIELDS.index("score")).alias(_RAW_SCORE),
+        pl.col("_fields").list.get(TREC_FIELDS.index("tag")).alias(_TAG),
+        pl.col(LINE_NUMBER),
+    )
+    if frame.height == 0:
+        raise RunError(f"{path}: no run lines")
+    tag = frame[_TAG][0]
+    other = frame.filter(pl.col(_TAG) != tag)
+    if other.height:
+        line, other_tag = other.select(LINE_NUMBER, _TAG).row(0)
+        raise RunError(
+            f"{path}:{line}: tag {other_tag!r} differs from {tag!r} on line {frame[LINE_NUMBER][0]}; "
+            "a TREC run file must hold exactly one system (one tag)"
+        )
+    return frame.drop(_TAG), tag
+
+
+def _read_csv(path: Path) -> pl.DataFrame:
+    ids: dict[str, list[str]] = {c: [] for c in RUN_COLUMNS}
+    line_numbers: list[int] = []
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise RunError(f"{path}:1: empty file; expected a header {','.join(RUN_COLUMNS)}")
+            header = [h.strip() for h in header]
+            missing = [c for c in RUN_COLUMNS if c not in header]
+            repeated = sorted({h for h in header if header.count(h) > 1})
+            if missing or repeated:
+                problem = (
+                    f"missing column(s) {missing}" if missing else f"repeated column(s) {repeated}"
+                )
+                raise RunError(
+                    f"{path}:1: {problem} in header {header}; expected {', '.join(RUN_COLUMNS)}"
+                )
+            positions = {c: header.index(c) for c in RUN_COLUMNS}
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise RunError(
+                        f"{path}:{reader.line_num}: expected {len(header)} comma-separated fields "
+                        f"(as in the header), got {len(row)}"
+                    )
+                for column, position in positions.items():
+                    ids[column].append(row[position])
+                line_numbers.append(reader.line_num)
+    except UnicodeDecodeError as e:
+        raise RunError(f"{path}: not UTF-8 text ({e})") from e
+    except csv.Error as e:
+        raise RunError(f"{path}: {e}") from e
+    return pl.DataFrame(
+        {
+            SURVEY_ID: pl.Series(ids[SURVEY_ID], dtype=pl.String).str.strip_chars(),
+            CANDIDATE_ID: pl.Series(ids[CANDIDATE_ID], dtype=pl.String).str.strip_chars(),
+            _RAW_SCORE: pl.Series(ids[SCORE], dtype=pl.String),
+            LINE_NUMBER: pl.Series(line_numbers, dtype=pl.Int64),
+        }
+    )
+
+
+def _read_parquet(path: Path) -> pl.DataFrame:
+    try:
+        schema = pl.read_parquet_schema(path)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise RunError(f"{path}: not a readable Parquet file ({e})") from e
+    missing = [c for c in RUN_COLUMNS if c not in schema]
+    if missing:
+        raise RunError(
+            f"{path}: missing column(s) {missing}; has {list(schema)}; expected {', '.join(RUN_COLUMNS)}"
+        )
+    for column in (SURVEY_ID, CANDIDATE_ID):
+        if not (schema[column] == pl.String or schema[column].is_integer()):
+            raise RunError(f"{path}: column {column} has type {schema[column]}, expected string")
+    if not (schema[SCORE].is_numeric() or schema[SCORE] == pl.String):
+        raise RunError(f"{path}: column {SCORE} has type {schema[SCORE]}, expected a number")
+    return pl.read_parquet(path, columns=list(RUN_COLUMNS)).select(
+        pl.col(SURVEY_ID).cast(pl.String),
+        pl.col(CANDIDATE_ID).cast(pl.String),
+        pl.col(SCORE).alias(_RAW_SCORE),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(LINE_NUMBER),
+    )
+
+
+def _first_bad(frame: pl.DataFrame, bad: pl.Expr, *columns: str) -> tuple | None:
+    hit = frame.filter(bad)
+    return hit.select(LINE_NUMBER, *columns).row(0) if hit.height else None
+
+
+def _validate(frame: pl.DataFrame, path: Path, fmt: str) -> pl.DataFrame:
+    """Check ids and scores; return survey_id, candidate_id, score, line_number."""
+    if frame.height == 0:
+        raise RunError(f"{path}: no rows")
+    for column in (SURVEY_ID, CANDIDATE_ID):
+        found = _first_bad(frame, pl.col(column).is_null() | (pl.col(column) == ""))
+        if found:
+            raise RunError(f"{_at(path, fmt, found[0])}: empty {column}")
+    raw = pl.col(_RAW_SCORE)
+    raw_text = raw.cast(pl.String).str.strip_chars()
+    parsed = (raw_text if frame.schema[_RAW_SCORE] == pl.String else raw).cast(
+        pl.Float64, strict=False
+    )
+    frame = frame.with_columns(parsed.alias(SCORE), raw_text.alias(_RAW_SCORE))
+    found = _first_bad(frame, pl.col(_RAW_SCORE).is_null() | (pl.col(_RAW_SCORE) == ""))
+    if found:
+        raise RunError(f"{_at(path, fmt, found[0])}: missing score")
+    found = _first_bad(frame, pl.col(SCORE).is_null(), _RAW_SCORE)
+    if found:
+        raise RunError(f"{_at(path, fmt, found[0])}: score {found[1]!r} is not a number")
+    found = _first_bad(frame, ~pl.col(SCORE).is_finite(), _RAW_SCORE)
+    if found:
+        raise RunError(
+            f"{_at(path, fmt, found[0])}: score {found[1]!r} is not finite (NaN or infinite)"
+        )
+    pair = pl.struct(SURVEY_ID, CANDIDATE_ID)
+    found = _first_bad(frame, ~pair.is_first_distinct(), SURVEY_ID, CANDIDATE_ID)
+    if found:
+        line, survey, candidate = found
+        first = frame.filter((pl.col(SURVEY_ID) == survey) & (pl.col(CANDIDATE_ID) == candidate))
+        raise RunError(
+            f"{_at(path, fmt, line)}: duplicate ({SURVEY_ID}, {CANDIDATE_ID}) = ({survey!r}, {candidate!r}), "
+            f"first given at {'row' if fmt == PARQUET else 'line'} {first[LINE_NUMBER][0]}"
+        )
+    return frame.select(SURVEY_ID, CANDIDATE_ID, SCORE, LINE_NUMBER)
+
+
+def read_run(path: str | Path) -> Run:
+    """Parse and validate a run file on its own (no eval set).
+
+    Args:
+        path: a TREC, CSV or Parquet run (format by suffix, see the module doc).
+
+    Returns:
+        The run, with every row kept.
+
+    Raises:
+        RunError: bad or missing columns, wrong field count, missing, non-numeric or
+            non-finite score, empty id, duplicate (survey_id, candidate_id), several
+            TREC tags, no rows.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: run file not found")
+    fmt = run_format(path)
+    if fmt == TREC:
+        frame, name = _read_trec(path)
+    else:
+        frame = _read_csv(path) if fmt == CSV else _read_parquet(path)
+        name = path.stem
+    scores = _validate(frame, path, fmt)
+    return Run(name=name, path=path, format=fmt, scores=scores, n_rows=scores.height)
+
+
+def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = False) -> Run:
+    """Check that every scored pair is a judged (survey, candidate) of the eval set.
+
+    Args:
+        run: a run from :func:`read_run`.
+        eval_pairs: the eval set's ``survey_id`` and ``candidate_id`` columns.
+        lenient: drop unknown pairs (counted, with a :class:`RunWarning`) instead of failing.
+
+    Returns:
+        A new :class:`Run` holding only known pairs (the argument is not modified).
+
+    Raises:
+        RunError: an unknown pair, when not ``lenient``; names the first offending line.
+    """
+    known = eval_pairs.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.lit(True).alias("_known"))
+    marked = run.scores.join(known, on=[SURVEY_ID, CANDIDATE_ID], how="left", maintain_order="left")
+    unknown = marked.filter(pl.col("_known").is_null())
+    if unknown.height == 0:
+        return run
+    line, survey, candidate = unknown.select(LINE_NUMBER, SURVEY_ID, CANDIDATE_ID).row(0)
+    if eval_pairs.filter(pl.col(SURVEY_ID) == survey).height == 0:
+        what = f"{SURVEY_ID} {survey!r} is not in the eval set"
+    else:
+        what = f"{CANDIDATE_ID} {candidate!r} is not a judged candidate of survey {survey!r}"
+    where = _at(run.path, run.format, line)
+    if not lenient:
+        raise RunError(
+            f"{where}: {what} ({unknown.height} row(s) with ids not in the eval set; "
+            "lenient mode drops them)"
+        )
+    warnings.warn(
+        f"{run.path}: dropped {unknown.height} of {run.n_rows} row(s) whose ids are not in the eval set "
+        f"(first at {where}: {what})",
+        RunWarning,
+        stacklevel=2,
+    )
+    kept = marked.filter(pl.col("_known").is_not_null()).drop("_known")
+    return Run(
+        name=run.name,
+        path=run.path,
+        format=run.format,
+        scores=kept,
+        n_rows=run.n_rows,
+        n_dropped_unknown=unknown.height,
+    )
+
+
+def load_run(path: str | Path, eval_pairs: pl.DataFrame, lenient: bool = False) -> Run:
+    """:func:`read_run` then :func:`restrict_to_eval_set`."""
+    return restrict_to_eval_set(read_run(path), eval_pairs, lenient=lenient)

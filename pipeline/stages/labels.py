@@ -1,0 +1,131 @@
+"""Stage ``labels`` (reduce): a relevance tier for every (survey, resolved cited work) pair.
+
+Mentions. A survey's mentions of a work are the cite spans (plus heading markers)
+of every bib entry of the survey that resolves to that work, summed. Each mention
+takes the role of its ``top_section`` (:mod:`pipeline.roles`); inside a survey the
+topical core (role ``other``) is counted as ``related_work`` when
+``roles.survey_core_is_related_work`` is set (the default). The per-role columns
+``n_introduction`` ... ``n_other`` therefore *partition* ``n_mentions``: with the
+default config ``n_other`` is always 0 and ``n_related_work`` = mentions under
+related-work headings + mentions under topical headings; with the option off they
+are reported separately and only real related-work headings count as related work.
+Mentions of bib entries without an identifier belong to no work and are dropped
+(counted as ``survey_mentions_unresolved``).
+
+Tier (``label``), with T = ``labels.essential_total_mentions`` (3) and
+R = ``labels.essential_related_mentions`` (2):
+
+* 4 (essential): ``n_mentions >= T`` or ``n_related_work >= R``;
+* 3 (related work): else ``n_related_work >= 1``;
+* 2 (tool/method): else ``n_method + n_experiment >= 1``;
+* 1 (background): everything else, including a work that is in the bibliography
+  but never cited in the text (``n_mentions = 0``).
+
+Tier 0 (hard negative) is added by the ``negatives`` stage, never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pipeline import schema as S
+from pipeline.roles import heading_roles_frame, role_distribution, survey_role_expr
+from pipeline.runner import ReduceContext, Stage, register
+from pipeline.stages.common import scan_extract
+from pipeline.stages.works import write_parquet
+
+
+def _n(role: str) -> str:
+    return f"n_{role}"
+
+
+def tier_expr(total_min: int, related_min: int) -> pl.Expr:
+    """The tier of a row with ``n_mentions`` and the per-role counts (see module docstring)."""
+    related = pl.col(_n("related_work"))
+    return (
+        pl.when((pl.col(S.N_MENTIONS) >= total_min) | (related >= related_min))
+        .then(4)
+        .when(related >= 1)
+        .then(3)
+        .when(pl.col(_n("method")) + pl.col(_n("experiment")) >= 1)
+        .then(2)
+        .otherwise(1)
+        .cast(pl.Int8)
+    )
+
+
+def build_labels(ctx: ReduceContext) -> dict[str, Any]:
+    """Label every (survey, resolved work) pair; write ``labels.parquet``."""
+    rcfg, lcfg = ctx.cfg.roles, ctx.cfg.labels
+    surveys = S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(S.PAPER_ID)
+    survey_cites = (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .join(surveys, on=S.PAPER_ID, how="semi")
+        .drop_nulls(S.WORK_ID)
+    )
+    mentions = scan_extract(ctx, "mentions").select(
+        S.PAPER_ID, S.REF_ID, S.TOP_SECTION, S.SECTION_INDEX, S.N_MENTIONS
+    )
+    survey_mentions = mentions.join(surveys, on=S.PAPER_ID, how="semi")
+    roles = heading_roles_frame(survey_mentions, S.TOP_SECTION, rcfg)
+    per_work = (
+        survey_mentions.join(roles, on=S.TOP_SECTION, how="left", nulls_equal=True)
+        .with_columns(survey_role_expr(rcfg).alias(S.ROLE))
+        .join(survey_cites, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .group_by(S.PAPER_ID, S.WORK_ID)
+        .agg(
+            pl.col(S.N_MENTIONS).filter(pl.col(S.ROLE) == r).sum().cast(pl.Int64).alias(_n(r))
+            for r in S.ROLES
+        )
+    )
+    role_cols = list(S.ROLE_COUNT_COLUMNS)
+    labels = (
+        survey_cites.select(S.PAPER_ID, S.WORK_ID)
+        .unique()
+        .join(per_work, on=[S.PAPER_ID, S.WORK_ID], how="left")
+        .with_columns(pl.col(role_cols).fill_null(0))
+        .with_columns(pl.sum_horizontal(role_cols).cast(pl.Int64).alias(S.N_MENTIONS))
+        .with_columns(
+            tier_expr(lcfg.essential_total_mentions, lcfg.essential_related_mentions).alias(S.LABEL)
+        )
+        .rename({S.PAPER_ID: S.SURVEY_ID})
+        .select(*S.LABELS.names)
+        .sort(S.SURVEY_ID, S.WORK_ID)
+        .collect(engine="streaming")
+    )
+    write_parquet(
+        labels, S.LABELS, ctx.output("labels.parquet"), "labels", ctx.cfg.extract.compression
+    )
+
+    survey_total = int(survey_mentions.select(pl.col(S.N_MENTIONS).sum()).collect().item() or 0)
+    tiers = labels.group_by(S.LABEL).len()
+    tier_counts = dict(zip(tiers[S.LABEL].to_list(), tiers["len"].to_list(), strict=True))
+    return {
+        "surveys": int(surveys.select(pl.len()).collect().item()),
+        "surveys_with_labels": labels[S.SURVEY_ID].n_unique(),
+        "pairs": labels.height,
+        "labels": {
+            S.LABEL_NAMES[t]: int(tier_counts.get(t, 0)) for t in sorted(S.LABEL_NAMES) if t > 0
+        },
+        "pairs_without_mentions": int((labels[S.N_MENTIONS] == 0).sum()),
+        "survey_mentions_total": survey_total,
+        "survey_mentions_labelled": int(labels[S.N_MENTIONS].sum()),
+        "survey_mentions_unresolved": survey_total - int(labels[S.N_MENTIONS].sum()),
+        "role_distribution_surveys": role_distribution(survey_mentions, rcfg),
+        "role_distribution_surveys_labelled": {r: int(labels[_n(r)].sum()) for r in S.ROLES},
+        "role_distribution_all": role_distribution(mentions, rcfg),
+    }
+
+
+STAGE = register(
+    Stage(
+        name="labels",
+        kind="reduce",
+        reads=("extract", "works", "surveys"),
+        config_sections=("works", "surveys", "roles", "labels"),
+        fn=build_labels,
+        help="relevance tiers 1-4 for every (survey, cited work) pair from where the survey cites it",
+    )
+)

@@ -1,0 +1,199 @@
+"""Stage ``split`` (reduce): train/eval by survey date, candidates table, leakage audit.
+
+A survey first posted before ``split.eval_from`` is in ``train``, on or after it in
+``eval``; a survey without a first version date cannot be placed and is dropped
+(counted). Its candidates are its positives (``labels``, tiers 1-4) and its hard
+negatives (``negatives``, label 0); every candidate inherits its survey's split.
+
+Candidate columns filled here for positives and negatives alike: ``candidate_date``
+(the work's ``known_date``), ``n_citing_surveys`` (detected surveys citing the work,
+the survey itself included for a positive) and ``n_citing_surveys_same_category``
+(those with the survey's primary category). Negatives get zero mention counts.
+
+Leakage audit (stage counts, then ``eval_metadata.json``):
+
+* ``surveys_in_both_splits``: must be 0 (a survey has one date), else the stage fails.
+* ``negatives_dated_after_survey``: must be 0 (guaranteed by ``negatives``), else the
+  stage fails.
+* ``positives_dated_after_survey``: reported, not an error: a survey may cite a work
+  whose known date is later (a later version, a preprint posted after the survey).
+* ``works_in_both_splits``: distinct works that are candidates in both splits,
+  reported (a popular work is legitimately read by surveys of both periods).
+* ``eval_surveys_as_train_candidates``: eval surveys that are candidates of a train
+  survey, reported (non-zero only with inconsistent dates).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import polars as pl
+
+from pipeline import schema as S
+from pipeline.runner import ReduceContext, Stage, register
+from pipeline.stages.negatives import citing_survey_stats, surveys_frame, write_table
+
+TRAIN, EVAL = S.SPLIT_NAMES
+
+
+def eval_from(ctx: ReduceContext) -> date:
+    """``split.eval_from`` as a date.
+
+    Raises:
+        ValueError: the value is not an ISO date (names the setting and the value).
+    """
+    value = ctx.cfg.split.eval_from
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"split.eval_from={value!r}: expected an ISO date such as 2023-01-01"
+        ) from None
+
+
+def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
+    """Every detected survey with a date, its split and its positive / negative counts."""
+    negative_surveys = S.scan(
+        ctx.upstream("negatives", "negative_surveys"), S.NEGATIVE_SURVEYS
+    ).select(S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES)
+    return (
+        surveys_frame(ctx)
+        .filter(pl.col(S.FIRST_VERSION_DATE).is_not_null())
+        .with_columns(
+            pl.when(pl.col(S.FIRST_VERSION_DATE) < eval_from(ctx))
+            .then(pl.lit(TRAIN))
+            .otherwise(pl.lit(EVAL))
+            .alias(S.SPLIT)
+        )
+        .join(negative_surveys, on=S.SURVEY_ID, how="left")
+        .with_columns(
+            pl.col(S.N_POSITIVES, S.N_NEGATIVES).fill_null(0),
+            pl.col(S.HAS_NEGATIVES).fill_null(False),
+        )
+        .select(S.SPLIT_SURVEYS.names)
+    )
+
+
+def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> pl.LazyFrame:
+    """Positives and negatives of every placed survey, with dates and citing-survey counts."""
+    per_work, per_work_category = citing_survey_stats(ctx)
+    counts = [S.N_MENTIONS, *S.ROLE_COUNT_COLUMNS]
+    positives = (
+        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
+        .filter(pl.col(S.LABEL) >= 1)
+        .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts)
+        .with_columns(pl.lit(None, pl.String).alias(S.NEGATIVE_SOURCE))
+    )
+    negatives = (
+        S.scan(ctx.upstream("negatives", "negatives"), S.NEGATIVES)
+        .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.NEGATIVE_SOURCE)
+        .with_columns([pl.lit(0, pl.Int64).alias(c) for c in counts])
+    )
+    columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts, S.NEGATIVE_SOURCE]
+    known = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+        S.WORK_ID, pl.col(S.KNOWN_DATE).alias(S.CANDIDATE_DATE)
+    )
+    return (
+        pl.concat([positives.select(columns), negatives.select(columns)])
+        .join(
+            surveys.select(
+                S.SURVEY_ID,
+                S.SPLIT,
+                S.PRIMARY_CATEGORY,
+                pl.col(S.FIRST_VERSION_DATE).alias(S.SURVEY_DATE),
+            ),
+            on=S.SURVEY_ID,
+            how="inner",
+        )
+        .join(known, on=S.WORK_ID, how="left")
+        .join(per_work.select(S.WORK_ID, S.N_CITING_SURVEYS), on=S.WORK_ID, how="left")
+        .join(per_work_category, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="left")
+        .with_columns(pl.col(S.N_CITING_SURVEYS, S.N_CITING_SURVEYS_SAME_CATEGORY).fill_null(0))
+        .select(S.CANDIDATES.names)
+        .sort(S.SURVEY_ID, S.WORK_ID)
+    )
+
+
+def leakage_audit(cands: pl.DataFrame, survey_works: pl.DataFrame) -> dict[str, int]:
+    """The audit counts described in the module docstring (no check here, just counts).
+
+    Args:
+        cands: the candidates table.
+        survey_works: ``(paper_id, work_id)`` of the works that are corpus papers.
+    """
+    after = pl.col(S.CANDIDATE_DATE) > pl.col(S.SURVEY_DATE)
+    splits_per_survey = cands.group_by(S.SURVEY_ID).agg(pl.col(S.SPLIT).n_unique())
+    splits_per_work = cands.group_by(S.WORK_ID).agg(pl.col(S.SPLIT).n_unique())
+    train_candidates = cands.filter(pl.col(S.SPLIT) == TRAIN).select(S.WORK_ID).unique()
+    eval_surveys = (
+        cands.filter(pl.col(S.SPLIT) == EVAL).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)).unique()
+    )
+    eval_work_ids = survey_works.join(eval_surveys, on=S.PAPER_ID, how="semi").select(S.WORK_ID)
+    return {
+        "surveys_in_both_splits": splits_per_survey.filter(pl.col(S.SPLIT) > 1).height,
+        "negatives_dated_after_survey": cands.filter((pl.col(S.LABEL) == 0) & after).height,
+        "positives_dated_after_survey": cands.filter((pl.col(S.LABEL) > 0) & after).height,
+        "candidates_without_date": cands.filter(pl.col(S.CANDIDATE_DATE).is_null()).height,
+        "works_in_both_splits": splits_per_work.filter(pl.col(S.SPLIT) > 1).height,
+        "eval_surveys_as_train_candidates": train_candidates.join(
+            eval_work_ids, on=S.WORK_ID, how="semi"
+        ).height,
+    }
+
+
+def build_split(ctx: ReduceContext) -> dict[str, Any]:
+    """Write ``candidates.parquet`` and ``split_surveys.parquet``; return counts and the audit.
+
+    Raises:
+        RuntimeError: the audit finds a survey in both splits or a negative dated after its survey.
+    """
+    surveys = split_surveys(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
+    cands = candidates(ctx, surveys.lazy()).collect(engine="streaming")
+    survey_works = (
+        S.scan(ctx.upstream("works", "works"), S.WORKS)
+        .filter(pl.col(S.PAPER_ID).is_not_null())
+        .select(S.PAPER_ID, S.WORK_ID)
+        .join(
+            surveys.lazy().select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)), on=S.PAPER_ID, how="semi"
+        )
+        .collect(engine="streaming")
+    )
+    audit = leakage_audit(cands, survey_works)
+    if audit["surveys_in_both_splits"] or audit["negatives_dated_after_survey"]:
+        raise RuntimeError(f"split: leakage audit failed (must be 0): {audit}")
+    write_table(cands, ctx.output("candidates.parquet"), S.CANDIDATES, ctx.cfg, "candidates")
+    write_table(
+        surveys, ctx.output("split_surveys.parquet"), S.SPLIT_SURVEYS, ctx.cfg, "split_surveys"
+    )
+    n_all = S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(pl.len()).collect().item()
+    counts: dict[str, Any] = {
+        "eval_from": eval_from(ctx).isoformat(),
+        "surveys_without_date": n_all - surveys.height,
+    }
+    for name in S.SPLIT_NAMES:
+        part = cands.filter(pl.col(S.SPLIT) == name)
+        sv = surveys.filter(pl.col(S.SPLIT) == name)
+        counts[name] = {
+            "surveys": sv.height,
+            "surveys_with_candidates": part[S.SURVEY_ID].n_unique(),
+            "surveys_without_negatives": sv.filter(~pl.col(S.HAS_NEGATIVES)).height,
+            "candidates": part.height,
+            "positives": part.filter(pl.col(S.LABEL) > 0).height,
+            "negatives": part.filter(pl.col(S.LABEL) == 0).height,
+            "works": part[S.WORK_ID].n_unique(),
+        }
+    counts["leakage"] = audit
+    return counts
+
+
+STAGE = register(
+    Stage(
+        name="split",
+        kind="reduce",
+        reads=("works", "surveys", "labels", "negatives"),
+        config_sections=("split", "extract"),
+        fn=build_split,
+        help="train/eval split by survey date; candidates table; leakage audit",
+    )
+)

@@ -1,0 +1,107 @@
+"""Stage ``surveys`` (reduce): computer-science literature surveys with enough resolved references.
+
+A paper is a survey when
+
+* its primary category starts with ``surveys.category_prefix`` ("cs."),
+* :func:`pipeline.survey_rules.survey_reason` finds a cue in its title or abstract
+  (the rules run only on rows that pass the cheap Polars prefilter), and
+* it cites at least ``surveys.min_resolved_refs`` distinct resolved works.
+
+``n_refs`` is its number of bib entries, ``n_resolved`` the number of distinct
+works they resolve to, ``resolved_frac`` the fraction of its bib entries that carry
+an identifier. ``surveys.max_surveys`` (> 0) keeps the first surveys in
+(first_version_date, paper_id) order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from pipeline import schema as S
+from pipeline.runner import ReduceContext, Stage, register
+from pipeline.stages.common import scan_extract
+from pipeline.stages.works import write_parquet
+from pipeline.survey_rules import prefilter_pattern, survey_reason
+
+RESOLVED_ENTRIES = "resolved_entries"
+
+
+def _counts_by(df: pl.DataFrame, column: str) -> dict[str, int]:
+    got = df.group_by(column).len().sort(column)
+    return {str(k): int(v) for k, v in zip(got[column], got["len"], strict=True)}
+
+
+def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
+    """Detect surveys; write ``surveys.parquet``."""
+    scfg = ctx.cfg.surveys
+    papers = scan_extract(ctx, "papers")
+    refs = (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .group_by(S.PAPER_ID)
+        .agg(
+            pl.len().cast(pl.Int64).alias(S.N_REFS),
+            pl.col(S.WORK_ID).drop_nulls().n_unique().cast(pl.Int64).alias(S.N_RESOLVED),
+            pl.col(S.WORK_ID).is_not_null().sum().cast(pl.Int64).alias(RESOLVED_ENTRIES),
+        )
+    )
+    cs = papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))
+    prefilter = prefilter_pattern(scfg)
+    if prefilter is not None:
+        cs = cs.filter(
+            pl.col(S.TITLE).fill_null("").str.contains(prefilter)
+            | pl.col(S.ABSTRACT).fill_null("").str.contains(prefilter)
+        )
+    candidates = (
+        cs.with_columns(
+            pl.struct(S.TITLE, S.ABSTRACT)
+            .map_elements(
+                lambda r: survey_reason(r[S.TITLE], r[S.ABSTRACT], scfg), return_dtype=pl.String
+            )
+            .alias(S.REASON)
+        )
+        .drop_nulls(S.REASON)
+        .join(refs, on=S.PAPER_ID, how="left")
+        .with_columns(pl.col(S.N_REFS, S.N_RESOLVED, RESOLVED_ENTRIES).fill_null(0))
+        .with_columns(
+            pl.when(pl.col(S.N_REFS) > 0)
+            .then(pl.col(RESOLVED_ENTRIES) / pl.col(S.N_REFS))
+            .otherwise(0.0)
+            .alias(S.RESOLVED_FRAC)
+        )
+        .select(*S.SURVEYS.names)
+        .sort(S.FIRST_VERSION_DATE, S.PAPER_ID, nulls_last=True)
+        .collect(engine="streaming")
+    )
+    enough = candidates.filter(pl.col(S.N_RESOLVED) >= scfg.min_resolved_refs)
+    kept = enough.head(scfg.max_surveys) if scfg.max_surveys > 0 else enough
+    write_parquet(
+        kept, S.SURVEYS, ctx.output("surveys.parquet"), "surveys", ctx.cfg.extract.compression
+    )
+    return {
+        "cs_papers": int(
+            papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))
+            .select(pl.len())
+            .collect()
+            .item()
+        ),
+        "candidates": candidates.height,
+        "candidates_by_cue": _counts_by(candidates, S.REASON),
+        "rejected_too_few_resolved_refs": candidates.height - enough.height,
+        "dropped_by_max_surveys": enough.height - kept.height,
+        "kept": kept.height,
+        "kept_by_cue": _counts_by(kept, S.REASON),
+    }
+
+
+STAGE = register(
+    Stage(
+        name="surveys",
+        kind="reduce",
+        reads=("extract", "works"),
+        config_sections=("works", "surveys"),
+        fn=find_surveys,
+        help="computer-science literature surveys (title/abstract cues, enough resolved references)",
+    )
+)

@@ -1,0 +1,400 @@
+"""Stage ``works`` (reduce): one canonical id per cited work, every bib entry resolved.
+
+Identity. Every identifier is written as an *alias* string: ``arxiv:2104.06921``,
+``doi:10.1090/tran/8674``, ``openalex:W4283717483``. Two aliases are linked when
+they occur in one bib entry (its arXiv id, DOI and OpenAlex id; a DataCite arXiv
+DOI ``10.48550/arxiv.<id>`` also yields its arXiv id) or in one corpus paper (its
+``paper_id`` and its metadata DOI). A cited work is a connected component of that
+graph, found by min-label propagation in Polars (:func:`connected_components`).
+
+Canonical key. Aliases are numbered in sorted string order, and ``arxiv:`` <
+``doi:`` < ``openalex:`` sort in the order of preference, so the smallest alias of
+a component -- the label propagation converges to -- is its smallest arXiv id if it
+has one, else its smallest DOI, else its smallest OpenAlex id. That alias is the
+``work_id``.
+
+Junk guard. One work has one arXiv id, one or two DOIs (journal + arXiv DataCite)
+and one or two OpenAlex ids. An alias linked to more than
+``works.max_alias_partners`` distinct aliases of one kind (a proceedings DOI given
+to every paper of a volume, a wrong id copied into many entries) would glue
+unrelated works into one giant component, so its links are dropped: it stays a
+work of its own, reached only by entries that carry nothing else. The largest
+component is reported in the counts.
+
+Resolution. A bib entry resolves to the component of its non-junk aliases (they
+are all linked to each other, so there is one), else of its junk alias. An entry
+with no identifier is unresolved (``work_id`` null in ``cites``); it is counted per
+paper and is never a candidate. Several entries of one paper may resolve to the
+same work; ``labels`` sums their mentions.
+
+Outputs: ``works.parquet`` (schema ``WORKS``, one row per work cited by at least
+one kept paper, sorted by ``work_id``) and ``cites.parquet`` (schema ``CITES``, one
+row per bib entry of every kept paper, sorted by ``paper_id, ref_id``). A work whose
+component holds a corpus paper's ``arxiv:<paper_id>`` carries that paper's id, title,
+abstract, categories and first version date; any other work carries an example
+``raw`` bib string (the longest; the smallest of those on ties). ``known_date`` is
+the paper's first version date, else the month of the work's arXiv id, else null.
+
+Note: ``extract`` already falls back to arXiv ids found in the raw bib string, and
+the references table does not say where an id came from, so
+``works.use_contained_arxiv_ids`` cannot be honoured here (it only keys reruns).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import schema as S
+from pipeline.runner import ReduceContext, Stage, register
+from pipeline.stages.common import duplicate_papers, scan_extract
+
+# internal columns (never written)
+ALIAS = "alias"
+OTHER = "other_alias"
+NODE = "node"
+COMPONENT = "component"
+JUNK = "junk"
+KIND = "kind"
+
+ARXIV_PREFIX = "arxiv:"
+DOI_PREFIX = "doi:"
+OPENALEX_PREFIX = "openalex:"
+# DataCite DOIs that arXiv mints for every new-style id.
+ARXIV_DOI = r"^10\.48550/arxiv\.(\d{4}\.\d{4,5})$"
+
+
+def write_parquet(
+    df: pl.DataFrame, schema: pa.Schema, path: Path, what: str, compression: str
+) -> int:
+    """Check ``df`` against ``schema`` (order and types) and write it; return its row count."""
+    table = S.check(df.to_arrow(), schema, what)
+    pq.write_table(table, path, compression=compression)
+    return table.num_rows
+
+
+def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, compression: str) -> None:
+    """Stream ``lf`` to Parquet with exactly the columns and types of ``schema``."""
+    dtypes = S.polars_schema(schema)
+    lf.select([pl.col(n).cast(t) for n, t in dtypes.items()]).sink_parquet(
+        path, compression=compression
+    )
+
+
+# --------------------------------------------------------------------- aliases and links
+def _entry_aliases(refs: pl.LazyFrame) -> pl.LazyFrame:
+    """``(paper_id, ref_id, alias)``: every identifier of every bib entry, deduplicated."""
+    keys = (S.PAPER_ID, S.REF_ID)
+    return (
+        pl.concat(
+            [
+                refs.select(*keys, (pl.lit(ARXIV_PREFIX) + pl.col(S.ARXIV_ID)).alias(ALIAS)),
+                refs.select(
+                    *keys,
+                    (pl.lit(ARXIV_PREFIX) + pl.col(S.DOI).str.extract(ARXIV_DOI, 1)).alias(ALIAS),
+                ),
+                refs.select(*keys, (pl.lit(DOI_PREFIX) + pl.col(S.DOI)).alias(ALIAS)),
+                refs.select(*keys, (pl.lit(OPENALEX_PREFIX) + pl.col(S.OPENALEX_ID)).alias(ALIAS)),
+            ]
+        )
+        .drop_nulls(ALIAS)
+        .unique()
+    )
+
+
+def _paper_aliases(papers: pl.LazyFrame) -> pl.LazyFrame:
+    """``(paper_id, alias)``: a corpus paper's own arXiv id and its metadata DOI."""
+    return (
+        pl.concat(
+            [
+                papers.select(S.PAPER_ID, (pl.lit(ARXIV_PREFIX) + pl.col(S.PAPER_ID)).alias(ALIAS)),
+                papers.select(
+                    S.PAPER_ID,
+                    (pl.lit(ARXIV_PREFIX) + pl.col(S.DOI).str.extract(ARXIV_DOI, 1)).alias(ALIAS),
+                ),
+                papers.select(S.PAPER_ID, (pl.lit(DOI_PREFIX) + pl.col(S.DOI)).alias(ALIAS)),
+            ]
+        )
+        .drop_nulls(ALIAS)
+        .unique()
+    )
+
+
+def _links(entry_aliases: pl.LazyFrame, paper_aliases: pl.LazyFrame) -> pl.LazyFrame:
+    """Distinct undirected links ``(alias, other_alias)`` with ``alias < other_alias``.
+
+    Every pair of aliases of one entry is linked (not a star), so dropping a junk
+    alias never disconnects the others.
+    """
+    entry_pairs = (
+        entry_aliases.join(
+            entry_aliases.rename({ALIAS: OTHER}), on=[S.PAPER_ID, S.REF_ID], how="inner"
+        )
+        .filter(pl.col(ALIAS) < pl.col(OTHER))
+        .select(ALIAS, OTHER)
+    )
+    paper_pairs = (
+        paper_aliases.join(paper_aliases.rename({ALIAS: OTHER}), on=S.PAPER_ID, how="inner")
+        .filter(pl.col(ALIAS) < pl.col(OTHER))
+        .select(ALIAS, OTHER)
+    )
+    return pl.concat([entry_pairs, paper_pairs]).unique()
+
+
+def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
+    """``(alias,)`` linked to more than ``max_partners`` distinct aliases of one kind."""
+    both = pl.concat([links, links.select(pl.col(OTHER).alias(ALIAS), pl.col(ALIAS).alias(OTHER))])
+    return (
+        both.with_columns(pl.col(OTHER).str.extract(r"^([a-z]+):", 1).alias(KIND))
+        .group_by(ALIAS, KIND)
+        .agg(pl.col(OTHER).n_unique().alias("n"))
+        .filter(pl.col("n") > max_partners)
+        .select(ALIAS)
+        .unique()
+    )
+
+
+# --------------------------------------------------------------------- components
+def connected_components(edges: pl.DataFrame, max_iterations: int) -> tuple[pl.DataFrame, int]:
+    """Connected components of an undirected graph by min-label propagation.
+
+    Each round, every node takes the smallest label among itself and its neighbours,
+    then jumps to its label's label (pointer jumping, which shortens long chains to
+    a logarithmic number of rounds). It stops when no label changes.
+
+    Args:
+        edges: columns ``node`` and ``other_alias`` (both integer node ids), one row per
+            undirected edge.
+        max_iterations: rounds after which it gives up.
+
+    Returns:
+        ``(node, component)`` for every node that has an edge (component = smallest node
+        id in its component), and the number of rounds run.
+
+    Raises:
+        RuntimeError: no convergence after ``max_iterations`` rounds.
+    """
+    u, v = NODE, OTHER
+    both = pl.concat([edges.select(u, v), edges.select(pl.col(v).alias(u), pl.col(u).alias(v))])
+    labels = both.select(pl.col(u).unique()).with_columns(pl.col(u).alias(COMPONENT))
+    for rounds in range(1, max_iterations + 1):
+        best = (
+            both.join(labels, left_on=v, right_on=u, how="inner")
+            .group_by(u)
+            .agg(pl.col(COMPONENT).min().alias("best"))
+        )
+        step = labels.join(best, on=u, how="left").select(
+            u, pl.min_horizontal(COMPONENT, "best").alias(COMPONENT)
+        )
+        jumped = step.join(
+            step.rename({u: COMPONENT, COMPONENT: "hop"}), on=COMPONENT, how="left"
+        ).select(u, pl.col("hop").alias(COMPONENT))
+        changed = (
+            labels.join(jumped, on=u, suffix="_new")
+            .filter(pl.col(COMPONENT) != pl.col(f"{COMPONENT}_new"))
+            .height
+        )
+        labels = jumped
+        if changed == 0:
+            return labels.sort(u), rounds
+    raise RuntimeError(
+        f"works: connected components did not converge in {max_iterations} rounds "
+        f"({labels.height} linked nodes); raise works.max_label_iterations"
+    )
+
+
+# --------------------------------------------------------------------- dates
+def arxiv_month_expr(alias: pl.Expr) -> pl.Expr:
+    """First day of the month encoded in an ``arxiv:`` alias, else null.
+
+    ``arxiv:2104.06921`` -> 2021-04-01; ``arxiv:hep-th/9901001`` -> 1999-01-01 (two-digit
+    years from 91 are 19xx: arXiv began in August 1991).
+    """
+    new = alias.str.extract_groups(r"^arxiv:(?P<yy>\d{2})(?P<mm>\d{2})\.\d{4,5}$")
+    old = alias.str.extract_groups(r"^arxiv:[a-z-]+/(?P<yy>\d{2})(?P<mm>\d{2})\d{3}$")
+    yy = pl.coalesce(new.struct.field("yy"), old.struct.field("yy")).cast(pl.Int32)
+    mm = pl.coalesce(new.struct.field("mm"), old.struct.field("mm")).cast(pl.Int32)
+    is_old = old.struct.field("yy").is_not_null()
+    year = pl.when(is_old & (yy >= 91)).then(1900 + yy).otherwise(2000 + yy)
+    return pl.when(mm.is_between(1, 12)).then(pl.date(year, mm, 1)).otherwise(None)
+
+
+# --------------------------------------------------------------------- the stage
+def build_works(ctx: ReduceContext) -> dict[str, Any]:
+    """Resolve every bib entry to a canonical work; write ``works`` and ``cites``.
+
+    Only the alias graph is held in memory (unique aliases, their links and labels);
+    the per-entry tables are lazy scans streamed to Parquet.
+    """
+    wcfg = ctx.cfg.works
+    compression = ctx.cfg.extract.compression
+    # extract already normalises DOIs; lower-casing again keeps aliases right for any input
+    doi = pl.col(S.DOI).str.to_lowercase()
+    refs = scan_extract(ctx, "references").select(
+        S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW
+    )
+    papers = scan_extract(ctx, "papers")
+
+    entry_aliases = _entry_aliases(refs)
+    paper_aliases = _paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
+    links = _links(entry_aliases, paper_aliases.lazy()).collect(engine="streaming")
+    junk = junk_aliases(links.lazy(), wcfg.max_alias_partners).collect(engine="streaming")
+
+    # Node ids in sorted alias order: the minimum node of a component is its canonical alias.
+    nodes = (
+        pl.concat([entry_aliases.select(ALIAS), paper_aliases.lazy().select(ALIAS)])
+        .unique()
+        .sort(ALIAS)
+        .with_row_index(NODE)
+        .with_columns(pl.col(NODE).cast(pl.Int64))
+        .collect(engine="streaming")
+    )
+    edges = (
+        links.lazy()
+        .join(junk.lazy(), on=ALIAS, how="anti")
+        .join(junk.lazy().rename({ALIAS: OTHER}), on=OTHER, how="anti")
+        .join(nodes.lazy(), on=ALIAS)
+        .join(nodes.lazy().rename({ALIAS: "o", NODE: "other_node"}), left_on=OTHER, right_on="o")
+        .select(NODE, pl.col("other_node").alias(OTHER))
+        .collect(engine="streaming")
+    )
+    components, rounds = connected_components(edges, wcfg.max_label_iterations)
+    alias_work = (
+        nodes.join(components, on=NODE, how="left")
+        .with_columns(pl.col(COMPONENT).fill_null(pl.col(NODE)))
+        .join(nodes.rename({NODE: COMPONENT, ALIAS: S.WORK_ID}), on=COMPONENT)
+        .join(junk.with_columns(pl.lit(True).alias(JUNK)), on=ALIAS, how="left")
+        .select(ALIAS, S.WORK_ID, pl.col(JUNK).fill_null(False))
+    )
+
+    entry_work = (
+        entry_aliases.join(alias_work.lazy(), on=ALIAS)
+        .group_by(S.PAPER_ID, S.REF_ID)
+        .agg(
+            pl.coalesce(
+                pl.col(S.WORK_ID).filter(~pl.col(JUNK)).min(), pl.col(S.WORK_ID).min()
+            ).alias(S.WORK_ID)
+        )
+    )
+    cites_path = ctx.output("cites.parquet")
+    sink_checked(
+        refs.select(S.PAPER_ID, S.REF_ID)
+        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="left")
+        .sort(S.PAPER_ID, S.REF_ID),
+        S.CITES,
+        cites_path,
+        compression,
+    )
+    cites = S.scan(cites_path, S.CITES)
+    cited = cites.drop_nulls(S.WORK_ID)
+
+    corpus = (
+        paper_aliases.lazy()
+        .join(alias_work.lazy(), on=ALIAS)
+        .filter(pl.col(ALIAS) == pl.lit(ARXIV_PREFIX) + pl.col(S.PAPER_ID))
+        .group_by(S.WORK_ID)
+        .agg(pl.col(S.PAPER_ID).min())
+        .join(
+            papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT, S.CATEGORIES, S.FIRST_VERSION_DATE),
+            on=S.PAPER_ID,
+        )
+    )
+    raw_bytes = pl.col(S.RAW).str.len_bytes()
+    example_raw = (  # the longest raw string; the smallest of those on ties
+        refs.join(cited, on=[S.PAPER_ID, S.REF_ID])
+        .drop_nulls(S.RAW)
+        .group_by(S.WORK_ID)
+        .agg(pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min())
+    )
+    works_path = ctx.output("works.parquet")
+    sink_checked(
+        cited.group_by(S.WORK_ID)
+        .agg(pl.col(S.PAPER_ID).n_unique().alias(S.N_CITING_PAPERS))
+        .join(
+            alias_work.lazy().group_by(S.WORK_ID).agg(pl.col(ALIAS).sort().alias(S.ALIASES)),
+            on=S.WORK_ID,
+            how="left",
+        )
+        .join(corpus, on=S.WORK_ID, how="left")
+        .join(example_raw, on=S.WORK_ID, how="left")
+        .with_columns(
+            pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
+            pl.coalesce(pl.col(S.FIRST_VERSION_DATE), arxiv_month_expr(pl.col(S.WORK_ID))).alias(
+                S.KNOWN_DATE
+            ),
+        )
+        .sort(S.WORK_ID),
+        S.WORKS,
+        works_path,
+        compression,
+    )
+
+    entries = (
+        cites.group_by(S.PAPER_ID)
+        .agg(
+            pl.len().alias("entries"),
+            pl.col(S.WORK_ID).is_null().sum().alias("unresolved"),
+            (
+                pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique()
+            ).alias("merged"),
+        )
+        .select(
+            pl.col("entries").sum(),
+            pl.col("unresolved").sum(),
+            (pl.col("unresolved") > 0).sum().alias("papers_with_unresolved"),
+            pl.col("merged").sum(),
+        )
+        .collect(engine="streaming")
+        .row(0, named=True)
+    )
+    works = (
+        S.scan(works_path, S.WORKS)
+        .select(
+            pl.len().alias("works"),
+            pl.col(S.PAPER_ID).is_not_null().sum().alias("in_corpus"),
+            (pl.col(S.ALIASES).list.len() > 1).sum().alias("merged_groups"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    largest = (
+        alias_work.group_by(S.WORK_ID)
+        .len()
+        .sort("len", S.WORK_ID, descending=[True, False])
+        .head(1)
+    )
+    n_entries, unresolved = int(entries["entries"] or 0), int(entries["unresolved"] or 0)
+    return {
+        "papers": int(papers.select(pl.len()).collect().item()),
+        "duplicate_papers_dropped": duplicate_papers(ctx),
+        "bib_entries": n_entries,
+        "resolved_entries": n_entries - unresolved,
+        "unresolved_entries": unresolved,
+        "papers_with_unresolved_entries": int(entries["papers_with_unresolved"] or 0),
+        "entries_merged_within_paper": int(entries["merged"] or 0),
+        "aliases": nodes.height,
+        "links": edges.height,
+        "junk_aliases": junk.height,
+        "label_rounds": rounds,
+        "works": int(works["works"]),
+        "works_in_corpus": int(works["in_corpus"]),
+        "merged_groups": int(works["merged_groups"]),
+        "largest_component": int(largest["len"].item()) if largest.height else 0,
+        "largest_component_work_id": largest[S.WORK_ID].item() if largest.height else None,
+    }
+
+
+STAGE = register(
+    Stage(
+        name="works",
+        kind="reduce",
+        reads=("extract",),
+        config_sections=("works",),
+        fn=build_works,
+        help="canonical cited works (arXiv id / DOI / OpenAlex union-find) and every bib entry resolved",
+    )
+)

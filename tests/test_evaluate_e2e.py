@@ -1,0 +1,212 @@
+"""End to end: evaluate() and the CLI on a small synthetic eval set written by the test."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.config import EvaluateConfig
+from pipeline.evaluate import RunError, add_parser, evaluate, metric_registry, resolve_eval_file
+from pipeline.evaluate.columns import (
+    CANDIDATE_ID,
+    EVAL_FILENAME,
+    LABEL,
+    SCORE,
+    SUBSET,
+    SURVEY_ID,
+    SURVEY_YEAR,
+    SYSTEM,
+)
+from pipeline.evaluate.synthetic import synthetic_eval_set
+
+CONFIG = EvaluateConfig(bootstrap_samples=40, random_seeds=2)
+STAT_KEYS = {"mean", "ci_low", "ci_high", "n"}
+TEST_KEYS = {"system", "baseline", "metric", "diff", "p_value", "ci_low", "ci_high"}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("eval_inputs")
+    eval_set = synthetic_eval_set(24, 20, seed=11, years=(2023, 2024))
+    release = root / "release"
+    release.mkdir()
+    eval_path = release / EVAL_FILENAME
+    eval_set.write_parquet(eval_path)
+    rng = np.random.default_rng(0)
+    noisy = eval_set.select(
+        SURVEY_ID,
+        CANDIDATE_ID,
+        (pl.col(LABEL) + pl.Series(rng.random(eval_set.height) * 3)).alias(SCORE),
+    )
+    trec = root / "noisy.trec"
+    trec.write_text(
+        "".join(
+            f"{s} Q0 {c} {i + 1} {v!r} noisy_label\n" for i, (s, c, v) in enumerate(noisy.rows())
+        ),
+        encoding="utf-8",
+    )
+    # a CSV run that leaves a third of the candidates unscored
+    csv = root / "partial.csv"
+    noisy.gather_every(3).with_columns(pl.col(SCORE) * -1).write_csv(csv)
+    return {"release": release, "eval": eval_path, "trec": trec, "csv": csv}
+
+
+def test_results_structure_and_byte_identical_rerun(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "work"
+    runs = [inputs["trec"], inputs["csv"]]
+    results = evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
+    eval_dir = out / "eval"
+    on_disk = json.loads((eval_dir / "eval_results.json").read_text(encoding="utf-8"))
+    assert on_disk == results
+
+    assert results["n_surveys"] == 24
+    systems = {"random", "popularity", "bm25", "oracle", "noisy_label", "partial"}
+    assert set(results["systems"]) == systems
+    metrics = set(metric_registry(CONFIG.ks))
+    for system in systems:
+        assert set(results["systems"][system]) == metrics
+        for stat in results["systems"][system].values():
+            assert set(stat) == STAT_KEYS
+    assert set(results["subsets"]) == {"ALL", "IN", "OUT", "year=2023", "year=2024"}
+    assert results["subsets"]["ALL"] == results["systems"]
+    assert results["subset_surveys"]["year=2023"] + results["subset_surveys"]["year=2024"] == 24
+    ndcg = results["systems"]["noisy_label"]["ndcg@10"]
+    assert ndcg["ci_low"] <= ndcg["mean"] <= ndcg["ci_high"] and ndcg["n"] == 24
+    assert results["systems"]["oracle"]["ndcg@10"]["mean"] == 1.0
+
+    assert results["best_baseline"] in {"random", "popularity", "bm25"}
+    main = results["main_metrics"]
+    assert len(results["tests"]) == 2 * len(main)
+    for test in results["tests"]:
+        assert TEST_KEYS <= set(test)
+        assert test["baseline"] == results["best_baseline"]
+        assert 0 < test["p_value"] <= 1
+    assert "candidate_id ascending" in results["tie_breaking"]
+    assert results["runs"]["partial"]["missing_judged"] == 24 * 20 - 160
+    assert results["tier_distribution"]["0"]["name"] == "hard_negative"
+
+    per_survey = pl.read_parquet(eval_dir / "per_survey.parquet")
+    assert per_survey.columns[:4] == [SYSTEM, SUBSET, SURVEY_ID, SURVEY_YEAR]
+    assert set(per_survey.columns[4:]) == metrics
+    all_rows = per_survey.filter(pl.col(SUBSET) == "ALL")
+    assert all_rows.height == len(systems) * 24
+    assert set(per_survey[SUBSET].unique()) == {"ALL", "IN", "OUT"}
+
+    report = (eval_dir / "report.md").read_text(encoding="utf-8")
+    for name in main:
+        assert name in report
+    assert (
+        "IN/OUT gap" in report
+        and "Tier distribution" in report
+        and "candidate_id ascending" in report
+    )
+
+    before = {p.name: p.read_bytes() for p in eval_dir.iterdir()}
+    evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
+    after = {p.name: p.read_bytes() for p in eval_dir.iterdir()}
+    assert sorted(before) == [
+        "eval_results.json",
+        "per_survey.parquet",
+        "report.md",
+    ]  # no temp files
+    assert after == before
+
+
+def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Path) -> None:
+    results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
+    assert set(results["systems"]) == {"random", "popularity", "bm25", "oracle"}
+    assert results["tests"] == []
+    with pytest.raises(ValueError, match="baselines_only"):
+        evaluate(inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path)
+
+
+def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> None:
+    clash = tmp_path / "noisy_label.csv"
+    pl.read_csv(inputs["csv"]).write_csv(clash)
+    with pytest.raises(RunError, match="already used"):
+        evaluate(inputs["eval"], runs=[inputs["trec"], clash], out_dir=tmp_path, config=CONFIG)
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="pipeline")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[evaluate]\nbootstrap_samples = 20\nrandom_seeds = 1\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code = _cli(
+        [
+            "evaluate",
+            "--eval-file",
+            str(inputs["eval"]),
+            "--baselines-only",
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+        ]
+    )
+    assert code == 0
+    assert "# Survey reading lists: evaluation" in capsys.readouterr().out
+    results = json.loads((out / "eval" / "eval_results.json").read_text(encoding="utf-8"))
+    assert results["config"]["bootstrap_samples"] == 20
+
+    unknown = tmp_path / "unknown.trec"
+    unknown.write_text("S000000 Q0 NOPE 1 1.0 u\n", encoding="utf-8")
+    base = [
+        "evaluate",
+        "--eval-file",
+        str(inputs["eval"]),
+        "--run",
+        str(unknown),
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+    ]
+    assert _cli(base) == 2
+    assert f"{unknown}:1:" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match="dropped 1 of 1"):
+        assert _cli([*base, "--lenient"]) == 0
+    with pytest.raises(SystemExit):
+        _cli(["evaluate", "--eval-file", str(inputs["eval"])])  # neither --run nor --baselines-only
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("owner/name", ("owner/name", EVAL_FILENAME, None)),
+        ("owner/name@v1.0", ("owner/name", EVAL_FILENAME, "v1.0")),
+        ("hf://datasets/owner/name/data", ("owner/name", f"data/{EVAL_FILENAME}", None)),
+        ("hf://datasets/owner/name@main/x/e.parquet", ("owner/name", "x/e.parquet", "main")),
+    ],
+)
+def test_hub_specs_resolve_without_network(
+    spec: str, expected: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(repo_id: str, filename: str, repo_type: str, revision: str | None) -> str:
+        calls.append((repo_id, filename, revision))
+        assert repo_type == "dataset"
+        return str(tmp_path / "downloaded.parquet")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.chdir(tmp_path)  # so that the spec is not a local path
+    assert resolve_eval_file(spec) == tmp_path / "downloaded.parquet"
+    assert calls == [expected]
+    with pytest.raises(FileNotFoundError):
+        resolve_eval_file("missing/local.parquet")

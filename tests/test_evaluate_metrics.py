@@ -1,0 +1,344 @@
+"""Metrics: hand-computed values, agreement with pytrec_eval, baseline sanity, statistics."""
+
+from __future__ import annotations
+
+from math import log2
+
+import numpy as np
+import polars as pl
+import pytest
+import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.config import EvaluateConfig
+from pipeline.evaluate import (
+    UnknownMetricError,
+    metric_registry,
+    per_survey_metrics,
+    resolve_metrics,
+)
+from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SUBSET, SURVEY_ID
+from pipeline.evaluate.evaluation import SUBSET_ALL, baseline_per_survey
+from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.evaluate.synthetic import synthetic_eval_set
+
+KS = (1, 3, 5)
+
+
+def d(rank: int) -> float:
+    """The discount 1 / log2(rank + 1)."""
+    return 1 / log2(rank + 1)
+
+
+# s1: b(0.9, L0) c(0.5, L3) d(0.5, L1) a(0.2, L4) then missing e(L0) f(L2).
+#     c and d tie on 0.5 -> candidate_id ascending puts c first; e and f have no
+#     score -> ranked last, e before f.
+# s2: only hard negatives -> excluded from every metric.
+# s3: a(0.3, L0) b(0.3, L1) tie -> a first.
+TINY = pl.DataFrame(
+    {
+        SURVEY_ID: ["s1"] * 6 + ["s2"] * 2 + ["s3"] * 2,
+        CANDIDATE_ID: ["a", "b", "c", "d", "e", "f", "x", "y", "b", "a"],
+        LABEL: [4, 0, 3, 1, 0, 2, 0, 0, 1, 0],
+        SCORE: [0.2, 0.9, 0.5, 0.5, None, None, 0.4, 0.1, 0.3, 0.3],
+    }
+)
+
+EXPECTED = {
+    "s1": {
+        "ndcg@1": 0.0,
+        "ndcg@3": (3 * d(2) + 1 * d(3)) / (4 + 3 * d(2) + 2 * d(3)),
+        "ndcg@5": (3 * d(2) + 1 * d(3) + 4 * d(4)) / (4 + 3 * d(2) + 2 * d(3) + 1 * d(4)),
+        "recall@1": 0.0,
+        "recall@3": 2 / 4,
+        "recall@5": 3 / 4,
+        "recall@1_tier3": 0.0,
+        "recall@3_tier3": 1 / 2,
+        "recall@5_tier3": 2 / 2,
+        "recall@1_tier=1": 0.0,
+        "recall@3_tier=1": 1.0,
+        "recall@5_tier=1": 1.0,
+        "recall@5_tier=2": 0.0,  # f is missing from the run: rank 6
+        "recall@3_tier=3": 1.0,
+        "recall@3_tier=4": 0.0,
+        "recall@5_tier=4": 1.0,
+        "mrr_tier3": 1 / 2,
+        "map": (1 / 2 + 2 / 3 + 3 / 4 + 4 / 6) / 4,
+        "r_precision": 3 / 4,
+        # positives c, d, a beat e and lose to b; f ties e (both missing), loses to b
+        "hard_negative_auc": (1 + 1 + 1 + 0.5) / (4 * 2),
+        "hard_negative_auc_tier=1": 1 / 2,
+        "hard_negative_auc_tier=2": 0.5 / 2,
+        "hard_negative_auc_tier=3": 1 / 2,
+        "hard_negative_auc_tier=4": 1 / 2,
+        "essential_ndcg@10": d(4) / d(1),
+        "relevant_ndcg@10": (d(2) + d(4)) / (d(1) + d(2)),
+    },
+    "s2": {},  # everything excluded
+    "s3": {
+        "ndcg@1": 0.0,
+        "ndcg@3": d(2) / 1,
+        "recall@1": 0.0,
+        "recall@3": 1.0,
+        "recall@1_tier=1": 0.0,
+        "recall@3_tier=1": 1.0,
+        "map": (1 / 2) / 1,
+        "r_precision": 0.0,
+        "hard_negative_auc": 0.5,
+        "hard_negative_auc_tier=1": 0.5,
+    },
+}
+
+
+def test_hand_computed_values_and_exclusions() -> None:
+    result = per_survey_metrics(TINY, ks=KS)
+    assert result[SURVEY_ID].to_list() == ["s1", "s2", "s3"]
+    rows = {row[SURVEY_ID]: row for row in result.iter_rows(named=True)}
+    for survey, expected in EXPECTED.items():
+        for name, value in expected.items():
+            assert rows[survey][name] == pytest.approx(value, abs=1e-12), (survey, name)
+    # s2 has no positive at all: excluded everywhere
+    assert all(rows["s2"][m] is None for m in metric_registry(KS))
+    # s3 has no label >= 3, no label 4, no tier 2-4
+    for name in ("mrr_tier3", "recall@3_tier3", "essential_ndcg@10", "relevant_ndcg@10"):
+        assert rows["s3"][name] is None
+    for t in (2, 3, 4):
+        assert rows["s3"][f"recall@3_tier={t}"] is None
+        assert rows["s3"][f"hard_negative_auc_tier={t}"] is None
+
+
+def test_n_counts_and_macro_means_skip_excluded_surveys() -> None:
+    names = ["ndcg@3", "mrr_tier3", "essential_ndcg@10", "hard_negative_auc", "recall@3_tier=2"]
+    result = per_survey_metrics(TINY, names, ks=KS)
+    summary = bootstrap_means(result.select(names).to_numpy(), 20, rng_for(1, "t"))
+    assert summary.n.tolist() == [2, 1, 1, 2, 1]
+    ndcg3 = (EXPECTED["s1"]["ndcg@3"] + EXPECTED["s3"]["ndcg@3"]) / 2
+    assert summary.mean[0] == pytest.approx(ndcg3, abs=1e-12)
+    assert summary.mean[1] == pytest.approx(0.5)
+    assert summary.mean[3] == pytest.approx((0.4375 + 0.5) / 2)
+
+
+def test_tie_rule_does_not_depend_on_row_order() -> None:
+    shuffled = TINY.sample(fraction=1.0, shuffle=True, seed=3)
+    assert per_survey_metrics(shuffled, ks=KS).equals(per_survey_metrics(TINY, ks=KS))
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0, None])),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_row_order_invariance_with_ties(rows: list[tuple[int, float | None]], rnd) -> None:
+    frame = pl.DataFrame(
+        {
+            SURVEY_ID: ["q"] * len(rows),
+            CANDIDATE_ID: [f"c{i:02d}" for i in range(len(rows))],
+            LABEL: [label for label, _ in rows],
+            SCORE: [score for _, score in rows],
+        },
+        schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String, LABEL: pl.Int8, SCORE: pl.Float64},
+    )
+    order = list(range(len(rows)))
+    rnd.shuffle(order)
+    assert per_survey_metrics(frame[order], ks=KS).equals(per_survey_metrics(frame, ks=KS))
+
+
+def test_unknown_metric_lists_the_registry() -> None:
+    with pytest.raises(UnknownMetricError) as info:
+        per_survey_metrics(TINY, ["ndcg@7", "map"], ks=KS)
+    message = str(info.value)
+    assert "ndcg@7" in message
+    for name in metric_registry(KS):
+        assert name in message
+
+
+def test_registry_names_and_docs() -> None:
+    registry = metric_registry(EvaluateConfig().ks)
+    for k in EvaluateConfig().ks:
+        for name in (f"ndcg@{k}", f"recall@{k}", f"recall@{k}_tier3", f"recall@{k}_tier=4"):
+            assert name in registry
+    for name in ("mrr_tier3", "map", "r_precision", "hard_negative_auc"):
+        assert name in registry
+    for name in ("essential_ndcg@10", "relevant_ndcg@10"):
+        assert name in registry
+    for metric in registry.values():
+        assert "=" in metric.doc and "exclude" in metric.doc.lower(), metric.name
+    assert [m.name for m in resolve_metrics(["map", "ndcg@5"])] == ["map", "ndcg@5"]
+
+
+# ------------------------------------------------------------------ pytrec_eval
+def _random_judgments(seed: int, n_surveys: int) -> pl.DataFrame:
+    """Random labels; scores distinct per survey even in float32.
+
+    trec_eval keeps scores as 32-bit floats and breaks ties by docid descending
+    (we use candidate_id ascending), so agreement needs float32-distinct scores.
+    """
+    rng = np.random.default_rng(seed)
+    parts = []
+    for s in range(n_surveys):
+        n = int(rng.integers(1, 130))
+        labels = rng.choice(5, size=n, p=[0.45, 0.2, 0.15, 0.1, 0.1])
+        parts.append(
+            pl.DataFrame(
+                {
+                    SURVEY_ID: [f"q{s:03d}"] * n,
+                    CANDIDATE_ID: [f"d{j:04d}" for j in rng.permutation(5000)[:n]],
+                    LABEL: labels,
+                    SCORE: rng.permutation(n) / n + rng.integers(-2, 3),
+                }
+            )
+        )
+    return pl.concat(parts)
+
+
+def _trec(frame: pl.DataFrame, measures: set[str], level: int) -> dict[str, dict[str, float]]:
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for survey, candidate, label, score in frame.select(
+        SURVEY_ID, CANDIDATE_ID, LABEL, SCORE
+    ).iter_rows():
+        qrels.setdefault(survey, {})[candidate] = int(label)
+        run.setdefault(survey, {})[candidate] = float(score)
+    return pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level).evaluate(run)
+
+
+def _assert_agrees(ours: pl.DataFrame, theirs: dict, pairs: list[tuple[str, str]]) -> None:
+    for row in ours.iter_rows(named=True):
+        for mine, other in pairs:
+            if row[mine] is None:
+                # excluded surveys are those trec_eval scores 0 for lack of relevant ones
+                assert theirs[row[SURVEY_ID]][other] == 0.0
+            else:
+                assert row[mine] == pytest.approx(theirs[row[SURVEY_ID]][other], abs=1e-9), (
+                    row[SURVEY_ID],
+                    mine,
+                )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_agrees_with_pytrec_eval(seed: int) -> None:
+    ks = EvaluateConfig().ks
+    frame = _random_judgments(seed, 40)
+    ours = per_survey_metrics(frame, ks=ks)
+    cut = ",".join(map(str, ks))
+    level1 = _trec(frame, {f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, level=1)
+    level3 = _trec(frame, {"recip_rank", f"recall.{cut}"}, level=3)
+    pairs1 = [(f"ndcg@{k}", f"ndcg_cut_{k}") for k in ks] + [
+        (f"recall@{k}", f"recall_{k}") for k in ks
+    ]
+    _assert_agrees(ours, level1, pairs1 + [("map", "map"), ("r_precision", "Rprec")])
+    _assert_agrees(
+        ours,
+        level3,
+        [("mrr_tier3", "recip_rank")] + [(f"recall@{k}_tier3", f"recall_{k}") for k in ks],
+    )
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=25), st.randoms(use_true_random=False))
+def test_agrees_with_pytrec_eval_property(labels: list[int], rnd) -> None:
+    order = list(range(len(labels)))
+    rnd.shuffle(order)
+    frame = pl.DataFrame(
+        {
+            SURVEY_ID: ["q"] * len(labels),
+            CANDIDATE_ID: [f"d{i:02d}" for i in range(len(labels))],
+            LABEL: labels,
+            SCORE: [float(o) for o in order],
+        }
+    )
+    ks = (1, 2, 5, 10)
+    ours = per_survey_metrics(frame, ks=ks)
+    level1 = _trec(frame, {"ndcg_cut.1,2,5,10", "recall.1,2,5,10", "map", "Rprec"}, level=1)
+    level3 = _trec(frame, {"recip_rank"}, level=3)
+    pairs = [(f"ndcg@{k}", f"ndcg_cut_{k}") for k in ks] + [
+        (f"recall@{k}", f"recall_{k}") for k in ks
+    ]
+    _assert_agrees(ours, level1, pairs + [("map", "map"), ("r_precision", "Rprec")])
+    _assert_agrees(ours, level3, [("mrr_tier3", "recip_rank")])
+
+
+# ------------------------------------------------------------------ baselines
+@pytest.fixture(scope="module")
+def synthetic_eval() -> pl.DataFrame:
+    return synthetic_eval_set(300, 40, seed=5).sort(SURVEY_ID, CANDIDATE_ID)
+
+
+def test_oracle_reaches_every_bound(synthetic_eval: pl.DataFrame) -> None:
+    config = EvaluateConfig(bootstrap_samples=10, random_seeds=2)
+    oracle = baseline_per_survey(synthetic_eval, "oracle", config).filter(
+        pl.col(SUBSET) == SUBSET_ALL
+    )
+    counts = synthetic_eval.group_by(SURVEY_ID).agg(
+        *[(pl.col(LABEL) == t).sum().alias(f"eq{t}") for t in range(5)],
+        *[(pl.col(LABEL) >= t).sum().alias(f"ge{t}") for t in range(1, 6)],
+    )
+    table = oracle.join(counts, on=SURVEY_ID)
+    registry = metric_registry(config.ks)
+    more_than_k = 0
+    for row in table.iter_rows(named=True):
+        for name in registry:
+            value = row[name]
+            if value is None:
+                continue
+            if name.startswith("recall@"):
+                k = int(name.split("@")[1].split("_")[0])
+                if name.endswith("_tier3"):
+                    total, above = row["ge3"], 0
+                elif "_tier=" in name:
+                    t = int(name.rsplit("=", 1)[1])
+                    total, above = row[f"eq{t}"], row[f"ge{t + 1}"]
+                else:
+                    total, above = row["ge1"], 0
+                # a perfect ranking puts `above` better candidates first
+                expected = min(max(k - above, 0), total) / total
+                more_than_k += expected < 1
+                assert value == pytest.approx(expected, abs=1e-12), (name, row[SURVEY_ID])
+            else:
+                assert value == pytest.approx(1.0, abs=1e-12), (name, row[SURVEY_ID])
+    assert more_than_k > 0  # the min(K, R) / R rule was exercised
+    assert (table["ge1"] > 5).any()
+    assert table["ndcg@10"].min() == 1.0  # exactly, not just approximately
+
+
+def test_random_hard_negative_auc_is_half(synthetic_eval: pl.DataFrame) -> None:
+    config = EvaluateConfig(random_seeds=10)
+    random = baseline_per_survey(synthetic_eval, "random", config).filter(
+        pl.col(SUBSET) == SUBSET_ALL
+    )
+    assert random.height == 300
+    assert abs(random["hard_negative_auc"].mean() - 0.5) < 0.02
+
+
+def test_random_baseline_is_deterministic(synthetic_eval: pl.DataFrame) -> None:
+    config = EvaluateConfig(random_seeds=3)
+    small = synthetic_eval.filter(pl.col(SURVEY_ID) < "S000020")
+    assert baseline_per_survey(small, "random", config).equals(
+        baseline_per_survey(small, "random", config)
+    )
+
+
+# ------------------------------------------------------------------ statistics
+def test_bootstrap_interval_brackets_the_mean_and_is_seeded() -> None:
+    values = np.random.default_rng(0).random((200, 3))
+    values[::7, 1] = np.nan
+    first = bootstrap_means(values, 300, rng_for(7, "ALL"))
+    again = bootstrap_means(values, 300, rng_for(7, "ALL"))
+    assert np.array_equal(first.ci_low, again.ci_low)
+    assert np.all(first.ci_low < first.mean) and np.all(first.mean < first.ci_high)
+    assert first.n.tolist() == [200, 200 - len(range(0, 200, 7)), 200]
+
+
+def test_paired_test_detects_a_shift_and_not_an_identity() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.random((150, 2))
+    better = base + np.array([0.05, 0.0]) + rng.normal(0, 0.01, (150, 2)) * np.array([1, 0])
+    result = paired_test(better, base, 500, rng_for(7, "paired"))
+    assert result.p_value[0] < 0.01
+    assert result.ci_low[0] > 0
+    assert result.diff[1] == 0.0 and result.p_value[1] == 1.0

@@ -1,0 +1,230 @@
+"""Run files: parsing, validation errors with file and line, lenient mode, missing candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.config import EvaluateConfig
+from pipeline.evaluate import RunError, RunWarning, load_run, read_run
+from pipeline.evaluate.columns import (
+    CANDIDATE_ID,
+    IN_DOMAIN,
+    LABEL,
+    LINE_NUMBER,
+    SCORE,
+    SUBSET,
+    SURVEY_ID,
+)
+from pipeline.evaluate.evaluation import SUBSET_ALL, run_per_survey
+
+EVAL_PAIRS = pl.DataFrame(
+    {
+        SURVEY_ID: ["s1", "s1", "s1", "s2", "s2"],
+        CANDIDATE_ID: ["a", "b", "c", "x", "y"],
+    }
+)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------ TREC
+def test_trec_run_is_parsed(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "mine.run",
+        "s1 Q0 a 1 2.5 sysA\ns1\tQ0\tb  2   1.0 sysA\n\ns2 Q0 x 1 -3e-1 sysA\n",
+    )
+    run = load_run(path, EVAL_PAIRS)
+    assert run.name == "sysA" and run.format == "trec"
+    assert run.scores[SCORE].to_list() == [2.5, 1.0, -0.3]
+    assert run.scores[LINE_NUMBER].to_list() == [1, 2, 4]
+    assert run.n_rows == 3 and run.n_dropped_unknown == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("s1 Q0 a 1 2.5 t\ns1 Q0 b 2 1.0\n", 2, "expected 6 whitespace-separated fields"),
+        ("s1 Q0 a 1 2.5 t extra\n", 1, "got 7"),
+        ("s1 Q0 a 1 2.5 t\ns1 Q0 b 2 abc t\n", 2, "'abc' is not a number"),
+        ("s1 Q0 a 1 nan t\n", 1, "not finite"),
+        ("s1 Q0 a 1 2.5 t\n\ns1 Q0 b 2 inf t\n", 3, "not finite"),
+        ("s1 Q0 a 1 2.5 t\ns1 Q0 b 2 1.0 t\ns1 Q0 a 3 0.5 t\n", 3, "duplicate"),
+        ("s1 Q0 a 1 2.5 t\ns1 Q0 b 2 1.0 u\n", 2, "tag 'u' differs"),
+    ],
+)
+def test_trec_errors_name_file_and_line(
+    tmp_path: Path, text: str, line: int, fragment: str
+) -> None:
+    path = write(tmp_path, "bad.txt", text)
+    with pytest.raises(RunError) as info:
+        read_run(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: "), message
+    assert fragment in message
+
+
+def test_duplicate_names_the_first_occurrence(tmp_path: Path) -> None:
+    path = write(tmp_path, "dup.trec", "s1 Q0 a 1 2.5 t\ns1 Q0 b 2 1.0 t\ns1 Q0 a 3 0.5 t\n")
+    with pytest.raises(RunError, match=r"first given at line 1"):
+        read_run(path)
+
+
+def test_empty_trec_run(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="no run lines"):
+        read_run(write(tmp_path, "empty.run", "\n\n"))
+
+
+def test_missing_file() -> None:
+    with pytest.raises(FileNotFoundError):
+        read_run("/nonexistent/run.trec")
+
+
+# ------------------------------------------------------------------ CSV
+def test_csv_run_is_parsed(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "my_system.csv", "score,survey_id,candidate_id,note\n0.5,s1,a,x\n1,s2,y,\n"
+    )
+    run = load_run(path, EVAL_PAIRS)
+    assert run.name == "my_system" and run.format == "csv"
+    assert run.scores.select(SURVEY_ID, CANDIDATE_ID, SCORE).rows() == [
+        ("s1", "a", 0.5),
+        ("s2", "y", 1.0),
+    ]
+    assert run.scores[LINE_NUMBER].to_list() == [2, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("survey_id,candidate,score\ns1,a,1\n", 1, "missing column(s) ['candidate_id']"),
+        ("survey_id,candidate_id,score\ns1,a,1\ns1,b\n", 3, "expected 3 comma-separated fields"),
+        ("survey_id,candidate_id,score\ns1,a,1\ns1,b,NaN\n", 3, "not finite"),
+        ("survey_id,candidate_id,score\ns1,a,\n", 2, "missing score"),
+        ("survey_id,candidate_id,score\ns1,a,1\ns1,b,x1\n", 3, "is not a number"),
+        ("survey_id,candidate_id,score\ns1,a,1\ns1,a,2\n", 3, "duplicate"),
+        ("survey_id,candidate_id,score\n,a,1\n", 2, "empty survey_id"),
+    ],
+)
+def test_csv_errors_name_file_and_line(tmp_path: Path, text: str, line: int, fragment: str) -> None:
+    path = write(tmp_path, "bad.csv", text)
+    with pytest.raises(RunError) as info:
+        read_run(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: "), message
+    assert fragment in message
+
+
+# ------------------------------------------------------------------ Parquet
+def test_parquet_run_is_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "pq_system.parquet"
+    pl.DataFrame({SURVEY_ID: ["s1", "s1"], CANDIDATE_ID: ["b", "c"], SCORE: [3, 1]}).write_parquet(
+        path
+    )
+    run = load_run(path, EVAL_PAIRS)
+    assert run.name == "pq_system" and run.format == "parquet"
+    assert run.scores[SCORE].to_list() == [3.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("frame", "fragment"),
+    [
+        (
+            pl.DataFrame({SURVEY_ID: ["s1"], "cand": ["a"], SCORE: [1.0]}),
+            "missing column(s) ['candidate_id']",
+        ),
+        (
+            pl.DataFrame(
+                {SURVEY_ID: ["s1", "s1"], CANDIDATE_ID: ["a", "b"], SCORE: [1.0, float("nan")]}
+            ),
+            "row 2: score",
+        ),
+        (
+            pl.DataFrame({SURVEY_ID: ["s1", "s1"], CANDIDATE_ID: ["a", "b"], SCORE: ["1", "high"]}),
+            "row 2: score 'high'",
+        ),
+        (
+            pl.DataFrame({SURVEY_ID: ["s1", "s1"], CANDIDATE_ID: ["a", "a"], SCORE: [1.0, 2.0]}),
+            "row 2: duplicate",
+        ),
+        (
+            pl.DataFrame(
+                {SURVEY_ID: ["s1"], CANDIDATE_ID: ["a"], SCORE: [None]},
+                schema_overrides={SCORE: pl.Float64},
+            ),
+            "row 1: missing score",
+        ),
+        (
+            pl.DataFrame({SURVEY_ID: ["s1"], CANDIDATE_ID: ["a"], SCORE: [[1.0]]}),
+            "expected a number",
+        ),
+    ],
+)
+def test_parquet_errors_name_file_and_row(
+    tmp_path: Path, frame: pl.DataFrame, fragment: str
+) -> None:
+    path = tmp_path / "bad.parquet"
+    frame.write_parquet(path)
+    with pytest.raises(RunError) as info:
+        read_run(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert fragment in str(info.value)
+
+
+def test_not_parquet(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="not a readable Parquet file"):
+        read_run(write(tmp_path, "broken.parquet", "not parquet"))
+
+
+# ------------------------------------------------------------------ eval-set ids
+def test_unknown_ids_fail_with_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "u.run", "s1 Q0 a 1 1 t\ns1 Q0 zz 2 0.5 t\ns9 Q0 a 3 0.2 t\n")
+    with pytest.raises(RunError) as info:
+        load_run(path, EVAL_PAIRS)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: ")
+    assert "'zz' is not a judged candidate of survey 's1'" in message
+    assert "2 row(s)" in message
+    path = write(tmp_path, "v.run", "s9 Q0 a 3 0.2 t\n")
+    with pytest.raises(RunError, match=r"v\.run:1: survey_id 's9' is not in the eval set"):
+        load_run(path, EVAL_PAIRS)
+
+
+def test_lenient_drops_counts_and_warns(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "u.run", "s1 Q0 a 1 1 t\ns1 Q0 zz 2 0.5 t\ns9 Q0 a 3 0.2 t\ns2 Q0 y 4 0.1 t\n"
+    )
+    with pytest.warns(RunWarning, match=r"dropped 2 of 4 row\(s\)"):
+        run = load_run(path, EVAL_PAIRS, lenient=True)
+    assert run.n_rows == 4 and run.n_dropped_unknown == 2
+    assert run.scores.select(SURVEY_ID, CANDIDATE_ID).rows() == [("s1", "a"), ("s2", "y")]
+
+
+def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
+    # Only the hard negative c is scored, and negatively; a and b (relevant) are
+    # missing, so they still rank below it, ordered a then b.
+    eval_set = pl.DataFrame(
+        {
+            SURVEY_ID: ["s1"] * 3,
+            CANDIDATE_ID: ["a", "b", "c"],
+            LABEL: pl.Series([4, 1, 0], dtype=pl.Int8),
+            IN_DOMAIN: [True, True, False],
+        }
+    )
+    path = write(tmp_path, "neg.run", "s1 Q0 c 1 -100 t\n")
+    run = load_run(path, eval_set.select(SURVEY_ID, CANDIDATE_ID))
+    row = (
+        run_per_survey(eval_set, run, EvaluateConfig())
+        .filter(pl.col(SUBSET) == SUBSET_ALL)
+        .row(0, named=True)
+    )
+    assert row["mrr_tier3"] == pytest.approx(1 / 2)
+    assert row["hard_negative_auc"] == 0.0
+    assert row["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)

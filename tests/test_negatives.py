@@ -1,0 +1,457 @@
+"""Hard negatives: hand-made upstream tables with expected outputs written out by hand,
+then (end to end) every row of a synthetic-corpus release checked against the rules."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import schema as S
+from pipeline.config import Config, load_config
+from pipeline.runner import STAGES, ReduceContext, load_stages, write_json
+from pipeline.stages import negatives as N
+
+load_stages()
+
+# --------------------------------------------------------------------- hand-made work dir
+# Surveys (all cs.CL except S3):          S2 2021-03-01 < S1 2021-05-15 < S3 2022-01-10 < S4 2023-02-01
+S1, S2, S3, S4 = "2101.00001", "2102.00002", "2201.00003", "2301.00004"
+SURVEYS = {
+    S1: ("cs.CL", date(2021, 5, 15)),
+    S2: ("cs.CL", date(2021, 3, 1)),
+    S3: ("cs.CV", date(2022, 1, 10)),
+    S4: ("cs.CL", date(2023, 2, 1)),
+}
+A, B, C, D, E = (
+    "arxiv:1901.00001",
+    "doi:10.1/b",
+    "doi:10.1/c",
+    "arxiv:2104.00001",
+    "arxiv:2107.00001",
+)
+F, G, H, M = "arxiv:1801.00001", "doi:10.1/g", "arxiv:2001.00001", "arxiv:2105.09999"
+P1, P2 = "doi:10.1/p1", "doi:10.1/p2"
+# work -> (corpus paper id or None, categories, known_date, extra aliases)
+WORKS = {
+    A: ("1901.00001", ["cs.CL"], date(2019, 1, 15), []),
+    B: (None, None, None, []),
+    C: (None, None, None, []),
+    D: ("2104.00001", ["cs.CL"], date(2021, 4, 20), []),
+    E: ("2107.00001", ["cs.CL"], date(2021, 7, 1), []),
+    F: ("1801.00001", ["cs.CL"], date(2018, 1, 10), ["doi:10.1/f"]),
+    G: (None, None, None, []),
+    H: ("2001.00001", ["cs.CV", "cs.CL"], date(2020, 1, 5), []),
+    M: (None, None, date(2021, 5, 1), []),  # arXiv id outside the corpus: month only
+    P1: (None, None, None, []),
+    P2: (None, None, None, []),
+}
+# (survey, work) -> label; every labelled pair is also a resolved bib entry of the survey
+LABELS = {
+    (S1, G): 4, (S1, P1): 3, (S1, P2): 1,
+    (S2, A): 2, (S2, C): 1, (S2, F): 3, (S2, G): 4,
+    (S3, B): 1, (S3, H): 3,
+    (S4, D): 4, (S4, E): 3, (S4, M): 1,
+}  # fmt: skip
+# two ordinary papers citing A (for candidate_prior_citations)
+X1, X2 = "2005.00001", "2106.00001"
+OTHER_PAPERS = {X1: ("cs.CL", date(2020, 5, 1), [A, G]), X2: ("cs.CL", date(2021, 6, 10), [A])}
+
+# What the rules admit, by hand (see the module docstring of pipeline.stages.negatives):
+# S1: A own, C via S2 (earlier survey, no date), D own (2021-04-20 < 2021-05-15), H own (cs.CL among
+#     its categories). Not B (cs.CV only), E (later), F (S1 cites doi:10.1/f, an alias of F, in an
+#     entry that did not resolve), M (month 2021-05 ends after S1).
+# S2: H only. D, E, M later; P1, P2 undated and first cited by S1, which is later than S2.
+# S3: none (no other cs.CV survey; H is cited by S3 itself): flagged.
+# S4: A, C, F, G, H, P1, P2 (B is cs.CV only; D, E, M cited by S4).
+EXPECTED_CANDIDATES = {
+    S1: {A: "own_category", C: "citing_survey_category", D: "own_category", H: "own_category"},
+    S2: {H: "own_category"},
+    S3: {},
+    S4: {
+        A: "own_category", C: "citing_survey_category", F: "own_category", G: "citing_survey_category",
+        H: "own_category", P1: "citing_survey_category", P2: "citing_survey_category",
+    },
+}  # fmt: skip
+# surveys of the same primary category citing each candidate
+SAME_CATEGORY = {A: 1, C: 1, D: 1, F: 1, G: 2, H: 0, P1: 1, P2: 1}
+
+
+def _write(df: pl.DataFrame, schema, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(S.check(df.to_arrow(), schema, path.name), path)
+
+
+def _cited(paper: str) -> list[str]:
+    if paper in OTHER_PAPERS:
+        return OTHER_PAPERS[paper][2]
+    return sorted(w for (s, w) in LABELS if s == paper)
+
+
+def build_handmade(out: Path) -> None:
+    """Upstream tables (extract, works, surveys, labels) for the hand-made case, in ``out``."""
+    papers = {
+        **{s: (c, d) for s, (c, d) in SURVEYS.items()},
+        **{x: (c, d) for x, (c, d, _) in OTHER_PAPERS.items()},
+    }
+    for pid, cats, known, _ in WORKS.values():
+        if pid is not None:
+            papers[pid] = (cats[0], known)
+    rows = []
+    for pid, (cat, d) in sorted(papers.items()):
+        cats = WORKS[f"arxiv:{pid}"][1] if f"arxiv:{pid}" in WORKS else [cat]
+        rows.append(
+            {
+                S.PAPER_ID: pid,
+                S.TITLE: f"Title of {pid}",
+                S.ABSTRACT: f"Abstract of {pid}.",
+                S.CATEGORIES: cats,
+                S.PRIMARY_CATEGORY: cats[0],
+                S.FIRST_VERSION_DATE: d,
+                S.UPDATE_DATE: d,
+                S.LICENSE: None,
+                S.DOI: None,
+                S.N_BIB_ENTRIES: len(_cited(pid)),
+                S.LAYOUT: "2022",
+                S.SOURCE_FILE: "hand.jsonl",
+                S.LINE_NUMBER: len(rows) + 1,
+            }
+        )
+    _write(
+        pl.DataFrame(rows, schema=S.polars_schema(S.PAPERS)),
+        S.PAPERS,
+        out / "extract/papers/hand.parquet",
+    )
+
+    refs, cites = [], []
+    for pid in sorted(papers):
+        for i, w in enumerate(_cited(pid)):
+            kind, _, value = w.partition(":")
+            refs.append(
+                {
+                    S.PAPER_ID: pid,
+                    S.REF_ID: f"b{i}",
+                    S.ARXIV_ID: value if kind == "arxiv" else None,
+                    S.DOI: value if kind == "doi" else None,
+                    S.OPENALEX_ID: None,
+                    S.RAW: f"Raw {w}",
+                    S.SOURCE_FILE: "hand.jsonl",
+                }
+            )
+            cites.append({S.PAPER_ID: pid, S.REF_ID: f"b{i}", S.WORK_ID: w})
+    # S1 cites F under its DOI alias in an entry that did not resolve
+    refs.append(
+        {
+            S.PAPER_ID: S1,
+            S.REF_ID: "bf",
+            S.ARXIV_ID: None,
+            S.DOI: "10.1/f",
+            S.OPENALEX_ID: None,
+            S.RAW: "F, by DOI",
+            S.SOURCE_FILE: "hand.jsonl",
+        }
+    )
+    cites.append({S.PAPER_ID: S1, S.REF_ID: "bf", S.WORK_ID: None})
+    _write(
+        pl.DataFrame(refs, schema=S.polars_schema(S.REFERENCES)),
+        S.REFERENCES,
+        out / "extract/references/hand.parquet",
+    )
+    _write(
+        pl.DataFrame(cites, schema=S.polars_schema(S.CITES)), S.CITES, out / "works/cites.parquet"
+    )
+
+    works = []
+    for w, (pid, cats, known, extra) in sorted(WORKS.items()):
+        works.append(
+            {
+                S.WORK_ID: w,
+                S.ALIASES: sorted([w, *extra]),
+                S.PAPER_ID: pid,
+                S.TITLE: f"Title of {w}" if pid else None,
+                S.ABSTRACT: f"Abstract of {w}." if pid else None,
+                S.CATEGORIES: cats,
+                S.FIRST_VERSION_DATE: known if pid else None,
+                S.RAW: None if pid else f"Raw {w}",
+                S.KNOWN_DATE: known,
+                S.N_CITING_PAPERS: sum(1 for c in cites if c[S.WORK_ID] == w),
+            }
+        )
+    _write(
+        pl.DataFrame(works, schema=S.polars_schema(S.WORKS)), S.WORKS, out / "works/works.parquet"
+    )
+
+    surveys = [
+        {
+            S.PAPER_ID: s,
+            S.TITLE: f"Title of {s}",
+            S.PRIMARY_CATEGORY: c,
+            S.FIRST_VERSION_DATE: d,
+            S.N_REFS: len(_cited(s)) + (s == S1),
+            S.N_RESOLVED: len(_cited(s)),
+            S.RESOLVED_FRAC: len(_cited(s)) / (len(_cited(s)) + (s == S1)),
+            S.REASON: "title",
+        }
+        for s, (c, d) in sorted(SURVEYS.items())
+    ]
+    _write(
+        pl.DataFrame(surveys, schema=S.polars_schema(S.SURVEYS)),
+        S.SURVEYS,
+        out / "surveys/surveys.parquet",
+    )
+
+    labels = []
+    for (s, w), label in sorted(LABELS.items()):
+        roles = {c: 0 for c in S.ROLE_COUNT_COLUMNS} | {
+            "n_related_work": label,
+            "n_introduction": 1,
+        }
+        labels.append(
+            {S.SURVEY_ID: s, S.WORK_ID: w, S.LABEL: label, S.N_MENTIONS: label + 1, **roles}
+        )
+    _write(
+        pl.DataFrame(labels, schema=S.polars_schema(S.LABELS)),
+        S.LABELS,
+        out / "labels/labels.parquet",
+    )
+    write_json(out / "works/_SUCCESS.json", {"counts": {}})
+    write_json(out / "surveys/_SUCCESS.json", {"counts": {}})
+    write_json(out / "labels/_SUCCESS.json", {"counts": {}})
+
+
+def run_stage(out: Path, name: str, cfg: Config) -> dict:
+    """Call a reduce stage's function directly, writing into ``out/<name>/`` (as the runner would)."""
+    d = out / name
+    d.mkdir(parents=True, exist_ok=True)
+    counts = STAGES[name].fn(ReduceContext(out=out, cfg=cfg, stage=STAGES[name], tmp_dir=d))
+    write_json(d / "_SUCCESS.json", {"counts": counts})
+    return counts
+
+
+def _cfg(**negatives) -> Config:
+    return load_config(overrides={"negatives": negatives} if negatives else None)
+
+
+def _negatives(out: Path) -> pl.DataFrame:
+    return pl.read_parquet(out / "negatives" / "negatives.parquet")
+
+
+# --------------------------------------------------------------------- hand-made tests
+def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    ctx = ReduceContext(tmp_path, _cfg(), STAGES["negatives"], tmp_path / "negatives")
+    got = N.negative_candidates(ctx).collect()
+    found: dict[str, dict[str, str]] = {s: {} for s in SURVEYS}
+    for s, w, src in got.select(S.SURVEY_ID, S.WORK_ID, S.NEGATIVE_SOURCE).iter_rows():
+        found[s][w] = src
+    assert found == EXPECTED_CANDIDATES
+    for s, w, n_same in got.select(
+        S.SURVEY_ID, S.WORK_ID, S.N_CITING_SURVEYS_SAME_CATEGORY
+    ).iter_rows():
+        assert n_same == SAME_CATEGORY[w], (s, w)
+
+
+def test_sampling_takes_floor_ratio_times_positives_by_stable_hash(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    counts = run_stage(tmp_path, "negatives", _cfg())
+    neg = _negatives(tmp_path)
+    assert neg[S.LABEL].to_list() == [0] * neg.height
+    n_pos = {s: sum(1 for (t, _) in LABELS if t == s) for s in SURVEYS}
+    seed = Config().negatives.seed
+    for s, cands in EXPECTED_CANDIDATES.items():
+        want = min(n_pos[s], len(cands))  # ratio 1.0
+        expected = sorted(cands, key=lambda w, s=s: (N.pair_hash(seed, s, w), w))[:want]
+        assert sorted(neg.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()) == sorted(
+            expected
+        ), s
+    per = pl.read_parquet(tmp_path / "negatives" / "negative_surveys.parquet")
+    assert per.filter(pl.col(S.SURVEY_ID) == S3).row(0, named=True) == {
+        S.SURVEY_ID: S3, S.PRIMARY_CATEGORY: "cs.CV", S.FIRST_VERSION_DATE: date(2022, 1, 10),
+        S.N_POSITIVES: 2, S.N_NEGATIVE_CANDIDATES: 0, S.N_NEGATIVES: 0, S.HAS_NEGATIVES: False,
+    }  # fmt: skip
+    assert counts["surveys"] == 4
+    assert counts["surveys_without_negatives"] == 1
+    assert counts["surveys_short_of_negatives"] == 2  # S2 (1 of 4) and S3 (0 of 2)
+    assert counts["negatives"] == 3 + 1 + 0 + 3
+    assert (
+        counts["negatives_by_source"]["own_category"]
+        + counts["negatives_by_source"]["citing_survey_category"]
+        == counts["negatives"]
+    )
+
+
+def test_ratio_is_floored(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    run_stage(tmp_path, "negatives", _cfg(negatives_per_positive=0.5))
+    got = _negatives(tmp_path).group_by(S.SURVEY_ID).len().sort(S.SURVEY_ID)
+    # floor(0.5 * 3) = 1 for S1 and S4, floor(0.5 * 4) = 2 for S2 but it has 1 candidate
+    assert dict(got.iter_rows()) == {S1: 1, S2: 1, S4: 1}
+
+
+def test_hardest_takes_most_same_category_citations_first(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    run_stage(
+        tmp_path, "negatives", _cfg(negative_sampling="hardest", negatives_per_positive=1 / 3)
+    )
+    got = _negatives(tmp_path)
+    # S4: one negative; G is cited by two cs.CL surveys, every other candidate by at most one
+    assert got.filter(pl.col(S.SURVEY_ID) == S4)[S.WORK_ID].to_list() == [G]
+    assert got.filter(pl.col(S.SURVEY_ID) == S4)[S.N_CITING_SURVEYS_SAME_CATEGORY].to_list() == [2]
+
+
+def test_seed_changes_the_draw_and_output_is_reproducible(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    run_stage(tmp_path, "negatives", _cfg())
+    first = (tmp_path / "negatives" / "negatives.parquet").read_bytes()
+    run_stage(tmp_path, "negatives", _cfg())
+    assert (tmp_path / "negatives" / "negatives.parquet").read_bytes() == first
+    draws = set()
+    for seed in range(8):
+        run_stage(tmp_path, "negatives", _cfg(seed=seed))
+        draws.add(
+            tuple(_negatives(tmp_path).filter(pl.col(S.SURVEY_ID) == S4)[S.WORK_ID].to_list())
+        )
+    assert len(draws) > 1
+
+
+def test_survey_batches_do_not_change_the_output(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    run_stage(tmp_path, "negatives", _cfg())
+    whole = {p.name: p.read_bytes() for p in (tmp_path / "negatives").glob("*.parquet")}
+    run_stage(tmp_path, "negatives", _cfg(survey_batch_size=1))
+    assert {p.name: p.read_bytes() for p in (tmp_path / "negatives").glob("*.parquet")} == whole
+
+
+def test_pair_hash_is_pinned() -> None:
+    # Values fixed once: a change here means every release's negatives change.
+    assert N.id_hash(13, S1) == int.from_bytes(
+        hashlib.sha1(b"13\x1f2101.00001").digest()[:4], "big"
+    )
+    assert N.id_hash(13, S1) == 1313759635
+    assert N.pair_hash(13, S1, A) == 1819063075
+    assert N.pair_hash(0, "2212.11774", "doi:10.1/x") == 879932002
+    assert N._fmix32(0) == 0 and N._fmix32(1) == 0x514E28B7  # MurmurHash3 fmix32 test vector
+    frame = pl.DataFrame({"x": [0, 1, 2**32 - 1]}, schema={"x": pl.UInt64})
+    got = frame.select(N._fmix32_expr(pl.col("x")))["x"].to_list()
+    assert got == [N._fmix32(v) for v in (0, 1, 2**32 - 1)]
+
+
+def test_bad_sampling_names_the_choices(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    with pytest.raises(ValueError, match="available: \\['hash', 'hardest'\\]"):
+        run_stage(tmp_path, "negatives", _cfg(negative_sampling="random"))
+
+
+# --------------------------------------------------------------------- end to end, every row
+SYNTH_PAPERS = 1500
+_SYNTH: dict[str, Path] = {}
+
+
+def synthetic_corpus(root: Path) -> Path:
+    """The synthetic corpus every end-to-end test uses (2022 layout, seed 0, small records)."""
+    from pipeline.synth import generate
+
+    corpus = root / "corpus"
+    if not corpus.exists():
+        generate(corpus, SYNTH_PAPERS, layout="2022", seed=0, small=True)
+    return corpus
+
+
+def run_pipeline(corpus: Path, out: Path) -> None:
+    """``python -m pipeline run`` in-process, one worker."""
+    from pipeline.cli import main
+
+    assert main(["run", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+
+
+def synthetic_release_dir(factory: pytest.TempPathFactory) -> Path:
+    """Work dir of one pipeline run on the synthetic corpus, built once per session."""
+    if "out" not in _SYNTH:
+        root = factory.mktemp("synthetic")
+        run_pipeline(synthetic_corpus(root), root / "out")
+        _SYNTH["root"], _SYNTH["out"] = root, root / "out"
+    return _SYNTH["out"]
+
+
+@pytest.fixture
+def synthetic_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_release_dir(tmp_path_factory)
+
+
+def check_every_negative(out: Path) -> int:
+    """Check the three rules on every hard negative of a release against the raw tables.
+
+    Citations are checked against the extract references (every identifier of every
+    bib entry of the survey), not only against ``works``' resolution. Returns the
+    number of negatives checked.
+    """
+    refs = pl.read_parquet(sorted((out / "extract" / "references").glob("*.parquet")))
+    papers = pl.read_parquet(sorted((out / "extract" / "papers").glob("*.parquet")))
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    surveys = pl.read_parquet(out / "surveys" / "surveys.parquet")
+    rows = pl.concat(
+        [
+            pl.read_parquet(p)
+            for p in sorted((out / "release").glob("*_survey_reading_lists.parquet"))
+        ]
+    )
+    ids_of = {}
+    for pid, arxiv, doi, oa in refs.select(
+        S.PAPER_ID, S.ARXIV_ID, S.DOI, S.OPENALEX_ID
+    ).iter_rows():
+        s = ids_of.setdefault(pid, set())
+        s.update(
+            x
+            for x in (arxiv and f"arxiv:{arxiv}", doi and f"doi:{doi}", oa and f"openalex:{oa}")
+            if x
+        )
+        if doi and doi.startswith("10.48550/arxiv."):
+            s.add("arxiv:" + doi.removeprefix("10.48550/arxiv."))
+    cited_by = {}
+    for pid, wid in cites.drop_nulls(S.WORK_ID).select(S.PAPER_ID, S.WORK_ID).iter_rows():
+        cited_by.setdefault(wid, set()).add(pid)
+    survey_info = {r[S.PAPER_ID]: r for r in surveys.iter_rows(named=True)}
+    work_info = {r[S.WORK_ID]: r for r in works.iter_rows(named=True)}
+    paper_cats = dict(papers.select(S.PAPER_ID, S.CATEGORIES).iter_rows())
+    negatives = rows.filter(pl.col(S.LABEL) == 0)
+    for r in negatives.iter_rows(named=True):
+        s, w = r[S.SURVEY_ID], r[S.CANDIDATE_ID]
+        work = work_info[w]
+        sv = survey_info[s]
+        # never cited by its survey, under any alias
+        assert not set(work[S.ALIASES]) & ids_of.get(s, set()), (s, w)
+        assert s not in cited_by.get(w, set()), (s, w)
+        citing_surveys = cited_by.get(w, set()) & set(survey_info)
+        assert citing_surveys - {s}, (s, w)
+        # same field
+        if work[S.PAPER_ID] is not None:
+            assert sv[S.PRIMARY_CATEGORY] in paper_cats[work[S.PAPER_ID]], (s, w)
+            assert r[S.NEGATIVE_SOURCE] == "own_category"
+        else:
+            cats = {survey_info[c][S.PRIMARY_CATEGORY] for c in citing_surveys}
+            assert sv[S.PRIMARY_CATEGORY] in cats, (s, w)
+            assert r[S.NEGATIVE_SOURCE] == "citing_survey_category"
+        assert r[S.IN_DOMAIN]
+        # predates the survey
+        if work[S.KNOWN_DATE] is not None:
+            assert work[S.KNOWN_DATE] < sv[S.FIRST_VERSION_DATE], (s, w)
+            assert r[S.CANDIDATE_DATE] < r[S.SURVEY_DATE]
+        else:
+            earliest = min(survey_info[c][S.FIRST_VERSION_DATE] for c in citing_surveys)
+            assert earliest < sv[S.FIRST_VERSION_DATE], (s, w)
+    return negatives.height
+
+
+def test_every_negative_of_a_synthetic_release_obeys_the_rules(synthetic_release: Path) -> None:
+    n = check_every_negative(synthetic_release)
+    assert n > 0
+    meta = json.loads((synthetic_release / "release" / "eval_metadata.json").read_text())
+    assert meta["leakage"]["negatives_dated_after_survey"] == 0
+    assert meta["leakage"]["surveys_in_both_splits"] == 0
+    assert sum(meta["splits"][s]["negatives"] for s in S.SPLIT_NAMES) == n

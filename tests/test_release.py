@@ -1,0 +1,313 @@
+"""Split and release: hand-made cases with expected values, the synthetic corpus end to end
+(every config loads with ``datasets``, two runs are byte-identical), and the real 2022 sample."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline import schema as S
+from pipeline.cli import main
+from pipeline.stages import release as R
+from pipeline.stages import split as SP
+from tests.conftest import SAMPLE_2022, SURVEY_ID
+from tests.test_negatives import (
+    P1,
+    S1,
+    S2,
+    S3,
+    S4,
+    A,
+    B,
+    C,
+    D,
+    G,
+    H,
+    _cfg,
+    build_handmade,
+    run_pipeline,
+    run_stage,
+    synthetic_corpus,
+    synthetic_release_dir,
+)
+
+
+def handmade_release(root: Path) -> Path:
+    """The hand-made work dir of ``test_negatives`` run through negatives, split and release."""
+    build_handmade(root)
+    for name in ("negatives", "split", "release"):
+        run_stage(root, name, _cfg())
+    return root
+
+
+@pytest.fixture
+def synthetic_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_release_dir(tmp_path_factory)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _release_files(release: Path) -> dict[str, str]:
+    return {
+        p.relative_to(release).as_posix(): _sha256(p)
+        for p in sorted(release.rglob("*"))
+        if p.is_file() and not p.name.startswith("_")
+    }
+
+
+def _rows(release: Path) -> pl.DataFrame:
+    return pl.concat(
+        [pl.read_parquet(p) for p in sorted(release.glob("*_survey_reading_lists.parquet"))]
+    )
+
+
+# --------------------------------------------------------------------- hand-made
+@pytest.fixture
+def handmade(tmp_path: Path) -> Path:
+    return handmade_release(tmp_path)
+
+
+def test_split_by_survey_date(handmade: Path) -> None:
+    surveys = pl.read_parquet(handmade / "split" / "split_surveys.parquet")
+    assert dict(surveys.select(S.SURVEY_ID, S.SPLIT).iter_rows()) == {
+        S1: "train", S2: "train", S3: "train", S4: "eval"
+    }  # fmt: skip
+    cands = pl.read_parquet(handmade / "split" / "candidates.parquet")
+    assert cands.filter(pl.col(S.SURVEY_ID) == S4)[S.SPLIT].unique().to_list() == ["eval"]
+    # 12 positives (labels) + 3 + 1 + 0 + 3 negatives
+    assert cands.height == 12 + 7
+    assert cands.filter(pl.col(S.LABEL) == 0)[S.N_MENTIONS].to_list() == [0] * 7
+    assert cands.sort(S.SURVEY_ID, S.WORK_ID).equals(cands)
+
+
+def test_leakage_audit_counts() -> None:
+    d = date
+    rows = [  # survey, work, label, split, survey date, candidate date
+        ("s1", "w1", 0, "train", d(2020, 1, 1), d(2019, 1, 1)),
+        ("s1", "w2", 3, "train", d(2020, 1, 1), d(2021, 1, 1)),  # positive dated after: reported
+        ("s1", "arxiv:s2", 0, "train", d(2020, 1, 1), None),  # an eval survey as a train candidate
+        ("s2", "w1", 4, "eval", d(2023, 5, 1), d(2019, 1, 1)),  # w1 in both splits
+        ("s2", "w3", 0, "eval", d(2023, 5, 1), d(2023, 6, 1)),  # negative dated after: must be 0
+    ]
+    cols = [S.SURVEY_ID, S.WORK_ID, S.LABEL, S.SPLIT, S.SURVEY_DATE, S.CANDIDATE_DATE]
+    cands = pl.DataFrame(rows, schema=cols, orient="row")
+    survey_works = pl.DataFrame({S.PAPER_ID: ["s2"], S.WORK_ID: ["arxiv:s2"]})
+    assert SP.leakage_audit(cands, survey_works) == {
+        "surveys_in_both_splits": 0,
+        "negatives_dated_after_survey": 1,
+        "positives_dated_after_survey": 1,
+        "candidates_without_date": 1,
+        "works_in_both_splits": 1,
+        "eval_surveys_as_train_candidates": 1,
+    }
+
+
+def test_split_fails_when_a_negative_postdates_its_survey(handmade: Path) -> None:
+    path = handmade / "negatives" / "negatives.parquet"
+    neg = pl.read_parquet(path)
+    # pretend S1 got E (2021-07-01) as a negative, though S1 is dated 2021-05-15
+    bad = neg.with_columns(
+        pl.when(pl.col(S.SURVEY_ID) == S1)
+        .then(pl.lit("arxiv:2107.00001"))
+        .otherwise(pl.col(S.WORK_ID))
+        .alias(S.WORK_ID)
+    )
+    pq.write_table(bad.to_arrow(), path)
+    with pytest.raises(RuntimeError, match="negatives_dated_after_survey"):
+        run_stage(handmade, "split", _cfg())
+
+
+def test_prior_citations_and_in_domain_by_hand(handmade: Path) -> None:
+    rows = _rows(handmade / "release")
+    got = {
+        (r[S.SURVEY_ID], r[S.CANDIDATE_ID]): (r[S.CANDIDATE_PRIOR_CITATIONS], r[S.IN_DOMAIN])
+        for r in rows.iter_rows(named=True)
+    }
+    # citing papers and dates: S2 2021-03-01 (A, C, F, G), X1 2020-05-01 (A, G), X2 2021-06-10 (A),
+    # S1 2021-05-15 (G, P1, P2); only strictly earlier papers count, never the survey itself.
+    assert got[(S1, G)] == (2, True)  # S2 and X1; G is also cited by cs.CL survey S2
+    assert got[(S1, P1)] == (0, False)  # cited by S1 only; outside the corpus, no other survey
+    assert got[(S2, A)] == (1, True)  # X1 (S2 itself does not count); A is cs.CL
+    assert got[(S2, G)] == (1, True)  # X1; S1 is later
+    assert got[(S2, C)] == (0, False)
+    assert got[(S3, H)] == (0, True)  # corpus paper with cs.CV among its categories
+    assert got[(S3, B)] == (0, False)
+    assert got[(S4, D)] == (0, True)
+    if (S4, A) in got:  # a sampled negative: S2, X1, X2 all precede S4
+        assert got[(S4, A)] == (3, True)
+    assert rows.filter(pl.col(S.LABEL) == 0)[S.IN_DOMAIN].all()  # every hard negative is in domain
+    assert {S1, S2, S3, S4} == set(rows[S.SURVEY_ID])
+
+
+def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
+    release = handmade / "release"
+    for split in S.SPLIT_NAMES:
+        t = pq.read_table(release / f"{split}_survey_reading_lists.parquet")
+        assert t.schema.remove_metadata() == S.READING_LISTS
+        df = pl.from_arrow(t)
+        assert df.sort(S.SURVEY_ID, S.CANDIDATE_ID).equals(df)
+        assert df[S.LABEL_NAME].to_list() == [S.LABEL_NAMES[x] for x in df[S.LABEL].to_list()]
+        assert df.filter(pl.col(S.LABEL) == 0)[S.NEGATIVE_SOURCE].null_count() == 0
+        assert (
+            df.filter(pl.col(S.LABEL) > 0)[S.NEGATIVE_SOURCE].null_count()
+            == df.filter(pl.col(S.LABEL) > 0).height
+        )
+        qrels = pl.read_parquet(release / "qrels" / f"{split}.parquet")
+        assert qrels.height == df.height
+        assert (qrels[S.BEIR_SCORE] == 0).sum() == (df[S.LABEL] == 0).sum()
+        queries = pl.read_parquet(release / "queries" / f"{split}.parquet")
+        assert queries[S.BEIR_ID].to_list() == sorted(df[S.SURVEY_ID].unique().to_list())
+        corpus = pl.read_parquet(release / "corpus" / f"{split}.parquet")
+        assert corpus[S.BEIR_ID].to_list() == sorted(df[S.CANDIDATE_ID].unique().to_list())
+    queries = pl.read_parquet(release / "queries" / "train.parquet")
+    assert dict(queries.select(S.BEIR_ID, S.HAS_NEGATIVES).iter_rows()) == {
+        S1: True,
+        S2: True,
+        S3: False,
+    }
+    corpus = pl.read_parquet(release / "corpus" / "train.parquet")
+    # text = abstract, else the raw bib string
+    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[A] == f"Abstract of {A}."
+    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"Raw {G}"
+
+
+def test_card_placeholders() -> None:
+    assert R.render_card("a {x} @misc{key, {B}} {{x}}", {"x": "1"}) == "a 1 @misc{key, {B}} {1}"
+    with pytest.raises(KeyError, match="available: \\['x'\\]"):
+        R.render_card("{y}", {"x": "1"})
+    assert R.size_category(999) == "n<1K" and R.size_category(1000) == "1K<n<10K"
+
+
+# --------------------------------------------------------------------- synthetic, end to end
+def _front_matter(card: str) -> dict:
+    assert card.startswith("---\n")
+    return yaml.safe_load(card.split("---\n", 2)[1])
+
+
+def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
+    release = synthetic_release / "release"
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    files = {k: v for k, v in _release_files(release).items() if k.endswith(".parquet")}
+    assert {k: v["sha256"] for k, v in meta["files"].items()} == files
+    for name, entry in meta["files"].items():
+        assert entry["rows"] == pq.ParquetFile(release / name).metadata.num_rows
+    assert meta["splits"]["train"]["surveys"] > 0 and meta["splits"]["eval"]["surveys"] > 0
+    assert meta["code_version"] and meta["input"]["files"][0]["file"].startswith("synth_2022_0_")
+    text = (release / "eval_metadata.json").read_text()
+    assert str(synthetic_release.parent) not in text and "/tmp" not in text
+    card = (release / "README.md").read_text()
+    fm = _front_matter(card)
+    assert fm["license"] == "cc-by-sa-4.0"
+    assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
+    configs = {c["config_name"]: c for c in fm["configs"]}
+    assert set(configs) == {"reading_lists", "queries", "corpus", "qrels"}
+    assert configs["reading_lists"]["default"] is True
+    for c in configs.values():
+        assert [d["split"] for d in c["data_files"]] == ["train", "eval"]
+        for d in c["data_files"]:
+            assert (release / d["path"]).is_file()
+    total = sum(meta["splits"][s]["rows"] for s in S.SPLIT_NAMES)
+    assert f"{total} (survey, candidate) rows" in card
+    assert fm["size_categories"] == [R.size_category(total)]
+    for needle in (
+        "Saier",
+        "Besrour",
+        "topical sections",
+        "Known biases",
+        "Limitations",
+        "cited by other surveys",
+    ):
+        assert needle in card
+
+
+def test_candidate_prior_citations_use_only_earlier_papers(synthetic_release: Path) -> None:
+    out = synthetic_release
+    papers = pl.read_parquet(sorted((out / "extract" / "papers").glob("*.parquet")))
+    date_of = dict(papers.select(S.PAPER_ID, S.FIRST_VERSION_DATE).iter_rows())
+    citing: dict[str, set[str]] = {}
+    cites = pl.read_parquet(out / "works" / "cites.parquet").drop_nulls(S.WORK_ID)
+    for pid, wid in cites.select(S.PAPER_ID, S.WORK_ID).iter_rows():
+        citing.setdefault(wid, set()).add(pid)
+    rows = _rows(out / "release")
+    for s, w, sdate, got in rows.select(
+        S.SURVEY_ID, S.CANDIDATE_ID, S.SURVEY_DATE, S.CANDIDATE_PRIOR_CITATIONS
+    ).iter_rows():
+        want = sum(
+            1 for p in citing.get(w, ()) if date_of.get(p) is not None and date_of[p] < sdate
+        )
+        assert got == want, (s, w)
+    assert rows[S.CANDIDATE_PRIOR_CITATIONS].sum() > 0
+
+
+def test_every_config_and_split_loads_with_datasets(
+    synthetic_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+    release = synthetic_release / "release"
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    for config in ("reading_lists", "queries", "corpus", "qrels"):
+        ds = datasets.load_dataset(str(release), config, cache_dir=str(tmp_path / "cache"))
+        assert set(ds) == set(S.SPLIT_NAMES), config
+        for split in S.SPLIT_NAMES:
+            path = (
+                R.READING_LISTS_FILE.format(split=split)
+                if config == "reading_lists"
+                else f"{config}/{split}.parquet"
+            )
+            assert ds[split].num_rows == meta["files"][path]["rows"], (config, split)
+    default = datasets.load_dataset(str(release), cache_dir=str(tmp_path / "cache"))
+    assert set(default["train"].column_names) == set(S.READING_LISTS.names)
+
+
+def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path: Path) -> None:
+    # Second run: a copy of the corpus somewhere else, another work dir.
+    corpus = tmp_path / "elsewhere" / "corpus"
+    shutil.copytree(synthetic_corpus(synthetic_release.parent), corpus)
+    run_pipeline(corpus, tmp_path / "out")
+    first = _release_files(synthetic_release / "release")
+    second = _release_files(tmp_path / "out" / "release")
+    assert first == second
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 10
+
+
+# --------------------------------------------------------------------- the real 2022 sample
+def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(["run", "--input", str(SAMPLE_2022.parent), "--out", str(out), "--workers", "1"]) == 0
+    )
+    split = pl.read_parquet(out / "split" / "split_surveys.parquet")
+    assert split.row(0, named=True) | {S.FIRST_VERSION_DATE: None} == {
+        S.SURVEY_ID: SURVEY_ID, S.SPLIT: "train", S.PRIMARY_CATEGORY: "cs.SE", S.FIRST_VERSION_DATE: None,
+        S.N_POSITIVES: 31, S.N_NEGATIVES: 0, S.HAS_NEGATIVES: False,
+    }  # fmt: skip
+    assert split.height == 1
+    release = out / "release"
+    rows = pl.read_parquet(release / "train_survey_reading_lists.parquet")
+    assert rows.height == 31 and (rows[S.LABEL] > 0).all() and set(rows[S.SURVEY_ID]) == {SURVEY_ID}
+    assert not (
+        release / "eval_survey_reading_lists.parquet"
+    ).exists()  # no eval survey in the sample
+    queries = pl.read_parquet(release / "queries" / "train.parquet")
+    assert queries[S.HAS_NEGATIVES].to_list() == [False]
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    assert meta["splits"]["train"]["surveys_without_negatives"] == 1
+    assert meta["splits"]["eval"]["rows"] == 0 and meta["splits_written"] == ["train"]
+    assert meta["negatives"]["surveys_without_negatives"] == 1
+    fm = _front_matter((release / "README.md").read_text())
+    assert all([d["split"] for d in c["data_files"]] == ["train"] for c in fm["configs"])

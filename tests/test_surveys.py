@@ -1,0 +1,221 @@
+"""Survey detection: the title/abstract rules, the labelled title set, the ``surveys`` stage."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline import schema as S
+from pipeline.config import SurveysConfig
+from pipeline.runner import MARKERS, SUCCESS
+from pipeline.survey_rules import prefilter_pattern, survey_reason
+from tests.conftest import FIXTURES, SURVEY_ID
+from tests.test_works import counts, extract_sample, run_cli, run_stages
+
+TITLES = FIXTURES / "survey_titles.tsv"
+
+
+def _title_set() -> list[dict[str, str]]:
+    with TITLES.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def test_title_set_precision_and_recall() -> None:
+    rows = _title_set()
+    positives = sum(r["is_survey"] == "1" for r in rows)
+    assert len(rows) >= 100 and abs(2 * positives - len(rows)) <= 4, "about half surveys"
+    tp = fp = fn = 0
+    errors = []
+    for r in rows:
+        got = survey_reason(r["title"], None) is not None
+        want = r["is_survey"] == "1"
+        tp += got and want
+        fp += got and not want
+        fn += want and not got
+        if got != want:
+            errors.append(f"{'FP' if got else 'FN'}: {r['title']} ({r['note']})")
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    report = (
+        f"title rule on {len(rows)} real CS titles ({positives} surveys): "
+        f"precision={precision:.3f} recall={recall:.3f} (tp={tp} fp={fp} fn={fn})\n  "
+        + "\n  ".join(errors)
+    )
+    print(report)
+    assert precision >= 0.95 and recall >= 0.85, report
+
+
+@pytest.mark.parametrize(
+    ("title", "reason"),
+    [
+        ("Modern Code Review: A Survey", "title:survey"),  # a survey OF code review
+        ("Automating Code Review Activities by Large-Scale Pre-training", None),
+        ("Peer Review in NLP: Reviewer Assignment", None),
+        ("Review-based Recommender Systems: A Survey", "title:survey"),
+        ("Recommender Systems: A Review", "title:review"),
+        ("Joint Deep Modeling of Users and Items Using Reviews for Recommendation", None),
+        ("Survey Propagation: An Algorithm for Satisfiability", None),
+        ("A Survey of Developers on Testing Practices", None),
+        ("AutoSurvey: Large Language Models Can Automatically Write Surveys", None),
+        ("SciReviewGen: A Large-scale Dataset for Automatic Literature Review Generation", None),
+        ("Overview of the TREC 2019 Deep Learning Track", None),
+        ("Transformers: State-of-the-Art Natural Language Processing", None),
+        ("Explainable AI: The State of the Art in Medical Imaging", "title:state of the art"),
+        ("A Systematic Literature Review on Federated Machine Learning", "title:systematic review"),
+        ("A Survey of 300 Papers on Code Generation", "title:survey"),
+        ("A Tutorial on Bayesian Optimization", "title:tutorial"),
+    ],
+)
+def test_title_rules(title: str, reason: str | None) -> None:
+    assert survey_reason(title, None) == reason
+
+
+@pytest.mark.parametrize(
+    ("abstract", "reason"),
+    [
+        ("In this survey, we review recent advances in graph learning.", "abstract:in this survey"),
+        ("This paper surveys the landscape of federated learning.", "abstract:this paper surveys"),
+        ("We present a comprehensive review of deep clustering.", "abstract:we present a review"),
+        (
+            "We conducted a systematic literature review of 80 primary studies.",
+            "abstract:systematic review",
+        ),
+        ("We review the basics of attention and then propose a new model.", None),
+        ("We first provide an overview of the proposed architecture.", None),
+        ("We surveyed 386 developers about their expectations.", None),
+        (
+            "We conducted an online survey with 300 practitioners. In this survey, respondents ...",
+            None,
+        ),
+        ("We propose a tool to automate the generation of literature reviews.", None),
+    ],
+)
+def test_abstract_rules(abstract: str, reason: str | None) -> None:
+    assert survey_reason("A Method", abstract) == reason
+    assert survey_reason("A Method", abstract, SurveysConfig(use_abstract_cues=False)) is None
+
+
+def test_questionnaire_abstract_vetoes_a_bare_survey_title() -> None:
+    title = "A Large-Scale Survey on the Usability of AI Programming Assistants"
+    assert survey_reason(title, None) == "title:survey"
+    assert (
+        survey_reason(title, "We conducted a survey with 410 developers who use assistants.")
+        is None
+    )
+
+
+def test_extra_cues_and_exclusions() -> None:
+    cfg = SurveysConfig(extra_title_cues=(r"\bstate of affairs\b",))
+    assert survey_reason("Program Repair: The State of Affairs", None, cfg) == "title:extra"
+    assert prefilter_pattern(cfg) is None  # an extra cue may match anything
+    cfg = SurveysConfig(extra_exclusions=(r"\bsurvey of birds\b",))
+    assert survey_reason("A Survey of Birds with Drones", None) == "title:survey"
+    assert survey_reason("A Survey of Birds with Drones", None, cfg) is None
+
+
+def test_prefilter_lets_every_cue_through() -> None:
+    titles = [r["title"] for r in _title_set()]
+    flagged = [t for t in titles if survey_reason(t, None)]
+    df = pl.DataFrame({"t": flagged}).with_columns(ok=pl.col("t").str.contains(prefilter_pattern()))
+    assert df["ok"].all(), df.filter(~pl.col("ok"))
+
+
+# --------------------------------------------------------------------- the stage
+def test_real_sample_survey(tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    extract_sample(out)
+    run_stages(out, "works", "surveys")
+    surveys = pl.read_parquet(out / "surveys" / "surveys.parquet")
+    assert surveys.schema == S.polars_schema(S.SURVEYS)
+    assert surveys[S.PAPER_ID].to_list() == [SURVEY_ID]
+    row = surveys.row(0, named=True)
+    assert row[S.PRIMARY_CATEGORY] == "cs.SE" and row[S.REASON] == "title:literature review"
+    assert (row[S.N_REFS], row[S.N_RESOLVED]) == (37, 31)
+    assert row[S.RESOLVED_FRAC] == pytest.approx(31 / 37)
+    c = counts(out, "surveys")
+    assert c["kept"] == 1 and c["candidates_by_cue"] == {"title:literature review": 1}
+    assert c["rejected_too_few_resolved_refs"] == 0
+
+
+def test_thresholds_and_cap(tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    extract_sample(out)
+    run_stages(out, "works")
+    config = tmp_path / "c.toml"
+    config.write_text("[surveys]\nmin_resolved_refs = 32\n")
+    run_stages(out, "surveys", config=config)
+    assert pl.read_parquet(out / "surveys" / "surveys.parquet").height == 0
+    assert counts(out, "surveys")["rejected_too_few_resolved_refs"] == 1
+    # every CS paper becomes a candidate with an extra cue; the cap keeps the earliest two
+    config.write_text(
+        '[surveys]\nmin_resolved_refs = 0\nmax_surveys = 2\nextra_title_cues = ["."]\n'
+    )
+    run_stages(out, "surveys", config=config)
+    kept = pl.read_parquet(out / "surveys" / "surveys.parquet")
+    c = counts(out, "surveys")
+    assert kept.height == 2 and c["candidates"] == c["cs_papers"] == 9
+    assert c["dropped_by_max_surveys"] == 7
+    assert kept.equals(kept.sort(S.FIRST_VERSION_DATE, S.PAPER_ID))
+    papers = pl.read_parquet(out / "extract" / "papers").filter(
+        pl.col(S.PRIMARY_CATEGORY).str.starts_with("cs.")
+    )
+    assert (
+        kept[S.PAPER_ID].to_list()
+        == papers.sort(S.FIRST_VERSION_DATE, S.PAPER_ID)[S.PAPER_ID].head(2).to_list()
+    )
+
+
+def _mtimes(out: Path) -> dict[str, float]:
+    got = {n: (out / n / SUCCESS).stat().st_mtime_ns for n in ("works", "surveys", "labels")}
+    extract = [*(out / "extract" / MARKERS).glob("*.json"), *(out / "extract").rglob("*.parquet")]
+    got["extract"] = max(p.stat().st_mtime_ns for p in extract)
+    return got
+
+
+def test_rule_change_reruns_surveys_and_later_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "work"
+    source = Path(__file__).parent / "fixtures" / "unarxive-2022-sample"
+    stages = ("works", "surveys", "labels")
+    extract_sample(out, source)
+    run_stages(out, *stages)
+    first = _mtimes(out)
+    labels = pl.read_parquet(out / "labels" / "labels.parquet")
+
+    # a second run skips everything
+    caplog.set_level(logging.INFO, logger="pipeline")
+    caplog.clear()
+    extract_sample(out, source)
+    run_stages(out, *stages)
+    assert _mtimes(out) == first
+    skipped = [r.getMessage() for r in caplog.records if "skip" in r.getMessage()]
+    assert len(skipped) == 1 + len(stages), skipped
+
+    # a survey rule change recomputes surveys and labels, not extract or works
+    config = tmp_path / "c.toml"
+    config.write_text("[surveys]\nmin_resolved_refs = 25\n")
+    extract_sample(out, source)
+    run_cli("works", "--out", str(out), "--config", str(config))
+    run_stages(out, "surveys", "labels", config=config)
+    second = _mtimes(out)
+    assert second["extract"] == first["extract"] and second["works"] == first["works"]
+    assert second["surveys"] > first["surveys"] and second["labels"] > first["labels"]
+    manifest = json.loads((out / "surveys" / SUCCESS).read_text())
+    assert manifest["config"]["surveys"]["min_resolved_refs"] == 25
+    assert pl.read_parquet(out / "labels" / "labels.parquet").equals(labels)
+
+    # and a rerun with that config skips again
+    run_stages(out, "surveys", "labels", config=config)
+    assert _mtimes(out) == second
+
+
+def test_surveys_config_default_is_replaceable() -> None:
+    # the rules take any SurveysConfig, e.g. a modified copy
+    cfg = replace(SurveysConfig(), use_abstract_cues=False)
+    assert survey_reason("X", "In this survey we cover Y.", cfg) is None
