@@ -107,7 +107,7 @@ class NegativesConfig:
         "hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)"
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
-    survey_batch_size: int = _f(256, "surveys whose candidate pairs are built and sampled together (bounds memory)")
+    survey_batch_size: int = _f(256, "surveys whose candidate pairs are built at once (memory)")
 
 
 @dataclass(frozen=True)
