@@ -89,6 +89,10 @@ class Stage:
             reduce: ``fn(ctx: ReduceContext) -> counts``.
         tables: map stages: output table names (one subdirectory each).
         help: one line for the CLI.
+        fn_many: optional map-stage form over a sequence of files:
+            ``fn_many([(source, outputs), ...], cfg, progress)`` yields each file's counts,
+            in order, once that file's outputs are complete (lets a stage overlap the
+            end of one file with the start of the next).
     """
 
     name: str
@@ -98,6 +102,7 @@ class Stage:
     fn: Callable[..., dict[str, Any]]
     tables: tuple[str, ...] = ()
     help: str = ""
+    fn_many: Callable[..., Iterator[dict[str, Any]]] | None = None
 
 
 STAGES: dict[str, Stage] = {}
@@ -230,34 +235,57 @@ def _report(papers: int, nbytes: int, rejects: int) -> None:
 
 
 # --------------------------------------------------------------------- map execution
-def _run_one(
-    stage_name: str, source: InputFile, out: str, cfg: Config, key: dict[str, Any]
-) -> dict[str, Any]:
-    """Process one input file in a worker; outputs and marker appear only on success."""
+def _run_files(
+    stage_name: str, todo: list[tuple[InputFile, dict[str, Any]]], out: str, cfg: Config
+) -> list[dict[str, Any]]:
+    """Process input files in a worker; each file's outputs and marker appear only on success.
+
+    Outputs are written to temp paths; when the stage reports a file complete, its
+    tables are moved into place, then its manifest, then (last) its marker.
+    """
     stage = load_stages()[stage_name]
     base = Path(out) / stage.name
-    finals = {t: base / t / f"{source.key}.parquet" for t in stage.tables}
-    with contextlib.ExitStack() as stack:
-        temps = {t: stack.enter_context(atomic_path(p)) for t, p in finals.items()}
-        t0 = time.monotonic()
-        counts = stage.fn(source, temps, cfg, _report)
-        counts["seconds"] = round(time.monotonic() - t0, 3)
-        # leaving the ExitStack moves every table into place; the marker comes after.
-    manifest = {
-        "stage": stage.name,
-        "source": source.path,
-        "source_key": source.key,
-        "revision": source.revision,
-        "key": key,
-        "counts": counts,
-        "config": cfg.to_dict(),
-        "config_hash": cfg.hash,
-        "code_version": __version__,
-        "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
-    }
-    write_json(base / MANIFESTS / f"{source.key}.json", manifest)
-    write_json(base / MARKERS / f"{source.key}.json", {"key": key, "source": source.path})
-    return manifest
+    jobs = []
+    for source, key in todo:
+        finals = {t: base / t / f"{source.key}.parquet" for t in stage.tables}
+        for p in finals.values():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        temps = {t: p.with_name(f"{p.name}.tmp-{uuid.uuid4().hex}") for t, p in finals.items()}
+        jobs.append((source, key, finals, temps))
+    if stage.fn_many is not None:
+        produced = stage.fn_many([(j[0], j[3]) for j in jobs], cfg, _report)
+    else:
+        produced = (stage.fn(j[0], j[3], cfg, _report) for j in jobs)
+    results = []
+    try:
+        for (source, key, finals, temps), counts in zip(jobs, produced, strict=False):
+            for t, final in finals.items():
+                os.replace(temps[t], final)
+            manifest = {
+                "stage": stage.name,
+                "source": source.path,
+                "source_key": source.key,
+                "revision": source.revision,
+                "key": key,
+                "counts": counts,
+                "config": cfg.to_dict(),
+                "config_hash": cfg.hash,
+                "code_version": __version__,
+                "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
+            }
+            write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+            write_json(base / MARKERS / f"{source.key}.json", {"key": key, "source": source.path})
+            results.append(manifest)
+            _log_done(manifest)
+    finally:
+        close = getattr(produced, "close", None)
+        if close is not None:
+            close()
+        for *_, temps in jobs:
+            for p in temps.values():
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+    return results
 
 
 def run_map(
@@ -285,28 +313,31 @@ def run_map(
     results: list[dict[str, Any]] = []
     try:
         if workers <= 1 or len(todo) == 1:
-            _init_worker(None)
             global _QUEUE
             _QUEUE = _LocalQueue(progress)
             try:
-                for s, key in todo:
-                    results.append(_run_one(stage.name, s, str(out), cfg, key))
-                    _log_done(results[-1])
+                results = _run_files(stage.name, todo, str(out), cfg)
             finally:
                 _QUEUE = None
         else:
+            # a few files per task: a worker overlaps the end of one file with the next,
+            # while tasks stay small enough to balance the load and resume cheaply
+            n = min(workers, len(todo))
+            size = max(1, min(4, len(todo) // (n * 2)))
+            chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            with ProcessPoolExecutor(min(workers, len(todo)), ctx, _init_worker, (queue,)) as pool:
-                pending: set[Future[dict[str, Any]]] = {
-                    pool.submit(_run_one, stage.name, s, str(out), cfg, key) for s, key in todo
+            with ProcessPoolExecutor(n, ctx, _init_worker, (queue,)) as pool:
+                pending: set[Future[list[dict[str, Any]]]] = {
+                    pool.submit(_run_files, stage.name, chunk, str(out), cfg) for chunk in chunks
                 }
                 while pending:
                     finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                     _drain(queue, progress)
                     for fut in finished:
-                        results.append(fut.result())
-                        _log_done(results[-1])
+                        for manifest in fut.result():
+                            results.append(manifest)
+                            _log_done(manifest)  # workers have no log handler of their own
                 _drain(queue, progress)
     finally:
         progress.close()

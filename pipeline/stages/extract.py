@@ -24,11 +24,13 @@ whose name sorts first (``pipeline.stages.common.papers_winner``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import queue
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -181,15 +183,20 @@ def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
     return {n: [] for n in schema.names if n != S.SOURCE_FILE}
 
 
+GIL_SWITCH_INTERVAL = 0.0002  # seconds; see extract_files
+_SUBLEVELS = frozenset(("subsection", "subsubsection", "paragraph"))
+_UNSET = object()
+
+
 def _count_spans(
     spans: list[CiteSpan] | None, bib: dict[str, BibEntry], counts: dict[str, int]
 ) -> int:
-    """Add cite spans to ``counts``; return how many pointed at no bib entry."""
+    """Add cite spans to ``counts``; return how many pointed at no bib entry (not counted)."""
     missing = 0
     if spans:
         for cs in spans:
             rid = cs.ref_id
-            if rid is not None and rid in bib:
+            if rid in bib:
                 counts[rid] = counts.get(rid, 0) + 1
             else:
                 missing += 1
@@ -197,6 +204,7 @@ def _count_spans(
 
 
 def _heading_markers(heading: str, bib: dict[str, BibEntry], counts: dict[str, int]) -> int:
+    """A citation marker in a heading counts once for that section occurrence."""
     missing = 0
     for rid in dict.fromkeys(CITE_MARKER.findall(heading)):
         if rid in bib:
@@ -218,22 +226,34 @@ def _occurrences(
         missing += _count_spans(ab.cite_spans, bib, counts)
         occs.append(("Abstract", "Abstract", counts))
     if rec.body_text is not None:
-        prev: tuple[Any, Any, Any] | None = None
+        # Hot loop (about 100 paragraphs and 90 cite spans per paper): fields compared
+        # one by one and spans counted inline, no per-paragraph tuples or calls.
+        # (Counter/groupby/map variants were measured slower.)
+        prev_section: Any = _UNSET
+        prev_type: Any = _UNSET
+        prev_number: Any = _UNSET
         top = ""
         counts = {}
         for p in rec.body_text:
-            key = (p.section, p.sec_type, p.sec_number)
-            if key != prev:
-                prev = key
-                heading = p.section or ""
+            heading = p.section
+            if heading != prev_section or p.sec_type != prev_type or p.sec_number != prev_number:
+                prev_section, prev_type, prev_number = heading, p.sec_type, p.sec_number
+                heading = heading or ""
                 section = clean_heading(heading)
-                if p.sec_type not in ("subsection", "subsubsection", "paragraph") or not top:
+                if prev_type not in _SUBLEVELS or not top:
                     top = section
                 counts = {}
                 occs.append((section, top, counts))
                 if "{{cite:" in heading:
                     missing += _heading_markers(heading, bib, counts)
-            missing += _count_spans(p.cite_spans, bib, counts)
+            spans = p.cite_spans
+            if spans:
+                for cs in spans:
+                    rid = cs.ref_id
+                    if rid in bib:
+                        counts[rid] = counts.get(rid, 0) + 1
+                    else:
+                        missing += 1
     else:
         for heading, sec in (rec.sections or {}).items():
             section = clean_heading(heading)
@@ -338,100 +358,155 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
 
 
 # --------------------------------------------------------------------- writer thread
-class _Writer(threading.Thread):
-    """Builds Arrow tables from column buffers and writes them, overlapping decoding."""
+_DICTIONARY_COLUMNS = (
+    S.PAPER_ID,
+    S.SECTION,
+    S.TOP_SECTION,
+    S.SOURCE_FILE,
+    S.PRIMARY_CATEGORY,
+    S.LICENSE,
+    S.LAYOUT,
+    S.REASON,
+    S.CATEGORIES,
+)
+_RAW_ID_TYPES = {
+    S.ARXIV_ID: pl.String,
+    S.DOI: pl.String,
+    S.OPENALEX_ID: pl.String,
+    _CONTAINED: pl.String,
+}
 
-    def __init__(self, outputs: dict[str, Path], cfg: Config, source: str):
-        super().__init__(daemon=True)
-        self.source = source
-        self.outputs = outputs
-        self.cfg = cfg
-        self.q: queue.Queue[Tables | None] = queue.Queue(maxsize=2)
-        self.writers: dict[str, pq.ParquetWriter] = {}
+
+def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
+    """Python lists -> columnar (holds the GIL: runs on the decoding thread)."""
+    if name != "rejects":  # Polars builds these columns about 3x faster than pa.array
+        overrides = {k: v for k, v in _RAW_ID_TYPES.items() if k in cols}
+        return pl.DataFrame(cols, schema_overrides=overrides, strict=False)
+    return pa.table({k: pa.array(v, type=_REJECTS_OUT.field(k).type) for k, v in cols.items()})
+
+
+def _finish(name: str, frame: pl.DataFrame | pa.Table, source: str) -> pa.Table:
+    """Normalise identifiers, add ``source_file``, cast to the schema (mostly outside the GIL)."""
+    schema = _REJECTS_OUT if name == "rejects" else S.EXTRACT_TABLES[name]
+    if name == "papers":
+        frame = frame.with_columns(doi_expr(S.DOI).alias(S.DOI))
+    elif name == "references":
+        frame = frame.with_columns(
+            pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),
+            doi_expr(S.DOI).alias(S.DOI),
+            openalex_expr(S.OPENALEX_ID).alias(S.OPENALEX_ID),
+        ).drop(_CONTAINED)
+    table = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
+    table = table.append_column(
+        S.SOURCE_FILE, pa.repeat(pa.scalar(source, pa.string()), len(table))
+    )
+    return table.select(schema.names).cast(schema)
+
+
+class _FileDone:
+    """Set by the writer thread when every table of one input file is closed."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
         self.error: BaseException | None = None
 
-    def _table(self, name: str, cols: dict[str, list[Any]]) -> pa.Table:
-        """Arrow table of one batch: identifiers normalised, ``source_file`` added."""
-        schema = _REJECTS_OUT if name == "rejects" else S.EXTRACT_TABLES[name]
-        n = len(next(iter(cols.values())))
-        if name in ("papers", "references"):
-            raw_types = {
-                S.ARXIV_ID: pl.String,
-                S.DOI: pl.String,
-                S.OPENALEX_ID: pl.String,
-                _CONTAINED: pl.String,
-            }
-            df = pl.DataFrame(
-                cols,
-                schema_overrides={k: v for k, v in raw_types.items() if k in cols},
-                strict=False,
-            )
-            if name == "papers":
-                df = df.with_columns(doi_expr(S.DOI).alias(S.DOI))
-            else:
-                df = df.with_columns(
-                    pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),
-                    doi_expr(S.DOI).alias(S.DOI),
-                    openalex_expr(S.OPENALEX_ID).alias(S.OPENALEX_ID),
-                ).drop(_CONTAINED)
-            table = df.to_arrow()
-        else:
-            table = pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
-        table = table.append_column(S.SOURCE_FILE, pa.array([self.source] * n, pa.string()))
-        return table.select(schema.names).cast(schema)
+    def wait(self) -> None:
+        self.event.wait()
+        if self.error is not None:
+            raise self.error
 
-    def _write(self, name: str, cols: dict[str, list[Any]]) -> None:
-        if (
-            not cols[S.LINE_NUMBER if name in ("papers", "rejects") else S.REF_ID]
-            and name in self.writers
-        ):
+
+class _Writer(threading.Thread):
+    """Finishes and writes batches while the next one (or the next file) is decoded.
+
+    The decoding thread turns its lists into Arrow/Polars columns itself (that work
+    holds the GIL either way); this thread runs what releases the GIL: the Polars
+    identifier normalisation, the casts, and Parquet encoding and compression. It
+    lives for a whole run of files, so writing the end of one file overlaps
+    decoding the start of the next.
+    """
+
+    def __init__(self, cfg: Config):
+        super().__init__(daemon=True)
+        self.cfg = cfg
+        self.q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.outputs: dict[str, Path] = {}
+        self.source = ""
+        self.writers: dict[str, pq.ParquetWriter] = {}
+
+    def _write(self, name: str, frame: pl.DataFrame | pa.Table) -> None:
+        if len(frame) == 0 and name in self.writers:
             return
-        table = self._table(name, cols)
+        table = _finish(name, frame, self.source)
         if name not in self.writers:
             self.writers[name] = pq.ParquetWriter(
-                self.outputs[name], table.schema, compression=self.cfg.extract.compression
+                self.outputs[name],
+                table.schema,
+                compression=self.cfg.extract.compression,
+                # dictionaries only where values repeat; ids and raw strings are unique
+                use_dictionary=[c for c in _DICTIONARY_COLUMNS if c in table.column_names],
             )
         if table.num_rows:
             self.writers[name].write_table(table, row_group_size=self.cfg.extract.row_group_rows)
 
+    def _close_file(self) -> None:
+        writers, self.writers = self.writers, {}
+        for w in writers.values():
+            w.close()
+
     def run(self) -> None:
-        try:
-            while (batch := self.q.get()) is not None:
-                for name in S.EXTRACT_TABLES:
-                    self._write(name, getattr(batch, name))
-        except BaseException as e:  # surfaced by close(); the thread must not die silently
-            self.error = e
-            while self.q.get() is not None:
-                pass
+        while True:
+            kind, item = self.q.get()
+            if kind == "stop":
+                return
+            try:
+                if self.error is not None:
+                    raise self.error
+                if kind == "open":
+                    self.outputs, self.source = item
+                elif kind == "batch":
+                    for name, frame in item.items():
+                        self._write(name, frame)
+                elif kind == "end":
+                    self._close_file()
+                    item.event.set()
+            except BaseException as e:  # reported through the file's _FileDone
+                self.error = e
+                if kind == "end":
+                    with contextlib.suppress(BaseException):
+                        self._close_file()
+                    item.error = e
+                    item.event.set()
+
+    def open(self, outputs: dict[str, Path], source: str) -> None:
+        self.q.put(("open", (outputs, source)))
 
     def put(self, batch: Tables) -> None:
         if self.error is not None:
             raise self.error
-        self.q.put(batch)
+        self.q.put(
+            ("batch", {name: _columns(name, getattr(batch, name)) for name in S.EXTRACT_TABLES})
+        )
 
-    def close(self) -> None:
-        self.q.put(None)
+    def end(self) -> _FileDone:
+        done = _FileDone()
+        self.q.put(("end", done))
+        return done
+
+    def stop(self) -> None:
+        self.q.put(("stop", None))
         self.join()
-        for w in self.writers.values():
-            w.close()
-        if self.error is not None:
-            raise self.error
 
 
 _REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
 
 
-def extract_file(
-    source: InputFile,
-    outputs: dict[str, Path],
-    cfg: Config,
-    progress: Callable[[int, int, int], None],
+def _decode_file(
+    source: InputFile, cfg: Config, progress: Callable[[int, int, int], None], writer: _Writer
 ) -> dict[str, Any]:
-    """Extract one input file into the four tables; return its manifest counts."""
-    src = source_name(source)
+    """Decode one input file and hand its batches to ``writer``; return its counts."""
     ecfg = cfg.extract
-    writer = _Writer(outputs, cfg, src)
-    writer.start()
     counts: dict[str, Any] = {
         "lines_read": 0,
         "papers_written": 0,
@@ -447,53 +522,102 @@ def extract_file(
     in_batch = 0
     last_report = time.monotonic()
     pending = [0, 0, 0]
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the structs are gc=False; collections during a batch are pure overhead
-    try:
-        for line_number, line in iter_lines(source):
-            counts["lines_read"] += 1
-            counts["bytes_read"] += len(line) + 1
-            pending[1] += len(line) + 1
+    for line_number, line in iter_lines(source):
+        counts["lines_read"] += 1
+        counts["bytes_read"] += len(line) + 1
+        pending[1] += len(line) + 1
+        try:
+            if len(line) > ecfg.max_line_bytes:
+                raise Reject("line_too_long", f"{len(line)} bytes > {ecfg.max_line_bytes}")
             try:
-                if len(line) > ecfg.max_line_bytes:
-                    raise Reject("line_too_long", f"{len(line)} bytes > {ecfg.max_line_bytes}")
-                try:
-                    rec = DECODER.decode(line)
-                except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                    raise Reject(_classify(e), str(e)) from None
-                counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
-                counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
-                counts["papers_written"] += 1
-                pending[0] += 1
-            except Reject as rj:
-                rjs = batch.rejects
-                rjs[S.LINE_NUMBER].append(line_number)
-                rjs[S.REASON].append(rj.reason)
-                rjs[S.HEAD].append(bytes(line[: ecfg.reject_head_bytes]))
-                rjs["detail"].append(str(rj)[:500])
-                counts["rejects"][rj.reason] = counts["rejects"].get(rj.reason, 0) + 1
-                pending[2] += 1
-            in_batch += 1
-            if in_batch >= ecfg.batch_papers:
-                counts["references"] += len(batch.references[S.REF_ID])
-                counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
-                writer.put(batch)
-                batch, in_batch = Tables(), 0
-                now = time.monotonic()
-                if now - last_report > 0.5:
-                    progress(*pending)
-                    pending, last_report = [0, 0, 0], now
-        counts["references"] += len(batch.references[S.REF_ID])
-        counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
-        writer.put(batch)
-    finally:
-        writer.close()
-        if gc_was_enabled:
-            gc.enable()
+                rec = DECODER.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError) as e:
+                raise Reject(_classify(e), str(e)) from None
+            counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
+            counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
+            counts["papers_written"] += 1
+            pending[0] += 1
+        except Reject as rj:
+            rjs = batch.rejects
+            rjs[S.LINE_NUMBER].append(line_number)
+            rjs[S.REASON].append(rj.reason)
+            rjs[S.HEAD].append(bytes(line[: ecfg.reject_head_bytes]))
+            rjs["detail"].append(str(rj)[:500])
+            counts["rejects"][rj.reason] = counts["rejects"].get(rj.reason, 0) + 1
+            pending[2] += 1
+        in_batch += 1
+        if in_batch >= ecfg.batch_papers:
+            counts["references"] += len(batch.references[S.REF_ID])
+            counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
+            writer.put(batch)
+            batch, in_batch = Tables(), 0
+            now = time.monotonic()
+            if now - last_report > 0.5:
+                progress(*pending)
+                pending, last_report = [0, 0, 0], now
+    counts["references"] += len(batch.references[S.REF_ID])
+    counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
+    writer.put(batch)
     progress(*pending)
     counts["rejects_total"] = sum(counts["rejects"].values())
     if counts["lines_read"] != counts["papers_written"] + counts["rejects_total"]:
         raise RuntimeError(f"{source.path}: lines read != papers written + rejects: {counts}")
+    return counts
+
+
+def extract_files(
+    jobs: Iterable[tuple[InputFile, dict[str, Path]]],
+    cfg: Config,
+    progress: Callable[[int, int, int], None],
+) -> Iterator[dict[str, Any]]:
+    """Extract input files in order, yielding each file's counts once its tables are complete.
+
+    One writer thread serves the whole sequence, so the last batches of file k are
+    written while file k+1 is decoded; a file is only yielded (and so only marked
+    done by the runner) after its Parquet files are closed.
+    """
+    writer = _Writer(cfg)
+    writer.start()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the structs are gc=False; collections during a batch are pure overhead
+    # The writer re-takes the GIL between every Arrow/Polars call; with the default 5 ms
+    # switch interval it waits that long each time while the decoder runs, and ends up
+    # 8x slower (measured). A short interval lets it keep pace.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    waiting: tuple[dict[str, Any], _FileDone, float] | None = None
+    try:
+        for source, outputs in jobs:
+            t0 = time.monotonic()
+            writer.open(outputs, source_name(source))
+            counts = _decode_file(source, cfg, progress, writer)
+            done = writer.end()
+            if waiting is not None:
+                yield _settle(*waiting)
+            waiting = (counts, done, t0)
+        if waiting is not None:
+            yield _settle(*waiting)
+    finally:
+        writer.stop()
+        sys.setswitchinterval(switch_interval)
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _settle(counts: dict[str, Any], done: _FileDone, t0: float) -> dict[str, Any]:
+    done.wait()
+    counts["seconds"] = round(time.monotonic() - t0, 3)
+    return counts
+
+
+def extract_file(
+    source: InputFile,
+    outputs: dict[str, Path],
+    cfg: Config,
+    progress: Callable[[int, int, int], None],
+) -> dict[str, Any]:
+    """Extract one input file into the four tables; return its manifest counts."""
+    (counts,) = extract_files([(source, outputs)], cfg, progress)
     return counts
 
 
@@ -504,6 +628,7 @@ STAGE = register(
         reads=(),
         config_sections=("extract",),
         fn=extract_file,
+        fn_many=extract_files,
         tables=tuple(S.EXTRACT_TABLES),
         help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
     )
