@@ -31,7 +31,7 @@ def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - "help" reads 
 @dataclass(frozen=True)
 class ExtractConfig:
     batch_papers: int = _f(
-        200, "papers buffered before a batch of rows is handed to the Parquet writer"
+        1000, "papers buffered before a batch of rows is handed to the Parquet writer"
     )
     row_group_rows: int = _f(200_000, "maximum rows per Parquet row group in extract outputs")
     compression: str = _f("zstd", "Parquet compression codec of every table the pipeline writes")

@@ -110,6 +110,7 @@ class Record(msgspec.Struct, gc=False):
 
 
 DECODER = msgspec.json.Decoder(Record)
+_NO_IDS = BibIds()
 CITE_MARKER = regex.compile(r"\{\{cite:([^}]*)\}\}")
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
@@ -313,26 +314,20 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     n = len(bib)
     r[S.PAPER_ID].extend([paper_id] * n)
     r[S.REF_ID].extend(bib)
-    raw_arxiv, raw_contained, raw_doi, raw_oa, raw = (
-        r[S.ARXIV_ID],
-        r[_CONTAINED],
-        r[S.DOI],
-        r[S.OPENALEX_ID],
-        r[S.RAW],
+    entries = list(bib.values())
+    ids = [e.ids or _NO_IDS for e in entries]
+    r[S.ARXIV_ID].extend([i.arxiv_id for i in ids])
+    r[S.DOI].extend([i.doi for i in ids])
+    r[S.OPENALEX_ID].extend([i.open_alex_id for i in ids])
+    r[S.RAW].extend([e.bib_entry_raw for e in entries])
+    r[_CONTAINED].extend(
+        [
+            " ".join([c.id for c in e.contained_arXiv_ids if c.id])
+            if e.contained_arXiv_ids
+            else None
+            for e in entries
+        ]
     )
-    for entry in bib.values():
-        ids = entry.ids
-        if ids is None:
-            raw_arxiv.append(None)
-            raw_doi.append(None)
-            raw_oa.append(None)
-        else:
-            raw_arxiv.append(ids.arxiv_id)
-            raw_doi.append(ids.doi)
-            raw_oa.append(ids.open_alex_id)
-        contained = entry.contained_arXiv_ids
-        raw_contained.append(" ".join([c.id for c in contained if c.id]) if contained else None)
-        raw.append(entry.bib_entry_raw)
 
     occs, missing = _occurrences(rec, bib)
     m = out.mentions
