@@ -29,11 +29,15 @@ def build_corpus(corpus: Path, papers: int, fixtures: Path) -> list[Path]:
 
     corpus.mkdir(parents=True, exist_ok=True)
     paths = generate(corpus, papers=papers, layout="2022", seed=0, small=True, malformed=6, files=3)
-    paths += generate(corpus, papers=max(papers // 4, 50), layout="2024", seed=1, small=True, files=1)
+    paths += generate(
+        corpus, papers=max(papers // 4, 50), layout="2024", seed=1, small=True, files=1
+    )
     for rel in REAL_FILES:
         src = fixtures / rel
         if not src.exists():
-            raise FileNotFoundError(f"demo: real sample {src} is missing (expected in tests/fixtures)")
+            raise FileNotFoundError(
+                f"demo: real sample {src} is missing (expected in tests/fixtures)"
+            )
         dst = corpus / f"real_{src.name}"
         shutil.copyfile(src, dst)
         paths.append(dst)
@@ -54,10 +58,18 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``demo`` subcommand."""
-    p = subparsers.add_parser("demo", help="build the bundled demo corpus and run every stage plus the evaluation")
-    p.add_argument("--out", type=Path, default=Path("demo_out"), help="work directory (default: demo_out)")
-    p.add_argument("--papers", type=int, default=1200, help="synthetic 2022-layout papers (2024: a quarter)")
-    p.add_argument("--fixtures", type=Path, default=FIXTURES, help="folder holding the real samples")
+    p = subparsers.add_parser(
+        "demo", help="build the bundled demo corpus and run every stage plus the evaluation"
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("demo_out"), help="work directory (default: demo_out)"
+    )
+    p.add_argument(
+        "--papers", type=int, default=1200, help="synthetic 2022-layout papers (2024: a quarter)"
+    )
+    p.add_argument(
+        "--fixtures", type=Path, default=FIXTURES, help="folder holding the real samples"
+    )
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
     p.add_argument("--config", type=Path, default=None, help="TOML config file")
     p.set_defaults(func=main)

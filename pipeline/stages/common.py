@@ -7,10 +7,17 @@ in ``extract``). References and mentions follow their paper's winning copy.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline import schema as S
+from pipeline.config import Config
 from pipeline.runner import ReduceContext
+
+ROW_GROUP_ROWS = 100_000
 
 
 def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
@@ -34,3 +41,31 @@ def duplicate_papers(ctx: ReduceContext) -> int:
     total = lf.select(pl.len()).collect().item()
     unique = lf.select(pl.col(S.PAPER_ID).n_unique()).collect().item()
     return int(total - unique)
+
+
+def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, what: str) -> int:
+    """Write ``df`` checked against ``schema`` with fixed Parquet options; return its row count.
+
+    Only the schema's columns are written, in its order and types. The same rows always
+    give the same bytes: pyarrow's writer with a fixed codec and row-group size
+    (:data:`ROW_GROUP_ROWS`), no key-value metadata beyond the Arrow schema.
+    """
+    table = S.check(df.to_arrow(), schema, what).select(list(schema.names)).cast(schema)
+    table = table.replace_schema_metadata(None)
+    pq.write_table(
+        table,
+        path,
+        compression=cfg.extract.compression,
+        row_group_size=ROW_GROUP_ROWS,
+        write_statistics=True,
+        store_schema=True,
+    )
+    return table.num_rows
+
+
+def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -> None:
+    """Stream ``lf`` to Parquet with exactly the columns and types of ``schema``."""
+    dtypes = S.polars_schema(schema)
+    lf.select([pl.col(n).cast(t) for n, t in dtypes.items()]).sink_parquet(
+        path, compression=cfg.extract.compression
+    )

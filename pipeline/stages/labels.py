@@ -33,8 +33,7 @@ import polars as pl
 from pipeline import schema as S
 from pipeline.roles import heading_roles_frame, role_distribution, survey_role_expr
 from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import scan_extract
-from pipeline.stages.works import write_parquet
+from pipeline.stages.common import scan_extract, write_table
 
 
 def _n(role: str) -> str:
@@ -95,9 +94,7 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.SURVEY_ID, S.WORK_ID)
         .collect(engine="streaming")
     )
-    write_parquet(
-        labels, S.LABELS, ctx.output("labels.parquet"), "labels", ctx.cfg.extract.compression
-    )
+    write_table(labels, ctx.output("labels.parquet"), S.LABELS, ctx.cfg, "labels")
 
     survey_total = int(survey_mentions.select(pl.col(S.N_MENTIONS).sum()).collect().item() or 0)
     tiers = labels.group_by(S.LABEL).len()

@@ -40,22 +40,18 @@ from __future__ import annotations
 
 import hashlib
 import math
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline import schema as S
-from pipeline.config import Config, NegativesConfig
+from pipeline.config import NegativesConfig
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages import works as W
-from pipeline.stages.common import scan_extract
+from pipeline.stages.common import scan_extract, write_table
 
 SAMPLINGS = ("hash", "hardest")
 # fixed, so the same rows always give the same bytes whatever the config
-ROW_GROUP_ROWS = 100_000
 _U32 = 2**32
 _ID_HASH = "_id_hash"
 _SURVEY_HASH = "_survey_hash"
@@ -106,26 +102,6 @@ def id_hash_frame(ids: pl.LazyFrame, column: str, seed: int) -> pl.LazyFrame:
         {column: values, _ID_HASH: [id_hash(seed, v) for v in values]},
         schema={column: pl.String, _ID_HASH: pl.UInt64},
     )
-
-
-# --------------------------------------------------------------------- parquet output
-def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, what: str) -> int:
-    """Write ``df`` checked against ``schema`` with fixed Parquet options; return its row count.
-
-    The same rows always give the same bytes: pyarrow's writer with a fixed codec and
-    row-group size (:data:`ROW_GROUP_ROWS`), no key-value metadata beyond the Arrow schema.
-    """
-    table = S.check(df.to_arrow(), schema, what).select(list(schema.names)).cast(schema)
-    table = table.replace_schema_metadata(None)
-    pq.write_table(
-        table,
-        path,
-        compression=cfg.extract.compression,
-        row_group_size=ROW_GROUP_ROWS,
-        write_statistics=True,
-        store_schema=True,
-    )
-    return table.num_rows
 
 
 def want_negatives(n_positives: pl.Expr, per_positive: float) -> pl.Expr:

@@ -44,8 +44,7 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline import schema as S
 from pipeline.runner import MANIFESTS, STAGES, SUCCESS, ReduceContext, Stage, register, write_json
-from pipeline.stages.common import scan_extract
-from pipeline.stages.negatives import write_table
+from pipeline.stages.common import scan_extract, write_table
 
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 BEIR_FILE = "{view}/{split}.parquet"

@@ -32,7 +32,8 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.negatives import citing_survey_stats, surveys_frame, write_table
+from pipeline.stages.common import write_table
+from pipeline.stages.negatives import citing_survey_stats, surveys_frame
 
 TRAIN, EVAL = S.SPLIT_NAMES
 

@@ -21,8 +21,7 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import scan_extract
-from pipeline.stages.works import write_parquet
+from pipeline.stages.common import scan_extract, write_table
 from pipeline.survey_rules import prefilter_pattern, survey_reason
 
 RESOLVED_ENTRIES = "resolved_entries"
@@ -76,9 +75,7 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     )
     enough = candidates.filter(pl.col(S.N_RESOLVED) >= scfg.min_resolved_refs)
     kept = enough.head(scfg.max_surveys) if scfg.max_surveys > 0 else enough
-    write_parquet(
-        kept, S.SURVEYS, ctx.output("surveys.parquet"), "surveys", ctx.cfg.extract.compression
-    )
+    write_table(kept, ctx.output("surveys.parquet"), S.SURVEYS, ctx.cfg, "surveys")
     return {
         "cs_papers": int(
             papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))

@@ -42,16 +42,13 @@ the references table does not say where an id came from, so
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline import schema as S
 from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import duplicate_papers, scan_extract
+from pipeline.stages.common import duplicate_papers, scan_extract, sink_checked
 
 # internal columns (never written)
 ALIAS = "alias"
@@ -66,23 +63,6 @@ DOI_PREFIX = "doi:"
 OPENALEX_PREFIX = "openalex:"
 # DataCite DOIs that arXiv mints for every new-style id.
 ARXIV_DOI = r"^10\.48550/arxiv\.(\d{4}\.\d{4,5})$"
-
-
-def write_parquet(
-    df: pl.DataFrame, schema: pa.Schema, path: Path, what: str, compression: str
-) -> int:
-    """Check ``df`` against ``schema`` (order and types) and write it; return its row count."""
-    table = S.check(df.to_arrow(), schema, what)
-    pq.write_table(table, path, compression=compression)
-    return table.num_rows
-
-
-def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, compression: str) -> None:
-    """Stream ``lf`` to Parquet with exactly the columns and types of ``schema``."""
-    dtypes = S.polars_schema(schema)
-    lf.select([pl.col(n).cast(t) for n, t in dtypes.items()]).sink_parquet(
-        path, compression=compression
-    )
 
 
 # --------------------------------------------------------------------- aliases and links
@@ -231,7 +211,6 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     the per-entry tables are lazy scans streamed to Parquet.
     """
     wcfg = ctx.cfg.works
-    compression = ctx.cfg.extract.compression
     # extract already normalises DOIs; lower-casing again keeps aliases right for any input
     doi = pl.col(S.DOI).str.to_lowercase()
     refs = scan_extract(ctx, "references").select(
@@ -287,7 +266,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.PAPER_ID, S.REF_ID),
         S.CITES,
         cites_path,
-        compression,
+        ctx.cfg,
     )
     cites = S.scan(cites_path, S.CITES)
     cited = cites.drop_nulls(S.WORK_ID)
@@ -330,7 +309,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.WORK_ID),
         S.WORKS,
         works_path,
-        compression,
+        ctx.cfg,
     )
 
     entries = (
