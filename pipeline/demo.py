@@ -1,7 +1,8 @@
 """``python -m pipeline demo``: the whole pipeline on the bundled demo corpus.
 
-The demo corpus is built deterministically: synthetic unarXive records in both
-layouts (with a few malformed lines, to show rejects) plus the real records shipped
+The demo corpus is built deterministically: synthetic unarXive records (one
+generated world, its last file converted to the 2024 layout, with a few malformed
+lines to show rejects) plus the real records shipped
 in ``tests/fixtures`` (49 papers in the 2022 layout, one in the 2024 layout).
 Every stage then runs into ``<out>/`` and the baselines are evaluated.
 """
@@ -25,13 +26,19 @@ REAL_FILES = (
 
 def build_corpus(corpus: Path, papers: int, fixtures: Path) -> list[Path]:
     """Write the demo corpus into ``corpus`` (idempotent: same bytes every time)."""
+    from pipeline.layout import convert_file
     from pipeline.synth import generate
 
     corpus.mkdir(parents=True, exist_ok=True)
-    paths = generate(corpus, papers=papers, layout="2022", seed=0, small=True, malformed=6, files=3)
-    paths += generate(
-        corpus, papers=max(papers // 4, 50), layout="2024", seed=1, small=True, files=1
-    )
+    # One synthetic world (so citations between its papers hold), four files; the last
+    # file is served in the 2024 layout, converted by the documented grouping rule.
+    paths = generate(corpus, papers=papers, layout="2022", seed=0, small=True, malformed=6, files=4)
+    last = paths.pop()
+    converted = last.with_name(last.name.replace("synth_2022", "synth_2024"))
+    if not converted.exists():
+        convert_file(last, converted)
+    last.unlink()
+    paths.append(converted)
     for rel in REAL_FILES:
         src = fixtures / rel
         if not src.exists():
@@ -65,7 +72,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=Path("demo_out"), help="work directory (default: demo_out)"
     )
     p.add_argument(
-        "--papers", type=int, default=1200, help="synthetic 2022-layout papers (2024: a quarter)"
+        "--papers", type=int, default=1500, help="synthetic papers (a quarter in the 2024 layout)"
     )
     p.add_argument(
         "--fixtures", type=Path, default=FIXTURES, help="folder holding the real samples"
