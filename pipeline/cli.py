@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline.config import ConfigError, describe, load_config
 from pipeline.runner import (
     MANIFESTS,
+    MARKERS,
     STAGES,
     clean_stale_temps,
     load_stages,
@@ -71,7 +72,9 @@ def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
 def _extract(args: argparse.Namespace, cfg) -> int:
     if not args.input:
         raise InputError("extract needs --input")
-    files = shard(resolve_inputs(args.input), *args.shard)
+    every = resolve_inputs(args.input)
+    files = shard(every, *args.shard)
+    _warn_foreign_outputs(args.out, every)
     clean_stale_temps(args.out / "extract")
     run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
     totals = summarize(args.out)
@@ -83,6 +86,25 @@ def _extract(args: argparse.Namespace, cfg) -> int:
         totals.get("duplicate_papers_across_files", 0),
     )
     return 0
+
+
+def _warn_foreign_outputs(out: Path, inputs: list) -> None:
+    """Say when ``--out`` holds extract outputs of files that are not in ``--input``.
+
+    Later stages read every finished extract file in ``--out`` (that is how shards
+    from several machines come together), so a work directory should hold one corpus.
+    """
+    keys = {f.key for f in inputs}
+    markers = (out / "extract" / MARKERS).glob("*.json")
+    foreign = sorted(m.stem for m in markers if m.stem not in keys)
+    if foreign:
+        log.warning(
+            "extract: %d finished file(s) in %s are not in --input (e.g. %s); later stages "
+            "read them too. Use a fresh --out for another corpus.",
+            len(foreign),
+            out / "extract",
+            foreign[0],
+        )
 
 
 def _reduce(name: str):
