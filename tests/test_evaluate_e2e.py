@@ -179,8 +179,26 @@ def test_cli(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixt
     assert f"{unknown}:1:" in capsys.readouterr().err
     with pytest.warns(UserWarning, match="dropped 1 of 1"):
         assert _cli([*base, "--lenient"]) == 0
-    with pytest.raises(SystemExit):
-        _cli(["evaluate", "--eval-file", str(inputs["eval"])])  # neither --run nor --baselines-only
+    with pytest.raises(SystemExit):  # a run and --baselines-only contradict each other
+        _cli([*base, "--baselines-only"])
+    out = tmp_path / "default"
+    # neither --run nor --baselines-only: the baselines are evaluated
+    assert (
+        _cli(
+            [
+                "evaluate",
+                "--eval-file",
+                str(inputs["eval"]),
+                "--out",
+                str(out),
+                "--config",
+                str(config),
+            ]
+        )
+        == 0
+    )
+    results = json.loads((out / "eval" / "eval_results.json").read_text())
+    assert set(results["systems"]) == {"random", "popularity", "bm25", "oracle"}
 
 
 @pytest.mark.parametrize(

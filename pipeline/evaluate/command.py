@@ -28,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="PATH",
         help="eval Parquet, a release folder, or a Hub dataset (owner/name or hf://datasets/...)",
     )
-    which = parser.add_mutually_exclusive_group(required=True)
+    which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--run",
         action="append",
@@ -37,7 +37,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="a run: TREC (qid Q0 docid rank score tag), or CSV/Parquet with survey_id, candidate_id, "
         "score; repeatable",
     )
-    which.add_argument("--baselines-only", action="store_true", help="evaluate only the baselines")
+    which.add_argument(
+        "--baselines-only",
+        action="store_true",
+        help="evaluate only the baselines (the default when no --run is given)",
+    )
     parser.add_argument(
         "--out", type=Path, default=Path("work"), metavar="DIR", help="output root (default: work)"
     )
@@ -60,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         evaluate(
             args.eval_file,
             runs=args.run,
-            baselines_only=args.baselines_only,
+            baselines_only=args.baselines_only or not args.run,
             out_dir=args.out,
             config=config,
             lenient=args.lenient,
