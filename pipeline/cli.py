@@ -57,6 +57,11 @@ def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
             default=os.cpu_count() or 1,
             help="worker processes (default: CPU count)",
         )
+        p.add_argument(
+            "--prune",
+            action="store_true",
+            help="delete finished extract outputs of files that are not in --input",
+        )
     p.add_argument("--out", type=Path, default=Path("work"), help="work directory (default: work)")
     p.add_argument(
         "--config",
@@ -74,7 +79,7 @@ def _extract(args: argparse.Namespace, cfg) -> int:
         raise InputError("extract needs --input")
     every = resolve_inputs(args.input)
     files = shard(every, *args.shard)
-    _warn_foreign_outputs(args.out, every)
+    _check_foreign_outputs(args.out, every, args.prune)
     clean_stale_temps(args.out / "extract")
     run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
     totals = summarize(args.out)
@@ -88,23 +93,31 @@ def _extract(args: argparse.Namespace, cfg) -> int:
     return 0
 
 
-def _warn_foreign_outputs(out: Path, inputs: list) -> None:
-    """Say when ``--out`` holds extract outputs of files that are not in ``--input``.
+def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
+    """Refuse to mix corpora: finished extract files in ``out`` must all be inputs.
 
-    Later stages read every finished extract file in ``--out`` (that is how shards
-    from several machines come together), so a work directory should hold one corpus.
+    Later stages read every finished extract file in ``out`` (that is how shards from
+    several machines come together), so outputs of files that are not in ``--input``
+    (a moved corpus, another corpus, files removed from it) would silently join the
+    benchmark. ``--prune`` deletes them instead.
     """
     keys = {f.key for f in inputs}
-    markers = (out / "extract" / MARKERS).glob("*.json")
-    foreign = sorted(m.stem for m in markers if m.stem not in keys)
-    if foreign:
-        log.warning(
-            "extract: %d finished file(s) in %s are not in --input (e.g. %s); later stages "
-            "read them too. Use a fresh --out for another corpus.",
-            len(foreign),
-            out / "extract",
-            foreign[0],
+    base = out / "extract"
+    foreign = sorted(m.stem for m in (base / MARKERS).glob("*.json") if m.stem not in keys)
+    if not foreign:
+        return
+    if not prune:
+        raise InputError(
+            f"{len(foreign)} finished extract file(s) in {base} are not in --input "
+            f"(e.g. {foreign[0]}); later stages would read them too. Use a fresh --out, "
+            "or add --prune to delete them."
         )
+    for key in foreign:
+        for table in STAGES["extract"].tables:
+            (base / table / f"{key}.parquet").unlink(missing_ok=True)
+        (base / MANIFESTS / f"{key}.json").unlink(missing_ok=True)
+        (base / MARKERS / f"{key}.json").unlink(missing_ok=True)
+    log.warning("extract: --prune removed the outputs of %d file(s) not in --input", len(foreign))
 
 
 def _reduce(name: str):

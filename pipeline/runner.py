@@ -24,6 +24,7 @@ import logging
 import multiprocessing as mp
 import os
 import shutil
+import socket
 import sys
 import time
 import uuid
@@ -46,6 +47,15 @@ SUCCESS = "_SUCCESS.json"
 
 
 # --------------------------------------------------------------------- atomic writes
+_HOST = socket.gethostname().replace("-", "_")
+
+
+def temp_tag() -> str:
+    """``tmp-<host>-<pid>-<random>``: lets a later run tell its own leftovers (dead pid,
+    same host) from the live temp files of another process sharing the work dir."""
+    return f"tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
 @contextlib.contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
     """Yield a temp path beside ``final``; ``os.replace`` it into place on success.
@@ -53,7 +63,7 @@ def atomic_path(final: Path) -> Iterator[Path]:
     The temp file is removed if the block raises (or was never moved).
     """
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f"{final.name}.tmp-{uuid.uuid4().hex}")
+    tmp = final.with_name(f"{final.name}.{temp_tag()}")
     try:
         yield tmp
         os.replace(tmp, final)
@@ -250,7 +260,7 @@ def _run_files(
         finals = {t: base / t / f"{source.key}.parquet" for t in stage.tables}
         for p in finals.values():
             p.parent.mkdir(parents=True, exist_ok=True)
-        temps = {t: p.with_name(f"{p.name}.tmp-{uuid.uuid4().hex}") for t, p in finals.items()}
+        temps = {t: p.with_name(f"{p.name}.{temp_tag()}") for t, p in finals.items()}
         jobs.append((source, key, finals, temps))
     if stage.fn_many is not None:
         produced = stage.fn_many([(j[0], j[3]) for j in jobs], cfg, _report)
@@ -391,7 +401,7 @@ def run_reduce(
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
     final = out / stage.name
-    tmp = out / f".{stage.name}.tmp-{uuid.uuid4().hex}"
+    tmp = out / f".{stage.name}.{temp_tag()}"
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
@@ -424,11 +434,36 @@ def _short(counts: dict[str, Any]) -> str:
     ]
 
 
+def _owner_alive(name: str) -> bool:
+    """Whether the process that made temp file/dir ``name`` may still be writing it."""
+    tag = name.rsplit(".tmp-", 1)[-1] if ".tmp-" in name else ""
+    parts = tag.split("-")
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False  # not ours to judge by name: an old-style or foreign temp, left by a dead run
+    host, pid = parts[0], int(parts[1])
+    if host != _HOST:
+        return True  # another machine on a shared disk: leave its files alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def clean_stale_temps(out: Path) -> None:
-    """Remove temp files/dirs a killed run left behind (they are never read)."""
+    """Remove temp files/dirs that killed runs left behind (they are never read).
+
+    Only leftovers of dead processes on this host are removed, so concurrent runs
+    (shards on one machine, or on several machines sharing ``out``) do not delete
+    each other's work in progress.
+    """
     if not out.exists():
         return
     for p in out.rglob("*.tmp-*"):
+        if _owner_alive(p.name):
+            continue
         if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
         else:

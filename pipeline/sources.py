@@ -23,6 +23,7 @@ from typing import IO
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.xz", ".jsonl.bz2", ".json")
 _HF = re.compile(r"^hf://datasets/(?P<repo>[^/@]+/[^/@]+)(?:@(?P<rev>[^/]+))?(?:/(?P<glob>.*))?$")
+_HF_REVISION = re.compile(r"^(hf://datasets/[^/]+/[^/@]+)@[^/]+")
 READ_BUFFER = 8 * 1024 * 1024
 
 
@@ -49,14 +50,19 @@ class InputFile:
 
     @property
     def key(self) -> str:
-        """Stable, filesystem-safe name for this file's outputs and marker."""
+        """Stable, filesystem-safe name for this file's outputs and marker.
+
+        Hub paths are keyed without their ``@<commit>``: a new revision of the dataset
+        keeps the keys of files it did not change (their identity, the etag, still
+        decides whether they are redone).
+        """
         name = self.path.rstrip("/").rsplit("/", 1)[-1]
         for suf in SUFFIXES:
             if name.endswith(suf):
                 name = name[: -len(suf)]
                 break
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80]
-        digest = hashlib.sha256(self.path.encode()).hexdigest()[:10]
+        digest = hashlib.sha256(_HF_REVISION.sub(r"\1", self.path).encode()).hexdigest()[:10]
         return f"{name}-{digest}"
 
 

@@ -178,3 +178,32 @@ def test_duplicate_papers_across_files_are_counted(
     assert summary["papers_written"] == 6
     assert summary["unique_papers"] == 3
     assert summary["duplicate_papers_across_files"] == 3
+
+
+def test_moved_corpus_is_refused_then_pruned(tmp_path: Path, sample_lines: list[bytes]) -> None:
+    """Outputs of files not in --input would join later stages: refused, or pruned on request."""
+    corpus = _corpus(tmp_path, sample_lines[:3], 2)
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    moved = tmp_path / "moved"
+    corpus.rename(moved)
+    assert main(["extract", "--input", str(moved), "--out", str(out), "--workers", "1"]) == 2
+    assert len(_mtimes(out)) == 2
+    args = ["extract", "--input", str(moved), "--out", str(out), "--workers", "1", "--prune"]
+    assert main(args) == 0
+    assert len(_mtimes(out)) == 2
+    assert len(list((out / "extract" / "papers").glob("*.parquet"))) == 2
+
+
+def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
+    from pipeline.runner import clean_stale_temps, temp_tag
+
+    d = tmp_path / "extract" / "papers"
+    d.mkdir(parents=True)
+    live = d / f"x.parquet.{temp_tag()}"  # this process: alive
+    dead = d / f"y.parquet.tmp-{temp_tag().split('-')[1]}-999999999-abc"  # pid that cannot exist
+    other_host = d / "z.parquet.tmp-elsewhere-1-abc"
+    for p in (live, dead, other_host):
+        p.write_text("partial")
+    clean_stale_temps(tmp_path)
+    assert live.exists() and other_host.exists() and not dead.exists()

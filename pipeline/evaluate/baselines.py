@@ -16,6 +16,8 @@ Every function returns one Float64 score per row of the eval frame, in its order
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import polars as pl
 
@@ -71,6 +73,9 @@ def tokenize(texts: pl.Expr) -> pl.Expr:
 
 def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
     import bm25s  # the index library is only needed for this baseline
+
+    # bm25s sets its logger to DEBUG on import and logs every index build
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
 
     vocabulary = {token: i for i, token in enumerate(sorted({t for doc in docs for t in doc}))}
     query_ids = [vocabulary[t] for t in query if t in vocabulary]

@@ -1,8 +1,9 @@
 """Readers shared by the reduce stages: extract tables with cross-file duplicates removed.
 
 A paper that appears in two input files is kept once: the copy from the file whose
-``source_file`` name sorts first wins (within one file, the first line already won
-in ``extract``). References and mentions follow their paper's winning copy.
+``source_file`` name sorts first wins, ties between files of the same name broken by
+their output key (within one file, the first line already won in ``extract``).
+References and mentions follow their paper's winning copy.
 """
 
 from __future__ import annotations
@@ -20,19 +21,45 @@ from pipeline.runner import ReduceContext
 ROW_GROUP_ROWS = 100_000
 
 
-def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(paper_id, source_file)`` of the copy of each paper that is kept."""
+_KEY = "_extract_key"  # the extract output's file key (input name + path digest)
+
+
+def _scan_keyed(ctx: ReduceContext, table: str) -> pl.LazyFrame:
+    """An extract table plus the key of the input file each row came from."""
+    paths = ctx.upstream("extract", table)
+    schema = S.EXTRACT_TABLES[table]
+    if not paths:
+        return S.scan([], schema).with_columns(pl.lit(None, pl.String).alias(_KEY))
     return (
-        S.scan(ctx.upstream("extract", "papers"), S.PAPERS)
+        pl.scan_parquet([str(p) for p in paths], include_file_paths=_KEY)
+        .with_columns([pl.col(n).cast(t) for n, t in S.polars_schema(schema).items()])
+        .with_columns(pl.col(_KEY).str.extract(r"([^/\\]+)\.parquet$", 1))
+    )
+
+
+def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(paper_id, key)`` of the copy of each paper that is kept.
+
+    The copy whose ``source_file`` name sorts first wins; files with the same name
+    (two directories, a moved corpus) are told apart by their file key, so exactly
+    one copy survives.
+    """
+    return (
+        _scan_keyed(ctx, "papers")
+        .select(S.PAPER_ID, S.SOURCE_FILE, _KEY)
+        .sort(S.PAPER_ID, S.SOURCE_FILE, _KEY)
         .group_by(S.PAPER_ID)
-        .agg(pl.col(S.SOURCE_FILE).min())
+        .agg(pl.col(_KEY).first())
     )
 
 
 def scan_extract(ctx: ReduceContext, table: str) -> pl.LazyFrame:
     """An extract table (``papers``, ``references``, ``mentions``) restricted to winning copies."""
-    lf = S.scan(ctx.upstream("extract", table), S.EXTRACT_TABLES[table])
-    return lf.join(papers_winner(ctx), on=[S.PAPER_ID, S.SOURCE_FILE], how="semi")
+    return (
+        _scan_keyed(ctx, table)
+        .join(papers_winner(ctx), on=[S.PAPER_ID, _KEY], how="semi")
+        .drop(_KEY)
+    )
 
 
 def duplicate_papers(ctx: ReduceContext) -> int:
