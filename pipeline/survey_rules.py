@@ -8,17 +8,30 @@ One public decision function, :func:`survey_reason`. It works in three steps:
    questionnaire surveys of people ("online survey", "we surveyed 300
    developers"), shared-task overviews, and systems that *write* surveys or
    reviews ("automatic literature review generation", "LLMs can write surveys",
-   "a toolkit for literature review"). Masked text is replaced by a separator, so
+   "a toolkit for literature review", "to help researchers conduct a systematic
+   review"). Masked text is replaced by a separator, so
    a cue left elsewhere still counts: "Modern Code Review: A Survey" is a survey
    (of code review), "Automating Code Review Activities" is not.
 2. **Title cues** (:data:`TITLE_CUES`, first match wins): systematic review,
-   mapping study, meta-analysis, literature review, survey, review, overview,
-   tutorial, primer, "the state of the art" (as a noun, not the adjective in
-   "State-of-the-Art Natural Language Processing"), "recent advances/trends",
-   taxonomy (not "taxonomy expansion/induction/...").
-3. **Abstract cues** (:data:`ABSTRACT_CUES`, when ``surveys.use_abstract_cues``):
-   "in this survey", "this paper surveys", "we review the literature", "we present
-   a comprehensive review", "we conducted a systematic literature review", ...
+   mapping study, meta-analysis (not "meta-analysis with/via/methods"), literature
+   review, survey, review, overview, tutorial, primer, "the state of the art" (as a
+   noun, not the adjective in "State-of-the-Art Natural Language Processing"),
+   "recent advances/trends", taxonomy (not "taxonomy expansion/induction/...").
+3. **Abstract cues** (:data:`ABSTRACT_CUES`, when ``surveys.use_abstract_cues``), on
+   the whitespace-collapsed abstract. *Strong* cues describe the paper itself as a
+   survey and always count: "in this survey/review" (the noun, not "in this paper we
+   review"), "this paper surveys", "this article provides a comprehensive review",
+   "we present a comprehensive review/overview", "we survey the ...", "this survey",
+   "we conducted a systematic literature review", "a meta-analysis of the literature".
+   *Weak* cues also occur in passing in papers that propose their own method ("in
+   this paper we review recent advances ... and propose a new method", "based on a
+   literature review, we propose a framework", "we present a brief review of ...",
+   a bare mention of "systematic reviews"), so they count only when the abstract
+   makes no contribution claim (:data:`CONTRIBUTION`: "we propose/present/introduce a
+   (new/novel) method|model|framework|approach|algorithm|system|dataset|benchmark|...",
+   "we propose X, a novel ...", "our method outperforms", "outperforms the
+   state of the art", "achieves state-of-the-art"). A framework "to categorize/unify/
+   describe" existing work and a taxonomy are a survey's own, not claims.
 
 A bare *survey* cue ("title:survey", "abstract:this survey", "abstract:we survey") is
 vetoed when the title or abstract reports a questionnaire study
@@ -78,7 +91,7 @@ MASKS: tuple[tuple[str, str], ...] = (
         r"|corpora|quality|writing|composition|synthesis|responses?|feedback|requests?|bots?"
         r"|tools?|platforms?|systems?|activities|practices?|effort|outcomes?|decisions?|time"
         r"|participation|coverage|changes?|workload|recommendation|classification|automation"
-        r"|screening|forms?)\b",
+        r"|screening|forms?|reading|comprehension)\b",
     ),
     (
         "user reviews",
@@ -118,9 +131,13 @@ MASKS: tuple[tuple[str, str], ...] = (
         rf"|draft(?:s|ing)?|produc(?:e|es|ing))\s+(?:(?:a|an|the|full|complete|scientific|academic"
         rf"|comprehensive|high-quality|long|coherent|[\w-]+-like)\s+){{0,3}}{_WRITTEN}"
         rf"|\b{_WRITTEN}\s+(?:generation|generator|writing|composition|synthesis|automation|screening|assistants?)\b"
-        rf"|\b(?:generation|generating|writing|synthesis|screening)\s+(?:[\w-]+\s+){{0,2}}?for\s+(?:(?:scientific|systematic|automatic|automated|academic)\s+)?{_WRITTEN}"
+        rf"|\b(?:generation|generating|writing|synthesis|screening)\s+(?:[\w-]+\s+){{0,2}}?(?:for|in|of)\s+(?:(?:scientific|systematic|automatic|automated|academic)\s+)?{_WRITTEN}"
         rf"|\b(?:toolkits?|tools?|systems?|frameworks?|assistants?|agents?|pipelines?|platforms?|datasets?"
-        rf"|benchmarks?|corpus|models?)\s+for\s+(?:[\w-]+\s+){{0,2}}?{_WRITTEN}"
+        rf"|benchmarks?|corpus|models?)\s+for\s+(?:[\w-]+\s+){{0,3}}?{_WRITTEN}"
+        rf"|\b(?:help|helps|helping|support|supports|supporting|assist|assists|assisting|aid|aids"
+        rf"|facilitate|facilitates|accelerate|accelerates|speed up|speeds up|streamline|streamlines)"
+        rf"\s+(?:[\w-]+\s+){{0,3}}?(?:conduct|perform|write|carry out|complete)\w*\s+"
+        rf"(?:(?:a|an|the|their)\s+)?(?:{_WRITTEN}|meta[- ]?analy(?:sis|ses))\b"
         rf"|\bautomat\w*\s+(?:the\s+)?(?:creation|writing|generation|production|drafting)\s+of\s+(?:[\w-]+\s+){{0,2}}?{_WRITTEN}",
     ),
 )
@@ -129,7 +146,11 @@ MASKS: tuple[tuple[str, str], ...] = (
 TITLE_CUES: tuple[tuple[str, str], ...] = (
     ("systematic review", r"\bsystematic (?:literature )?reviews?\b|\bscoping reviews?\b"),
     ("mapping study", r"\b(?:systematic )?mapping stud(?:y|ies)\b"),
-    ("meta-analysis", r"\bmeta[- ]?analy(?:sis|ses)\b|\bmeta[- ]stud(?:y|ies)\b"),
+    (
+        "meta-analysis",
+        r"\bmeta[- ]?analy(?:sis|ses)\b(?!\s+(?:with|via|using|methods?|models?|estimators?"
+        r"|frameworks?|algorithms?)\b)|\bmeta[- ]stud(?:y|ies)\b",
+    ),
     (
         "literature review",
         r"\bliterature (?:reviews?|surveys?)\b|\b(?:survey|review) of (?:the )?literature\b",
@@ -155,45 +176,173 @@ TITLE_CUES: tuple[tuple[str, str], ...] = (
 _ADJ = (
     r"(?:(?:comprehensive|systematic|extensive|thorough|broad|detailed|critical|brief|concise"
     r"|structured|up-to-date|in-depth|holistic|unified|exhaustive|rigorous|focused|timely"
-    r"|first|novel|new|literature|narrative|scoping|large-scale|multivocal)\s+)*"
+    r"|first|novel|new|literature|narrative|scoping|large-scale|multivocal|conceptual|general"
+    r"|short|selective|gentle)\s+)*"
 )
+# Adjectives that make "a review/overview" a survey's own description of itself.
+_STRONG_ADJ = (
+    r"(?:comprehensive|systematic|extensive|thorough|exhaustive|in-depth|broad|up-to-date"
+    r"|holistic|critical|literature|narrative|scoping|multivocal|large-scale)"
+)
+_ADV = r"(?:(?:\w+ly|then|also|first|further|finally|next|here|now|thus|therefore|hence) )?"
 _VERB = (
     r"(?:present|presents|provide|provides|give|gives|offer|offers|conduct|conducts|conducted"
     r"|perform|performs|performed|carry out|carried out|undertake|undertook|report|write)"
 )
-# (name, pattern), first match wins; run on the masked abstract.
-ABSTRACT_CUES: tuple[tuple[str, str], ...] = (
-    ("systematic review", r"\bsystematic (?:literature )?reviews?\b|\bscoping reviews?\b"),
-    ("mapping study", r"\b(?:systematic )?mapping stud(?:y|ies)\b"),
-    ("meta-analysis", r"\bmeta[- ]?analy(?:sis|ses)\b"),
-    ("in this survey", r"\bin this (?:\w+\s+){0,2}?survey\b"),
-    ("in this review", r"\bin this (?:\w+\s+){0,2}?review\b"),
+_SHOW = r"(?:present|presents|provide|provides|give|gives|offer|offers)"
+_DOC = r"(?:paper|article|work|chapter|manuscript|report|study|review|survey|tutorial)"
+# What a survey walks through: "we review recent advances in ...", "an overview of existing methods".
+_BODY = (
+    r"(?:literature|advances|advancements|progress|works|approaches|methods|techniques|research"
+    r"|studies|papers|developments|findings|efforts|solutions|models|algorithms|architectures"
+    r"|applications|state of the art|state-of-the-art)"
+)
+_SCOPE = (
+    r"(?:current|existing|recent|prior|previous|the state|main|major|key|representative|popular"
+    r"|various|different|available|most|many|related|relevant|emerging|classical)"
+)
+_SR = r"(?:systematic (?:literature )?reviews?|scoping reviews?|SLRs?)"
+_MS = r"(?:(?:systematic )?mapping stud(?:y|ies))"
+# (name, pattern, strong), first match wins; run on the masked abstract. A weak cue
+# ("we review recent advances", "in this paper we review", "based on a literature review")
+# also appears in papers that propose their own method, so it counts only when the
+# abstract claims no contribution of its own (CONTRIBUTION); a strong cue always counts.
+ABSTRACT_CUES: tuple[tuple[str, str, bool], ...] = (
+    # "we conducted a systematic literature review", "this mapping study", "an SLR of 80
+    # papers" describe the paper itself; a bare mention may be the domain of a screening tool
+    (
+        "systematic review",
+        rf"\b(?:we|this|our|the present) {_ADV}(?:{_VERB} )?(?:(?:a|an|the) )?{_ADJ}{_SR}\b"
+        rf"|\b{_SR} (?:of|on|covering|including|analy[sz]ing) (?:\w+ )?(?:\d|over |more than )",
+        True,
+    ),
+    (
+        "mapping study",
+        rf"\b(?:we|this|our|the present) {_ADV}(?:{_VERB} )?(?:(?:a|an|the) )?{_ADJ}{_MS}\b"
+        rf"|\b{_MS} (?:of|on|covering|including|analy[sz]ing) (?:\w+ )?(?:\d|over |more than )",
+        True,
+    ),
+    ("systematic review", rf"\b{_SR}\b", False),
+    ("mapping study", rf"\b{_MS}\b", False),
+    (
+        "meta-analysis",
+        r"\bmeta[- ]?analy(?:sis|ses)\s+(?:of|on)\s+(?:the\s+)?(?:[\w-]+\s+){0,2}?"
+        r"(?:literature|\d[\d,]*\s+(?:[\w-]+\s+)?(?:papers|studies|articles|publications))\b",
+        True,
+    ),
+    ("meta-analysis", r"\bmeta[- ]?analy(?:sis|ses)\b", False),
+    # the noun, not "in this paper we review/survey ..." (that is "we review"/"we survey")
+    (
+        "in this survey",
+        r"\bin this (?:(?!(?:paper|work|article|chapter|study|report|thesis|manuscript|we)\b)"
+        r"[\w-]+\s+){0,2}?survey\b",
+        True,
+    ),
+    (
+        "in this review",
+        r"\bin this (?:(?!(?:paper|work|article|chapter|study|report|thesis|manuscript|we)\b)"
+        r"[\w-]+\s+){0,2}?review\b",
+        True,
+    ),
     (
         "this paper surveys",
-        r"\b(?:this|our|the present) (?:paper|article|work|chapter|manuscript|study|review)"
-        r" (?:\w+ly )?(?:surveys|reviews|summari[sz]es the (?:literature|state|research|recent))\b",
+        rf"\b(?:this|our|the present) {_DOC} (?:\w+ly )?surveys\b"
+        rf"|\b(?:this|our|the present) (?:paper|article|work|chapter|manuscript|report) {_ADV}"
+        rf"{_SHOW} (?:a|an) {_ADJ}survey\b"
+        rf"|\b(?:this|our|the present) (?:paper|article|work|chapter|manuscript|report) {_ADV}"
+        rf"{_SHOW} (?:a|an) {_ADJ}{_STRONG_ADJ} (?:{_ADJ})?(?:review|overview)\b",
+        True,
     ),
-    ("we present a review", rf"\bwe (?:\w+ly )?{_VERB} (?:a|an) {_ADJ}(?:survey|review)\b"),
+    (
+        "this paper surveys",
+        rf"\b(?:this|our|the present) {_DOC} (?:\w+ly )?(?:reviews|summari[sz]es the (?:literature"
+        rf"|state|research|recent))\b"
+        rf"|\b(?:this|our|the present) (?:paper|article|work|chapter|manuscript|report) {_ADV}"
+        rf"{_SHOW} (?:a|an) {_ADJ}review\b"
+        rf"|\b(?:this|the present) (?:paper|article|chapter|report) (?:\w+ly )?(?:discusses"
+        rf"|summari[sz]es|reviews|presents|describes) (?:the )?(?:most )?recent (?:advances"
+        rf"|advancements|progress|developments|trends)\b"
+        rf"|\b(?:purpose|aim|goal|objective) of this (?:paper|article|chapter|work) is to"
+        rf" (?:\w+ )?(?:overview|review|survey)\b",
+        False,
+    ),
+    (
+        "we present a review",
+        rf"\bwe {_ADV}{_VERB} (?:a|an) {_ADJ}{_STRONG_ADJ} (?:{_ADJ})?(?:survey|review)\b",
+        True,
+    ),
+    ("we present a review", rf"\bwe {_ADV}{_VERB} (?:a|an) {_ADJ}(?:survey|review)\b", False),
     (
         "we present an overview",
-        r"\bwe (?:\w+ly )?(?:present|provide|give|offer) (?:a|an) (?:comprehensive|systematic"
-        r"|extensive|thorough|broad|in-depth|up-to-date|structured|detailed) overview\b",
+        rf"\bwe {_ADV}{_VERB} (?:a|an) {_ADJ}{_STRONG_ADJ} (?:{_ADJ})?overview\b"
+        r"(?! of (?:the |our )?(?:proposed|our|this)\b)",
+        True,
+    ),
+    (
+        "we present an overview",
+        rf"\b(?:provide|provides|providing|present|presents|presenting|give|gives|giving|offer"
+        rf"|offers|offering) (?:a|an) {_ADJ}(?:overview|review|survey) of (?:the )?{_SCOPE}\b",
+        False,
     ),
     (
         "we survey",
-        r"\bwe (?:\w+ly )?survey (?:the |recent |existing |current |state|a wide|a broad|over |more than |\d)",
+        rf"\bwe {_ADV}survey (?:the |recent |existing |current |prior |previous |state|a wide"
+        r"|a broad|over |more than |\d)",
+        True,
     ),
     (
         "we review",
-        r"\bwe (?:\w+ly )?review (?:the |recent |existing |current |a wide |a broad |over |more than |\d+ )?"
-        r"(?:[\w-]+ ){0,3}?(?:literature|advances|progress|works|approaches|methods|techniques|research"
-        r"|studies|papers|developments|state of the art|state-of-the-art)\b",
+        rf"\bwe {_ADV}review (?:the |recent |existing |current |prior |previous |a wide |a broad"
+        rf" |over |more than |\d+ )?(?:[\w-]+ ){{0,3}}?{_BODY}\b",
+        False,
     ),
-    ("this survey", r"\bthis (?:\w+\s+){0,2}?survey\b"),
-    ("literature review", r"\bliterature (?:reviews?|surveys?)\b"),
+    (
+        "this survey",
+        r"\bthis (?:(?!(?:paper|work|article|chapter|study|report|thesis|manuscript|we)\b)"
+        r"[\w-]+\s+){0,2}?survey\b",
+        True,
+    ),
+    ("literature review", r"\bliterature (?:reviews?|surveys?)\b", False),
 )
 BARE_SURVEY_CUES = frozenset(
     {"title:survey", "abstract:in this survey", "abstract:this survey", "abstract:we survey"}
+)
+
+# What a paper that proposes its own method says about itself; vetoes a weak abstract cue.
+_CLAIM = (
+    r"(?:methods?|models?|frameworks?|approach(?:es)?|algorithms?|systems?|datasets?|benchmarks?"
+    r"|architectures?|techniques?|networks?|toolkits?|tools?|library|libraries|corpus|corpora"
+    r"|metrics?|loss(?:es)?|pipelines?|paradigms?|strategy|strategies)"
+)
+# words between "we propose a" and the noun: not a survey's own object ("a review of ... models")
+_MODIFIERS = (
+    r"(?:(?!(?:of|on|for|in|to|from|with|and|review|survey|overview|taxonomy|categori[sz]ation"
+    r"|classification|perspective|summary)\b)[\w-]+,?\s+){0,4}?"
+)
+# "we propose a unified framework to categorize existing methods" is a survey's own framework
+_NOT_A_CLAIM = (
+    r"(?!\s+(?:to|for|that|which|under which|in which|with which)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:categori|classif|organi|systemati|structur|unif|understand|compar|analy|describ|review"
+    r"|survey|summari|taxonom|characteri|position|situate|relate))"
+)
+_MAKE = (
+    r"(?:propose[sd]?|present(?:s|ed)?|introduce[sd]?|develop(?:s|ed)?|design(?:s|ed)?|devise[sd]?"
+    r"|build|builds|built|construct(?:s|ed)?|release[sd]?|contribute[sd]?|create[sd]?"
+    r"|implement(?:s|ed)?)"
+)
+CONTRIBUTION = (
+    rf"\b(?:we|this (?:paper|work|article)|the (?:paper|work)) {_ADV}{_MAKE}\s+(?:a|an|our|two|three"
+    rf"|several|the first|the proposed)\s+{_MODIFIERS}{_CLAIM}\b{_NOT_A_CLAIM}"
+    rf"|\bwe {_ADV}{_MAKE}\s+[\w-]+"
+    rf"(?:\s+\([\w-]+\))?,\s+(?:a|an)\s+{_MODIFIERS}{_CLAIM}\b{_NOT_A_CLAIM}"
+    rf"|\b{_MAKE}\s+(?:a|an|the first)\s+(?:novel|new)\s+{_MODIFIERS}{_CLAIM}\b{_NOT_A_CLAIM}"
+    rf"|\b(?:our|the proposed|our proposed|the resulting)\s+(?:[\w-]+\s+){{0,3}}?{_CLAIM}"
+    r"\s+(?:\w+ly\s+)?(?:outperforms?|outperformed|achieves?|achieved|surpass(?:es|ed)?|beats?"
+    r"|improves?|improved|yields?|sets?)\b"
+    r"|\b(?:outperforms|outperforming|surpasses|surpassing|beats|beating)\s+(?:\w+\s+){0,4}?"
+    r"(?:state[- ]of[- ]the[- ]art|sota|baselines?|existing|previous|prior|competing|strong)\b"
+    r"|\b(?:achieves|sets|establishes)\s+(?:a\s+)?(?:new\s+)?(?:state[- ]of[- ]the[- ]art|sota)\b"
+    r"|\bnew state[- ]of[- ]the[- ]art\b"
 )
 
 # A questionnaire study of people: vetoes a bare "survey" cue.
@@ -210,6 +359,7 @@ QUESTIONNAIRE = (
 _PREFILTER = (
     r"(?i)survey|review|overview|tutorial|primer|meta[- ]?analy|meta[- ]stud|mapping stud"
     r"|state[- ]of[- ]|recent (advances|advancements|progress|developments|trends)|taxonom"
+    r"|\bSLRs?\b"
 )
 
 
@@ -219,8 +369,11 @@ class _Rules:
         self.mask = regex.compile("|".join(f"(?:{p})" for p in masks), _F)
         self.title = [(f"title:{n}", regex.compile(p, _F)) for n, p in TITLE_CUES]
         self.title += [("title:extra", regex.compile(p, _F)) for p in extra_title_cues]
-        self.abstract = [(f"abstract:{n}", regex.compile(p, _F)) for n, p in ABSTRACT_CUES]
+        self.abstract = [
+            (f"abstract:{n}", regex.compile(p, _F), strong) for n, p, strong in ABSTRACT_CUES
+        ]
         self.questionnaire = regex.compile(QUESTIONNAIRE, _F)
+        self.contribution = regex.compile(CONTRIBUTION, _F)
 
 
 @functools.lru_cache(maxsize=8)
@@ -258,9 +411,16 @@ def survey_reason(
             return name
     if a:
         masked_abstract = rules.mask.sub(_SEP, a)
-        for name, pattern in rules.abstract:
-            if pattern.search(masked_abstract) and not (people and name in BARE_SURVEY_CUES):
-                return name
+        claims = None  # whether the abstract claims a method of its own, computed when needed
+        for name, pattern, strong in rules.abstract:
+            if not pattern.search(masked_abstract) or (people and name in BARE_SURVEY_CUES):
+                continue
+            if not strong:
+                if claims is None:
+                    claims = bool(rules.contribution.search(a))
+                if claims:
+                    continue
+            return name
     return None
 
 
