@@ -43,13 +43,12 @@ class ExtractConfig:
 
 @dataclass(frozen=True)
 class WorksConfig:
-    use_contained_arxiv_ids: bool = _f(
-        True, "take arXiv ids found in the raw bib string when ids.arxiv_id is empty"
-    )
     max_alias_partners: int = _f(
         3,
-        "an identifier linked to more than this many distinct identifiers of one kind is junk: "
-        "its links are dropped",
+        "a DOI or OpenAlex id linked to more than this many distinct arXiv ids, or to more than "
+        "this many distinct DOIs (or OpenAlex ids) that have no arXiv id, glues unrelated works "
+        "(e.g. a proceedings-volume DOI): its links are dropped; arXiv ids are never junk, so a "
+        "paper cited under several DOIs and OpenAlex ids keeps them all",
     )
     max_label_iterations: int = _f(
         200, "connected components: fail after this many label-propagation rounds"

@@ -78,8 +78,16 @@ EXPECTED_CANDIDATES = {
         H: "own_category", P1: "citing_survey_category", P2: "citing_survey_category",
     },
 }  # fmt: skip
-# surveys of the same primary category citing each candidate
-SAME_CATEGORY = {A: 1, C: 1, D: 1, F: 1, G: 2, H: 0, P1: 1, P2: 1}
+# (n_citing_surveys, n_citing_surveys_same_category) of each candidate pair: OTHER surveys citing
+# the work first posted strictly before the survey (all, and those of its primary category).
+# D is cited by S4 only, which is later than S1: 0 for S1 (all-time it would be 1).
+# H is cited by S3 (cs.CV, 2022-01-10): before S4, but not of S4's category.
+PRIOR_COUNTS = {
+    (S1, A): (1, 1), (S1, C): (1, 1), (S1, D): (0, 0), (S1, H): (0, 0),
+    (S2, H): (0, 0),
+    (S4, A): (1, 1), (S4, C): (1, 1), (S4, F): (1, 1), (S4, G): (2, 2), (S4, H): (1, 0),
+    (S4, P1): (1, 1), (S4, P2): (1, 1),
+}  # fmt: skip
 
 
 def _write(df: pl.DataFrame, schema, path: Path) -> None:
@@ -250,10 +258,13 @@ def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
     for s, w, src in got.select(S.SURVEY_ID, S.WORK_ID, S.NEGATIVE_SOURCE).iter_rows():
         found[s][w] = src
     assert found == EXPECTED_CANDIDATES
-    for s, w, n_same in got.select(
-        S.SURVEY_ID, S.WORK_ID, S.N_CITING_SURVEYS_SAME_CATEGORY
-    ).iter_rows():
-        assert n_same == SAME_CATEGORY[w], (s, w)
+    prior = {
+        (s, w): (n, n_same)
+        for s, w, n, n_same in got.select(
+            S.SURVEY_ID, S.WORK_ID, S.N_CITING_SURVEYS, S.N_CITING_SURVEYS_SAME_CATEGORY
+        ).iter_rows()
+    }
+    assert prior == PRIOR_COUNTS
 
 
 def test_sampling_takes_floor_ratio_times_positives_by_stable_hash(tmp_path: Path) -> None:
@@ -304,6 +315,23 @@ def test_hardest_takes_most_same_category_citations_first(tmp_path: Path) -> Non
     assert got.filter(pl.col(S.SURVEY_ID) == S4)[S.N_CITING_SURVEYS_SAME_CATEGORY].to_list() == [2]
 
 
+def test_hardest_uses_only_surveys_posted_before(tmp_path: Path) -> None:
+    build_handmade(tmp_path)
+    # seed 0: for S1 the hash order puts D before A and C. All-time, D is cited by one cs.CL
+    # survey (S4) like A and C (S2), so D would be drawn; but S4 is posted after S1, so before
+    # S1, D has 0 same-category citing surveys and A, C (1 each) come first.
+    seed = 0
+    assert N.pair_hash(seed, S1, D) < min(N.pair_hash(seed, S1, A), N.pair_hash(seed, S1, C))
+    run_stage(
+        tmp_path,
+        "negatives",
+        _cfg(negative_sampling="hardest", negatives_per_positive=2 / 3, seed=seed),
+    )
+    got = _negatives(tmp_path).filter(pl.col(S.SURVEY_ID) == S1)
+    assert sorted(got[S.WORK_ID].to_list()) == sorted([A, C])
+    assert got[S.N_CITING_SURVEYS_SAME_CATEGORY].to_list() == [1, 1]
+
+
 def test_seed_changes_the_draw_and_output_is_reproducible(tmp_path: Path) -> None:
     build_handmade(tmp_path)
     run_stage(tmp_path, "negatives", _cfg())
@@ -345,6 +373,83 @@ def test_bad_sampling_names_the_choices(tmp_path: Path) -> None:
     build_handmade(tmp_path)
     with pytest.raises(ValueError, match="available: \\['hash', 'hardest'\\]"):
         run_stage(tmp_path, "negatives", _cfg(negative_sampling="random"))
+
+
+# --------------------------------------------------------------------- an alias across surveys
+# The review's reproduction: survey SV cites W only by DOI 10.1/w; another paper's bib entry
+# carries both arXiv:1706.03762 and that DOI; four more entries pair the arXiv id with four
+# different OpenAlex ids. An earlier survey ST of the same category cites the arXiv id.
+ATTENTION = "arxiv:1706.03762"
+ST, SV, MP = "2201.00010", "2301.00020", "2105.00030"
+
+
+def write_attention_corpus(out: Path) -> None:
+    from tests.test_works import paper, ref, write_extract
+
+    papers = [
+        paper(ST, "A Survey of Sequence Models", cats="cs.CL", day=date(2022, 1, 10)),
+        paper(SV, "Transformers in NLP: A Survey", cats="cs.CL", day=date(2023, 1, 20)),
+        paper(MP, "A Method Paper", cats="cs.CL", day=date(2021, 5, 3)),
+    ]
+    refs = [
+        ref(ST, "t0", arxiv="1706.03762"),
+        *[ref(ST, f"t{i}", arxiv=f"1801.{i:05d}") for i in range(1, 25)],
+        ref(SV, "s0", doi="10.1/w"),
+        *[ref(SV, f"s{i}", arxiv=f"1802.{i:05d}") for i in range(1, 25)],
+        ref(MP, "m0", arxiv="1706.03762", doi="10.1/w"),
+        *[ref(MP, f"m{i}", arxiv="1706.03762", oa=f"W{i}") for i in range(1, 5)],
+    ]
+    write_extract(out, papers, refs, [])
+
+
+def _attention_run(tmp_path: Path, config: str | None) -> Path:
+    from tests.test_works import run_stages
+
+    out = tmp_path / "work"
+    write_attention_corpus(out)
+    path = None
+    if config is not None:
+        path = tmp_path / "c.toml"
+        path.write_text(config)
+    run_stages(out, "works", "surveys", "labels", "negatives", config=path)
+    surveys = pl.read_parquet(out / "surveys" / "surveys.parquet")
+    assert sorted(surveys[S.PAPER_ID]) == [ST, SV]
+    return out
+
+
+def test_a_work_cited_by_doi_is_not_a_negative_of_its_survey(tmp_path: Path) -> None:
+    out = _attention_run(tmp_path, None)
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    by_ref = {(p, r): w for p, r, w in cites.iter_rows()}
+    # one work_id for the DOI and the arXiv id, in every paper
+    assert by_ref[(SV, "s0")] == by_ref[(ST, "t0")] == by_ref[(MP, "m0")] == ATTENTION
+    assert {by_ref[(MP, f"m{i}")] for i in range(1, 5)} == {ATTENTION}
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    assert works.filter(pl.col(S.WORK_ID) == ATTENTION)[S.ALIASES].to_list() == [
+        [ATTENTION, "doi:10.1/w", *[f"openalex:W{i}" for i in range(1, 5)]]
+    ]
+    assert json.loads((out / "works" / "_SUCCESS.json").read_text())["counts"]["junk_aliases"] == 0
+    labels = pl.read_parquet(out / "labels" / "labels.parquet")
+    assert labels.filter((pl.col(S.SURVEY_ID) == SV) & (pl.col(S.WORK_ID) == ATTENTION)).height == 1
+    neg = _negatives(out)
+    assert neg.filter((pl.col(S.SURVEY_ID) == SV) & (pl.col(S.WORK_ID) == ATTENTION)).is_empty()
+    # the stage did run: SV gets ST's other works (cited by an earlier cs.CL survey)
+    assert sorted(neg.filter(pl.col(S.SURVEY_ID) == SV)[S.WORK_ID]) == [
+        f"arxiv:1801.{i:05d}" for i in range(1, 25)
+    ]
+
+
+def test_raw_co_occurrence_excludes_a_work_that_works_kept_apart(tmp_path: Path) -> None:
+    # With max_alias_partners = 0 every DOI and OpenAlex id linked to an arXiv id is junk, so
+    # `works` keeps doi:10.1/w apart from the arXiv id. The entry that carries both still
+    # shows SV cites it: negatives excludes it over the raw link.
+    out = _attention_run(tmp_path, "[works]\nmax_alias_partners = 0\n")
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    by_ref = {(p, r): w for p, r, w in cites.iter_rows()}
+    assert by_ref[(SV, "s0")] == "doi:10.1/w" and by_ref[(ST, "t0")] == ATTENTION
+    neg = _negatives(out)
+    assert neg.filter((pl.col(S.SURVEY_ID) == SV) & (pl.col(S.WORK_ID) == ATTENTION)).is_empty()
+    assert neg.filter(pl.col(S.SURVEY_ID) == SV).height == 24
 
 
 # --------------------------------------------------------------------- end to end, every row
@@ -437,7 +542,8 @@ def check_every_negative(out: Path) -> int:
             cats = {survey_info[c][S.PRIMARY_CATEGORY] for c in citing_surveys}
             assert sv[S.PRIMARY_CATEGORY] in cats, (s, w)
             assert r[S.NEGATIVE_SOURCE] == "citing_survey_category"
-        assert r[S.IN_DOMAIN]
+        # in_domain: a corpus paper with the survey's category; never a work outside the corpus
+        assert r[S.IN_DOMAIN] == (r[S.NEGATIVE_SOURCE] == "own_category"), (s, w)
         # predates the survey
         if work[S.KNOWN_DATE] is not None:
             assert work[S.KNOWN_DATE] < sv[S.FIRST_VERSION_DATE], (s, w)

@@ -127,26 +127,50 @@ def test_split_fails_when_a_negative_postdates_its_survey(handmade: Path) -> Non
         run_stage(handmade, "split", _cfg())
 
 
-def test_prior_citations_and_in_domain_by_hand(handmade: Path) -> None:
+def test_prior_citations_in_domain_and_citing_surveys_by_hand(handmade: Path) -> None:
     rows = _rows(handmade / "release")
     got = {
-        (r[S.SURVEY_ID], r[S.CANDIDATE_ID]): (r[S.CANDIDATE_PRIOR_CITATIONS], r[S.IN_DOMAIN])
+        (r[S.SURVEY_ID], r[S.CANDIDATE_ID]): (
+            r[S.CANDIDATE_PRIOR_CITATIONS],
+            r[S.IN_DOMAIN],
+            r[S.N_CITING_SURVEYS],
+        )
         for r in rows.iter_rows(named=True)
     }
     # citing papers and dates: S2 2021-03-01 (A, C, F, G), X1 2020-05-01 (A, G), X2 2021-06-10 (A),
     # S1 2021-05-15 (G, P1, P2); only strictly earlier papers count, never the survey itself.
-    assert got[(S1, G)] == (2, True)  # S2 and X1; G is also cited by cs.CL survey S2
-    assert got[(S1, P1)] == (0, False)  # cited by S1 only; outside the corpus, no other survey
-    assert got[(S2, A)] == (1, True)  # X1 (S2 itself does not count); A is cs.CL
-    assert got[(S2, G)] == (1, True)  # X1; S1 is later
-    assert got[(S2, C)] == (0, False)
-    assert got[(S3, H)] == (0, True)  # corpus paper with cs.CV among its categories
-    assert got[(S3, B)] == (0, False)
-    assert got[(S4, D)] == (0, True)
-    if (S4, A) in got:  # a sampled negative: S2, X1, X2 all precede S4
-        assert got[(S4, A)] == (3, True)
-    assert rows.filter(pl.col(S.LABEL) == 0)[S.IN_DOMAIN].all()  # every hard negative is in domain
+    # in_domain: a corpus paper whose own categories include the survey's primary category.
+    # n_citing_surveys: OTHER surveys citing the work, first posted strictly before the survey.
+    assert got[(S1, G)] == (2, False, 1)  # S2 and X1; G is outside the corpus; S2 cites it earlier
+    assert got[(S1, P1)] == (0, False, 0)  # cited by S1 only; outside the corpus
+    assert got[(S2, A)] == (1, True, 0)  # X1 (S2 itself does not count); A is a cs.CL paper
+    assert got[(S2, G)] == (1, False, 0)  # X1; S1 is later (for citations and citing surveys)
+    assert got[(S2, C)] == (0, False, 0)
+    assert got[(S3, H)] == (0, True, 0)  # corpus paper with cs.CV among its categories
+    assert got[(S3, B)] == (0, False, 0)
+    assert got[(S4, D)] == (0, True, 0)
+    if (S4, A) in got:  # a sampled negative: S2, X1, X2 all precede S4; S2 cites it
+        assert got[(S4, A)] == (3, True, 1)
+    if (S4, G) in got:  # a sampled negative outside the corpus: out of domain
+        assert got[(S4, G)] == (3, False, 2)  # X1, S2, S1 cite it; S2 and S1 are surveys
+    assert rows[S.IN_DOMAIN].null_count() == 0
+    negatives = rows.filter(pl.col(S.LABEL) == 0)
+    assert negatives[S.IN_DOMAIN].to_list() == [
+        src == "own_category" for src in negatives[S.NEGATIVE_SOURCE]
+    ]
+    assert not negatives[S.IN_DOMAIN].all() and negatives[S.IN_DOMAIN].any()
     assert {S1, S2, S3, S4} == set(rows[S.SURVEY_ID])
+
+
+def test_release_fails_on_a_repeated_pair(handmade: Path) -> None:
+    path = handmade / "split" / "candidates.parquet"
+    cands = pl.read_parquet(path)
+    twice = cands.filter((pl.col(S.SURVEY_ID) == S2) & (pl.col(S.WORK_ID) == A))
+    pq.write_table(pl.concat([cands, twice, twice]).to_arrow(), path)
+    with pytest.raises(
+        RuntimeError, match=r"\('2102\.00002', 'arxiv:1901\.00001'\) appears 3 times; 1 pair"
+    ):
+        run_stage(handmade, "release", _cfg())
 
 
 def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
@@ -247,6 +271,42 @@ def test_candidate_prior_citations_use_only_earlier_papers(synthetic_release: Pa
         )
         assert got == want, (s, w)
     assert rows[S.CANDIDATE_PRIOR_CITATIONS].sum() > 0
+
+
+def test_in_domain_and_citing_surveys_of_every_row(synthetic_release: Path) -> None:
+    out = synthetic_release
+    surveys = pl.read_parquet(out / "surveys" / "surveys.parquet")
+    survey_date = dict(surveys.select(S.PAPER_ID, S.FIRST_VERSION_DATE).iter_rows())
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    work_paper = dict(works.select(S.WORK_ID, S.PAPER_ID).iter_rows())
+    work_cats = dict(works.select(S.WORK_ID, S.CATEGORIES).iter_rows())
+    citing: dict[str, set[str]] = {}
+    cites = pl.read_parquet(out / "works" / "cites.parquet").drop_nulls(S.WORK_ID)
+    for pid, wid in cites.select(S.PAPER_ID, S.WORK_ID).iter_rows():
+        if pid in survey_date:
+            citing.setdefault(wid, set()).add(pid)
+    rows = _rows(out / "release")
+    assert rows[S.IN_DOMAIN].null_count() == 0
+    for r in rows.iter_rows(named=True):
+        s, w, sdate = r[S.SURVEY_ID], r[S.CANDIDATE_ID], r[S.SURVEY_DATE]
+        in_domain = work_paper[w] is not None and r[S.SURVEY_PRIMARY_CATEGORY] in (
+            work_cats[w] or []
+        )
+        assert r[S.IN_DOMAIN] == in_domain, (s, w)
+        before = {
+            t
+            for t in citing.get(w, ())
+            if t != s and survey_date[t] is not None and survey_date[t] < sdate
+        }
+        assert r[S.N_CITING_SURVEYS] == len(before), (s, w)
+    negatives = rows.filter(pl.col(S.LABEL) == 0)
+    # every negative source occurs, and the citing_survey_category ones are all out of domain
+    assert set(negatives[S.NEGATIVE_SOURCE]) == set(S.NEGATIVE_SOURCES)
+    assert (
+        not negatives.filter(pl.col(S.IN_DOMAIN))[S.NEGATIVE_SOURCE]
+        .is_in(["citing_survey_category"])
+        .any()
+    )
 
 
 def test_every_config_and_split_loads_with_datasets(

@@ -209,6 +209,43 @@ def test_junk_limit_is_configurable(hand_out: Path, tmp_path: Path) -> None:
     assert c["junk_aliases"] == 0 and c["largest_component"] == 6  # 5 arXiv ids + the DOI
 
 
+def test_junk_rule_targets_identifiers_shared_by_unrelated_works(tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    refs = [
+        # a proceedings-volume DOI given to six unrelated arXiv papers, and cited alone once
+        *[ref("2301.00005", f"v{i}", arxiv=f"1905.0000{i}", doi="10.9/volume") for i in range(6)],
+        ref("2301.00005", "v6", doi="10.9/volume"),
+        # no arXiv id involved: one OpenAlex id matched to six works known by their DOIs
+        *[ref("2301.00005", f"o{i}", doi=f"10.8/paper{i}", oa="W999") for i in range(6)],
+        # a popular arXiv paper under five OpenAlex ids and three DOIs: normal, all one work
+        *[ref("2301.00006", f"p{i}", arxiv="1706.03762", oa=f"W{i}") for i in range(5)],
+        ref("2301.00006", "p5", arxiv="1706.03762", doi="10.5/neurips"),
+        ref("2301.00006", "p6", arxiv="1706.03762", doi="10.48550/arxiv.1706.03762"),
+        ref("2301.00006", "p7", doi="10.5/neurips", oa="W0"),
+        ref("2301.00006", "p8", doi="10.5/acl", oa="W1"),
+    ]
+    papers = [paper("2301.00005", "Proceedings User"), paper("2301.00006", "Attention User")]
+    write_extract(out, papers, refs, [])
+    run_stages(out, "works")
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    by_ref = dict(zip(cites[S.REF_ID], cites[S.WORK_ID], strict=True))
+    assert [by_ref[f"v{i}"] for i in range(6)] == [f"arxiv:1905.0000{i}" for i in range(6)]
+    assert by_ref["v6"] == "doi:10.9/volume"  # the junk DOI is a work of its own
+    assert [by_ref[f"o{i}"] for i in range(6)] == [f"doi:10.8/paper{i}" for i in range(6)]
+    assert {by_ref[f"p{i}"] for i in range(9)} == {"arxiv:1706.03762"}
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    aliases = dict(zip(works[S.WORK_ID], works[S.ALIASES].to_list(), strict=True))
+    assert aliases["arxiv:1706.03762"] == [
+        "arxiv:1706.03762",
+        "doi:10.48550/arxiv.1706.03762",
+        "doi:10.5/acl",
+        "doi:10.5/neurips",
+        *[f"openalex:W{i}" for i in range(5)],
+    ]
+    assert aliases["doi:10.9/volume"] == ["doi:10.9/volume"]
+    assert counts(out, "works")["junk_aliases"] == 2  # doi:10.9/volume and openalex:W999
+
+
 # --------------------------------------------------------------------- real sample
 def test_real_sample(tmp_path: Path) -> None:
     out = tmp_path / "work"

@@ -13,8 +13,9 @@ Outputs, under ``<out_dir>/eval/`` (each written to a temp file and renamed):
 * ``report.md``: the Markdown summary (see :mod:`pipeline.evaluate.report`).
 
 Subsets: ``ALL`` ranks all judged candidates of a survey; ``IN`` ranks only the
-in-domain candidates (same primary category as the survey) and ``OUT`` only the
-others, each as if the survey had no other candidates; ``year=YYYY`` is ``ALL``
+in-domain candidates (``in_domain`` true: corpus papers whose own categories include
+the survey's primary category) and ``OUT`` all the others (``in_domain`` false or
+null), each as if the survey had no other candidates; ``year=YYYY`` is ``ALL``
 restricted to surveys first posted in that year. Means are macro-averages over
 the surveys where a metric is defined.
 """
@@ -103,8 +104,8 @@ def per_survey_subsets(judged: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
     """
     parts = {
         SUBSET_ALL: judged,
-        SUBSET_IN: judged.filter(pl.col(IN_DOMAIN)),
-        SUBSET_OUT: judged.filter(~pl.col(IN_DOMAIN)),
+        SUBSET_IN: judged.filter(pl.col(IN_DOMAIN).eq_missing(True)),
+        SUBSET_OUT: judged.filter(pl.col(IN_DOMAIN).ne_missing(True)),  # the rest, null too
     }
     return pl.concat(
         [

@@ -89,8 +89,8 @@ def render_report(results: dict[str, Any]) -> str:
         "",
         "## IN/OUT gap",
         "",
-        "IN ranks only the in-domain candidates (same primary category as the survey), OUT only "
-        "the others. Cells: IN / OUT (IN - OUT).",
+        "IN ranks only the in-domain candidates (corpus papers whose own categories include the "
+        "survey's primary category), OUT all the others. Cells: IN / OUT (IN - OUT).",
         "",
     ]
     gap_rows = []

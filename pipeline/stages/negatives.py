@@ -2,10 +2,17 @@
 
 A work ``W`` is a hard-negative candidate of survey ``S`` when all of these hold:
 
-* **cited elsewhere, not by S**: at least one other detected survey cites ``W``; no
-  bib entry of ``S`` resolves to ``W``'s work id (``cites``), no identifier of any
-  bib entry of ``S`` (spelled as ``works`` spells aliases) is an alias of ``W``,
-  ``W`` is not a labelled positive of ``S`` and not ``S`` itself.
+* **cited elsewhere, not by S**: at least one other detected survey cites ``W``, and
+  ``S`` cites ``W`` under none of its identifiers: no bib entry of ``S`` resolves to
+  ``W``'s work id (``cites``), ``W`` is not a labelled positive of ``S`` nor ``S``
+  itself, and no alias of ``W`` is an identifier of a bib entry of ``S`` or *one hop
+  away* from one: carried together with it by any bib entry (or corpus paper) of the
+  whole corpus. The hop uses the raw co-occurrence links, including those ``works``
+  dropped as junk, so a work that ``works`` did not merge with the entry's
+  identifier (e.g. ``S`` cites ``doi:X``; another paper's entry carries ``doi:X``
+  and ``arxiv:Y``) is never a negative of ``S``. Identifiers are spelled as
+  ``works`` spells aliases (its prefixes, lower-cased DOIs, its arXiv DataCite DOI
+  rule).
 * **same field**: when ``W`` is a corpus paper, its own arXiv categories include
   ``S``'s primary category (``negative_source = "own_category"``); when it is not, at
   least one survey citing ``W`` has ``S``'s primary category
@@ -19,11 +26,18 @@ A work ``W`` is a hard-negative candidate of survey ``S`` when all of these hold
   earlier survey cites it (conflicting dates are not trusted), so no negative is
   ever dated after its survey. A survey without a first version date gets none.
 
+Counts (output columns ``n_citing_surveys``, ``n_citing_surveys_same_category``):
+*other* detected surveys citing ``W`` whose first version date is strictly before
+``S``'s (all of them, and those with ``S``'s primary category); ``S`` never counts
+itself and nothing posted on or after ``S``'s date counts (:func:`with_prior_counts`,
+also used by ``split`` for the positives). The field and date rules above still use
+every citing survey as the issue defines them.
+
 Of the candidates, ``floor(negatives_per_positive * n_positives)`` are kept (a 1e-9
 tolerance absorbs float error, e.g. ``0.29 * 100``). Order: ``negative_sampling =
 "hash"`` sorts by :func:`pair_hash` of ``(seed, S, W)``; ``"hardest"`` first by the
-number of surveys of ``S``'s primary category citing ``W`` (descending), then by the
-hash. Remaining ties (32-bit hash collisions) go by work id.
+prior-only same-category count above (descending: no survey posted after ``S``
+decides), then by the hash. Remaining ties (32-bit hash collisions) go by work id.
 
 :func:`pair_hash` is stable across machines, Python and Polars versions: each id is
 hashed once with SHA-1 (``hashlib``; first 4 bytes, big endian, of
@@ -59,6 +73,9 @@ _PAIR_HASH = "_pair_hash"
 _RANK = "_rank"
 _WANT = "_want"
 _W_PAPER = "_work_paper_id"
+_CITED_ON = "_cited_on"
+_N_BEFORE = "_n_before"
+_N_SAME_BEFORE = "_n_same_before"
 
 
 # --------------------------------------------------------------------- stable hashing
@@ -129,7 +146,11 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
 
 
 def citing_survey_stats(ctx: ReduceContext) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Per work: (n_citing_surveys, earliest citing survey date); per (work, category): n same category."""
+    """Per work: (n_citing_surveys, earliest citing survey date); per (work, category): n same category.
+
+    Counts over every detected survey, whatever its date: what the eligibility rules
+    use. The counts released with a (survey, work) pair are :func:`with_prior_counts`.
+    """
     sc = survey_citations(ctx)
     per_work = sc.group_by(S.WORK_ID).agg(
         pl.len().cast(pl.Int64).alias(S.N_CITING_SURVEYS),
@@ -141,38 +162,127 @@ def citing_survey_stats(ctx: ReduceContext) -> tuple[pl.LazyFrame, pl.LazyFrame]
     return per_work, per_work_category
 
 
-def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, work_id)`` where an identifier of a survey's bib entry is an alias of the work.
+def prior_count_tables(sc: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Running counts of citing surveys by date, for :func:`with_prior_counts`.
 
-    Identifiers are spelled as ``works`` spells aliases (its prefixes and its arXiv
-    DataCite DOI rule), so a work is excluded even when the entry resolved elsewhere.
+    Args:
+        sc: :func:`survey_citations` (distinct survey, work, category, date).
+
+    Returns:
+        ``(work_id, _cited_on, _n_before)``: surveys citing the work first posted on or
+        before ``_cited_on``; and the same per ``(work_id, primary_category)``
+        (``_n_same_before``). Both sorted by ``_cited_on``; undated surveys never count.
     """
-    refs = scan_extract(ctx, "references").join(
-        surveys_frame(ctx).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)), on=S.PAPER_ID, how="semi"
+
+    def running(keys: list[str], name: str) -> pl.LazyFrame:
+        return (
+            sc.drop_nulls(S.FIRST_VERSION_DATE)
+            .group_by(*keys, S.FIRST_VERSION_DATE)
+            .agg(pl.len().cast(pl.Int64).alias(name))
+            .with_columns(pl.col(name).cum_sum().over(keys, order_by=S.FIRST_VERSION_DATE))
+            .select(*keys, pl.col(S.FIRST_VERSION_DATE).alias(_CITED_ON), name)
+            .sort(_CITED_ON, *keys)
+        )
+
+    return (
+        running([S.WORK_ID], _N_BEFORE),
+        running([S.WORK_ID, S.PRIMARY_CATEGORY], _N_SAME_BEFORE),
     )
-    spelled = [
-        pl.lit(W.ARXIV_PREFIX) + pl.col(S.ARXIV_ID),
-        pl.lit(W.ARXIV_PREFIX) + pl.col(S.DOI).str.extract(W.ARXIV_DOI, 1),
-        pl.lit(W.DOI_PREFIX) + pl.col(S.DOI),
-        pl.lit(W.OPENALEX_PREFIX) + pl.col(S.OPENALEX_ID),
-    ]
-    ids = (
+
+
+def with_prior_counts(
+    pairs: pl.LazyFrame, tables: tuple[pl.LazyFrame, pl.LazyFrame], date: str
+) -> pl.LazyFrame:
+    """``pairs`` with ``n_citing_surveys`` and ``n_citing_surveys_same_category`` added.
+
+    Both count the detected surveys citing the pair's work whose first version date
+    is strictly before the pair's survey date (column ``date``); the second only
+    those with the survey's ``primary_category``. The survey itself never counts
+    (its own date is not before itself), nor does any later survey; an undated
+    survey gets 0. Row order is not kept.
+    """
+    per_work, per_category = tables
+    return (
+        pairs.sort(date, nulls_last=False)
+        .join_asof(
+            per_work,
+            left_on=date,
+            right_on=_CITED_ON,
+            by=S.WORK_ID,
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .drop(_CITED_ON)
+        .join_asof(
+            per_category,
+            left_on=date,
+            right_on=_CITED_ON,
+            by=[S.WORK_ID, S.PRIMARY_CATEGORY],
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .drop(_CITED_ON)
+        .with_columns(
+            pl.col(_N_BEFORE).fill_null(0).alias(S.N_CITING_SURVEYS),
+            pl.col(_N_SAME_BEFORE).fill_null(0).alias(S.N_CITING_SURVEYS_SAME_CATEGORY),
+        )
+        .drop(_N_BEFORE, _N_SAME_BEFORE)
+    )
+
+
+def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` where an alias of the work is an identifier of one of the
+    survey's bib entries, or co-occurs with one in any bib entry or corpus paper.
+
+    The co-occurrence links are ``works``' raw links (:func:`pipeline.stages.works._links`,
+    before junk identifiers lose theirs), so a work is excluded even when ``works``
+    resolved the survey's entry elsewhere.
+    """
+    doi = pl.col(S.DOI).str.to_lowercase()
+    refs = scan_extract(ctx, "references").select(
+        S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID
+    )
+    entry_aliases = W._entry_aliases(refs)
+    paper_aliases = W._paper_aliases(scan_extract(ctx, "papers").select(S.PAPER_ID, doi))
+    own = (
+        entry_aliases.join(
+            surveys_frame(ctx).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)),
+            on=S.PAPER_ID,
+            how="semi",
+        )
+        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), W.ALIAS)
+        .unique()
+        .collect(engine="streaming")
+    )
+    own_ids = own.lazy().select(W.ALIAS).unique()
+    links = W._links(entry_aliases, paper_aliases)
+    hop = (
         pl.concat(
             [
-                refs.select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), e.alias(S.ALIASES))
-                for e in spelled
+                links,
+                links.select(pl.col(W.OTHER).alias(W.ALIAS), pl.col(W.ALIAS).alias(W.OTHER)),
             ]
         )
-        .drop_nulls(S.ALIASES)
+        .join(own_ids, on=W.ALIAS, how="semi")
         .unique()
     )
+    near = pl.concat(
+        [
+            own.lazy(),
+            own.lazy()
+            .join(hop, on=W.ALIAS, how="inner")
+            .select(S.SURVEY_ID, pl.col(W.OTHER).alias(W.ALIAS)),
+        ]
+    ).unique()
     aliases = (
         S.scan(ctx.upstream("works", "works"), S.WORKS)
-        .select(S.WORK_ID, S.ALIASES)
-        .explode(S.ALIASES)
-        .drop_nulls(S.ALIASES)
+        .select(S.WORK_ID, pl.col(S.ALIASES).alias(W.ALIAS))
+        .explode(W.ALIAS)
+        .drop_nulls(W.ALIAS)
     )
-    return ids.join(aliases, on=S.ALIASES, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
+    return near.join(aliases, on=W.ALIAS, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
 
 
 def latest_possible_date() -> pl.Expr:
@@ -190,7 +300,8 @@ def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
     Each row carries what the other rules and the output need: the work's corpus
-    paper id, known date, citing-survey counts and ``negative_source``.
+    paper id, known date, earliest citing survey date and ``negative_source``. (The
+    released counts are prior-only and per survey: :func:`with_prior_counts`.)
     """
     per_work, per_work_category = citing_survey_stats(ctx)
     works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
@@ -203,16 +314,12 @@ def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
         .drop_nulls(S.CATEGORIES)
         .rename({S.CATEGORIES: S.PRIMARY_CATEGORY})
         .unique([S.WORK_ID, S.PRIMARY_CATEGORY])
-        .join(per_work_category, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="left")
-        .with_columns(
-            pl.col(S.N_CITING_SURVEYS_SAME_CATEGORY).fill_null(0),
-            pl.lit(S.NEGATIVE_SOURCES[0]).alias(S.NEGATIVE_SOURCE),
-        )
+        .with_columns(pl.lit(S.NEGATIVE_SOURCES[0]).alias(S.NEGATIVE_SOURCE))
     )
     by_citing = (
         cited.filter(pl.col(_W_PAPER).is_null())
         .drop(S.CATEGORIES)
-        .join(per_work_category, on=S.WORK_ID, how="inner")
+        .join(per_work_category.select(S.WORK_ID, S.PRIMARY_CATEGORY), on=S.WORK_ID, how="inner")
         .with_columns(pl.lit(S.NEGATIVE_SOURCES[1]).alias(S.NEGATIVE_SOURCE))
     )
     columns = [
@@ -220,9 +327,7 @@ def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
         _W_PAPER,
         S.PRIMARY_CATEGORY,
         S.KNOWN_DATE,
-        S.N_CITING_SURVEYS,
         S.EARLIEST_CITING_SURVEY_DATE,
-        S.N_CITING_SURVEYS_SAME_CATEGORY,
         S.NEGATIVE_SOURCE,
     ]
     return pl.concat([own.select(columns), by_citing.select(columns)])
@@ -240,11 +345,15 @@ def excluded_pairs(ctx: ReduceContext) -> pl.LazyFrame:
 
 
 def candidate_pairs(
-    surveys: pl.LazyFrame, eligible: pl.LazyFrame, excluded: pl.LazyFrame
+    surveys: pl.LazyFrame,
+    eligible: pl.LazyFrame,
+    excluded: pl.LazyFrame,
+    prior: tuple[pl.LazyFrame, pl.LazyFrame],
 ) -> pl.LazyFrame:
-    """Admissible (survey, work) pairs of ``surveys`` (columns of :func:`surveys_frame`)."""
+    """Admissible (survey, work) pairs of ``surveys`` (columns of :func:`surveys_frame`),
+    with their prior-only citing-survey counts (``prior``: :func:`prior_count_tables`)."""
     survey_date = pl.col(S.FIRST_VERSION_DATE)
-    return (
+    pairs = (
         surveys.filter(survey_date.is_not_null())
         .join(eligible, on=S.PRIMARY_CATEGORY, how="inner")
         .filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
@@ -255,17 +364,23 @@ def candidate_pairs(
         )
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
+    return with_prior_counts(pairs, prior, S.FIRST_VERSION_DATE)
 
 
 def negative_candidates(ctx: ReduceContext) -> pl.LazyFrame:
     """Every admissible (survey, work) pair with its source and citing-survey counts (not sampled)."""
-    return candidate_pairs(surveys_frame(ctx), eligible_works(ctx), excluded_pairs(ctx))
+    return candidate_pairs(
+        surveys_frame(ctx),
+        eligible_works(ctx),
+        excluded_pairs(ctx),
+        prior_count_tables(survey_citations(ctx)),
+    )
 
 
 def sample(pairs: pl.LazyFrame, hashes: pl.LazyFrame, ncfg: NegativesConfig) -> pl.LazyFrame:
     """The chosen negatives among ``pairs`` (which carry ``n_positives`` and ``_survey_hash``)."""
     order: list[pl.Expr] = [pl.col(_PAIR_HASH), pl.col(S.WORK_ID)]
-    if ncfg.negative_sampling == "hardest":
+    if ncfg.negative_sampling == "hardest":  # prior-only counts: nothing after the survey
         order.insert(0, -pl.col(S.N_CITING_SURVEYS_SAME_CATEGORY))
     return (
         pairs.join(hashes, on=S.WORK_ID, how="left")
@@ -317,6 +432,10 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     )
     eligible = eligible_works(ctx).collect(engine="streaming").lazy()
     excluded = excluded_pairs(ctx).collect(engine="streaming").lazy()
+    before, before_same = pl.collect_all(
+        prior_count_tables(survey_citations(ctx)), engine="streaming"
+    )
+    prior = (before.lazy(), before_same.lazy())
     work_hashes = id_hash_frame(eligible, S.WORK_ID, ncfg.seed)
     survey_hashes = id_hash_frame(surveys.lazy(), S.SURVEY_ID, ncfg.seed).rename(
         {_ID_HASH: _SURVEY_HASH}
@@ -326,7 +445,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     chosen, n_candidates = [], []
     for offset in range(0, with_hash.height, ncfg.survey_batch_size):
         batch = with_hash.slice(offset, ncfg.survey_batch_size).lazy()
-        pairs = candidate_pairs(batch, eligible, excluded).collect(engine="streaming").lazy()
+        pairs = candidate_pairs(batch, eligible, excluded, prior).collect(engine="streaming").lazy()
         got, counts = pl.collect_all(
             [
                 sample(pairs, work_hashes, ncfg),

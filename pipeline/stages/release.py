@@ -17,10 +17,16 @@ pushed.
 
 Column rules:
 
-* ``in_domain``: for a corpus paper, its own categories include the survey's primary
-  category; for any other work (no categories known), at least one *other* detected
-  survey with the survey's primary category cites it (the evidence the negatives'
-  field rule uses, so every hard negative is in domain).
+* ``in_domain`` (non-null bool): the candidate is a corpus paper whose own arXiv
+  categories include the survey's primary category. Every other candidate is
+  ``False``, including works outside the corpus, whose categories are unknown (not
+  shown to be in domain). It is computed from the candidate's own metadata only, never
+  from which surveys cite it, so it does not tell positives from hard negatives: the
+  ``citing_survey_category`` negatives (works outside the corpus) are all out of
+  domain, like the positives outside the corpus.
+* ``n_citing_surveys``: *other* detected surveys citing the candidate whose first
+  version date is strictly before the survey's (the survey itself never counts, nor
+  does any later survey), for positives and negatives alike (``split``).
 * ``candidate_prior_citations``: distinct corpus papers citing the work whose first
   version date is strictly before the survey's (papers without a date are not
   counted); the survey itself never counts. No information from after the survey.
@@ -114,18 +120,12 @@ def reading_lists(ctx: ReduceContext) -> pl.LazyFrame:
         pl.col(S.RAW).alias(S.CANDIDATE_RAW),
         pl.col(S.PAPER_ID).alias(_W_PAPER),
     )
-    other_same_category = pl.col(S.N_CITING_SURVEYS_SAME_CATEGORY) - (pl.col(S.LABEL) > 0).cast(
-        pl.Int64
-    )
     in_domain = (
-        pl.when(pl.col(_W_PAPER).is_not_null())
-        .then(
-            pl.col(S.CANDIDATE_CATEGORIES)
-            .list.contains(pl.col(S.SURVEY_PRIMARY_CATEGORY))
-            .fill_null(False)
-        )
-        .otherwise(other_same_category >= 1)
-    )
+        pl.col(_W_PAPER).is_not_null()
+        & pl.col(S.CANDIDATE_CATEGORIES)
+        .list.contains(pl.col(S.SURVEY_PRIMARY_CATEGORY))
+        .fill_null(False)
+    ).fill_null(False)
     names = {int(k): v for k, v in S.LABEL_NAMES.items()}
     return (
         cands.join(surveys, on=S.SURVEY_ID, how="left")
@@ -511,9 +511,37 @@ def render_card(template: str, values: dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------- the stage
+def check_unique_pairs(rows: pl.DataFrame) -> None:
+    """Fail when a (survey_id, candidate_id) pair appears more than once.
+
+    Raises:
+        RuntimeError: names the first duplicated pair (in sorted order), how many times
+            it appears, and how many pairs are duplicated.
+    """
+    dup = (
+        rows.group_by(S.SURVEY_ID, S.CANDIDATE_ID)
+        .len()
+        .filter(pl.col("len") > 1)
+        .sort(S.SURVEY_ID, S.CANDIDATE_ID)
+    )
+    if dup.height:
+        survey, candidate, n = dup.row(0)
+        raise RuntimeError(
+            f"release: (survey_id, candidate_id) = ({survey!r}, {candidate!r}) appears {n} "
+            f"times; {dup.height} pair(s) are duplicated, {int(dup['len'].sum()) - dup.height} "
+            "extra row(s) in all. Every (survey, candidate) pair must appear once: check the "
+            "split stage's candidates table"
+        )
+
+
 def build_release(ctx: ReduceContext) -> dict[str, Any]:
-    """Write every release file; return per-split counts."""
+    """Write every release file; return per-split counts.
+
+    Raises:
+        RuntimeError: a (survey, candidate) pair appears twice (:func:`check_unique_pairs`).
+    """
     rows = reading_lists(ctx).collect(engine="streaming")
+    check_unique_pairs(rows)
     surveys = S.scan(ctx.upstream("split", "split_surveys"), S.SPLIT_SURVEYS).collect(
         engine="streaming"
     )

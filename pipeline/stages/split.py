@@ -6,9 +6,11 @@ A survey first posted before ``split.eval_from`` is in ``train``, on or after it
 negatives (``negatives``, label 0); every candidate inherits its survey's split.
 
 Candidate columns filled here for positives and negatives alike: ``candidate_date``
-(the work's ``known_date``), ``n_citing_surveys`` (detected surveys citing the work,
-the survey itself included for a positive) and ``n_citing_surveys_same_category``
-(those with the survey's primary category). Negatives get zero mention counts.
+(the work's ``known_date``), ``n_citing_surveys`` (*other* detected surveys citing the
+work whose first version date is strictly before the survey's: never the survey
+itself, never a later survey) and ``n_citing_surveys_same_category`` (those of them
+with the survey's primary category); see
+:func:`pipeline.stages.negatives.with_prior_counts`. Negatives get zero mention counts.
 
 Leakage audit (stage counts, then ``eval_metadata.json``):
 
@@ -33,7 +35,12 @@ import polars as pl
 from pipeline import schema as S
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages.common import write_table
-from pipeline.stages.negatives import citing_survey_stats, surveys_frame
+from pipeline.stages.negatives import (
+    prior_count_tables,
+    survey_citations,
+    surveys_frame,
+    with_prior_counts,
+)
 
 TRAIN, EVAL = S.SPLIT_NAMES
 
@@ -77,8 +84,7 @@ def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
 
 
 def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> pl.LazyFrame:
-    """Positives and negatives of every placed survey, with dates and citing-survey counts."""
-    per_work, per_work_category = citing_survey_stats(ctx)
+    """Positives and negatives of every placed survey, with dates and prior-only citing-survey counts."""
     counts = [S.N_MENTIONS, *S.ROLE_COUNT_COLUMNS]
     positives = (
         S.scan(ctx.upstream("labels", "labels"), S.LABELS)
@@ -95,7 +101,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> pl.LazyFrame:
     known = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
         S.WORK_ID, pl.col(S.KNOWN_DATE).alias(S.CANDIDATE_DATE)
     )
-    return (
+    placed = (
         pl.concat([positives.select(columns), negatives.select(columns)])
         .join(
             surveys.select(
@@ -108,9 +114,10 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> pl.LazyFrame:
             how="inner",
         )
         .join(known, on=S.WORK_ID, how="left")
-        .join(per_work.select(S.WORK_ID, S.N_CITING_SURVEYS), on=S.WORK_ID, how="left")
-        .join(per_work_category, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="left")
-        .with_columns(pl.col(S.N_CITING_SURVEYS, S.N_CITING_SURVEYS_SAME_CATEGORY).fill_null(0))
+    )
+    prior = prior_count_tables(survey_citations(ctx))
+    return (
+        with_prior_counts(placed, prior, S.SURVEY_DATE)
         .select(S.CANDIDATES.names)
         .sort(S.SURVEY_ID, S.WORK_ID)
     )

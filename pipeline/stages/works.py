@@ -13,13 +13,23 @@ a component -- the label propagation converges to -- is its smallest arXiv id if
 has one, else its smallest DOI, else its smallest OpenAlex id. That alias is the
 ``work_id``.
 
-Junk guard. One work has one arXiv id, one or two DOIs (journal + arXiv DataCite)
-and one or two OpenAlex ids. An alias linked to more than
-``works.max_alias_partners`` distinct aliases of one kind (a proceedings DOI given
-to every paper of a volume, a wrong id copied into many entries) would glue
-unrelated works into one giant component, so its links are dropped: it stays a
-work of its own, reached only by entries that carry nothing else. The largest
-component is reported in the counts.
+Junk guard. What glues unrelated works together is an identifier shared by several
+of them: a proceedings-volume DOI given to every paper of a volume, an OpenAlex id
+matched to the wrong records, a wrong id copied into many entries. Works are told
+apart by their strongest identifier: distinct arXiv ids are distinct works, and
+among works without an arXiv id, distinct DOIs (then distinct OpenAlex ids) are.
+So a DOI or OpenAlex id is *junk* when it is linked to more than
+``works.max_alias_partners`` distinct arXiv ids, or to more than that many distinct
+DOIs (or OpenAlex ids) that are themselves linked to no arXiv id (when no arXiv id
+is involved, those are the works' keys). A junk identifier's links are dropped: it
+stays a work of its own, reached only by entries that carry nothing else. An arXiv
+id is never junk: a popular arXiv paper is cited under several DOIs (journal,
+conference, DataCite) and OpenAlex ids (preprint and published records), and all of
+them must stay linked to it, or the entries citing it by DOI would resolve to a
+separate work (and make it a "hard negative" of a survey that cites it). The
+partners of a DOI or OpenAlex id that are linked to an arXiv id are not counted as
+DOIs/OpenAlex ids: they are that arXiv work's other names. The largest component is
+reported in the counts.
 
 Resolution. A bib entry resolves to the component of its non-junk aliases (they
 are all linked to each other, so there is one), else of its junk alias. An entry
@@ -34,10 +44,6 @@ component holds a corpus paper's ``arxiv:<paper_id>`` carries that paper's id, t
 abstract, categories and first version date; any other work carries an example
 ``raw`` bib string (the longest; the smallest of those on ties). ``known_date`` is
 the paper's first version date, else the month of the work's arXiv id, else null.
-
-Note: ``extract`` already falls back to arXiv ids found in the raw bib string, and
-the references table does not say where an id came from, so
-``works.use_contained_arxiv_ids`` cannot be honoured here (it only keys reruns).
 """
 
 from __future__ import annotations
@@ -126,10 +132,26 @@ def _links(entry_aliases: pl.LazyFrame, paper_aliases: pl.LazyFrame) -> pl.LazyF
 
 
 def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
-    """``(alias,)`` linked to more than ``max_partners`` distinct aliases of one kind."""
+    """``(alias,)`` of the DOIs and OpenAlex ids that glue unrelated works (module docstring).
+
+    A non-arXiv alias is junk when it is linked to more than ``max_partners`` distinct
+    arXiv ids, or to more than ``max_partners`` distinct DOIs (or OpenAlex ids) that
+    have no arXiv id among their own partners. arXiv ids are never junk.
+    """
     both = pl.concat([links, links.select(pl.col(OTHER).alias(ALIAS), pl.col(ALIAS).alias(OTHER))])
+    is_arxiv = pl.col(OTHER).str.starts_with(ARXIV_PREFIX)
+    with_arxiv = (  # aliases with at least one arXiv partner: named by that arXiv work
+        both.filter(is_arxiv).select(pl.col(ALIAS).alias(OTHER)).unique()
+    )
+    counted = pl.concat(
+        [
+            both.filter(is_arxiv),
+            both.filter(~is_arxiv).join(with_arxiv, on=OTHER, how="anti"),
+        ]
+    )
     return (
-        both.with_columns(pl.col(OTHER).str.extract(r"^([a-z]+):", 1).alias(KIND))
+        counted.filter(~pl.col(ALIAS).str.starts_with(ARXIV_PREFIX))
+        .with_columns(pl.col(OTHER).str.extract(r"^([a-z]+):", 1).alias(KIND))
         .group_by(ALIAS, KIND)
         .agg(pl.col(OTHER).n_unique().alias("n"))
         .filter(pl.col("n") > max_partners)
