@@ -97,20 +97,41 @@ def time_naive(paths: list[Path], out: Path) -> float:
     return time.perf_counter() - t0
 
 
-def child(cmd: list[str]) -> tuple[float, float]:
-    """Run ``cmd``; return (wall seconds, peak RSS MB) of that process alone."""
+_HWM = """
+import os, runpy, sys
+sys.argv = ["pipeline", *sys.argv[1:]]
+try:
+    runpy.run_module("pipeline", run_name="__main__")
+finally:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            open(os.environ["BENCH_HWM_FILE"], "w").write(line.split()[1])
+"""
+
+
+def child(args: list[str]) -> tuple[float, float]:
+    """Run ``python -m pipeline *args``; return (wall seconds, peak RSS MB) of that process.
+
+    The peak is the child's own VmHWM, read from /proc at its exit: ``ru_maxrss`` of a
+    child would include the memory of the forked benchmark process before ``exec``.
+    """
+    hwm = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_hwm_{os.getpid()}"
+    env = {**os.environ, "BENCH_HWM_FILE": str(hwm)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(
+        [sys.executable, "-c", _HWM, *args], cwd=ROOT, stdout=subprocess.DEVNULL, env=env
+    )
     wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{cmd} failed with {status}")
-    return wall, usage.ru_maxrss / 1024
+    if proc.returncode not in (0, None):
+        raise RuntimeError(f"pipeline {args} failed with exit code {proc.returncode}")
+    peak_kb = int(hwm.read_text())
+    hwm.unlink()
+    return wall, peak_kb / 1024
 
 
 def worker_rss(paths: list[Path], out: Path) -> float:
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pipeline", "extract", "--workers", "1", "--out", str(out)]
+    cmd = ["extract", "--workers", "1", "--out", str(out)]
     for p in paths:
         cmd += ["--input", str(p)]
     return child(cmd)[1]
@@ -184,7 +205,7 @@ def main() -> int:
         )
         res["stages"] = {}
         for name in stages:
-            wall, rss = child([sys.executable, "-m", "pipeline", name, "--out", str(work)])
+            wall, rss = child([name, "--out", str(work)])
             res["stages"][name] = {"seconds": round(wall, 2), "peak_rss_mb": round(rss, 1)}
             print(f"stage {name:<10} {wall:8.2f} s  peak RSS {rss:8,.0f} MB")
     print(json.dumps(res, sort_keys=True))
