@@ -5,9 +5,9 @@
 # to any registry and pass --image.
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY pipeline ./pipeline
 COPY data_cards ./data_cards
-RUN pip install --no-cache-dir -e .
+RUN pip install --no-cache-dir -c constraints.txt -e .
 ENV PYTHONUNBUFFERED=1
 CMD ["python", "-m", "pipeline", "--help"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipeline.config import ConfigError, describe, load_config
 from pipeline.runner import (
+    INPUTS,
     MANIFESTS,
     MARKERS,
     STAGES,
@@ -20,6 +21,7 @@ from pipeline.runner import (
     run_map,
     run_reduce,
     stage_key,
+    write_json,
 )
 from pipeline.sources import InputError, resolve_inputs, shard
 from pipeline.stages.extract import summarize
@@ -37,7 +39,9 @@ def _shard_arg(value: str) -> tuple[int, int]:
     return i, n
 
 
-def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
+def _common(
+    p: argparse.ArgumentParser, inputs: bool = False, shards: bool = True, force: bool = True
+) -> None:
     if inputs:
         p.add_argument(
             "--input",
@@ -45,12 +49,15 @@ def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
             default=[],
             help="file, directory, glob or hf://datasets/... (repeatable)",
         )
-        p.add_argument(
-            "--shard",
-            type=_shard_arg,
-            default=(0, 1),
-            help="take sorted(files)[I::N] of the inputs",
-        )
+        if shards:
+            p.add_argument(
+                "--shard",
+                type=_shard_arg,
+                default=(0, 1),
+                help="take sorted(files)[I::N] of the inputs",
+            )
+        else:
+            p.set_defaults(shard=(0, 1))
         p.add_argument(
             "--workers",
             type=int,
@@ -69,9 +76,10 @@ def _common(p: argparse.ArgumentParser, inputs: bool = False) -> None:
         default=None,
         help="TOML config file (see `python -m pipeline config`)",
     )
-    p.add_argument(
-        "--force", action="store_true", help="redo work even when its completion marker matches"
-    )
+    if force:
+        p.add_argument(
+            "--force", action="store_true", help="redo work even when its completion marker matches"
+        )
 
 
 def _extract(args: argparse.Namespace, cfg) -> int:
@@ -80,6 +88,8 @@ def _extract(args: argparse.Namespace, cfg) -> int:
     every = resolve_inputs(args.input)
     files = shard(every, *args.shard)
     _check_foreign_outputs(args.out, every, args.prune)
+    # every shard records the whole input list: later stages wait until all are done
+    write_json(args.out / "extract" / INPUTS, {"files": sorted(f.key for f in every)})
     clean_stale_temps(args.out / "extract")
     run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
     totals = summarize(args.out)
@@ -200,11 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=_extract if stage.kind == "map" else _reduce(name))
 
     p = sub.add_parser("run", help="every stage in order (extract needs --input)")
-    _common(p, inputs=True)
+    _common(p, inputs=True, shards=False)
     p.set_defaults(handler=_run)
 
     p = sub.add_parser("status", help="which stages and shards are done, with counts")
-    _common(p)
+    _common(p, force=False)
     p.set_defaults(handler=_status)
 
     p = sub.add_parser("config", help="print every config field with its default and help")

@@ -44,6 +44,7 @@ log = logging.getLogger("pipeline")
 MARKERS = "_markers"
 MANIFESTS = "_manifests"
 SUCCESS = "_SUCCESS.json"
+INPUTS = "_inputs.json"  # a map stage's full input list (all shards), by file key
 
 
 # --------------------------------------------------------------------- atomic writes
@@ -186,6 +187,27 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
         return sha256_text(name, keys) if keys else None
     ups = [stage_key(out, r, cfg) for r in stage.reads]
     return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
+
+
+def _check_map_complete(out: Path, name: str, cfg: Config, reader: str) -> None:
+    """Refuse to reduce over part of a corpus: every file of the map stage's input list
+    (written by each shard) must be done with the current config."""
+    listing = out / name / INPUTS
+    if not listing.exists():
+        return
+    want = set(json.loads(listing.read_text())["files"])
+    config_hash = cfg.section_hash(*STAGES[name].config_sections)
+    done = set()
+    for m in (out / name / MARKERS).glob("*.json"):
+        key = json.loads(m.read_text())["key"]
+        if key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION:
+            done.add(m.stem)
+    missing = sorted(want - done)
+    if missing:
+        raise RuntimeError(
+            f"{reader}: {name} has {len(want) - len(missing)} of {len(want)} input files done "
+            f"(missing e.g. {missing[0]}); run the remaining shards first"
+        )
 
 
 def reduce_done(out: Path, name: str, cfg: Config) -> bool:
@@ -393,10 +415,12 @@ def run_reduce(
     for up in stage.reads:
         if STAGES[up].kind == "reduce" and not reduce_done(out, up, cfg):
             raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
-        if STAGES[up].kind == "map" and stage_key(out, up, cfg) is None:
-            raise RuntimeError(
-                f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
-            )
+        if STAGES[up].kind == "map":
+            if stage_key(out, up, cfg) is None:
+                raise RuntimeError(
+                    f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
+                )
+            _check_map_complete(out, up, cfg, stage.name)
     if not force and reduce_done(out, stage.name, cfg):
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None

@@ -41,12 +41,16 @@ class InputFile:
         identity: path + size + mtime (local) or etag/blob id (Hub); a change
             means the file must be extracted again.
         revision: resolved commit sha for Hub files, else ``""``.
+        name: the file's path relative to the ``--input`` it was found under (a
+            directory, a glob's fixed prefix, the repo root for Hub files): what
+            tables record as ``source_file``, independent of where a corpus is mounted.
     """
 
     path: str
     size: int
     identity: str
     revision: str = ""
+    name: str = ""
 
     @property
     def key(self) -> str:
@@ -73,17 +77,33 @@ def _is_data_file(name: str) -> bool:
 def _local(spec: str) -> list[InputFile]:
     p = Path(spec)
     if p.is_dir():
+        root = p
         paths = [q for q in p.rglob("*") if q.is_file() and _is_data_file(q.name)]
     elif p.is_file():
+        root = p.parent
         paths = [p]
     else:
+        # names are relative to the part of the glob before its first wildcard
+        root = _glob_root(spec)
         paths = [Path(q) for q in glob.glob(spec, recursive=True) if Path(q).is_file()]
     out = []
     for q in paths:
         st = q.stat()
         path = str(q.resolve())
-        out.append(InputFile(path, st.st_size, f"{path}|{st.st_size}|{st.st_mtime_ns}"))
+        name = q.relative_to(root).as_posix() if q.is_relative_to(root) else q.name
+        out.append(InputFile(path, st.st_size, f"{path}|{st.st_size}|{st.st_mtime_ns}", "", name))
     return out
+
+
+def _glob_root(spec: str) -> Path:
+    """The directory part of a glob before its first wildcard."""
+    parts = Path(spec).parts
+    fixed = []
+    for part in parts:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
 
 
 def _hub(spec: str) -> list[InputFile]:
@@ -101,9 +121,11 @@ def _hub(spec: str) -> list[InputFile]:
         if info.get("type") != "file" or not _is_data_file(path):
             continue
         etag = (info.get("lfs") or {}).get("sha256") or info.get("blob_id") or ""
-        out.append(
-            InputFile(f"hf://{path}", int(info["size"]), f"{path}|{info['size']}|{etag}", sha)
-        )
+        name = path[len(base) + 1 :]
+        # identity without the commit: an unchanged file (same etag) in a new revision
+        # of the dataset is not extracted again
+        identity = f"hf://datasets/{repo}/{name}|{info['size']}|{etag}"
+        out.append(InputFile(f"hf://{path}", int(info["size"]), identity, sha, name))
     return out
 
 
@@ -196,6 +218,6 @@ def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes | memoryview]]:
 
 
 def source_name(f: InputFile) -> str:
-    """Name written into the ``source_file`` column: the file name, so tables do not
-    depend on where a corpus is mounted (byte-identical rebuilds on any machine)."""
-    return f.path.rstrip("/").rsplit("/", 1)[-1]
+    """Name written into the ``source_file`` column: the path relative to its ``--input``,
+    so tables do not depend on where a corpus is mounted (byte-identical rebuilds)."""
+    return f.name or f.path.rstrip("/").rsplit("/", 1)[-1]

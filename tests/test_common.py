@@ -36,3 +36,24 @@ def test_same_named_files_in_two_folders_keep_one_copy(
     assert cites.select(pl.struct("paper_id", "ref_id").is_duplicated().any()).item() is False
     refs = sum(json.loads(line)["bib_entries"].__len__() for line in sample_lines[:4])
     assert cites.height == refs
+
+
+def test_write_table_bytes_do_not_depend_on_chunking(tmp_path: Path) -> None:
+    """Polars splits frames by thread count; the written bytes must not follow the split."""
+    from pipeline import schema as S
+    from pipeline.config import Config
+    from pipeline.stages.common import write_table
+
+    n = 40_000  # several Parquet data pages per column: page boundaries are what chunks moved
+    rows = {
+        "paper_id": [f"paper {i} " + "lorem ipsum dolor " * (i % 7) for i in range(n)],
+        "ref_id": [f"{i * 7919 % 100_003:040x}" for i in range(n)],
+        "work_id": [None if i % 3 else f"arxiv:{i}" for i in range(n)],
+    }
+    schema = {"paper_id": pl.String, "ref_id": pl.String, "work_id": pl.String}
+    one = pl.DataFrame(rows, schema=schema)
+    many = pl.concat([one.slice(i, 1_357) for i in range(0, n, 1_357)], rechunk=False)
+    assert many.n_chunks() > 1
+    write_table(one, tmp_path / "one.parquet", S.CITES, Config(), "one")
+    write_table(many, tmp_path / "many.parquet", S.CITES, Config(), "many")
+    assert (tmp_path / "one.parquet").read_bytes() == (tmp_path / "many.parquet").read_bytes()

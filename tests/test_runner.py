@@ -207,3 +207,14 @@ def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
         p.write_text("partial")
     clean_stale_temps(tmp_path)
     assert live.exists() and other_host.exists() and not dead.exists()
+
+
+def test_later_stages_wait_for_every_shard(tmp_path: Path, sample_lines: list[bytes]) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:3], 3)
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "0/2"]) == 0
+    assert main(["works", "--out", str(out)]) == 2  # 2 of 3 files done: refused
+    assert not (out / "works").exists()
+    assert main(["run", "--out", str(out)]) == 2
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "1/2"]) == 0
+    assert main(["works", "--out", str(out)]) == 0

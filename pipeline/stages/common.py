@@ -74,11 +74,14 @@ def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, wh
     """Write ``df`` checked against ``schema`` with fixed Parquet options; return its row count.
 
     Only the schema's columns are written, in its order and types. The same rows always
-    give the same bytes: pyarrow's writer with a fixed codec and row-group size
+    give the same bytes on any machine (with the same library versions): one chunk
+    per column, pyarrow's writer with a fixed codec and row-group size
     (:data:`ROW_GROUP_ROWS`), no key-value metadata beyond the Arrow schema.
     """
     table = S.check(df.to_arrow(), schema, what).select(list(schema.names)).cast(schema)
-    table = table.replace_schema_metadata(None)
+    # One chunk per column: Polars splits its output by thread count, and chunk
+    # boundaries change Parquet pages, so without this the bytes depend on the cores.
+    table = table.combine_chunks().replace_schema_metadata(None)
     pq.write_table(
         table,
         path,

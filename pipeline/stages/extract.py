@@ -400,7 +400,8 @@ def _finish(name: str, frame: pl.DataFrame | pa.Table, source: str) -> pa.Table:
     table = table.append_column(
         S.SOURCE_FILE, pa.repeat(pa.scalar(source, pa.string()), len(table))
     )
-    return table.select(schema.names).cast(schema)
+    # one chunk per column, whatever Polars' thread count: identical Parquet bytes anywhere
+    return table.select(schema.names).cast(schema).combine_chunks()
 
 
 class _FileDone:

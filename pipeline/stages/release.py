@@ -312,6 +312,20 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
     return {"revision": revision, "files": files}
 
 
+def writer_environment() -> dict[str, str]:
+    """Versions that decide the release's bytes (Parquet footers name the writer).
+
+    A rebuild is byte-identical with these versions; ``constraints.txt`` pins them.
+    """
+    import platform
+    from importlib.metadata import version
+
+    return {
+        "python": platform.python_version(),
+        **{name: version(name) for name in ("polars", "pyarrow", "msgspec", "regex")},
+    }
+
+
 def upstream_sections(stage: str) -> list[str]:
     """Config sections of ``stage`` and of every stage it reads, transitively (sorted)."""
     seen: set[str] = set()
@@ -573,6 +587,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "dataset": ctx.cfg.release.dataset_name,
         "version": ctx.cfg.release.version,
         "code_version": __version__,
+        "environment": writer_environment(),
         "input": input_provenance(ctx),
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),
