@@ -1,8 +1,10 @@
 """Readers shared by the reduce stages: extract tables with cross-file duplicates removed.
 
 A paper that appears in two input files is kept once: the copy from the file whose
-``source_file`` name sorts first wins, ties between files of the same name broken by
-their output key (within one file, the first line already won in ``extract``).
+``source_file`` (path relative to its ``--input``) sorts first wins; two inputs with
+the same relative path (rare: two ``--input`` folders holding the same names) are
+told apart by their output key (within one file, the first line already won in
+``extract``).
 References and mentions follow their paper's winning copy.
 """
 
@@ -40,9 +42,8 @@ def _scan_keyed(ctx: ReduceContext, table: str) -> pl.LazyFrame:
 def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
     """``(paper_id, key)`` of the copy of each paper that is kept.
 
-    The copy whose ``source_file`` name sorts first wins; files with the same name
-    (two directories, a moved corpus) are told apart by their file key, so exactly
-    one copy survives.
+    The copy whose ``source_file`` sorts first wins; files with the same
+    ``source_file`` are told apart by their file key, so exactly one copy survives.
     """
     return (
         _scan_keyed(ctx, "papers")

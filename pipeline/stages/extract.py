@@ -19,7 +19,8 @@ A ``{{cite:<ref_id>}}`` marker inside a heading counts once per section occurren
 Cite spans whose ref_id has no bib entry are counted (``cite_spans_missing_bib``),
 not written. A paper seen twice in one file keeps its first copy; later copies are
 rejected as ``duplicate_paper``. Across files, readers keep the copy from the file
-whose name sorts first (``pipeline.stages.common.papers_winner``).
+whose ``source_file`` (its path relative to its ``--input``) sorts first
+(``pipeline.stages.common.papers_winner``).
 """
 
 from __future__ import annotations
