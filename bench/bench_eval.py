@@ -6,7 +6,11 @@ random labels 0-4 and random continuous scores), then times
 * ours: :func:`pipeline.evaluate.per_survey_metrics` on a Polars frame with string
   ids, (a) every registered metric (45 with the default cutoffs), (b) only the
   measures pytrec_eval computes below, (c) every metric on the ALL, IN and OUT
-  subsets as the evaluate stage does;
+  subsets as the evaluate stage does, (d) every metric for a constant-score run,
+  where every candidate is tied and each needs its tie key (the worst case of the
+  tie rule; the random scores of (a)-(c) have no ties), and (e) the tie keys
+  alone (:func:`pipeline.evaluate.metrics.tie_keys`: one BLAKE2b digest per
+  distinct survey and candidate id, mixed in Polars) for every row;
 * pytrec_eval: ``ndcg_cut.5,10,20,50,100``, ``recall.5,10,20,50,100``, ``map``,
   ``Rprec`` (relevance level 1) plus ``recip_rank`` at relevance level 3 (our
   ``mrr_tier3``), i.e. two evaluators. Building pytrec_eval's qrels/run dicts
@@ -43,7 +47,7 @@ import pytrec_eval  # noqa: E402
 from pipeline.config import EvaluateConfig  # noqa: E402
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID  # noqa: E402
 from pipeline.evaluate.evaluation import per_survey_subsets  # noqa: E402
-from pipeline.evaluate.metrics import per_survey_metrics  # noqa: E402
+from pipeline.evaluate.metrics import per_survey_metrics, tie_keys  # noqa: E402
 from pipeline.evaluate.synthetic import synthetic_eval_set  # noqa: E402
 
 KS = EvaluateConfig().ks
@@ -106,10 +110,11 @@ def main() -> None:
 
     rng = np.random.default_rng(args.seed)
     frame = synthetic_eval_set(args.surveys, args.candidates, seed=args.seed, with_text=False)
-    # trec_eval stores scores as 32-bit floats and breaks ties by docid descending (we
-    # break them by candidate_id ascending), so the scores are a random permutation of
-    # 0..C-1 per survey, divided by C: random, and distinct even in float32. The frame
-    # is survey-major with C rows per survey, so the matrix ravels onto its rows.
+    # trec_eval stores scores as 32-bit floats and orders ties by docid descending (we
+    # order them by a hash tie key), so agreement needs runs without ties: the scores
+    # are a random permutation of 0..C-1 per survey, divided by C: random, and distinct
+    # even in float32. The frame is survey-major with C rows per survey, so the
+    # matrix ravels onto its rows.
     ranks = rng.random((args.surveys, args.candidates)).argsort(axis=1).argsort(axis=1)
     frame = frame.with_columns(pl.Series(SCORE, (ranks / args.candidates).ravel()))
     # shuffle so that nothing benefits from the generator's order
@@ -125,6 +130,10 @@ def main() -> None:
     t_same, _ = best_of(args.repeats, lambda: per_survey_metrics(frame, compared))
     t_subsets, _ = best_of(max(1, args.repeats - 2), lambda: per_survey_subsets(frame, KS))
     n_metrics = len(ours_all.columns) - 1
+    constant = frame.with_columns(pl.lit(0.0).alias(SCORE))
+    t_constant, _ = best_of(args.repeats, lambda: per_survey_metrics(constant))
+    t_keys, _ = best_of(args.repeats, lambda: tie_keys(frame))
+    n_candidate_ids = frame[CANDIDATE_ID].n_unique()
 
     t_convert, (qrels, run) = best_of(1, lambda: to_trec_dicts(frame))
     t_trec, trec = best_of(args.repeats, lambda: pytrec_eval_all(qrels, run))
@@ -146,6 +155,10 @@ def main() -> None:
         "ours_all_metrics_count": n_metrics,
         "ours_trec_measures_s": round(t_same, 3),
         "ours_all_metrics_all_in_out_s": round(t_subsets, 3),
+        "ours_all_metrics_constant_run_s": round(t_constant, 3),
+        "tie_keys_all_rows_s": round(t_keys, 3),
+        "distinct_candidate_ids": n_candidate_ids,
+        "ratio_pytrec_over_ours_all_metrics_constant_run": round(t_trec / t_constant, 2),
         "pytrec_eval_s": round(t_trec, 3),
         "pytrec_eval_conversion_s": round(t_convert, 3),
         "pytrec_eval_with_conversion_s": round(t_trec + t_convert, 3),
@@ -161,6 +174,11 @@ def main() -> None:
     print(f"ours, all {n_metrics} metrics (ALL subset):        {t_all:8.3f} s")
     print(f"ours, the {len(PAIRS)} pytrec_eval measures:          {t_same:8.3f} s")
     print(f"ours, all metrics x ALL/IN/OUT subsets:     {t_subsets:8.3f} s")
+    print(f"ours, all metrics, constant run (all tied): {t_constant:8.3f} s")
+    print(
+        f"tie keys of all {frame.height} rows:           {t_keys:8.3f} s  "
+        f"({n_candidate_ids} distinct candidate ids)"
+    )
     print(
         f"pytrec_eval, {len(PAIRS)} measures (2 evaluators):    {t_trec:8.3f} s  (excl. dict conversion)"
     )
@@ -168,6 +186,7 @@ def main() -> None:
     print(f"pytrec_eval incl. conversion:               {t_trec + t_convert:8.3f} s")
     print(f"ratio pytrec_eval / ours, same measures:    {t_trec / t_same:8.2f}x")
     print(f"ratio pytrec_eval / ours (all {n_metrics} metrics):  {t_trec / t_all:8.2f}x")
+    print(f"ratio pytrec_eval / ours, constant run:     {t_trec / t_constant:8.2f}x")
     print(f"ratio incl. conversion / ours (all metrics):{(t_trec + t_convert) / t_all:8.2f}x")
     print(f"agreement: max per-survey |ours - pytrec_eval| = {max_diff:.2e}")
     print(json.dumps(figures, sort_keys=True))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +13,14 @@ import polars as pl
 import pytest
 
 from pipeline.config import EvaluateConfig
-from pipeline.evaluate import RunError, add_parser, evaluate, metric_registry, resolve_eval_file
+from pipeline.evaluate import (
+    RunError,
+    RunWarning,
+    add_parser,
+    evaluate,
+    metric_registry,
+    resolve_eval_file,
+)
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
     EVAL_FILENAME,
@@ -88,8 +97,15 @@ def test_results_structure_and_byte_identical_rerun(
         assert TEST_KEYS <= set(test)
         assert test["baseline"] == results["best_baseline"]
         assert 0 < test["p_value"] <= 1
-    assert "candidate_id ascending" in results["tie_breaking"]
+    assert "tie key" in results["tie_breaking"] and "BLAKE2b" in results["tie_breaking"]
+    assert "docid descending" in results["tie_breaking"]
     assert results["runs"]["partial"]["missing_judged"] == 24 * 20 - 160
+    assert results["runs"]["partial"]["missing_surveys"] == 0
+    assert results["runs"]["noisy_label"]["file"] == {
+        "name": "noisy.trec",
+        "sha256": sha256(inputs["trec"]),
+    }
+    assert results["eval_file"] == {"name": EVAL_FILENAME, "sha256": sha256(inputs["eval"])}
     assert results["tier_distribution"]["0"]["name"] == "hard_negative"
 
     per_survey = pl.read_parquet(eval_dir / "per_survey.parquet")
@@ -102,11 +118,8 @@ def test_results_structure_and_byte_identical_rerun(
     report = (eval_dir / "report.md").read_text(encoding="utf-8")
     for name in main:
         assert name in report
-    assert (
-        "IN/OUT gap" in report
-        and "Tier distribution" in report
-        and "candidate_id ascending" in report
-    )
+    assert "IN/OUT gap" in report and "Tier distribution" in report and "tie key" in report
+    assert "## Submitted runs\n" in report and "`noisy.trec`" in report
 
     before = {p.name: p.read_bytes() for p in eval_dir.iterdir()}
     evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
@@ -117,6 +130,85 @@ def test_results_structure_and_byte_identical_rerun(
         "report.md",
     ]  # no temp files
     assert after == before
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_results_do_not_depend_on_the_checkout(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """The same inputs under two different folders give byte-identical outputs (no paths)."""
+    outputs = []
+    for checkout in ("a", "elsewhere/b"):
+        root = tmp_path / checkout
+        shutil.copytree(inputs["release"], root / "release")
+        shutil.copy(inputs["trec"], root / "noisy.trec")
+        shutil.copy(inputs["csv"], root / "partial.csv")
+        out = root / "work"
+        evaluate(
+            root / "release",
+            runs=[root / "noisy.trec", root / "partial.csv"],
+            out_dir=out,
+            config=CONFIG,
+        )
+        outputs.append({p.name: p.read_bytes() for p in (out / "eval").iterdir()})
+        text = (out / "eval" / "eval_results.json").read_text(encoding="utf-8")
+        assert str(tmp_path) not in text
+        assert str(tmp_path) not in (out / "eval" / "report.md").read_text(encoding="utf-8")
+    assert outputs[0] == outputs[1]
+
+
+def _without_survey(inputs: dict[str, Path], tmp_path: Path, survey: str) -> Path:
+    path = tmp_path / "gappy.csv"
+    pl.read_csv(inputs["csv"]).filter(pl.col(SURVEY_ID) != survey).write_csv(path)
+    return path
+
+
+def test_missing_surveys_are_counted_and_warned(inputs: dict[str, Path], tmp_path: Path) -> None:
+    run = _without_survey(inputs, tmp_path, "S000003")
+    with pytest.warns(
+        RunWarning, match=r"gappy\.csv: no row for 1 of 24 eval survey\(s\) \(first: 'S000003'\)"
+    ):
+        results = evaluate(inputs["eval"], runs=[run], out_dir=tmp_path / "out", config=CONFIG)
+    assert results["runs"]["gappy"]["missing_surveys"] == 1
+    report = (tmp_path / "out" / "eval" / "report.md").read_text(encoding="utf-8")
+    assert "`gappy` has no row for 1 of 24 surveys" in report
+    with pytest.raises(RunError) as info:
+        evaluate(
+            inputs["eval"],
+            runs=[run],
+            out_dir=tmp_path / "out2",
+            config=CONFIG,
+            require_complete=True,
+        )
+    assert str(info.value).startswith(
+        f"{run}: no row for 1 of 24 eval survey(s) (first: 'S000003')"
+    )
+    assert not (tmp_path / "out2").exists()
+
+
+def test_hub_eval_file_is_recorded_as_given(
+    inputs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    cache = tmp_path / "cache" / "snapshots" / "abc"
+    cache.mkdir(parents=True)
+    shutil.copy(inputs["eval"], cache / EVAL_FILENAME)
+
+    def fake_download(repo_id: str, filename: str, repo_type: str, revision: str | None) -> str:
+        return str(cache / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.chdir(tmp_path)
+    results = evaluate("owner/name@v1", baselines_only=True, out_dir=tmp_path / "o", config=CONFIG)
+    assert results["eval_file"] == {
+        "name": EVAL_FILENAME,
+        "sha256": sha256(inputs["eval"]),
+        "hub": "owner/name@v1",
+    }
+    report = (tmp_path / "o" / "eval" / "report.md").read_text(encoding="utf-8")
+    assert "from the Hub as `owner/name@v1`" in report
 
 
 def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Path) -> None:
@@ -177,10 +269,22 @@ def test_cli(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixt
     ]
     assert _cli(base) == 2
     assert f"{unknown}:1:" in capsys.readouterr().err
-    with pytest.warns(UserWarning, match="dropped 1 of 1"):
+    with pytest.warns(RunWarning) as caught:
         assert _cli([*base, "--lenient"]) == 0
+    messages = [str(w.message) for w in caught]
+    assert any("dropped 1 of 1" in m for m in messages)
+    # nothing of the run is left, so every survey is missing from it
+    assert any("no row for 24 of 24 eval survey(s)" in m for m in messages)
     with pytest.raises(SystemExit):  # a run and --baselines-only contradict each other
         _cli([*base, "--baselines-only"])
+    gappy = _without_survey(inputs, tmp_path, "S000005")
+    gappy_args = [*base[:4], str(gappy), *base[5:]]
+    with pytest.warns(RunWarning, match="no row for 1 of 24"):
+        assert _cli(gappy_args) == 0
+    assert _cli([*gappy_args, "--require-complete"]) == 2
+    err = capsys.readouterr().err
+    assert f"{gappy}: no row for 1 of 24 eval survey(s) (first: 'S000005')" in err
+    assert "--require-complete" in err
     out = tmp_path / "default"
     # neither --run nor --baselines-only: the baselines are evaluated
     assert (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from math import log2
 
 import numpy as np
@@ -17,9 +18,11 @@ from pipeline.evaluate import (
     metric_registry,
     per_survey_metrics,
     resolve_metrics,
+    tie_key,
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SUBSET, SURVEY_ID
 from pipeline.evaluate.evaluation import SUBSET_ALL, baseline_per_survey
+from pipeline.evaluate.metrics import tie_keys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
@@ -31,11 +34,106 @@ def d(rank: int) -> float:
     return 1 / log2(rank + 1)
 
 
-# s1: b(0.9, L0) c(0.5, L3) d(0.5, L1) a(0.2, L4) then missing e(L0) f(L2).
-#     c and d tie on 0.5 -> candidate_id ascending puts c first; e and f have no
-#     score -> ranked last, e before f.
+# ------------------------------------------------------------------ tie keys
+def reference_tie_key(survey_id: str, candidate_id: str) -> int:
+    """The documented tie key, written out again here from its definition.
+
+    tie_key = splitmix64(h(survey_id) XOR h(candidate_id)); h(x) = the 8-byte
+    BLAKE2b digest of x's UTF-8 bytes read as a little-endian unsigned 64-bit
+    integer; splitmix64's finaliser in arithmetic modulo 2**64. Equal scores rank
+    by this key ascending, then by candidate_id.
+    """
+
+    def h(x: str) -> int:
+        return int.from_bytes(hashlib.blake2b(x.encode("utf-8"), digest_size=8).digest(), "little")
+
+    mask = (1 << 64) - 1
+    z = h(survey_id) ^ h(candidate_id)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def tie_order(survey_id: str, candidate_ids: str) -> str:
+    """The order in which equal-score candidates of a survey are ranked."""
+    return "".join(sorted(candidate_ids, key=lambda c: (reference_tie_key(survey_id, c), c)))
+
+
+# Pinned values: the key must not change across machines, Python or Polars
+# versions, or runs (a change would silently reorder every tie of a published run).
+GOLDEN_TIE_KEYS = {
+    ("s1", "c"): 0x499CF5114DC0294B,
+    ("s1", "d"): 0x0F7149455E426199,
+    ("s1", "e"): 0xADD9C50695A1DCCB,
+    ("s1", "f"): 0xC1801EEE0DA92630,
+    ("s3", "a"): 0x147C82DA4EF4606F,
+    ("s3", "b"): 0x9EA739896820479D,
+    ("s1", "a"): 0x1E22D04130302DDF,
+    ("s1", "b"): 0xA015207312BEFF2B,
+}
+
+
+def test_tie_key_is_the_documented_function_and_pinned() -> None:
+    pairs = pl.DataFrame(
+        list(GOLDEN_TIE_KEYS), schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String}, orient="row"
+    )
+    assert tie_keys(pairs).to_list() == list(GOLDEN_TIE_KEYS.values())
+    for (survey, candidate), key in GOLDEN_TIE_KEYS.items():
+        assert reference_tie_key(survey, candidate) == key
+        assert tie_key(survey, candidate) == key
+
+
+@settings(max_examples=50, deadline=None, database=None)
+@given(st.lists(st.tuples(st.text(max_size=12), st.text(max_size=20)), min_size=1, max_size=30))
+def test_vectorised_tie_keys_match_the_reference(pairs: list[tuple[str, str]]) -> None:
+    frame = pl.DataFrame(
+        pairs, schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String}, orient="row"
+    )
+    assert tie_keys(frame).to_list() == [reference_tie_key(s, c) for s, c in pairs]
+
+
+def test_constant_run_is_neutral_to_the_id_form() -> None:
+    # Relevant candidates are arxiv: ids, hard negatives doi: ids. Ordering ties by
+    # candidate_id would put every relevant one first (ndcg@10 = 1); the tie key
+    # must make a constant score no better than a random one.
+    rng = np.random.default_rng(4)
+    rows = []
+    for s in range(400):
+        labels = rng.choice(5, size=30, p=[0.6, 0.1, 0.1, 0.1, 0.1])
+        rows += [
+            (f"q{s}", f"{'arxiv' if label else 'doi'}:{s}.{j}", int(label), 0.0)
+            for j, label in enumerate(labels)
+        ]
+    frame = pl.DataFrame(
+        rows,
+        schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String, LABEL: pl.Int8, SCORE: pl.Float64},
+        orient="row",
+    )
+    names = ["ndcg@10", "map", "hard_negative_auc"]
+    constant = per_survey_metrics(frame, names, ks=(10,))
+    randoms = [
+        per_survey_metrics(
+            frame.with_columns(pl.Series(SCORE, np.random.default_rng(seed).random(frame.height))),
+            names,
+            ks=(10,),
+        )
+        for seed in range(100, 105)  # not 4: those uniforms drew the labels
+    ]
+    for name in ("ndcg@10", "map"):
+        expected = np.mean([r[name].mean() for r in randoms])
+        assert abs(constant[name].mean() - expected) < 0.03, name
+    assert constant["hard_negative_auc"].drop_nulls().unique().to_list() == [0.5]
+    # and the order of the same candidates differs from survey to survey
+    firsts = {tie_order(f"q{s}", "abcdefgh")[0] for s in range(40)}
+    assert len(firsts) > 3
+
+
+# s1: b(0.9, L0) then c(0.5, L3) and d(0.5, L1) tied, a(0.2, L4), then missing
+#     e(L0) and f(L2). Ties rank by the tie key: tie_order("s1", "cd") == "dc", so d
+#     comes before c (not candidate_id order); e and f have no score -> ranked
+#     last, tie_order("s1", "ef") == "ef". Ranking: b d c a e f.
 # s2: only hard negatives -> excluded from every metric.
-# s3: a(0.3, L0) b(0.3, L1) tie -> a first.
+# s3: a(0.3, L0) b(0.3, L1) tie -> tie_order("s3", "ab") == "ab": a first.
 TINY = pl.DataFrame(
     {
         SURVEY_ID: ["s1"] * 6 + ["s2"] * 2 + ["s3"] * 2,
@@ -48,8 +146,8 @@ TINY = pl.DataFrame(
 EXPECTED = {
     "s1": {
         "ndcg@1": 0.0,
-        "ndcg@3": (3 * d(2) + 1 * d(3)) / (4 + 3 * d(2) + 2 * d(3)),
-        "ndcg@5": (3 * d(2) + 1 * d(3) + 4 * d(4)) / (4 + 3 * d(2) + 2 * d(3) + 1 * d(4)),
+        "ndcg@3": (1 * d(2) + 3 * d(3)) / (4 + 3 * d(2) + 2 * d(3)),
+        "ndcg@5": (1 * d(2) + 3 * d(3) + 4 * d(4)) / (4 + 3 * d(2) + 2 * d(3) + 1 * d(4)),
         "recall@1": 0.0,
         "recall@3": 2 / 4,
         "recall@5": 3 / 4,
@@ -63,17 +161,18 @@ EXPECTED = {
         "recall@3_tier=3": 1.0,
         "recall@3_tier=4": 0.0,
         "recall@5_tier=4": 1.0,
-        "mrr_tier3": 1 / 2,
+        "mrr_tier3": 1 / 3,  # c, the first label >= 3, is at rank 3
         "map": (1 / 2 + 2 / 3 + 3 / 4 + 4 / 6) / 4,
         "r_precision": 3 / 4,
-        # positives c, d, a beat e and lose to b; f ties e (both missing), loses to b
+        # scores, not ranks: positives d, c, a beat e and lose to b; f ties e (both
+        # missing) and loses to b
         "hard_negative_auc": (1 + 1 + 1 + 0.5) / (4 * 2),
         "hard_negative_auc_tier=1": 1 / 2,
         "hard_negative_auc_tier=2": 0.5 / 2,
         "hard_negative_auc_tier=3": 1 / 2,
         "hard_negative_auc_tier=4": 1 / 2,
         "essential_ndcg@10": d(4) / d(1),
-        "relevant_ndcg@10": (d(2) + d(4)) / (d(1) + d(2)),
+        "relevant_ndcg@10": (d(3) + d(4)) / (d(1) + d(2)),
     },
     "s2": {},  # everything excluded
     "s3": {
@@ -92,6 +191,12 @@ EXPECTED = {
 
 
 def test_hand_computed_values_and_exclusions() -> None:
+    # the tie orders the expected values were computed with
+    assert (tie_order("s1", "cd"), tie_order("s1", "ef"), tie_order("s3", "ab")) == (
+        "dc",
+        "ef",
+        "ab",
+    )
     result = per_survey_metrics(TINY, ks=KS)
     assert result[SURVEY_ID].to_list() == ["s1", "s2", "s3"]
     rows = {row[SURVEY_ID]: row for row in result.iter_rows(named=True)}
@@ -115,7 +220,7 @@ def test_n_counts_and_macro_means_skip_excluded_surveys() -> None:
     assert summary.n.tolist() == [2, 1, 1, 2, 1]
     ndcg3 = (EXPECTED["s1"]["ndcg@3"] + EXPECTED["s3"]["ndcg@3"]) / 2
     assert summary.mean[0] == pytest.approx(ndcg3, abs=1e-12)
-    assert summary.mean[1] == pytest.approx(0.5)
+    assert summary.mean[1] == pytest.approx(EXPECTED["s1"]["mrr_tier3"])  # s3 has no label >= 3
     assert summary.mean[3] == pytest.approx((0.4375 + 0.5) / 2)
 
 
@@ -175,8 +280,9 @@ def test_registry_names_and_docs() -> None:
 def _random_judgments(seed: int, n_surveys: int) -> pl.DataFrame:
     """Random labels; scores distinct per survey even in float32.
 
-    trec_eval keeps scores as 32-bit floats and breaks ties by docid descending
-    (we use candidate_id ascending), so agreement needs float32-distinct scores.
+    trec_eval keeps scores as 32-bit floats and orders ties by docid descending
+    (we use the tie key), so agreement holds for runs without ties: the scores
+    here are float32-distinct within each survey.
     """
     rng = np.random.default_rng(seed)
     parts = []

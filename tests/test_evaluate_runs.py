@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.config import EvaluateConfig
-from pipeline.evaluate import RunError, RunWarning, load_run, read_run
+from pipeline.evaluate import RunError, RunWarning, load_run, missing_surveys, read_run, tie_key
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
     IN_DOMAIN,
@@ -209,7 +209,9 @@ def test_lenient_drops_counts_and_warns(tmp_path: Path) -> None:
 
 def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
     # Only the hard negative c is scored, and negatively; a and b (relevant) are
-    # missing, so they still rank below it, ordered a then b.
+    # missing, so they still rank below it, ordered among themselves by the tie
+    # key: a then b (asserted below; the key is pinned in test_evaluate_metrics).
+    assert tie_key("s1", "a") < tie_key("s1", "b")
     eval_set = pl.DataFrame(
         {
             SURVEY_ID: ["s1"] * 3,
@@ -228,3 +230,11 @@ def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
     assert row["mrr_tier3"] == pytest.approx(1 / 2)
     assert row["hard_negative_auc"] == 0.0
     assert row["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+
+
+def test_missing_surveys_are_listed(tmp_path: Path) -> None:
+    path = write(tmp_path, "half.run", "s1 Q0 a 1 1 t\ns1 Q0 b 2 0.5 t\n")
+    run = load_run(path, EVAL_PAIRS)
+    assert missing_surveys(run, EVAL_PAIRS) == ["s2"]
+    full = load_run(write(tmp_path, "full.run", "s1 Q0 a 1 1 t\ns2 Q0 y 2 0.5 t\n"), EVAL_PAIRS)
+    assert missing_surveys(full, EVAL_PAIRS) == []

@@ -7,10 +7,16 @@ Public API:
 * :func:`add_parser` / :func:`main` - the ``evaluate`` subcommand.
 * :func:`per_survey_metrics`, :func:`metric_registry` - the metric registry and
   its vectorised computation.
-* :class:`RunError`, :class:`RunWarning`, :func:`read_run`, :func:`load_run` - runs.
+* :class:`RunError`, :class:`RunWarning`, :func:`read_run`, :func:`load_run`,
+  :func:`missing_surveys` - runs.
+* :func:`tie_key` - the tie-breaking key.
 
-Ties: equal scores are ordered by candidate_id ascending; judged candidates
-missing from a run rank below every scored one, by candidate_id ascending.
+Ties: equal scores are ordered by :func:`tie_key` of (survey_id, candidate_id)
+ascending, a fixed pseudo-random key (splitmix64 of XORed BLAKE2b-64 digests of
+the two ids) that carries no information from the form of the ids, then by
+candidate_id; judged candidates missing from a run rank below every scored one,
+ordered among themselves the same way. trec_eval orders ties by docid
+descending, so agreement with pytrec_eval holds for runs without ties.
 """
 
 from pipeline.evaluate.command import add_parser, main
@@ -24,8 +30,9 @@ from pipeline.evaluate.metrics import (
     metric_registry,
     per_survey_metrics,
     resolve_metrics,
+    tie_key,
 )
-from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, read_run
+from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys, read_run
 
 __all__ = [
     "MAIN_METRICS",
@@ -42,8 +49,10 @@ __all__ = [
     "load_run",
     "main",
     "metric_registry",
+    "missing_surveys",
     "per_survey_metrics",
     "read_run",
     "resolve_eval_file",
     "resolve_metrics",
+    "tie_key",
 ]

@@ -58,7 +58,7 @@ def popularity_scores(eval_frame: pl.DataFrame) -> pl.Series:
 
 
 def oracle_scores(eval_frame: pl.DataFrame) -> pl.Series:
-    """The label as a score: a perfect ranking up to ties (ties by candidate_id)."""
+    """The label as a score: a perfect ranking (equal labels are ordered by the tie key)."""
     return eval_frame[LABEL].cast(pl.Float64).rename(ORACLE)
 
 

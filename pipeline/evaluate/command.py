@@ -18,8 +18,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Evaluate submitted runs and the baselines (random, popularity, bm25, oracle) on the eval "
             f"set; writes <out>/{EVAL_DIR}/eval_results.json, per_survey.parquet and {REPORT_FILE}, and "
-            "prints the report. Ties are broken by candidate_id ascending; judged candidates missing "
-            "from a run rank last."
+            "prints the report. Equal scores are ordered by a fixed pseudo-random tie key of "
+            "(survey_id, candidate_id) (see tie_breaking in eval_results.json); judged candidates "
+            "missing from a run rank last. A survey a run has no row for is warned about (or, with "
+            "--require-complete, an error)."
         ),
     )
     parser.add_argument(
@@ -51,6 +53,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="drop run rows whose ids are not in the eval set (counted, with a warning) instead of failing",
     )
     parser.add_argument(
+        "--require-complete",
+        action="store_true",
+        help="fail when a run has no row for some eval survey (default: warn, count it as "
+        "missing_surveys and rank all that survey's candidates as missing)",
+    )
+    parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
     )
     parser.set_defaults(func=main)
@@ -68,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
             out_dir=args.out,
             config=config,
             lenient=args.lenient,
+            require_complete=args.require_complete,
         )
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -62,6 +62,16 @@ def _hub_download(spec: str) -> Path:
     return Path(local)
 
 
+def is_hub_spec(spec: str | Path) -> bool:
+    """Whether :func:`resolve_eval_file` reads ``spec`` from the Hub (it is not a local path)."""
+    text = str(spec)
+    if Path(spec).exists():
+        return False
+    return text.startswith(HUB_PREFIX) or bool(
+        _REPO_ID.match(text) and not text.endswith(".parquet")
+    )
+
+
 def resolve_eval_file(spec: str | Path) -> Path:
     """Local path of the eval Parquet named by ``spec``.
 
@@ -75,7 +85,6 @@ def resolve_eval_file(spec: str | Path) -> Path:
         FileNotFoundError: a local folder without the eval file, or a path that is neither
             a local file/folder nor a Hub dataset id.
     """
-    text = str(spec)
     path = Path(spec)
     if path.is_dir():
         inner = path / EVAL_FILENAME
@@ -84,8 +93,8 @@ def resolve_eval_file(spec: str | Path) -> Path:
         return inner
     if path.is_file():
         return path
-    if text.startswith(HUB_PREFIX) or (_REPO_ID.match(text) and not text.endswith(".parquet")):
-        return _hub_download(text)
+    if is_hub_spec(spec):
+        return _hub_download(str(spec))
     raise FileNotFoundError(f"{spec}: no such eval file or folder, and not a Hub dataset id")
 
 

@@ -5,7 +5,12 @@ Outputs, under ``<out_dir>/eval/`` (each written to a temp file and renamed):
 * ``eval_results.json``: means with 95% bootstrap intervals per system, metric
   and subset, paired tests of every submitted run against the best baseline, the
   tie rule, metric definitions and the config. Sorted keys and floats rounded
-  to 12 digits, so a rerun on the same inputs is byte-identical.
+  to 12 digits, so a rerun on the same inputs is byte-identical. Input files are
+  named by file name and sha256 (plus the Hub spec as given, for a Hub eval set),
+  never by a local path, so the same inputs in two checkouts give the same bytes.
+  Each run records ``missing_surveys``: eval surveys it has no row for (all their
+  candidates rank as missing; a :class:`RunWarning`, or an error with
+  ``require_complete``).
 * ``per_survey.parquet``: one row per system x subset (ALL, IN, OUT) x survey with
   every metric (null = survey excluded); a survey without any candidate in the IN
   (or OUT) subset has no row there. Year subsets are the ALL rows of the surveys
@@ -23,10 +28,12 @@ the surveys where a metric is defined.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +64,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
-from pipeline.evaluate.evalset import load_eval_set, resolve_eval_file
+from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.metrics import (
     TIE_BREAKING,
     main_metrics,
@@ -65,7 +72,7 @@ from pipeline.evaluate.metrics import (
     per_survey_metrics,
 )
 from pipeline.evaluate.report import render_report
-from pipeline.evaluate.runs import Run, RunError, load_run
+from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.schema import LABEL_NAMES
 
@@ -76,7 +83,8 @@ EVAL_DIR = "eval"
 RESULTS_FILE = "eval_results.json"
 PER_SURVEY_FILE = "per_survey.parquet"
 REPORT_FILE = "report.md"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: eval_file and run files by name + sha256; runs' missing_surveys
+MISSING_SHOWN = 5  # missing survey ids named in a warning or error
 FLOAT_DIGITS = 12
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
 
@@ -300,6 +308,32 @@ def _tier_distribution(eval_set: pl.DataFrame) -> dict[str, dict[str, Any]]:
     }
 
 
+def file_identity(path: Path) -> dict[str, str]:
+    """``{"name": file name, "sha256": hex digest of its bytes}``: no directory, so no checkout path."""
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return {"name": path.name, "sha256": digest}
+
+
+def _check_complete(run: Run, missing: list[str], n_surveys: int, require_complete: bool) -> None:
+    """Warn about (or, with ``require_complete``, refuse) eval surveys a run has no row for."""
+    if not missing:
+        return
+    shown = ", ".join(repr(s) for s in missing[:MISSING_SHOWN])
+    more = ", ..." if len(missing) > MISSING_SHOWN else ""
+    what = (
+        f"{run.path}: no row for {len(missing)} of {n_surveys} eval survey(s) "
+        f"(first: {shown}{more})"
+    )
+    if require_complete:
+        raise RunError(f"{what}; --require-complete needs every eval survey scored")
+    warnings.warn(
+        f"{what}; every judged candidate of those surveys is ranked as missing",
+        RunWarning,
+        stacklevel=3,
+    )
+
+
 def _check_names(loaded: list[Run]) -> None:
     seen: dict[str, Path] = {}
     for run in loaded:
@@ -321,12 +355,16 @@ def evaluate(
     out_dir: Path = Path("work"),
     config: EvaluateConfig = DEFAULT_CONFIG,
     lenient: bool = False,
+    require_complete: bool = False,
 ) -> dict[str, Any]:
     """Evaluate the baselines and the given runs on the eval set and write the outputs.
 
-    Ranking ties are broken by candidate_id ascending; judged candidates missing
-    from a run rank below all scored ones, also by candidate_id (see
-    ``results["tie_breaking"]``).
+    Equal scores are ordered by a fixed pseudo-random tie key of (survey_id,
+    candidate_id), then candidate_id; judged candidates missing from a run rank
+    below all scored ones, ordered the same way (see ``results["tie_breaking"]``
+    and :func:`pipeline.evaluate.metrics.tie_key`). A survey a run has no row for
+    is counted (``runs[NAME]["missing_surveys"]``) and warned about with a
+    :class:`RunWarning`.
 
     Args:
         eval_file: eval Parquet, release folder, or Hub dataset (see
@@ -337,13 +375,17 @@ def evaluate(
         config: bootstrap resamples, seed, random-baseline seeds and cutoffs
             (default ``EvaluateConfig()``).
         lenient: drop run rows whose ids are not in the eval set instead of failing.
+        require_complete: fail when a run has no row for some eval survey (instead
+            of warning and ranking all its candidates as missing).
 
     Returns:
         The content of ``eval_results.json`` (floats already rounded).
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
-            ``lenient``), or reuses a system name.
+            ``lenient``), reuses a system name, or (with ``require_complete``) has
+            no row for some eval survey; the message names the file and the first
+            missing survey ids.
         EvalSetError: the eval table is malformed.
         ValueError: ``baselines_only`` together with runs.
         FileNotFoundError: the eval file or a run file does not exist.
@@ -356,6 +398,13 @@ def evaluate(
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     loaded = [load_run(p, pairs, lenient=lenient) for p in run_paths]
     _check_names(loaded)
+    n_eval_surveys = eval_set[SURVEY_ID].n_unique()
+    missing = {run.name: missing_surveys(run, pairs) for run in loaded}
+    for run in loaded:
+        _check_complete(run, missing[run.name], n_eval_surveys, require_complete)
+    eval_identity = file_identity(eval_path)
+    if is_hub_spec(eval_file):
+        eval_identity["hub"] = str(eval_file)
 
     metrics = list(metric_registry(config.ks))
     headline = main_metrics(config.ks)
@@ -396,7 +445,7 @@ def evaluate(
     results = _clean(
         {
             "format_version": FORMAT_VERSION,
-            "eval_file": str(eval_path),
+            "eval_file": eval_identity,
             "n_surveys": all_surveys.len(),
             "n_candidates": eval_set.height,
             "config": {
@@ -415,12 +464,13 @@ def evaluate(
             "submitted": [run.name for run in loaded],
             "runs": {
                 run.name: {
-                    "file": str(run.path),
+                    "file": file_identity(run.path),
                     "format": run.format,
                     "rows": run.n_rows,
                     "dropped_unknown_ids": run.n_dropped_unknown,
                     "scored_judged": run.scores.height,
                     "missing_judged": eval_set.height - run.scores.height,
+                    "missing_surveys": len(missing[run.name]),
                 }
                 for run in loaded
             },

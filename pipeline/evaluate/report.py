@@ -34,6 +34,59 @@ def _label(results: dict[str, Any], system: str) -> str:
     return system
 
 
+def _eval_file(identity: dict[str, str]) -> str:
+    hub = f", from the Hub as `{identity['hub']}`" if identity.get("hub") else ""
+    return f"`{identity['name']}` (sha256 `{identity['sha256']}`{hub})"
+
+
+def _runs_section(results: dict[str, Any]) -> list[str]:
+    """Where each submitted run came from and what it left unscored."""
+    runs = results["runs"]
+    if not runs:
+        return []
+    lines = ["", "## Submitted runs", ""]
+    lines += _table(
+        [
+            "system",
+            "file",
+            "sha256",
+            "format",
+            "rows",
+            "judged scored",
+            "judged missing",
+            "surveys missing",
+            "dropped (unknown ids)",
+        ],
+        [
+            [
+                name,
+                f"`{run['file']['name']}`",
+                f"`{run['file']['sha256'][:12]}`",
+                run["format"],
+                str(run["rows"]),
+                str(run["scored_judged"]),
+                str(run["missing_judged"]),
+                str(run["missing_surveys"]),
+                str(run["dropped_unknown_ids"]),
+            ]
+            for name, run in runs.items()
+        ],
+    )
+    gaps = [(name, run["missing_surveys"]) for name, run in runs.items() if run["missing_surveys"]]
+    if gaps:
+        lines.append("")
+        lines += [
+            f"**Warning:** `{name}` has no row for {n} of {results['n_surveys']} surveys; every "
+            "judged candidate of those surveys is ranked as missing (after all scored ones)."
+            for name, n in gaps
+        ]
+    lines += [
+        "",
+        "Judged candidates a run does not score rank after all scored ones, in tie-key order.",
+    ]
+    return lines
+
+
 def render_report(results: dict[str, Any]) -> str:
     """The evaluation report as Markdown.
 
@@ -46,7 +99,7 @@ def render_report(results: dict[str, Any]) -> str:
     lines = [
         "# Survey reading lists: evaluation",
         "",
-        f"Eval set `{results['eval_file']}`: {results['n_surveys']} surveys, "
+        f"Eval set {_eval_file(results['eval_file'])}: {results['n_surveys']} surveys, "
         f"{results['n_candidates']} judged candidates. Means are macro-averages over surveys "
         "where a metric is defined (n = surveys used); brackets: " + results["ci_method"],
         "",
@@ -59,6 +112,7 @@ def render_report(results: dict[str, Any]) -> str:
     if systems:
         rows.append(["n (surveys)"] + [str(overall[systems[0]][m]["n"]) for m in main])
     lines += _table(["system", *main], rows)
+    lines += _runs_section(results)
 
     lines += [
         "",

@@ -9,13 +9,17 @@ the file suffix:
 * anything else: a TREC run, ``qid Q0 docid rank score tag`` separated by
   whitespace, qid = survey_id and docid = candidate_id. The system name is the
   tag, which must be the same on every line. The rank field is ignored (as in
-  trec_eval): the order comes from the score, ties by candidate_id ascending.
+  trec_eval): the order comes from the score, ties by the tie key of
+  :mod:`pipeline.evaluate.metrics` (not by the rank field, nor by docid as trec_eval).
 
 Every problem raises :class:`RunError` naming the file and, for text formats, the
 1-based line number (``path:line: message``; Parquet: ``path: row N: message``).
 Rows whose ids are not in the eval set are an error too, unless ``lenient``:
 then they are dropped, counted in :attr:`Run.n_dropped_unknown` and reported
-with a :class:`RunWarning`.
+with a :class:`RunWarning`. A run need not score every judged candidate: the
+missing ones rank last. :func:`missing_surveys` lists the eval surveys a run has
+no row for at all (the evaluate stage warns about them, or fails with
+``require_complete``).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class RunError(ValueError):
 
 
 class RunWarning(UserWarning):
-    """Rows of a run were dropped in lenient mode."""
+    """A run was accepted with a gap: rows dropped in lenient mode, or eval surveys it has no row for."""
 
 
 @dataclass(frozen=True)
@@ -306,3 +310,19 @@ def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = Fal
 def load_run(path: str | Path, eval_pairs: pl.DataFrame, lenient: bool = False) -> Run:
     """:func:`read_run` then :func:`restrict_to_eval_set`."""
     return restrict_to_eval_set(read_run(path), eval_pairs, lenient=lenient)
+
+
+def missing_surveys(run: Run, eval_pairs: pl.DataFrame) -> list[str]:
+    """The eval surveys (sorted) for which ``run`` has no row: all their candidates rank as missing.
+
+    Args:
+        run: a run restricted to the eval set (:func:`load_run`).
+        eval_pairs: the eval set's ``survey_id`` column (``candidate_id`` may be present too).
+    """
+    scored = run.scores.select(pl.col(SURVEY_ID).unique())
+    return (
+        eval_pairs.select(pl.col(SURVEY_ID).unique())
+        .join(scored, on=SURVEY_ID, how="anti")
+        .sort(SURVEY_ID)[SURVEY_ID]
+        .to_list()
+    )
