@@ -1055,9 +1055,13 @@ def _survey_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
     if rng.random() < 0.4:
         n += 1
         sk.section(rng.choice(("Background", "Preliminaries")), str(n), "bg", 1.0)
-    if "Systematic" in p.title:
+    # Systematic reviews (and some others) describe their own search protocol before
+    # the core; works cited only there (guidelines, tools) become tier 2.
+    if "Systematic" in p.title or rng.random() < 0.25:
         n += 1
-        sk.section("Research Methodology", str(n), "method", 0.8)
+        sk.section(
+            rng.choice(("Research Methodology", "Survey Methodology")), str(n), "method", 0.8
+        )
     subsub = rng.random() < 0.3
     for fam in rng.sample(fams, rng.randint(3, 8)):
         n += 1
@@ -1236,6 +1240,8 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
 
 # Where a cited work's first mention goes (its "home") and where the others go.
 HOME_REGULAR = {"intro": 0.28, "related": 0.40, "method": 0.17, "exp": 0.15}
+# for the ~13% of a survey's works whose home is not a topical section
+HOME_SURVEY = {"intro": 0.1, "bg": 0.05, "method": 0.06}
 EXTRA_REGULAR = {
     "intro": 0.2,
     "related": 0.3,
@@ -1331,7 +1337,7 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
     unit_cites: list[list[str]] = [[] for _ in units]
     counts = rng.choices(range(1, 7), weights=MENTION_WEIGHTS, k=len(ref_ids)) if ref_ids else []
     topical = sk.roles.get("topical", [])
-    home_role = _RolePicker({"intro": 0.1, "bg": 0.05} if survey else HOME_REGULAR, sk.roles)
+    home_role = _RolePicker(HOME_SURVEY if survey else HOME_REGULAR, sk.roles)
     extra_role = _RolePicker(EXTRA_SURVEY if survey else EXTRA_REGULAR, sk.roles)
     homes: list[int] = []
     for _ in ref_ids:
