@@ -61,6 +61,19 @@ class Summary:
     n: np.ndarray
 
 
+def _defined_mean(
+    values: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per column over the rows where it is defined: (defined mask, values with NaN as 0,
+    count, mean); the mean is NaN for a column defined nowhere."""
+    defined = ~np.isnan(values)
+    filled = np.where(defined, values, 0.0)
+    n = defined.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = filled.sum(axis=0) / n
+    return defined, filled, n, mean
+
+
 def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> Summary:
     """Macro-average of each column with a 95% percentile bootstrap interval over surveys.
 
@@ -74,11 +87,7 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     """
     values = np.asarray(values, dtype=np.float64)
     n_surveys, n_columns = values.shape
-    defined = ~np.isnan(values)
-    filled = np.where(defined, values, 0.0)
-    n = defined.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = filled.sum(axis=0) / n
+    defined, filled, n, mean = _defined_mean(values)
     if n_surveys == 0 or n_resamples <= 0:
         nan = np.full(n_columns, np.nan)
         return Summary(mean, nan, nan.copy(), n)
@@ -136,11 +145,7 @@ def paired_test(
         raise ValueError(f"paired test needs equal shapes, got {system.shape} and {baseline.shape}")
     diffs = system - baseline  # NaN where either is excluded
     n_surveys, n_columns = diffs.shape
-    defined = ~np.isnan(diffs)
-    filled = np.where(defined, diffs, 0.0)
-    n = defined.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = filled.sum(axis=0) / n
+    defined, filled, n, observed = _defined_mean(diffs)
     if n_surveys == 0 or n_resamples <= 0:
         nan = np.full(n_columns, np.nan)
         return PairedTest(observed, nan, nan.copy(), nan.copy(), n)
