@@ -59,6 +59,11 @@ class WorksConfig:
 class SurveysConfig:
     category_prefix: str = _f("cs.", "primary category prefix of candidate survey papers")
     min_resolved_refs: int = _f(20, "minimum number of resolved cited works for a survey")
+    min_resolved_frac: float = _f(
+        0.5,
+        "minimum share of a survey's bib entries resolved to a work (by identifier or title); "
+        "surveys below it are left out (counted): their reading lists are too incomplete",
+    )
     max_surveys: int = _f(
         0, "cap on surveys kept, by (first_version_date, paper_id) order; 0 = no cap"
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -20,6 +20,8 @@ ABSTRACT = "abstract"
 CATEGORIES = "categories"
 PRIMARY_CATEGORY = "primary_category"
 FIRST_VERSION_DATE = "first_version_date"
+# date of the last version in the record's ``versions``: the version whose text the corpus holds
+TEXT_DATE = "text_version_date"
 UPDATE_DATE = "update_date"
 LICENSE = "license"
 DOI = "doi"
@@ -45,6 +47,8 @@ WORK_ID = "work_id"
 ALIASES = "aliases"
 KNOWN_DATE = "known_date"
 N_CITING_PAPERS = "n_citing_papers"
+RESOLVED_BY = "resolved_by"
+TITLE_KEY = "title_key"
 
 SURVEY_ID = "survey_id"
 N_REFS = "n_refs"
@@ -93,6 +97,7 @@ PAPERS = pa.schema(
         (CATEGORIES, pa.list_(pa.string())),
         (PRIMARY_CATEGORY, pa.string()),
         (FIRST_VERSION_DATE, pa.date32()),
+        (TEXT_DATE, pa.date32()),
         (UPDATE_DATE, pa.date32()),
         (LICENSE, pa.string()),
         (DOI, pa.string()),
@@ -165,6 +170,15 @@ CITES = pa.schema(
         (PAPER_ID, pa.string()),
         (REF_ID, pa.string()),
         (WORK_ID, pa.string()),
+        (RESOLVED_BY, pa.string()),  # "identifier", "title" (pipeline.titles), null: unresolved
+    ]
+)
+
+# every title key known for a work: its corpus title, the title key of each entry citing it
+TITLE_KEYS = pa.schema(
+    [
+        (WORK_ID, pa.string()),
+        (TITLE_KEY, pa.string()),
     ]
 )
 
@@ -174,6 +188,7 @@ SURVEYS = pa.schema(
         (TITLE, pa.string()),
         (PRIMARY_CATEGORY, pa.string()),
         (FIRST_VERSION_DATE, pa.date32()),
+        (TEXT_DATE, pa.date32()),
         (N_REFS, pa.int64()),
         (N_RESOLVED, pa.int64()),
         (RESOLVED_FRAC, pa.float64()),
@@ -244,7 +259,11 @@ CANDIDATE_CATEGORIES = "candidate_categories"
 CANDIDATE_RAW = "candidate_raw"
 SPLIT_NAMES = ("train", "eval")
 # how a hard negative was admitted by the same-field rule (see stages/negatives.py)
-NEGATIVE_SOURCES = ("own_category", "citing_survey_category")
+NEGATIVE_SOURCES = ("own_category", "citing_survey_category", "cited_in_category")
+MATCH_ROUND = "match_round"
+N_MATCHED_EXACT = "n_matched_exact"
+N_SHORTFALL = "n_shortfall"
+N_POSITIVES_AFTER_SURVEY = "n_positives_after_survey"
 # BEIR/MTEB column names of the retrieval view of the release
 BEIR_ID = "_id"
 BEIR_TEXT = "text"
@@ -261,8 +280,10 @@ NEGATIVES = pa.schema(
         (NEGATIVE_SOURCE, pa.string()),
         (N_CITING_SURVEYS, pa.int64()),
         (N_CITING_SURVEYS_SAME_CATEGORY, pa.int64()),
+        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
         (KNOWN_DATE, pa.date32()),
         (EARLIEST_CITING_SURVEY_DATE, pa.date32()),
+        (MATCH_ROUND, pa.int8()),  # matching round that drew it (stages/negatives.py ROUNDS)
     ]
 )
 
@@ -272,9 +293,13 @@ NEGATIVE_SURVEYS = pa.schema(
         (SURVEY_ID, pa.string()),
         (PRIMARY_CATEGORY, pa.string()),
         (FIRST_VERSION_DATE, pa.date32()),
+        (SURVEY_DATE, pa.date32()),
         (N_POSITIVES, pa.int64()),
+        (N_POSITIVES_AFTER_SURVEY, pa.int64()),
         (N_NEGATIVE_CANDIDATES, pa.int64()),
         (N_NEGATIVES, pa.int64()),
+        (N_MATCHED_EXACT, pa.int64()),
+        (N_SHORTFALL, pa.int64()),
         (HAS_NEGATIVES, pa.bool_()),
     ]
 )
@@ -285,6 +310,7 @@ SPLIT_SURVEYS = pa.schema(
         (SPLIT, pa.string()),
         (PRIMARY_CATEGORY, pa.string()),
         (FIRST_VERSION_DATE, pa.date32()),
+        (SURVEY_DATE, pa.date32()),
         (N_POSITIVES, pa.int64()),
         (N_NEGATIVES, pa.int64()),
         (HAS_NEGATIVES, pa.bool_()),
@@ -305,6 +331,7 @@ CANDIDATES = pa.schema(
         (NEGATIVE_SOURCE, pa.string()),
         (N_CITING_SURVEYS, pa.int64()),
         (N_CITING_SURVEYS_SAME_CATEGORY, pa.int64()),
+        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
     ]
 )
 

@@ -49,8 +49,14 @@ def test_write_table_bytes_do_not_depend_on_chunking(tmp_path: Path) -> None:
         "paper_id": [f"paper {i} " + "lorem ipsum dolor " * (i % 7) for i in range(n)],
         "ref_id": [f"{i * 7919 % 100_003:040x}" for i in range(n)],
         "work_id": [None if i % 3 else f"arxiv:{i}" for i in range(n)],
+        "resolved_by": [None if i % 3 else "identifier" for i in range(n)],
     }
-    schema = {"paper_id": pl.String, "ref_id": pl.String, "work_id": pl.String}
+    schema = {
+        "paper_id": pl.String,
+        "ref_id": pl.String,
+        "work_id": pl.String,
+        "resolved_by": pl.String,
+    }
     one = pl.DataFrame(rows, schema=schema)
     many = pl.concat([one.slice(i, 1_357) for i in range(0, n, 1_357)], rechunk=False)
     assert many.n_chunks() > 1

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import schema as S
+from pipeline import visible as V
 from pipeline.config import Config, load_config
 from pipeline.runner import STAGES, ReduceContext, load_stages, write_json
 from pipeline.stages import negatives as N
@@ -267,33 +268,25 @@ def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
     assert prior == PRIOR_COUNTS
 
 
-def test_sampling_takes_floor_ratio_times_positives_by_stable_hash(tmp_path: Path) -> None:
+def test_every_survey_gets_floor_ratio_times_positives_when_the_pool_allows(tmp_path: Path) -> None:
     build_handmade(tmp_path)
     counts = run_stage(tmp_path, "negatives", _cfg())
     neg = _negatives(tmp_path)
     assert neg[S.LABEL].to_list() == [0] * neg.height
     n_pos = {s: sum(1 for (t, _) in LABELS if t == s) for s in SURVEYS}
-    seed = Config().negatives.seed
-    for s, cands in EXPECTED_CANDIDATES.items():
-        want = min(n_pos[s], len(cands))  # ratio 1.0
-        expected = sorted(cands, key=lambda w, s=s: (N.pair_hash(seed, s, w), w))[:want]
-        assert sorted(neg.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()) == sorted(
-            expected
-        ), s
+    ctx = ReduceContext(tmp_path, _cfg(), STAGES["negatives"], tmp_path / "negatives")
+    pool = N.negative_candidates(ctx).collect()
+    for s in SURVEYS:
+        admissible = set(pool.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID])
+        got = neg.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()
+        assert set(got) <= admissible and len(got) == min(n_pos[s], len(admissible)), s
     per = pl.read_parquet(tmp_path / "negatives" / "negative_surveys.parquet")
-    assert per.filter(pl.col(S.SURVEY_ID) == S3).row(0, named=True) == {
-        S.SURVEY_ID: S3, S.PRIMARY_CATEGORY: "cs.CV", S.FIRST_VERSION_DATE: date(2022, 1, 10),
-        S.N_POSITIVES: 2, S.N_NEGATIVE_CANDIDATES: 0, S.N_NEGATIVES: 0, S.HAS_NEGATIVES: False,
-    }  # fmt: skip
-    assert counts["surveys"] == 4
-    assert counts["surveys_without_negatives"] == 1
-    assert counts["surveys_short_of_negatives"] == 2  # S2 (1 of 4) and S3 (0 of 2)
-    assert counts["negatives"] == 3 + 1 + 0 + 3
-    assert (
-        counts["negatives_by_source"]["own_category"]
-        + counts["negatives_by_source"]["citing_survey_category"]
-        == counts["negatives"]
-    )
+    s3 = per.filter(pl.col(S.SURVEY_ID) == S3).row(0, named=True)
+    assert (s3[S.N_NEGATIVES], s3[S.N_SHORTFALL], s3[S.HAS_NEGATIVES]) == (0, 2, False)
+    assert counts["surveys"] == 4 and counts["surveys_without_negatives"] == 1
+    assert counts["negatives"] + counts["shortfall"] == counts["negatives_wanted"] == 12
+    assert sum(counts["negatives_by_source"].values()) == counts["negatives"]
+    assert sum(counts["negatives_by_match_round"].values()) == counts["negatives"]
 
 
 def test_ratio_is_floored(tmp_path: Path) -> None:
@@ -304,32 +297,72 @@ def test_ratio_is_floored(tmp_path: Path) -> None:
     assert dict(got.iter_rows()) == {S1: 1, S2: 1, S4: 1}
 
 
-def test_hardest_takes_most_same_category_citations_first(tmp_path: Path) -> None:
-    build_handmade(tmp_path)
-    run_stage(
-        tmp_path, "negatives", _cfg(negative_sampling="hardest", negatives_per_positive=1 / 3)
-    )
-    got = _negatives(tmp_path)
-    # S4: one negative; G is cited by two cs.CL surveys, every other candidate by at most one
-    assert got.filter(pl.col(S.SURVEY_ID) == S4)[S.WORK_ID].to_list() == [G]
-    assert got.filter(pl.col(S.SURVEY_ID) == S4)[S.N_CITING_SURVEYS_SAME_CATEGORY].to_list() == [2]
+def _stratum(kind: str, in_domain: bool, age: int, citations: int, surveys: int) -> dict:
+    return {
+        V.TEXT_KIND: kind, S.IN_DOMAIN: in_domain, V.AGE_BIN: age, V.CITATIONS_BIN: citations,
+        V.SURVEYS_BIN: surveys, N._AGE_COARSE: age // 2, N._CITATIONS_COARSE: (citations + 1) // 2,
+        N._AGE_KNOWN: age >= 0,
+    }  # fmt: skip
 
 
-def test_hardest_uses_only_surveys_posted_before(tmp_path: Path) -> None:
-    build_handmade(tmp_path)
-    # seed 0: for S1 the hash order puts D before A and C. All-time, D is cited by one cs.CL
-    # survey (S4) like A and C (S2), so D would be drawn; but S4 is posted after S1, so before
-    # S1, D has 0 same-category citing surveys and A, C (1 each) come first.
-    seed = 0
-    assert N.pair_hash(seed, S1, D) < min(N.pair_hash(seed, S1, A), N.pair_hash(seed, S1, C))
-    run_stage(
-        tmp_path,
-        "negatives",
-        _cfg(negative_sampling="hardest", negatives_per_positive=2 / 3, seed=seed),
+def _frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows).with_columns(
+        pl.col(V.AGE_BIN, V.CITATIONS_BIN, V.SURVEYS_BIN, N._AGE_COARSE, N._CITATIONS_COARSE).cast(
+            pl.Int8
+        )
     )
-    got = _negatives(tmp_path).filter(pl.col(S.SURVEY_ID) == S1)
-    assert sorted(got[S.WORK_ID].to_list()) == sorted([A, C])
-    assert got[S.N_CITING_SURVEYS_SAME_CATEGORY].to_list() == [1, 1]
+
+
+# three positives of survey "s" and their strata; candidates a-e by hand
+_POSITIVES = [
+    {S.SURVEY_ID: "s", S.WORK_ID: "p1", N._PAIR_HASH: 1, **_stratum("abstract", True, 2, 3, 1)},
+    {S.SURVEY_ID: "s", S.WORK_ID: "p2", N._PAIR_HASH: 2, **_stratum("raw_doi", False, -1, 0, 0)},
+    {S.SURVEY_ID: "s", S.WORK_ID: "p3", N._PAIR_HASH: 3, **_stratum("raw_doi", False, 3, 1, 0)},
+]
+_PAIRS = [  # pool 0 = A (cited by surveys), 1 = B (wider)
+    {S.SURVEY_ID: "s", S.WORK_ID: "a", N._POOL: 0, N._PAIR_HASH: 9, N._HARDNESS: 0,
+     **_stratum("abstract", True, 2, 3, 1)},  # p1's stratum exactly
+    {S.SURVEY_ID: "s", S.WORK_ID: "b", N._POOL: 1, N._PAIR_HASH: 1, N._HARDNESS: 5,
+     **_stratum("abstract", True, 2, 3, 1)},  # same, but pool B
+    {S.SURVEY_ID: "s", S.WORK_ID: "c", N._POOL: 0, N._PAIR_HASH: 3, N._HARDNESS: 0,
+     **_stratum("raw_doi", False, -1, 0, 2)},  # p2 but for the citing-surveys bin: round 1
+    {S.SURVEY_ID: "s", S.WORK_ID: "d", N._POOL: 0, N._PAIR_HASH: 4, N._HARDNESS: 0,
+     **_stratum("raw_doi", False, 5, 6, 0)},  # p3 only by kind, domain, known age: round 3
+    {S.SURVEY_ID: "s", S.WORK_ID: "e", N._POOL: 0, N._PAIR_HASH: 5, N._HARDNESS: 0,
+     **_stratum("raw_arxiv", False, 0, 0, 0)},  # no positive's kind: the last round only
+]  # fmt: skip
+
+
+def _matched(per_positive: float, hardest: bool = False) -> dict[str, int]:
+    got = N.match(N.slots(_frame(_POSITIVES), per_positive), _frame(_PAIRS), hardest)
+    return dict(got.select(S.WORK_ID, S.MATCH_ROUND).iter_rows())
+
+
+def test_matching_takes_the_positive_stratum_first_then_relaxes_it() -> None:
+    # one slot per positive: p1 <- a (exact, pool A before B), p2 <- c (round 1), p3 <- d (round 3)
+    assert _matched(1.0) == {"a": 0, "c": 1, "d": 3}
+    # two per positive: b fills p1's second exact slot; e is the only candidate left (survey only)
+    assert _matched(2.0) == {"a": 0, "b": 0, "c": 1, "d": 3, "e": 5}
+    # floor(0.5 * 3) = 1 slot: positive i gets floor(0.5(i+1)) - floor(0.5i), so p2 gets it
+    assert _matched(0.5) == {"c": 1}
+    assert N.slots(_frame(_POSITIVES), 1 / 3).height == 1
+
+
+def test_hardest_orders_by_co_citation_within_the_stratum() -> None:
+    # within p1's stratum the pool comes first, then hardness: a (pool A) still precedes b
+    assert _matched(1.0, hardest=True) == {"a": 0, "c": 1, "d": 3}
+    p1 = N.slots(_frame(_POSITIVES[:1]), 1.0)
+    pairs = _frame(_PAIRS).with_columns(pl.lit(0).alias(N._POOL))  # both in pool A now
+    assert N.match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness 5 > 0
+    assert N.match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["b"]  # hash 1 < 9
+    pairs = pairs.with_columns(
+        pl.when(pl.col(S.WORK_ID) == "a")
+        .then(0)
+        .otherwise(pl.col(N._PAIR_HASH))
+        .alias(N._PAIR_HASH)
+    )
+    assert N.match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["a"]  # hash 0 < 1
+    assert N.match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness first
 
 
 def test_seed_changes_the_draw_and_output_is_reproducible(tmp_path: Path) -> None:
@@ -420,7 +453,7 @@ def _attention_run(tmp_path: Path, config: str | None) -> Path:
 def test_a_work_cited_by_doi_is_not_a_negative_of_its_survey(tmp_path: Path) -> None:
     out = _attention_run(tmp_path, None)
     cites = pl.read_parquet(out / "works" / "cites.parquet")
-    by_ref = {(p, r): w for p, r, w in cites.iter_rows()}
+    by_ref = {(p, r): w for p, r, w in cites.select(S.PAPER_ID, S.REF_ID, S.WORK_ID).iter_rows()}
     # one work_id for the DOI and the arXiv id, in every paper
     assert by_ref[(SV, "s0")] == by_ref[(ST, "t0")] == by_ref[(MP, "m0")] == ATTENTION
     assert {by_ref[(MP, f"m{i}")] for i in range(1, 5)} == {ATTENTION}
@@ -445,7 +478,7 @@ def test_raw_co_occurrence_excludes_a_work_that_works_kept_apart(tmp_path: Path)
     # shows SV cites it: negatives excludes it over the raw link.
     out = _attention_run(tmp_path, "[works]\nmax_alias_partners = 0\n")
     cites = pl.read_parquet(out / "works" / "cites.parquet")
-    by_ref = {(p, r): w for p, r, w in cites.iter_rows()}
+    by_ref = {(p, r): w for p, r, w in cites.select(S.PAPER_ID, S.REF_ID, S.WORK_ID).iter_rows()}
     assert by_ref[(SV, "s0")] == "doi:10.1/w" and by_ref[(ST, "t0")] == ATTENTION
     neg = _negatives(out)
     assert neg.filter((pl.col(S.SURVEY_ID) == SV) & (pl.col(S.WORK_ID) == ATTENTION)).is_empty()
@@ -524,6 +557,8 @@ def check_every_negative(out: Path) -> int:
     survey_info = {r[S.PAPER_ID]: r for r in surveys.iter_rows(named=True)}
     work_info = {r[S.WORK_ID]: r for r in works.iter_rows(named=True)}
     paper_cats = dict(papers.select(S.PAPER_ID, S.CATEGORIES).iter_rows())
+    paper_primary = dict(papers.select(S.PAPER_ID, S.PRIMARY_CATEGORY).iter_rows())
+    paper_date = dict(papers.select(S.PAPER_ID, S.FIRST_VERSION_DATE).iter_rows())
     negatives = rows.filter(pl.col(S.LABEL) == 0)
     for r in negatives.iter_rows(named=True):
         s, w = r[S.SURVEY_ID], r[S.CANDIDATE_ID]
@@ -533,24 +568,32 @@ def check_every_negative(out: Path) -> int:
         assert not set(work[S.ALIASES]) & ids_of.get(s, set()), (s, w)
         assert s not in cited_by.get(w, set()), (s, w)
         citing_surveys = cited_by.get(w, set()) & set(survey_info)
-        assert citing_surveys - {s}, (s, w)
-        # same field
+        category = sv[S.PRIMARY_CATEGORY]
+        # same field: a corpus paper by its own categories, any other work by who cites it
         if work[S.PAPER_ID] is not None:
-            assert sv[S.PRIMARY_CATEGORY] in paper_cats[work[S.PAPER_ID]], (s, w)
-            assert r[S.NEGATIVE_SOURCE] == "own_category"
+            assert category in paper_cats[work[S.PAPER_ID]], (s, w)
+        if r[S.NEGATIVE_SOURCE] == "cited_in_category":  # the wider pool B
+            citers = {p for p in cited_by.get(w, set()) if paper_primary.get(p) == category}
+            assert citers - {s}, (s, w)
+            first_cited = min(paper_date[p] for p in citers)
         else:
-            cats = {survey_info[c][S.PRIMARY_CATEGORY] for c in citing_surveys}
-            assert sv[S.PRIMARY_CATEGORY] in cats, (s, w)
-            assert r[S.NEGATIVE_SOURCE] == "citing_survey_category"
+            assert citing_surveys - {s}, (s, w)
+            if work[S.PAPER_ID] is not None:
+                assert r[S.NEGATIVE_SOURCE] == "own_category"
+            else:
+                cats = {survey_info[c][S.PRIMARY_CATEGORY] for c in citing_surveys}
+                assert category in cats, (s, w)
+                assert r[S.NEGATIVE_SOURCE] == "citing_survey_category"
+            first_cited = min(survey_info[c][S.FIRST_VERSION_DATE] for c in citing_surveys)
         # in_domain: a corpus paper with the survey's category; never a work outside the corpus
-        assert r[S.IN_DOMAIN] == (r[S.NEGATIVE_SOURCE] == "own_category"), (s, w)
-        # predates the survey
+        assert r[S.IN_DOMAIN] == (work[S.PAPER_ID] is not None), (s, w)
+        # predates the survey's text date
+        assert r[S.SURVEY_DATE] == (sv[S.TEXT_DATE] or sv[S.FIRST_VERSION_DATE])
         if work[S.KNOWN_DATE] is not None:
-            assert work[S.KNOWN_DATE] < sv[S.FIRST_VERSION_DATE], (s, w)
+            assert work[S.KNOWN_DATE] < r[S.SURVEY_DATE], (s, w)
             assert r[S.CANDIDATE_DATE] < r[S.SURVEY_DATE]
         else:
-            earliest = min(survey_info[c][S.FIRST_VERSION_DATE] for c in citing_surveys)
-            assert earliest < sv[S.FIRST_VERSION_DATE], (s, w)
+            assert first_cited < r[S.SURVEY_DATE], (s, w)
     return negatives.height
 
 
@@ -558,6 +601,6 @@ def test_every_negative_of_a_synthetic_release_obeys_the_rules(synthetic_release
     n = check_every_negative(synthetic_release)
     assert n > 0
     meta = json.loads((synthetic_release / "release" / "eval_metadata.json").read_text())
-    assert meta["leakage"]["negatives_dated_after_survey"] == 0
+    assert meta["leakage"]["candidates_dated_after_survey"] == 0
     assert meta["leakage"]["surveys_in_both_splits"] == 0
     assert sum(meta["splits"][s]["negatives"] for s in S.SPLIT_NAMES) == n

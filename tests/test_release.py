@@ -94,18 +94,18 @@ def test_leakage_audit_counts() -> None:
     d = date
     rows = [  # survey, work, label, split, survey date, candidate date
         ("s1", "w1", 0, "train", d(2020, 1, 1), d(2019, 1, 1)),
-        ("s1", "w2", 3, "train", d(2020, 1, 1), d(2021, 1, 1)),  # positive dated after: reported
+        ("s1", "w2", 3, "train", d(2020, 1, 1), d(2021, 1, 1)),  # positive dated after
         ("s1", "arxiv:s2", 0, "train", d(2020, 1, 1), None),  # an eval survey as a train candidate
         ("s2", "w1", 4, "eval", d(2023, 5, 1), d(2019, 1, 1)),  # w1 in both splits
-        ("s2", "w3", 0, "eval", d(2023, 5, 1), d(2023, 6, 1)),  # negative dated after: must be 0
+        ("s2", "w3", 0, "eval", d(2023, 5, 1), d(2023, 6, 1)),  # negative dated after
+        ("s2", "w4", 1, "eval", d(2023, 5, 1), d(2023, 5, 1)),  # same day: "on or after"
     ]
     cols = [S.SURVEY_ID, S.WORK_ID, S.LABEL, S.SPLIT, S.SURVEY_DATE, S.CANDIDATE_DATE]
     cands = pl.DataFrame(rows, schema=cols, orient="row")
     survey_works = pl.DataFrame({S.PAPER_ID: ["s2"], S.WORK_ID: ["arxiv:s2"]})
     assert SP.leakage_audit(cands, survey_works) == {
         "surveys_in_both_splits": 0,
-        "negatives_dated_after_survey": 1,
-        "positives_dated_after_survey": 1,
+        "candidates_dated_after_survey": 3,
         "candidates_without_date": 1,
         "works_in_both_splits": 1,
         "eval_surveys_as_train_candidates": 1,
@@ -123,7 +123,7 @@ def test_split_fails_when_a_negative_postdates_its_survey(handmade: Path) -> Non
         .alias(S.WORK_ID)
     )
     pq.write_table(bad.to_arrow(), path)
-    with pytest.raises(RuntimeError, match="negatives_dated_after_survey"):
+    with pytest.raises(RuntimeError, match="candidates_dated_after_survey"):
         run_stage(handmade, "split", _cfg())
 
 
@@ -267,7 +267,9 @@ def test_candidate_prior_citations_use_only_earlier_papers(synthetic_release: Pa
         S.SURVEY_ID, S.CANDIDATE_ID, S.SURVEY_DATE, S.CANDIDATE_PRIOR_CITATIONS
     ).iter_rows():
         want = sum(
-            1 for p in citing.get(w, ()) if date_of.get(p) is not None and date_of[p] < sdate
+            1
+            for p in citing.get(w, ())
+            if p != s and date_of.get(p) is not None and date_of[p] < sdate
         )
         assert got == want, (s, w)
     assert rows[S.CANDIDATE_PRIOR_CITATIONS].sum() > 0
@@ -352,8 +354,9 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
         main(["run", "--input", str(SAMPLE_2022.parent), "--out", str(out), "--workers", "1"]) == 0
     )
     split = pl.read_parquet(out / "split" / "split_surveys.parquet")
-    assert split.row(0, named=True) | {S.FIRST_VERSION_DATE: None} == {
+    assert split.row(0, named=True) | {S.FIRST_VERSION_DATE: None, S.SURVEY_DATE: None} == {
         S.SURVEY_ID: SURVEY_ID, S.SPLIT: "train", S.PRIMARY_CATEGORY: "cs.SE", S.FIRST_VERSION_DATE: None,
+        S.SURVEY_DATE: None,
         S.N_POSITIVES: 31, S.N_NEGATIVES: 0, S.HAS_NEGATIVES: False,
     }  # fmt: skip
     assert split.height == 1

@@ -223,7 +223,8 @@ def test_thresholds_and_cap(tmp_path: Path) -> None:
     assert counts(out, "surveys")["rejected_too_few_resolved_refs"] == 1
     # every CS paper becomes a candidate with an extra cue; the cap keeps the earliest two
     config.write_text(
-        '[surveys]\nmin_resolved_refs = 0\nmax_surveys = 2\nextra_title_cues = ["."]\n'
+        "[surveys]\nmin_resolved_refs = 0\nmin_resolved_frac = 0.0\nmax_surveys = 2\n"
+        'extra_title_cues = ["."]\n'
     )
     run_stages(out, "surveys", config=config)
     kept = pl.read_parquet(out / "surveys" / "surveys.parquet")

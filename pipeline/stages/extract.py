@@ -302,6 +302,7 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     p[S.CATEGORIES].append(cats)
     p[S.PRIMARY_CATEGORY].append(cats[0])
     p[S.FIRST_VERSION_DATE].append(parse_version_date(versions[0].created) if versions else None)
+    p[S.TEXT_DATE].append(parse_version_date(versions[-1].created) if versions else None)
     p[S.UPDATE_DATE].append(parse_iso_date(md.update_date))
     p[S.LICENSE].append(md.license)
     p[S.DOI].append(md.doi)  # normalised in the writer

@@ -59,7 +59,8 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
-from pipeline.config import NegativesConfig
+from pipeline import titles as T
+from pipeline import visible as V
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages import works as W
 from pipeline.stages.common import scan_extract, write_table
@@ -72,10 +73,30 @@ _SURVEY_HASH = "_survey_hash"
 _PAIR_HASH = "_pair_hash"
 _RANK = "_rank"
 _WANT = "_want"
-_W_PAPER = "_work_paper_id"
-_CITED_ON = "_cited_on"
-_N_BEFORE = "_n_before"
-_N_SAME_BEFORE = "_n_same_before"
+_W_PAPER = V.WORK_PAPER
+_FIRST_CITED = "_first_cited"
+_FIRST_CITED_B = "_first_cited_in_category"
+_POOL = "_pool"
+_HARDNESS = "_hardness"
+_OTHER = "_other_survey"
+_OTHER_DATE = "_other_date"
+_POS_RANK = "_positive_rank"
+_SLOT = "_slot"
+_AGE_COARSE = "_age_coarse"
+_CITATIONS_COARSE = "_citations_coarse"
+_AGE_KNOWN = "_age_known"
+AFTER_SURVEY = "_after_survey"
+SOURCE_OWN, SOURCE_CITING_SURVEY, SOURCE_CITED_IN_CATEGORY = S.NEGATIVE_SOURCES
+# Matching rounds: the columns a slot and its negative must share, finest first.
+ROUNDS: tuple[tuple[str, ...], ...] = (
+    V.STRATUM_COLUMNS,
+    (V.TEXT_KIND, S.IN_DOMAIN, V.AGE_BIN, V.CITATIONS_BIN),
+    (V.TEXT_KIND, S.IN_DOMAIN, _AGE_COARSE, _CITATIONS_COARSE),
+    (V.TEXT_KIND, S.IN_DOMAIN, _AGE_KNOWN),
+    (V.TEXT_KIND,),
+    (),
+)
+ROUND_COLUMNS = sorted({c for keys in ROUNDS for c in keys})
 
 
 # --------------------------------------------------------------------- stable hashing
@@ -126,11 +147,17 @@ def want_negatives(n_positives: pl.Expr, per_positive: float) -> pl.Expr:
     return (n_positives.cast(pl.Float64) * per_positive + 1e-9).floor().cast(pl.Int64)
 
 
-# --------------------------------------------------------------------- the query
+# --------------------------------------------------------------------- inputs
 def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, primary_category, first_version_date)`` of every detected survey."""
+    """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey.
+
+    ``survey_date`` is the survey's text date (:mod:`pipeline.visible`).
+    """
     return S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(
-        pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
+        pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
+        S.PRIMARY_CATEGORY,
+        S.FIRST_VERSION_DATE,
+        V.survey_date_expr().alias(S.SURVEY_DATE),
     )
 
 
@@ -142,93 +169,114 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
         .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.WORK_ID)
         .unique()
     )
-    return cites.join(surveys_frame(ctx), on=S.SURVEY_ID, how="inner")
+    return cites.join(surveys_frame(ctx).drop(S.SURVEY_DATE), on=S.SURVEY_ID, how="inner")
 
 
-def citing_survey_stats(ctx: ReduceContext) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Per work: (n_citing_surveys, earliest citing survey date); per (work, category): n same category.
-
-    Counts over every detected survey, whatever its date: what the eligibility rules
-    use. The counts released with a (survey, work) pair are :func:`with_prior_counts`.
-    """
-    sc = survey_citations(ctx)
-    per_work = sc.group_by(S.WORK_ID).agg(
-        pl.len().cast(pl.Int64).alias(S.N_CITING_SURVEYS),
-        pl.col(S.FIRST_VERSION_DATE).min().alias(S.EARLIEST_CITING_SURVEY_DATE),
+def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
+    """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus paper."""
+    papers = scan_extract(ctx, "papers").select(
+        S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
     )
-    per_work_category = sc.group_by(S.WORK_ID, S.PRIMARY_CATEGORY).agg(
-        pl.len().cast(pl.Int64).alias(S.N_CITING_SURVEYS_SAME_CATEGORY)
-    )
-    return per_work, per_work_category
-
-
-def prior_count_tables(sc: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Running counts of citing surveys by date, for :func:`with_prior_counts`.
-
-    Args:
-        sc: :func:`survey_citations` (distinct survey, work, category, date).
-
-    Returns:
-        ``(work_id, _cited_on, _n_before)``: surveys citing the work first posted on or
-        before ``_cited_on``; and the same per ``(work_id, primary_category)``
-        (``_n_same_before``). Both sorted by ``_cited_on``; undated surveys never count.
-    """
-
-    def running(keys: list[str], name: str) -> pl.LazyFrame:
-        return (
-            sc.drop_nulls(S.FIRST_VERSION_DATE)
-            .group_by(*keys, S.FIRST_VERSION_DATE)
-            .agg(pl.len().cast(pl.Int64).alias(name))
-            .with_columns(pl.col(name).cum_sum().over(keys, order_by=S.FIRST_VERSION_DATE))
-            .select(*keys, pl.col(S.FIRST_VERSION_DATE).alias(_CITED_ON), name)
-            .sort(_CITED_ON, *keys)
-        )
-
     return (
-        running([S.WORK_ID], _N_BEFORE),
-        running([S.WORK_ID, S.PRIMARY_CATEGORY], _N_SAME_BEFORE),
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .filter(pl.col(S.WORK_ID).is_not_null())
+        .select(S.PAPER_ID, S.WORK_ID)
+        .unique()
+        .join(papers, on=S.PAPER_ID, how="inner")
     )
 
 
-def with_prior_counts(
-    pairs: pl.LazyFrame, tables: tuple[pl.LazyFrame, pl.LazyFrame], date: str
-) -> pl.LazyFrame:
-    """``pairs`` with ``n_citing_surveys`` and ``n_citing_surveys_same_category`` added.
+def prior_tables(ctx: ReduceContext) -> dict[str, pl.LazyFrame]:
+    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected."""
+    tables = V.prior_count_tables(survey_citations(ctx), paper_citations(ctx))
+    got = pl.collect_all(list(tables.values()), engine="streaming")
+    return {name: df.lazy() for name, df in zip(tables, got, strict=True)}
 
-    Both count the detected surveys citing the pair's work whose first version date
-    is strictly before the pair's survey date (column ``date``); the second only
-    those with the survey's ``primary_category``. The survey itself never counts
-    (its own date is not before itself), nor does any later survey; an undated
-    survey gets 0. Row order is not kept.
-    """
-    per_work, per_category = tables
+
+def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
+    """:func:`pipeline.visible.work_features` of every work."""
+    return V.work_features(S.scan(ctx.upstream("works", "works"), S.WORKS))
+
+
+def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFrame) -> pl.LazyFrame:
+    """Every labelled positive with its survey's columns, its work's features and
+    ``_after_survey``: the work is dated on or after the survey's text date (an identifier or
+    date error: such positives are dropped from the release, and counted)."""
     return (
-        pairs.sort(date, nulls_last=False)
-        .join_asof(
-            per_work,
-            left_on=date,
-            right_on=_CITED_ON,
-            by=S.WORK_ID,
-            strategy="backward",
-            allow_exact_matches=False,
-            check_sortedness=False,
-        )
-        .drop(_CITED_ON)
-        .join_asof(
-            per_category,
-            left_on=date,
-            right_on=_CITED_ON,
-            by=[S.WORK_ID, S.PRIMARY_CATEGORY],
-            strategy="backward",
-            allow_exact_matches=False,
-            check_sortedness=False,
-        )
-        .drop(_CITED_ON)
+        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
+        .filter(pl.col(S.LABEL) >= 1)
+        .join(surveys, on=S.SURVEY_ID, how="inner")
+        .join(works, on=S.WORK_ID, how="left")
         .with_columns(
-            pl.col(_N_BEFORE).fill_null(0).alias(S.N_CITING_SURVEYS),
-            pl.col(_N_SAME_BEFORE).fill_null(0).alias(S.N_CITING_SURVEYS_SAME_CATEGORY),
+            (pl.col(S.KNOWN_DATE) >= pl.col(S.SURVEY_DATE)).fill_null(False).alias(AFTER_SURVEY)
         )
-        .drop(_N_BEFORE, _N_SAME_BEFORE)
+    )
+
+
+# --------------------------------------------------------------------- the pools
+def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
+
+    Pool A (cited by a detected survey): ``own_category`` (a corpus paper whose own
+    categories include the category) and ``citing_survey_category`` (not a corpus
+    paper; a survey of the category cites it). Pool B (``cited_in_category``, wider,
+    used after pool A within each stratum): any other work cited by a corpus paper of
+    the category (a corpus paper again only when its own categories include it).
+    ``_first_cited`` is the earliest first version date of a citing survey (pool A) or
+    citing paper of the category (pool B): the existence rule of undated works.
+    """
+    works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+        S.WORK_ID, pl.col(S.PAPER_ID).alias(_W_PAPER), S.CATEGORIES, S.KNOWN_DATE
+    )
+    sc = survey_citations(ctx)
+    by_survey = sc.group_by(S.WORK_ID).agg(
+        pl.col(S.FIRST_VERSION_DATE).min().alias(S.EARLIEST_CITING_SURVEY_DATE)
+    )
+    by_survey_category = sc.select(S.WORK_ID, S.PRIMARY_CATEGORY).unique()
+    by_paper_category = (
+        paper_citations(ctx)
+        .group_by(S.WORK_ID, S.PRIMARY_CATEGORY)
+        .agg(pl.col(S.FIRST_VERSION_DATE).min().alias(_FIRST_CITED_B))
+    )
+    own_categories = (
+        works.filter(pl.col(_W_PAPER).is_not_null())
+        .select(S.WORK_ID, pl.col(S.CATEGORIES).alias(S.PRIMARY_CATEGORY))
+        .explode(S.PRIMARY_CATEGORY)
+        .drop_nulls(S.PRIMARY_CATEGORY)
+        .unique()
+    )
+    field_a = (
+        pl.concat(
+            [
+                own_categories.join(by_survey, on=S.WORK_ID, how="semi").with_columns(
+                    pl.lit(SOURCE_OWN).alias(S.NEGATIVE_SOURCE)
+                ),
+                by_survey_category.join(
+                    works.filter(pl.col(_W_PAPER).is_null()), on=S.WORK_ID, how="semi"
+                ).with_columns(pl.lit(SOURCE_CITING_SURVEY).alias(S.NEGATIVE_SOURCE)),
+            ]
+        )
+        .join(by_survey, on=S.WORK_ID, how="left")
+        .rename({S.EARLIEST_CITING_SURVEY_DATE: _FIRST_CITED})
+    )
+    in_field_b = pl.concat(
+        [
+            by_paper_category.join(
+                works.filter(pl.col(_W_PAPER).is_null()), on=S.WORK_ID, how="semi"
+            ),
+            by_paper_category.join(own_categories, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="semi"),
+        ]
+    )
+    field_b = (
+        in_field_b.join(field_a, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="anti")
+        .rename({_FIRST_CITED_B: _FIRST_CITED})
+        .with_columns(pl.lit(SOURCE_CITED_IN_CATEGORY).alias(S.NEGATIVE_SOURCE))
+    )
+    columns = [S.WORK_ID, S.PRIMARY_CATEGORY, S.NEGATIVE_SOURCE, _FIRST_CITED]
+    return (
+        pl.concat([field_a.select(columns), field_b.select(columns)])
+        .join(works.select(S.WORK_ID, S.KNOWN_DATE), on=S.WORK_ID, how="left")
+        .join(by_survey, on=S.WORK_ID, how="left")
     )
 
 
@@ -285,61 +333,39 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
     return near.join(aliases, on=W.ALIAS, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
 
 
-def latest_possible_date() -> pl.Expr:
-    """Latest date a work may really have: its ``known_date``, or the month's last day when
-    that date is only the month of an arXiv id (a work outside the corpus)."""
-    month_only = pl.col(_W_PAPER).is_null() & pl.col(S.WORK_ID).str.starts_with(W.ARXIV_PREFIX)
+def title_hits(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` where a title key of the work equals a segment key of any raw
+    bib string of the survey (:mod:`pipeline.titles`), with or without identifiers."""
+    survey_keys = T.segment_keys(
+        scan_extract(ctx, "references")
+        .join(
+            surveys_frame(ctx).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)),
+            on=S.PAPER_ID,
+            how="semi",
+        )
+        .select(S.PAPER_ID, S.REF_ID, S.RAW)
+        .drop_nulls(S.RAW),
+        S.RAW,
+        [S.PAPER_ID, S.REF_ID],
+    ).select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), T.KEY)
+    keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
     return (
-        pl.when(month_only)
-        .then(pl.col(S.KNOWN_DATE).dt.month_end())
-        .otherwise(pl.col(S.KNOWN_DATE))
+        survey_keys.unique()
+        .join(keys, on=T.KEY, how="inner")
+        .select(S.SURVEY_ID, S.WORK_ID)
+        .unique()
     )
-
-
-def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
-
-    Each row carries what the other rules and the output need: the work's corpus
-    paper id, known date, earliest citing survey date and ``negative_source``. (The
-    released counts are prior-only and per survey: :func:`with_prior_counts`.)
-    """
-    per_work, per_work_category = citing_survey_stats(ctx)
-    works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
-        S.WORK_ID, pl.col(S.PAPER_ID).alias(_W_PAPER), S.CATEGORIES, S.KNOWN_DATE
-    )
-    cited = works.join(per_work, on=S.WORK_ID, how="inner")
-    own = (
-        cited.filter(pl.col(_W_PAPER).is_not_null())
-        .explode(S.CATEGORIES)
-        .drop_nulls(S.CATEGORIES)
-        .rename({S.CATEGORIES: S.PRIMARY_CATEGORY})
-        .unique([S.WORK_ID, S.PRIMARY_CATEGORY])
-        .with_columns(pl.lit(S.NEGATIVE_SOURCES[0]).alias(S.NEGATIVE_SOURCE))
-    )
-    by_citing = (
-        cited.filter(pl.col(_W_PAPER).is_null())
-        .drop(S.CATEGORIES)
-        .join(per_work_category.select(S.WORK_ID, S.PRIMARY_CATEGORY), on=S.WORK_ID, how="inner")
-        .with_columns(pl.lit(S.NEGATIVE_SOURCES[1]).alias(S.NEGATIVE_SOURCE))
-    )
-    columns = [
-        S.WORK_ID,
-        _W_PAPER,
-        S.PRIMARY_CATEGORY,
-        S.KNOWN_DATE,
-        S.EARLIEST_CITING_SURVEY_DATE,
-        S.NEGATIVE_SOURCE,
-    ]
-    return pl.concat([own.select(columns), by_citing.select(columns)])
 
 
 def excluded_pairs(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, work_id)`` a survey cites: resolved entries, labelled positives, alias hits."""
+    """``(survey_id, work_id)`` a survey cites: resolved entries, labelled positives, alias hits,
+    title hits."""
     return pl.concat(
         [
             survey_citations(ctx).select(S.SURVEY_ID, S.WORK_ID),
             S.scan(ctx.upstream("labels", "labels"), S.LABELS).select(S.SURVEY_ID, S.WORK_ID),
             _alias_hits(ctx),
+            title_hits(ctx),
         ]
     ).unique()
 
@@ -348,59 +374,147 @@ def candidate_pairs(
     surveys: pl.LazyFrame,
     eligible: pl.LazyFrame,
     excluded: pl.LazyFrame,
-    prior: tuple[pl.LazyFrame, pl.LazyFrame],
+    works: pl.LazyFrame,
+    prior: dict[str, pl.LazyFrame],
 ) -> pl.LazyFrame:
-    """Admissible (survey, work) pairs of ``surveys`` (columns of :func:`surveys_frame`),
-    with their prior-only citing-survey counts (``prior``: :func:`prior_count_tables`)."""
-    survey_date = pl.col(S.FIRST_VERSION_DATE)
+    """Admissible (survey, work) pairs of ``surveys`` (columns of :func:`surveys_frame`), with
+    their visible features, prior counts and strata (:mod:`pipeline.visible`).
+
+    Existence: the work's latest possible date is strictly before the survey's text date;
+    an undated work needs an earlier first citation (``_first_cited``). A known date on or
+    after the survey vetoes the work even when something earlier cites it.
+    """
+    survey_date = pl.col(S.SURVEY_DATE)
     pairs = (
         surveys.filter(survey_date.is_not_null())
         .join(eligible, on=S.PRIMARY_CATEGORY, how="inner")
+        .join(works.drop(S.KNOWN_DATE), on=S.WORK_ID, how="left")
         .filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
         .filter(
             pl.when(pl.col(S.KNOWN_DATE).is_not_null())
-            .then(latest_possible_date() < survey_date)
-            .otherwise(pl.col(S.EARLIEST_CITING_SURVEY_DATE) < survey_date)
+            .then(V.latest_possible_date() < survey_date)
+            .otherwise(pl.col(_FIRST_CITED) < survey_date)
         )
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
-    return with_prior_counts(pairs, prior, S.FIRST_VERSION_DATE)
+    return with_strata(pairs, prior, cites_it=False)
+
+
+def with_strata(
+    pairs: pl.LazyFrame, prior: dict[str, pl.LazyFrame], cites_it: bool
+) -> pl.LazyFrame:
+    """``pairs`` with prior counts, ``in_domain`` and every stratum column.
+
+    ``cites_it``: the pairs are positives (the survey cites the work; it never counts itself).
+    """
+    return (
+        V.with_prior_counts(pairs, prior, pl.lit(cites_it))
+        .with_columns(V.in_domain_expr().alias(S.IN_DOMAIN))
+        .with_columns(V.stratum_columns())
+        .with_columns(
+            (pl.col(V.AGE_BIN) // 2).alias(_AGE_COARSE),
+            ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(_CITATIONS_COARSE),
+            (pl.col(V.AGE_BIN) >= 0).alias(_AGE_KNOWN),
+        )
+    )
 
 
 def negative_candidates(ctx: ReduceContext) -> pl.LazyFrame:
-    """Every admissible (survey, work) pair with its source and citing-survey counts (not sampled)."""
+    """Every admissible (survey, work) pair with its source, counts and strata (not sampled)."""
+    works = works_frame(ctx)
     return candidate_pairs(
-        surveys_frame(ctx),
-        eligible_works(ctx),
-        excluded_pairs(ctx),
-        prior_count_tables(survey_citations(ctx)),
+        surveys_frame(ctx), eligible_works(ctx), excluded_pairs(ctx), works, prior_tables(ctx)
     )
 
 
-def sample(pairs: pl.LazyFrame, hashes: pl.LazyFrame, ncfg: NegativesConfig) -> pl.LazyFrame:
-    """The chosen negatives among ``pairs`` (which carry ``n_positives`` and ``_survey_hash``)."""
-    order: list[pl.Expr] = [pl.col(_PAIR_HASH), pl.col(S.WORK_ID)]
-    if ncfg.negative_sampling == "hardest":  # prior-only counts: nothing after the survey
-        order.insert(0, -pl.col(S.N_CITING_SURVEYS_SAME_CATEGORY))
-    return (
-        pairs.join(hashes, on=S.WORK_ID, how="left")
-        .with_columns(_fmix32_expr(pl.col(_SURVEY_HASH).xor(pl.col(_ID_HASH))).alias(_PAIR_HASH))
-        .with_columns(
-            want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive).alias(_WANT),
-            pl.int_range(pl.len()).over(S.SURVEY_ID, order_by=order).alias(_RANK),
+# --------------------------------------------------------------------- hardness
+def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) -> pl.LazyFrame:
+    """``(survey_id, work_id, _hardness)``: how many surveys first posted before the survey
+    cite the work *and* at least one of the survey's positives (co-citation as seen before
+    the survey; what ``hardest`` orders by within a stratum)."""
+    earlier = sc.select(
+        pl.col(S.SURVEY_ID).alias(_OTHER),
+        S.WORK_ID,
+        pl.col(S.FIRST_VERSION_DATE).alias(_OTHER_DATE),
+    )
+    neighbours = (
+        positives.select(S.SURVEY_ID, S.WORK_ID)
+        .join(earlier, on=S.WORK_ID, how="inner")
+        .join(batch.select(S.SURVEY_ID, S.SURVEY_DATE), on=S.SURVEY_ID, how="inner")
+        .filter(
+            (pl.col(_OTHER_DATE) < pl.col(S.SURVEY_DATE)) & (pl.col(_OTHER) != pl.col(S.SURVEY_ID))
         )
-        .filter(pl.col(_RANK) < pl.col(_WANT))
-        .with_columns(pl.lit(0, pl.Int8).alias(S.LABEL))
-        .select(S.NEGATIVES.names)
+        .select(S.SURVEY_ID, _OTHER)
+        .unique()
     )
+    return (
+        neighbours.join(earlier.select(_OTHER, S.WORK_ID), on=_OTHER, how="inner")
+        .group_by(S.SURVEY_ID, S.WORK_ID)
+        .agg(pl.len().cast(pl.Int64).alias(_HARDNESS))
+    )
+
+
+# --------------------------------------------------------------------- matching
+def slots(positives: pl.DataFrame, per_positive: float) -> pl.DataFrame:
+    """One row per negative wanted: ``floor(per_positive * n)`` per survey, spread over its
+    positives in pair-hash order (positive ``i`` gets ``floor(r(i+1)) - floor(ri)`` slots), each
+    slot carrying that positive's strata."""
+    i = pl.int_range(pl.len()).over(S.SURVEY_ID, order_by=[_PAIR_HASH, S.WORK_ID])
+    upto = lambda k: (k.cast(pl.Float64) * per_positive + 1e-9).floor().cast(pl.Int64)  # noqa: E731
+    return (
+        positives.with_columns(i.alias(_POS_RANK))
+        .with_columns((upto(pl.col(_POS_RANK) + 1) - upto(pl.col(_POS_RANK))).alias("_n"))
+        .filter(pl.col("_n") > 0)
+        .with_columns(pl.int_ranges(0, pl.col("_n")).alias(_SLOT))
+        .explode(_SLOT)
+        .select(S.SURVEY_ID, _POS_RANK, _SLOT, *ROUND_COLUMNS)
+    )
+
+
+def match(slots_df: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.DataFrame:
+    """Assign every slot a distinct candidate of its survey, stratum by stratum.
+
+    Round ``k`` matches the slots still open with the candidates still free that agree on
+    :data:`ROUNDS` ``[k]`` (round 0: every stratum column; later rounds relax the strata,
+    the last one only keeps the survey). Within a round and group, slots go in positive
+    order and candidates in the order: pool A before pool B, then (``hardest``) most
+    co-cited first, then pair hash, then work id. Returns the chosen candidate rows with
+    ``match_round``.
+    """
+    order = [pl.col(_POOL)]
+    if hardest:
+        order.append(-pl.col(_HARDNESS))
+    order += [pl.col(_PAIR_HASH), pl.col(S.WORK_ID)]
+    open_slots, free = slots_df, pairs
+    chosen = []
+    for k, keys in enumerate(ROUNDS):
+        if open_slots.height == 0 or free.height == 0:
+            break
+        group = [S.SURVEY_ID, *keys]
+        s = open_slots.with_columns(
+            pl.int_range(pl.len()).over(group, order_by=[_POS_RANK, _SLOT]).alias(_RANK)
+        )
+        f = free.with_columns(pl.int_range(pl.len()).over(group, order_by=order).alias(_RANK))
+        got = s.select(*group, _RANK, _POS_RANK, _SLOT).join(f, on=[*group, _RANK], how="inner")
+        chosen.append(got.with_columns(pl.lit(k, pl.Int8).alias(S.MATCH_ROUND)))
+        open_slots = open_slots.join(
+            got.select(S.SURVEY_ID, _POS_RANK, _SLOT),
+            on=[S.SURVEY_ID, _POS_RANK, _SLOT],
+            how="anti",
+        )
+        free = free.join(
+            got.select(S.SURVEY_ID, S.WORK_ID), on=[S.SURVEY_ID, S.WORK_ID], how="anti"
+        )
+    if not chosen:
+        return pairs.head(0).with_columns(pl.lit(0, pl.Int8).alias(S.MATCH_ROUND))
+    return pl.concat([c.drop(_RANK, _POS_RANK, _SLOT) for c in chosen], how="diagonal_relaxed")
 
 
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
-    """Sample the hard negatives; write both outputs; return the stage counts.
+    """Draw the matched hard negatives; write both outputs; return the stage counts.
 
-    Candidate pairs are built and sampled ``negatives.survey_batch_size`` surveys at
-    a time (a survey's pairs only depend on itself), which bounds memory: the pairs
-    of all surveys of a large category do not fit in memory on the full corpus.
+    Candidate pairs are built and matched ``negatives.survey_batch_size`` surveys at a
+    time (a survey's pairs only depend on itself), which bounds memory.
 
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
@@ -416,47 +530,63 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         )
     if ncfg.survey_batch_size < 1:
         raise ValueError(f"negatives.survey_batch_size={ncfg.survey_batch_size}: need >= 1")
+    hardest = ncfg.negative_sampling == "hardest"
 
-    n_positives = (
-        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
-        .filter(pl.col(S.LABEL) >= 1)
-        .group_by(S.SURVEY_ID)
-        .agg(pl.len().cast(pl.Int64).alias(S.N_POSITIVES))
+    works = works_frame(ctx).collect(engine="streaming").lazy()
+    surveys_all = surveys_frame(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
+    prior = prior_tables(ctx)
+    positives_all = with_strata(
+        positive_pairs(ctx, surveys_all.lazy(), works), prior, cites_it=True
+    ).collect(engine="streaming")
+    valid = positives_all.filter(~pl.col(AFTER_SURVEY))
+    per_survey_pos = positives_all.group_by(S.SURVEY_ID).agg(
+        (~pl.col(AFTER_SURVEY)).sum().cast(pl.Int64).alias(S.N_POSITIVES),
+        pl.col(AFTER_SURVEY).sum().cast(pl.Int64).alias(S.N_POSITIVES_AFTER_SURVEY),
     )
-    surveys = (
-        surveys_frame(ctx)
-        .join(n_positives, on=S.SURVEY_ID, how="left")
-        .with_columns(pl.col(S.N_POSITIVES).fill_null(0))
-        .sort(S.SURVEY_ID)
-        .collect(engine="streaming")
+    surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
+        pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
     eligible = eligible_works(ctx).collect(engine="streaming").lazy()
     excluded = excluded_pairs(ctx).collect(engine="streaming").lazy()
-    before, before_same = pl.collect_all(
-        prior_count_tables(survey_citations(ctx)), engine="streaming"
+    sc = survey_citations(ctx).collect(engine="streaming").lazy()
+    work_hashes = id_hash_frame(
+        pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]),
+        S.WORK_ID,
+        ncfg.seed,
     )
-    prior = (before.lazy(), before_same.lazy())
-    work_hashes = id_hash_frame(eligible, S.WORK_ID, ncfg.seed)
     survey_hashes = id_hash_frame(surveys.lazy(), S.SURVEY_ID, ncfg.seed).rename(
         {_ID_HASH: _SURVEY_HASH}
     )
-    with_hash = surveys.lazy().join(survey_hashes, on=S.SURVEY_ID, how="left").collect()
+
+    def hashed(lf: pl.LazyFrame) -> pl.LazyFrame:
+        return (
+            lf.join(survey_hashes, on=S.SURVEY_ID, how="left")
+            .join(work_hashes, on=S.WORK_ID, how="left")
+            .with_columns(
+                _fmix32_expr(pl.col(_SURVEY_HASH).xor(pl.col(_ID_HASH))).alias(_PAIR_HASH)
+            )
+            .drop(_SURVEY_HASH, _ID_HASH)
+        )
 
     chosen, n_candidates = [], []
-    for offset in range(0, with_hash.height, ncfg.survey_batch_size):
-        batch = with_hash.slice(offset, ncfg.survey_batch_size).lazy()
-        pairs = candidate_pairs(batch, eligible, excluded, prior).collect(engine="streaming").lazy()
-        got, counts = pl.collect_all(
-            [
-                sample(pairs, work_hashes, ncfg),
-                pairs.group_by(S.SURVEY_ID).agg(
-                    pl.len().cast(pl.Int64).alias(S.N_NEGATIVE_CANDIDATES)
-                ),
-            ],
-            engine="streaming",
+    for offset in range(0, surveys.height, ncfg.survey_batch_size):
+        batch = surveys.slice(offset, ncfg.survey_batch_size).lazy()
+        pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
+        pairs = hashed(candidate_pairs(batch, eligible, excluded, works, prior)).with_columns(
+            (pl.col(S.NEGATIVE_SOURCE) == SOURCE_CITED_IN_CATEGORY).cast(pl.Int8).alias(_POOL)
         )
-        chosen.append(got)
-        n_candidates.append(counts)
+        if hardest:
+            pairs = pairs.join(
+                co_citation(batch, pos, sc), on=[S.SURVEY_ID, S.WORK_ID], how="left"
+            ).with_columns(pl.col(_HARDNESS).fill_null(0))
+        pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
+        got = match(slots(pos_df, ncfg.negatives_per_positive), pairs_df, hardest)
+        chosen.append(got.with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(S.NEGATIVES.names))
+        n_candidates.append(
+            pairs_df.group_by(S.SURVEY_ID).agg(
+                pl.len().cast(pl.Int64).alias(S.N_NEGATIVE_CANDIDATES)
+            )
+        )
     negatives = (
         pl.concat(chosen, how="vertical").sort(S.SURVEY_ID, S.WORK_ID)
         if chosen
@@ -467,18 +597,27 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         if n_candidates
         else pl.DataFrame(schema={S.SURVEY_ID: pl.String, S.N_NEGATIVE_CANDIDATES: pl.Int64})
     )
+    wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
     per_survey = (
         surveys.lazy()
         .join(candidates_per_survey.lazy(), on=S.SURVEY_ID, how="left")
         .join(
             negatives.lazy()
             .group_by(S.SURVEY_ID)
-            .agg(pl.len().cast(pl.Int64).alias(S.N_NEGATIVES)),
+            .agg(
+                pl.len().cast(pl.Int64).alias(S.N_NEGATIVES),
+                (pl.col(S.MATCH_ROUND) == 0).sum().cast(pl.Int64).alias(S.N_MATCHED_EXACT),
+            ),
             on=S.SURVEY_ID,
             how="left",
         )
-        .with_columns(pl.col(S.N_NEGATIVE_CANDIDATES, S.N_NEGATIVES).fill_null(0))
-        .with_columns((pl.col(S.N_NEGATIVES) > 0).alias(S.HAS_NEGATIVES))
+        .with_columns(
+            pl.col(S.N_NEGATIVE_CANDIDATES, S.N_NEGATIVES, S.N_MATCHED_EXACT).fill_null(0)
+        )
+        .with_columns(
+            (pl.col(S.N_NEGATIVES) > 0).alias(S.HAS_NEGATIVES),
+            (wanted - pl.col(S.N_NEGATIVES)).alias(S.N_SHORTFALL),
+        )
         .select(S.NEGATIVE_SURVEYS.names)
         .sort(S.SURVEY_ID)
         .collect()
@@ -492,21 +631,25 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         "negative_surveys",
     )
 
-    wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
-    by_source = negatives.group_by(S.NEGATIVE_SOURCE).len().sort(S.NEGATIVE_SOURCE)
+    def by(column: str, names: tuple[Any, ...]) -> dict[str, int]:
+        got = negatives.group_by(column).len()
+        return {str(k): 0 for k in names} | {str(k): int(n) for k, n in got.iter_rows()}
+
     return {
         "surveys": per_survey.height,
         "surveys_with_negatives": int(per_survey[S.HAS_NEGATIVES].sum()),
         "surveys_without_negatives": int((~per_survey[S.HAS_NEGATIVES]).sum()),
-        "surveys_short_of_negatives": int(per_survey.filter(pl.col(S.N_NEGATIVES) < wanted).height),
-        "surveys_without_date": int(per_survey[S.FIRST_VERSION_DATE].null_count()),
+        "surveys_short_of_negatives": int((per_survey[S.N_SHORTFALL] > 0).sum()),
+        "surveys_without_date": int(per_survey[S.SURVEY_DATE].null_count()),
         "positives": int(per_survey[S.N_POSITIVES].sum()),
+        "positives_dated_after_survey_dropped": int(per_survey[S.N_POSITIVES_AFTER_SURVEY].sum()),
         "negative_candidates": int(per_survey[S.N_NEGATIVE_CANDIDATES].sum()),
         "negatives": negatives.height,
-        "negatives_by_source": {s: 0 for s in S.NEGATIVE_SOURCES}
-        | dict(
-            zip(by_source[S.NEGATIVE_SOURCE].to_list(), by_source["len"].to_list(), strict=True)
-        ),
+        "negatives_wanted": int(per_survey[S.N_NEGATIVES].sum() + per_survey[S.N_SHORTFALL].sum()),
+        "shortfall": int(per_survey[S.N_SHORTFALL].sum()),
+        "negatives_by_source": by(S.NEGATIVE_SOURCE, S.NEGATIVE_SOURCES),
+        "negatives_by_match_round": by(S.MATCH_ROUND, tuple(range(len(ROUNDS)))),
+        "match_rounds": {str(k): list(keys) or ["survey only"] for k, keys in enumerate(ROUNDS)},
         "negative_sampling": ncfg.negative_sampling,
     }
 
@@ -518,6 +661,6 @@ STAGE = register(
         reads=("extract", "works", "surveys", "labels"),
         config_sections=("negatives", "extract"),
         fn=build_negatives,
-        help="hard negatives per survey: cited by other same-field surveys, never by the survey, older than it",
+        help="hard negatives per survey, matched to its positives on everything visible",
     )
 )

@@ -130,12 +130,10 @@ def reading_lists(ctx: ReduceContext) -> pl.LazyFrame:
     return (
         cands.join(surveys, on=S.SURVEY_ID, how="left")
         .join(works, on=S.WORK_ID, how="left")
-        .join(prior_citations(ctx, cands), on=[S.SURVEY_ID, S.WORK_ID], how="left")
         .with_columns(
             pl.col(S.WORK_ID).alias(S.CANDIDATE_ID),
             pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String).alias(S.LABEL_NAME),
             in_domain.alias(S.IN_DOMAIN),
-            pl.col(S.CANDIDATE_PRIOR_CITATIONS).fill_null(0),
         )
         .select(*S.READING_LISTS.names, S.SPLIT)
         .sort(S.SURVEY_ID, S.CANDIDATE_ID)

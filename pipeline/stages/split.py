@@ -1,24 +1,23 @@
-"""Stage ``split`` (reduce): train/eval by survey date, candidates table, leakage audit.
+"""Stage ``split`` (reduce): train/eval by survey text date, candidates table, leakage audit.
 
-A survey first posted before ``split.eval_from`` is in ``train``, on or after it in
-``eval``; a survey without a first version date cannot be placed and is dropped
-(counted). Its candidates are its positives (``labels``, tiers 1-4) and its hard
-negatives (``negatives``, label 0); every candidate inherits its survey's split.
+A survey whose text date (:mod:`pipeline.visible`: the date of the version whose
+text the corpus holds) is before ``split.eval_from`` is in ``train``, on or after
+it in ``eval``; a survey without any version date cannot be placed and is dropped
+(counted). A survey first posted in 2021 and revised in 2023 is read as of 2023.
+Its candidates are its positives (``labels``, tiers 1-4) and its hard negatives
+(``negatives``, label 0); every candidate inherits its survey's split. A positive
+whose work is dated on or after the survey's text date is an identifier or date
+error: it is dropped and counted (``positives_dated_after_survey_dropped``).
 
 Candidate columns filled here for positives and negatives alike: ``candidate_date``
-(the work's ``known_date``), ``n_citing_surveys`` (*other* detected surveys citing the
-work whose first version date is strictly before the survey's: never the survey
-itself, never a later survey) and ``n_citing_surveys_same_category`` (those of them
-with the survey's primary category); see
-:func:`pipeline.stages.negatives.with_prior_counts`. Negatives get zero mention counts.
+(the work's ``known_date``) and the prior-only popularity counts of
+:func:`pipeline.visible.with_prior_counts`. Negatives get zero mention counts.
 
 Leakage audit (stage counts, then ``eval_metadata.json``):
 
 * ``surveys_in_both_splits``: must be 0 (a survey has one date), else the stage fails.
-* ``negatives_dated_after_survey``: must be 0 (guaranteed by ``negatives``), else the
-  stage fails.
-* ``positives_dated_after_survey``: reported, not an error: a survey may cite a work
-  whose known date is later (a later version, a preprint posted after the survey).
+* ``candidates_dated_after_survey``: candidates of any label dated on or after their
+  survey's text date; must be 0, else the stage fails.
 * ``works_in_both_splits``: distinct works that are candidates in both splits,
   reported (a popular work is legitimately read by surveys of both periods).
 * ``eval_surveys_as_train_candidates``: eval surveys that are candidates of a train
@@ -33,14 +32,10 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
+from pipeline import visible as V
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages.common import write_table
-from pipeline.stages.negatives import (
-    prior_count_tables,
-    survey_citations,
-    surveys_frame,
-    with_prior_counts,
-)
+from pipeline.stages.negatives import prior_tables, surveys_frame
 
 TRAIN, EVAL = S.SPLIT_NAMES
 
@@ -61,15 +56,15 @@ def eval_from(ctx: ReduceContext) -> date:
 
 
 def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
-    """Every detected survey with a date, its split and its positive / negative counts."""
+    """Every detected survey with a text date, its split and its positive / negative counts."""
     negative_surveys = S.scan(
         ctx.upstream("negatives", "negative_surveys"), S.NEGATIVE_SURVEYS
     ).select(S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES)
     return (
         surveys_frame(ctx)
-        .filter(pl.col(S.FIRST_VERSION_DATE).is_not_null())
+        .filter(pl.col(S.SURVEY_DATE).is_not_null())
         .with_columns(
-            pl.when(pl.col(S.FIRST_VERSION_DATE) < eval_from(ctx))
+            pl.when(pl.col(S.SURVEY_DATE) < eval_from(ctx))
             .then(pl.lit(TRAIN))
             .otherwise(pl.lit(EVAL))
             .alias(S.SPLIT)
@@ -83,44 +78,41 @@ def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
     )
 
 
-def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> pl.LazyFrame:
-    """Positives and negatives of every placed survey, with dates and prior-only citing-survey counts."""
+def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Positives and negatives of every placed survey, with dates and prior-only counts; and the
+    positives dropped because their work is dated on or after the survey's text date."""
     counts = [S.N_MENTIONS, *S.ROLE_COUNT_COLUMNS]
+    known = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+        S.WORK_ID, pl.col(S.KNOWN_DATE).alias(S.CANDIDATE_DATE)
+    )
+    placed_surveys = surveys.select(
+        S.SURVEY_ID, S.SPLIT, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE
+    )
     positives = (
         S.scan(ctx.upstream("labels", "labels"), S.LABELS)
         .filter(pl.col(S.LABEL) >= 1)
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts)
         .with_columns(pl.lit(None, pl.String).alias(S.NEGATIVE_SOURCE))
+        .join(placed_surveys, on=S.SURVEY_ID, how="inner")
+        .join(known, on=S.WORK_ID, how="left")
     )
+    after = (pl.col(S.CANDIDATE_DATE) >= pl.col(S.SURVEY_DATE)).fill_null(False)
     negatives = (
         S.scan(ctx.upstream("negatives", "negatives"), S.NEGATIVES)
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.NEGATIVE_SOURCE)
         .with_columns([pl.lit(0, pl.Int64).alias(c) for c in counts])
-    )
-    columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts, S.NEGATIVE_SOURCE]
-    known = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
-        S.WORK_ID, pl.col(S.KNOWN_DATE).alias(S.CANDIDATE_DATE)
-    )
-    placed = (
-        pl.concat([positives.select(columns), negatives.select(columns)])
-        .join(
-            surveys.select(
-                S.SURVEY_ID,
-                S.SPLIT,
-                S.PRIMARY_CATEGORY,
-                pl.col(S.FIRST_VERSION_DATE).alias(S.SURVEY_DATE),
-            ),
-            on=S.SURVEY_ID,
-            how="inner",
-        )
+        .join(placed_surveys, on=S.SURVEY_ID, how="inner")
         .join(known, on=S.WORK_ID, how="left")
     )
-    prior = prior_count_tables(survey_citations(ctx))
-    return (
-        with_prior_counts(placed, prior, S.SURVEY_DATE)
+    columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts, S.NEGATIVE_SOURCE, S.SPLIT,
+               S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE, S.CANDIDATE_DATE]  # fmt: skip
+    placed = pl.concat([positives.filter(~after).select(columns), negatives.select(columns)])
+    kept = (
+        V.with_prior_counts(placed, prior_tables(ctx), pl.col(S.LABEL) >= 1)
         .select(S.CANDIDATES.names)
         .sort(S.SURVEY_ID, S.WORK_ID)
     )
+    return kept, positives.filter(after).select(S.SURVEY_ID, S.WORK_ID, S.SPLIT)
 
 
 def leakage_audit(cands: pl.DataFrame, survey_works: pl.DataFrame) -> dict[str, int]:
@@ -130,7 +122,7 @@ def leakage_audit(cands: pl.DataFrame, survey_works: pl.DataFrame) -> dict[str, 
         cands: the candidates table.
         survey_works: ``(paper_id, work_id)`` of the works that are corpus papers.
     """
-    after = pl.col(S.CANDIDATE_DATE) > pl.col(S.SURVEY_DATE)
+    after = pl.col(S.CANDIDATE_DATE) >= pl.col(S.SURVEY_DATE)
     splits_per_survey = cands.group_by(S.SURVEY_ID).agg(pl.col(S.SPLIT).n_unique())
     splits_per_work = cands.group_by(S.WORK_ID).agg(pl.col(S.SPLIT).n_unique())
     train_candidates = cands.filter(pl.col(S.SPLIT) == TRAIN).select(S.WORK_ID).unique()
@@ -140,8 +132,7 @@ def leakage_audit(cands: pl.DataFrame, survey_works: pl.DataFrame) -> dict[str, 
     eval_work_ids = survey_works.join(eval_surveys, on=S.PAPER_ID, how="semi").select(S.WORK_ID)
     return {
         "surveys_in_both_splits": splits_per_survey.filter(pl.col(S.SPLIT) > 1).height,
-        "negatives_dated_after_survey": cands.filter((pl.col(S.LABEL) == 0) & after).height,
-        "positives_dated_after_survey": cands.filter((pl.col(S.LABEL) > 0) & after).height,
+        "candidates_dated_after_survey": cands.filter(after).height,
         "candidates_without_date": cands.filter(pl.col(S.CANDIDATE_DATE).is_null()).height,
         "works_in_both_splits": splits_per_work.filter(pl.col(S.SPLIT) > 1).height,
         "eval_surveys_as_train_candidates": train_candidates.join(
@@ -157,7 +148,8 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
         RuntimeError: the audit finds a survey in both splits or a negative dated after its survey.
     """
     surveys = split_surveys(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
-    cands = candidates(ctx, surveys.lazy()).collect(engine="streaming")
+    kept, dropped = candidates(ctx, surveys.lazy())
+    cands, dropped = pl.collect_all([kept, dropped], engine="streaming")
     survey_works = (
         S.scan(ctx.upstream("works", "works"), S.WORKS)
         .filter(pl.col(S.PAPER_ID).is_not_null())
@@ -168,7 +160,8 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
         .collect(engine="streaming")
     )
     audit = leakage_audit(cands, survey_works)
-    if audit["surveys_in_both_splits"] or audit["negatives_dated_after_survey"]:
+    audit["positives_dated_after_survey_dropped"] = dropped.height
+    if audit["surveys_in_both_splits"] or audit["candidates_dated_after_survey"]:
         raise RuntimeError(f"split: leakage audit failed (must be 0): {audit}")
     write_table(cands, ctx.output("candidates.parquet"), S.CANDIDATES, ctx.cfg, "candidates")
     write_table(
@@ -178,6 +171,7 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
     counts: dict[str, Any] = {
         "eval_from": eval_from(ctx).isoformat(),
         "surveys_without_date": n_all - surveys.height,
+        "positives_dated_after_survey_dropped": dropped.height,
     }
     for name in S.SPLIT_NAMES:
         part = cands.filter(pl.col(S.SPLIT) == name)

@@ -9,7 +9,10 @@ A paper is a survey when
 
 ``n_refs`` is its number of bib entries, ``n_resolved`` the number of distinct
 works they resolve to, ``resolved_frac`` the fraction of its bib entries that carry
-an identifier. ``surveys.max_surveys`` (> 0) keeps the first surveys in
+an identifier or resolve by title; surveys whose ``resolved_frac`` is below
+``surveys.min_resolved_frac`` (default 0.5) are left out and counted: too much of
+their reading list is unknown, and an unknown cited work could be drawn as their
+hard negative. ``surveys.max_surveys`` (> 0) keeps the first surveys in
 (first_version_date, paper_id) order.
 """
 
@@ -73,7 +76,8 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.FIRST_VERSION_DATE, S.PAPER_ID, nulls_last=True)
         .collect(engine="streaming")
     )
-    enough = candidates.filter(pl.col(S.N_RESOLVED) >= scfg.min_resolved_refs)
+    enough_refs = candidates.filter(pl.col(S.N_RESOLVED) >= scfg.min_resolved_refs)
+    enough = enough_refs.filter(pl.col(S.RESOLVED_FRAC) >= scfg.min_resolved_frac - 1e-12)
     kept = enough.head(scfg.max_surveys) if scfg.max_surveys > 0 else enough
     write_table(kept, ctx.output("surveys.parquet"), S.SURVEYS, ctx.cfg, "surveys")
     return {
@@ -85,7 +89,8 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
         ),
         "candidates": candidates.height,
         "candidates_by_cue": _counts_by(candidates, S.REASON),
-        "rejected_too_few_resolved_refs": candidates.height - enough.height,
+        "rejected_too_few_resolved_refs": candidates.height - enough_refs.height,
+        "rejected_resolved_frac_below_floor": enough_refs.height - enough.height,
         "dropped_by_max_surveys": enough.height - kept.height,
         "kept": kept.height,
         "kept_by_cue": _counts_by(kept, S.REASON),

@@ -53,6 +53,7 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
+from pipeline import titles as T
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages.common import duplicate_papers, scan_extract, sink_checked
 
@@ -63,6 +64,10 @@ NODE = "node"
 COMPONENT = "component"
 JUNK = "junk"
 KIND = "kind"
+_FROM_CORPUS = "_from_corpus"
+CS_PREFIX = "cs."  # resolution rates are reported for CS papers and the others
+RESOLVED_BY_ID = "identifier"
+RESOLVED_BY_TITLE = "title"
 
 ARXIV_PREFIX = "arxiv:"
 DOI_PREFIX = "doi:"
@@ -225,6 +230,68 @@ def arxiv_month_expr(alias: pl.Expr) -> pl.Expr:
     return pl.when(mm.is_between(1, 12)).then(pl.date(year, mm, 1)).otherwise(None)
 
 
+# --------------------------------------------------------------------- titles
+def resolve_by_title(
+    entry_keys: pl.DataFrame, entry_work: pl.LazyFrame, corpus: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Resolve entries without identifier by title (:mod:`pipeline.titles`).
+
+    Args:
+        entry_keys: :func:`pipeline.titles.segment_keys` of every bib entry.
+        entry_work: ``(paper_id, ref_id, work_id)`` of the entries resolved by identifier.
+        corpus: ``(work_id, paper_id, title, ...)`` of the works that are corpus papers.
+
+    Returns:
+        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
+        ``(work_id, title_key)``: every title key known for a work (its corpus title,
+        the title key of every entry resolved to it), for the negatives' title rule.
+    """
+    words = pl.col(T.KEY).str.count_matches(" ") + 1
+    corpus_keys = (
+        corpus.select(S.WORK_ID, T.title_key(pl.col(S.TITLE)).alias(T.KEY))
+        .filter((words >= T.MIN_WORDS) & (pl.col(T.KEY).str.len_chars() >= T.MIN_CHARS))
+        .with_columns(pl.lit(True).alias(_FROM_CORPUS))
+    )
+    raw_keys = (
+        entry_keys.lazy()
+        .filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .select(S.WORK_ID, T.KEY, pl.lit(False).alias(_FROM_CORPUS))
+    )
+    known = pl.concat([corpus_keys, raw_keys]).unique().collect(engine="streaming")
+    title_map = (  # a key naming two works links nothing
+        known.lazy()
+        .group_by(T.KEY)
+        .agg(
+            pl.col(S.WORK_ID).first(),
+            pl.col(S.WORK_ID).n_unique().alias("_n"),
+            pl.col(_FROM_CORPUS).any(),
+        )
+        .filter(pl.col("_n") == 1)
+        .drop("_n")
+    )
+    hits = (
+        entry_keys.lazy()
+        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
+        .join(title_map, on=T.KEY, how="inner")
+        # any segment may equal a corpus title; only the title key links to other entries
+        .filter(pl.col(_FROM_CORPUS) | (pl.col(T.SEGMENT_RANK) == 0))
+        .group_by(S.PAPER_ID, S.REF_ID)
+        .agg(pl.col(S.WORK_ID).first(), pl.col(S.WORK_ID).n_unique().alias("_n"))
+        .filter(pl.col("_n") == 1)
+        .select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+        .collect(engine="streaming")
+    )
+    more_keys = (
+        entry_keys.lazy()
+        .filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(hits.lazy(), on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .select(S.WORK_ID, T.KEY)
+    )
+    all_keys = pl.concat([known.lazy().select(S.WORK_ID, T.KEY), more_keys]).unique()
+    return hits.lazy(), all_keys
+
+
 # --------------------------------------------------------------------- the stage
 def build_works(ctx: ReduceContext) -> dict[str, Any]:
     """Resolve every bib entry to a canonical work; write ``works`` and ``cites``.
@@ -281,18 +348,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
             ).alias(S.WORK_ID)
         )
     )
-    cites_path = ctx.output("cites.parquet")
-    sink_checked(
-        refs.select(S.PAPER_ID, S.REF_ID)
-        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="left")
-        .sort(S.PAPER_ID, S.REF_ID),
-        S.CITES,
-        cites_path,
-        ctx.cfg,
-    )
-    cites = S.scan(cites_path, S.CITES)
-    cited = cites.drop_nulls(S.WORK_ID)
-
+    entry_work = entry_work.collect(engine="streaming")
     corpus = (
         paper_aliases.lazy()
         .join(alias_work.lazy(), on=ALIAS)
@@ -304,6 +360,33 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
             on=S.PAPER_ID,
         )
     )
+    entry_keys = T.segment_keys(
+        refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW), S.RAW, [S.PAPER_ID, S.REF_ID]
+    ).collect(engine="streaming")
+    title_work, title_keys = resolve_by_title(entry_keys, entry_work.lazy(), corpus)
+    title_keys_path = ctx.output("title_keys.parquet")
+    sink_checked(title_keys.sort(S.WORK_ID, T.KEY), S.TITLE_KEYS, title_keys_path, ctx.cfg)
+
+    cites_path = ctx.output("cites.parquet")
+    sink_checked(
+        refs.select(S.PAPER_ID, S.REF_ID)
+        .join(
+            pl.concat(
+                [
+                    entry_work.lazy().with_columns(pl.lit(RESOLVED_BY_ID).alias(S.RESOLVED_BY)),
+                    title_work.with_columns(pl.lit(RESOLVED_BY_TITLE).alias(S.RESOLVED_BY)),
+                ]
+            ),
+            on=[S.PAPER_ID, S.REF_ID],
+            how="left",
+        )
+        .sort(S.PAPER_ID, S.REF_ID),
+        S.CITES,
+        cites_path,
+        ctx.cfg,
+    )
+    cites = S.scan(cites_path, S.CITES)
+    cited = cites.drop_nulls(S.WORK_ID)
     raw_bytes = pl.col(S.RAW).str.len_bytes()
     example_raw = (  # the longest raw string; the smallest of those on ties
         refs.join(cited, on=[S.PAPER_ID, S.REF_ID])
@@ -369,12 +452,46 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .head(1)
     )
     n_entries, unresolved = int(entries["entries"] or 0), int(entries["unresolved"] or 0)
+    cs = papers.select(
+        S.PAPER_ID,
+        pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
+    )
+    by_title = pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE
+    rates = (
+        cites.join(cs, on=S.PAPER_ID, how="left")
+        .group_by(pl.col("_cs").fill_null(False))
+        .agg(
+            pl.len().alias("entries"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().alias("by_identifier"),
+            by_title.sum().alias("by_title"),
+        )
+        .collect()
+    )
+
+    def resolution(rows: pl.DataFrame) -> dict[str, Any]:
+        n, ids, titles = (int(rows[c].sum()) for c in ("entries", "by_identifier", "by_title"))
+        return {
+            "bib_entries": n,
+            "resolved_by_identifier": ids,
+            "resolved_by_title": titles,
+            "resolved_frac_identifier_only": round(ids / n, 6) if n else None,
+            "resolved_frac": round((ids + titles) / n, 6) if n else None,
+        }
+
     return {
         "papers": int(papers.select(pl.len()).collect().item()),
         "duplicate_papers_dropped": duplicate_papers(ctx),
         "bib_entries": n_entries,
         "resolved_entries": n_entries - unresolved,
         "unresolved_entries": unresolved,
+        "resolution": {
+            "all": resolution(rates),
+            "cs": resolution(rates.filter(pl.col("_cs"))),
+            "other": resolution(rates.filter(~pl.col("_cs"))),
+            "title_keys": int(
+                S.scan(title_keys_path, S.TITLE_KEYS).select(pl.len()).collect().item()
+            ),
+        },
         "papers_with_unresolved_entries": int(entries["papers_with_unresolved"] or 0),
         "entries_merged_within_paper": int(entries["merged"] or 0),
         "aliases": nodes.height,

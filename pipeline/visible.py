@@ -1,0 +1,193 @@
+"""What a system can see about a (survey, candidate) pair without reading: one owner.
+
+The benchmark must not be solvable from metadata, so the features a system sees
+next to a candidate are defined once, here, and used by ``negatives`` (to draw hard
+negatives whose distribution over them matches the positives'), ``split`` and
+``release`` (to publish them) and the leak audit (to prove the match).
+
+Dates. A survey is read as of its **text date** (``text_version_date``: the last
+version in its record's ``versions``, the one whose text the corpus holds; the first
+version date when the record has only one). Every date rule uses it: candidates are
+strictly older than it, popularity is counted before it, the split follows it.
+Citing papers and citing surveys are dated by their first version (when they first
+existed).
+
+Popularity as of the survey (no information from after it):
+
+* ``n_citing_surveys``: other detected surveys citing the work, first posted
+  strictly before the survey's text date (the survey never counts itself);
+* ``n_citing_surveys_same_category``: those of them with the survey's primary
+  category;
+* ``candidate_prior_citations``: distinct corpus papers citing the work, first
+  posted strictly before the survey's text date.
+
+Strata (:func:`stratum_columns`): ``text_kind`` (``abstract`` when the candidate has
+an abstract, i.e. a corpus paper; otherwise ``raw_arxiv``, ``raw_doi`` or
+``raw_openalex`` by the form of its id: what text a system gets, and the id's
+form), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
+text date: unknown, <1, 1-2, 2-4, 4-8, 8-16, 16+), ``citations_bin`` (prior corpus
+citations: 0, 1, 2-3, 4-7, 8-15, 16-31, 32+) and ``surveys_bin`` (prior citing
+surveys: 0, 1, 2-3, 4+).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline import schema as S
+
+WORK_PAPER = "_work_paper_id"
+TEXT_KIND = "text_kind"
+AGE_BIN = "age_bin"
+CITATIONS_BIN = "citations_bin"
+SURVEYS_BIN = "surveys_bin"
+STRATUM_COLUMNS = (TEXT_KIND, S.IN_DOMAIN, AGE_BIN, CITATIONS_BIN, SURVEYS_BIN)
+_DATE = "_cited_on"
+_RUNNING = "_running"
+ARXIV_PREFIX = "arxiv:"
+
+
+def survey_date_expr() -> pl.Expr:
+    """The survey's text date, else its first version date."""
+    return pl.coalesce(pl.col(S.TEXT_DATE), pl.col(S.FIRST_VERSION_DATE))
+
+
+def running_counts(cited: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """``(*keys, _cited_on, _running)``: distinct citers of ``keys`` dated on or before ``_cited_on``.
+
+    Args:
+        cited: distinct ``(citer, *keys, date)`` rows (undated rows never count).
+    """
+    return (
+        cited.drop_nulls(_DATE)
+        .group_by(*keys, _DATE)
+        .agg(pl.len().cast(pl.Int64).alias(_RUNNING))
+        .with_columns(pl.col(_RUNNING).cum_sum().over(keys, order_by=_DATE))
+        .sort(_DATE, *keys)
+    )
+
+
+def prior_count_tables(
+    survey_citations: pl.LazyFrame, paper_citations: pl.LazyFrame
+) -> dict[str, pl.LazyFrame]:
+    """Running-count tables for :func:`with_prior_counts`.
+
+    Args:
+        survey_citations: distinct ``(survey_id, work_id, primary_category, first_version_date)``.
+        paper_citations: distinct ``(paper_id, work_id, first_version_date)`` of every corpus paper.
+    """
+    sc = survey_citations.select(
+        S.SURVEY_ID, S.WORK_ID, S.PRIMARY_CATEGORY, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
+    )
+    pc = paper_citations.select(S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE))
+    return {
+        S.N_CITING_SURVEYS: running_counts(sc, [S.WORK_ID]),
+        S.N_CITING_SURVEYS_SAME_CATEGORY: running_counts(sc, [S.WORK_ID, S.PRIMARY_CATEGORY]),
+        S.CANDIDATE_PRIOR_CITATIONS: running_counts(pc, [S.WORK_ID]),
+    }
+
+
+def with_prior_counts(
+    pairs: pl.LazyFrame, tables: dict[str, pl.LazyFrame], cites_it: pl.Expr
+) -> pl.LazyFrame:
+    """``pairs`` (``survey_id, work_id, primary_category, first_version_date, survey_date``)
+    with the three counts.
+
+    Each counts citers first posted strictly before the pair's ``survey_date``; an
+    undated survey gets 0. The survey never counts itself: when it cites the work
+    (``cites_it``, true for positives) and its own first version precedes its text date,
+    the running tables hold it, so it is taken off. Row order is not kept.
+    """
+    own = (
+        (cites_it & (pl.col(S.FIRST_VERSION_DATE) < pl.col(S.SURVEY_DATE)))
+        .fill_null(False)
+        .cast(pl.Int64)
+    )
+    out = pairs.sort(S.SURVEY_DATE, nulls_last=False)
+    for name, table in tables.items():
+        by = (
+            [S.WORK_ID, S.PRIMARY_CATEGORY]
+            if name == S.N_CITING_SURVEYS_SAME_CATEGORY
+            else [S.WORK_ID]
+        )
+        out = (
+            out.join_asof(
+                table,
+                left_on=S.SURVEY_DATE,
+                right_on=_DATE,
+                by=by,
+                strategy="backward",
+                allow_exact_matches=False,
+                check_sortedness=False,
+            )
+            .drop(_DATE)
+            .with_columns((pl.col(_RUNNING).fill_null(0) - own).alias(name))
+            .drop(_RUNNING)
+        )
+    return out
+
+
+def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, _work_paper_id, known_date, candidate categories, text_kind)`` of every work."""
+    has_abstract = pl.col(S.ABSTRACT).str.strip_chars().fill_null("") != ""
+    kind = pl.col(S.WORK_ID).str.extract(r"^([a-z]+):", 1)
+    return works.select(
+        S.WORK_ID,
+        pl.col(S.PAPER_ID).alias(WORK_PAPER),
+        S.KNOWN_DATE,
+        pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
+        pl.when(has_abstract)
+        .then(pl.lit("abstract"))
+        .otherwise(pl.lit("raw_") + kind.fill_null("other"))
+        .alias(TEXT_KIND),
+    )
+
+
+def in_domain_expr() -> pl.Expr:
+    """The candidate is a corpus paper whose own categories include the survey's primary category."""
+    return (
+        pl.col(WORK_PAPER).is_not_null()
+        & pl.col(S.CANDIDATE_CATEGORIES).list.contains(pl.col(S.PRIMARY_CATEGORY)).fill_null(False)
+    ).fill_null(False)
+
+
+def _log2_bin(x: pl.Expr, top: int) -> pl.Expr:
+    # 0 -> 0, 1 -> 1, 2-3 -> 2, 4-7 -> 3, ... capped at ``top``
+    return (
+        pl.when(x <= 0)
+        .then(0)
+        .otherwise((x.cast(pl.Float64).log(2).floor() + 1).clip(1, top))
+        .cast(pl.Int8)
+    )
+
+
+def stratum_columns() -> list[pl.Expr]:
+    """``age_bin``, ``citations_bin``, ``surveys_bin`` (``text_kind``/``in_domain`` exist already).
+
+    Needs ``known_date``, ``survey_date`` and the prior counts.
+    """
+    years = (pl.col(S.SURVEY_DATE) - pl.col(S.KNOWN_DATE)).dt.total_days() / 365.25
+    age = (
+        pl.when(years.is_null())
+        .then(-1)
+        .when(years < 1)
+        .then(0)
+        .otherwise((years.log(2).floor() + 1).clip(1, 5))
+        .cast(pl.Int8)
+    )
+    return [
+        age.alias(AGE_BIN),
+        _log2_bin(pl.col(S.CANDIDATE_PRIOR_CITATIONS), 6).alias(CITATIONS_BIN),
+        _log2_bin(pl.col(S.N_CITING_SURVEYS), 3).alias(SURVEYS_BIN),
+    ]
+
+
+def latest_possible_date() -> pl.Expr:
+    """Latest date a work may really have: its ``known_date``, or the month's last day when
+    that date is only the month of an arXiv id (a work outside the corpus)."""
+    month_only = pl.col(WORK_PAPER).is_null() & pl.col(S.WORK_ID).str.starts_with(ARXIV_PREFIX)
+    return (
+        pl.when(month_only)
+        .then(pl.col(S.KNOWN_DATE).dt.month_end())
+        .otherwise(pl.col(S.KNOWN_DATE))
+    )
