@@ -128,6 +128,14 @@ class ReleaseConfig:
     input_revision: str = _f(
         "", "revision of the input corpus, when not resolved from hf:// inputs"
     )
+    leak_audit: str = _f(
+        "warn",
+        "'warn' or 'error' when a visible feature alone tells positives from hard negatives "
+        "(its AUC outside leak_auc_bounds)",
+    )
+    leak_auc_bounds: tuple[float, ...] = _f(
+        (0.40, 0.60), "[low, high]: the AUC range of a single visible feature that passes the audit"
+    )
 
 
 @dataclass(frozen=True)

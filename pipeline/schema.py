@@ -387,3 +387,31 @@ BEIR_QRELS = pa.schema(
         (BEIR_SCORE, pa.int32()),
     ]
 )
+
+# The answer-free view (release config ``candidates``): only what a system may see.
+# No label, no mention counts, no negative_source, nothing computed from labels.
+CANDIDATES_VIEW = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (SURVEY_TITLE, pa.string()),
+        (SURVEY_ABSTRACT, pa.string()),
+        (SURVEY_CATEGORIES, pa.list_(pa.string())),
+        (SURVEY_PRIMARY_CATEGORY, pa.string()),
+        (SURVEY_DATE, pa.date32()),
+        (CANDIDATE_ID, pa.string()),
+        (CANDIDATE_TITLE, pa.string()),
+        (CANDIDATE_ABSTRACT, pa.string()),
+        (CANDIDATE_CATEGORIES, pa.list_(pa.string())),
+        (CANDIDATE_DATE, pa.date32()),
+        (CANDIDATE_RAW, pa.string()),
+        (IN_DOMAIN, pa.bool_()),
+        (N_CITING_SURVEYS, pa.int64()),
+        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
+    ]
+)
+
+# Columns of the release that are judgments (answers), not inputs: a system must not
+# read them. Every other released column is an input (see the card's field table).
+JUDGMENT_COLUMNS = frozenset(
+    {LABEL, LABEL_NAME, N_MENTIONS, *ROLE_COUNT_COLUMNS, NEGATIVE_SOURCE, BEIR_SCORE, HAS_NEGATIVES}
+)

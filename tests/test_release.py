@@ -234,7 +234,7 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
     assert fm["license"] == "cc-by-sa-4.0"
     assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
     configs = {c["config_name"]: c for c in fm["configs"]}
-    assert set(configs) == {"reading_lists", "queries", "corpus", "qrels"}
+    assert set(configs) == {"reading_lists", "candidates", "queries", "corpus", "qrels"}
     assert configs["reading_lists"]["default"] is True
     for c in configs.values():
         assert [d["split"] for d in c["data_files"]] == ["train", "eval"]
@@ -322,7 +322,7 @@ def test_every_config_and_split_loads_with_datasets(
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
     release = synthetic_release / "release"
     meta = json.loads((release / "eval_metadata.json").read_text())
-    for config in ("reading_lists", "queries", "corpus", "qrels"):
+    for config in ("reading_lists", "candidates", "queries", "corpus", "qrels"):
         ds = datasets.load_dataset(str(release), config, cache_dir=str(tmp_path / "cache"))
         assert set(ds) == set(S.SPLIT_NAMES), config
         for split in S.SPLIT_NAMES:
@@ -332,6 +332,9 @@ def test_every_config_and_split_loads_with_datasets(
                 else f"{config}/{split}.parquet"
             )
             assert ds[split].num_rows == meta["files"][path]["rows"], (config, split)
+            if config == "candidates":  # the answer-free view holds no judgment
+                assert set(ds[split].column_names) == set(S.CANDIDATES_VIEW.names)
+                assert not set(ds[split].column_names) & S.JUDGMENT_COLUMNS
     default = datasets.load_dataset(str(release), cache_dir=str(tmp_path / "cache"))
     assert set(default["train"].column_names) == set(S.READING_LISTS.names)
 
@@ -344,7 +347,7 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 10
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 12
 
 
 # --------------------------------------------------------------------- the real 2022 sample
@@ -374,3 +377,27 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
     assert meta["negatives"]["surveys_without_negatives"] == 1
     fm = _front_matter((release / "README.md").read_text())
     assert all([d["split"] for d in c["data_files"]] == ["train"] for c in fm["configs"])
+
+
+def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
+    """No visible feature alone tells positives from hard negatives, on either split."""
+    release = synthetic_release / "release"
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    leak = meta["leak_audit"]
+    assert leak["bounds"] == [0.4, 0.6] and leak["passed"] and leak["outside_bounds"] == {}
+    for split in S.SPLIT_NAMES:
+        table = leak["splits"][split]
+        assert S.N_CITING_SURVEYS in table and "candidate_age_days" in table
+        for name, row in table.items():
+            for scope in ("pooled", "per_survey"):
+                assert 0.4 <= row[scope] <= 0.6, (split, name, scope, row)
+        rows = pl.read_parquet(release / R.READING_LISTS_FILE.format(split=split))
+        assert (
+            rows[S.CANDIDATE_DATE].drop_nulls()
+            < rows[S.SURVEY_DATE].filter(rows[S.CANDIDATE_DATE].is_not_null())
+        ).all()
+    card = (release / "README.md").read_text()
+    assert "## Leak audit" in card and "passed" in card
+    for f in S.CANDIDATES_VIEW:
+        assert f"| `candidates` | `{f.name}` | {f.type} | input |" in card
+    assert f"| `reading_lists` | `{S.LABEL}` | int8 | **judgment** |" in card

@@ -297,7 +297,9 @@ def test_identifier_mix_and_doi_arxiv_overlap(records: list[dict]) -> None:
             doi_only.setdefault(doi, set()).add(pid)
         elif arxiv:
             arxiv_only.setdefault(arxiv, set()).add(pid)
-    assert 0.08 < no_id / len(entries) < 0.2
+    # real sample: 29% of entries in CS papers and 59% overall carry no identifier
+    # (synth.ID_LESS_EXTRA); this corpus mixes CS and other papers
+    assert 0.25 < no_id / len(entries) < 0.6
     assert url_doi and bare_doi and contained_only and no_ids_key
     merged = [
         d

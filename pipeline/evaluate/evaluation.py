@@ -74,7 +74,7 @@ from pipeline.evaluate.metrics import (
 from pipeline.evaluate.report import render_report
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
-from pipeline.schema import LABEL_NAMES
+from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
 
 SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
 RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)
@@ -164,7 +164,14 @@ def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfi
     }
     if name not in scorers:
         raise ValueError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
-    return per_survey_subsets(_with_scores(eval_set, scorers[name](eval_set)), config.ks)
+    # A system reads the answer-free candidates view only; the oracle is the one exception.
+    visible = eval_set if name == ORACLE else answer_free(eval_set)
+    return per_survey_subsets(_with_scores(eval_set, scorers[name](visible)), config.ks)
+
+
+def answer_free(eval_set: pl.DataFrame) -> pl.DataFrame:
+    """The columns of the eval set that the release's ``candidates`` view holds (no judgment)."""
+    return eval_set.select([c for c in CANDIDATES_VIEW.names if c in eval_set.columns])
 
 
 def run_per_survey(eval_set: pl.DataFrame, run: Run, config: EvaluateConfig) -> pl.DataFrame:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -49,18 +50,22 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline import schema as S
+from pipeline.leak_audit import audit, outside
 from pipeline.runner import MANIFESTS, STAGES, SUCCESS, ReduceContext, Stage, register, write_json
 from pipeline.stages.common import scan_extract, write_table
 
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 BEIR_FILE = "{view}/{split}.parquet"
 BEIR_VIEWS = ("queries", "corpus", "qrels")
+CANDIDATES_FILE = "candidates/{split}.parquet"
+LEAK_AUDIT_MODES = ("warn", "error")
 METADATA_FILE = "eval_metadata.json"
 CARD_FILE = "README.md"
 CARD_TEMPLATE = "survey_reading_lists.md"
 _W_PAPER = "_work_paper_id"
 _CITING_DATE = "_citing_date"
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+log = logging.getLogger("pipeline")
 
 
 def data_cards_dir() -> Path:
@@ -375,9 +380,10 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 def _configs_yaml(splits: list[str]) -> str:
     lines = ["configs:"]
-    views = [("reading_lists", READING_LISTS_FILE, True)] + [
-        (v, BEIR_FILE.replace("{view}", v), False) for v in BEIR_VIEWS
-    ]
+    views = [
+        ("reading_lists", READING_LISTS_FILE, True),
+        ("candidates", CANDIDATES_FILE, False),
+    ] + [(v, BEIR_FILE.replace("{view}", v), False) for v in BEIR_VIEWS]
     for name, pattern, default in views:
         lines.append(f"- config_name: {name}")
         if default:
@@ -501,7 +507,83 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
             [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
         ),
         "splits_present": ", ".join(splits) or "none",
+        "field_table": field_table(),
+        "leak_audit_table": leak_audit_table(meta.get("leak_audit", {})),
+        "leak_low": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[0]),
+        "leak_high": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[1]),
+        "leak_verdict": "passed: every audited AUC is within the bounds"
+        if meta.get("leak_audit", {}).get("passed")
+        else "FAILED: "
+        + "; ".join(
+            f"{split}: {', '.join(bad)}"
+            for split, bad in sorted(meta.get("leak_audit", {}).get("outside_bounds", {}).items())
+        ),
+        "resolution_by_title_table": _table(
+            [
+                "papers",
+                "bib entries",
+                "by identifier",
+                "by title",
+                "share (identifier only)",
+                "share",
+            ],
+            [
+                [
+                    scope,
+                    r.get("bib_entries"),
+                    r.get("resolved_by_identifier"),
+                    r.get("resolved_by_title"),
+                    r.get("resolved_frac_identifier_only"),
+                    r.get("resolved_frac"),
+                ]
+                for scope, r in (meta.get("works_resolution") or {}).items()
+                if isinstance(r, dict)
+            ],
+        ),
+        "positives_dropped_after_survey": str(
+            meta.get("leakage", {}).get("positives_dated_after_survey_dropped", 0)
+        ),
+        "surveys_below_resolution_floor": str(
+            meta.get("surveys_counts", {}).get("rejected_resolved_frac_below_floor", 0)
+        ),
+        "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
     }
+
+
+CONFIG_SCHEMAS = (
+    ("reading_lists", "READING_LISTS"),
+    ("candidates", "CANDIDATES_VIEW"),
+    ("queries", "BEIR_QUERIES"),
+    ("corpus", "BEIR_CORPUS"),
+    ("qrels", "BEIR_QRELS"),
+)
+
+
+def field_table() -> str:
+    """Every column of every release config with its type and role (input or judgment)."""
+    rows = []
+    for config, name in CONFIG_SCHEMAS:
+        for f in getattr(S, name):
+            role = "**judgment**" if f.name in S.JUDGMENT_COLUMNS else "input"
+            rows.append([f"`{config}`", f"`{f.name}`", str(f.type), role])
+    return _table(["config", "column", "type", "role"], rows)
+
+
+def leak_audit_table(leak: dict[str, Any]) -> str:
+    """Feature x split: pooled AUC and mean per-survey AUC."""
+    splits = sorted(leak.get("splits", {}))
+    names = sorted({f for sp in splits for f in leak["splits"][sp]})
+    header = ["feature"] + [f"{sp} {scope}" for sp in splits for scope in ("pooled", "per survey")]
+    rows = [
+        [f"`{n}`"]
+        + [
+            leak["splits"][sp].get(n, {}).get(scope)
+            for sp in splits
+            for scope in ("pooled", "per_survey")
+        ]
+        for n in names
+    ]
+    return _table(header, rows)
 
 
 def render_card(template: str, values: dict[str, str]) -> str:
@@ -557,6 +639,20 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     surveys = S.scan(ctx.upstream("split", "split_surveys"), S.SPLIT_SURVEYS).collect(
         engine="streaming"
     )
+    rcfg = ctx.cfg.release
+    if rcfg.leak_audit not in LEAK_AUDIT_MODES:
+        raise ValueError(
+            f"release.leak_audit={rcfg.leak_audit!r}; available: {list(LEAK_AUDIT_MODES)}"
+        )
+    if (
+        len(rcfg.leak_auc_bounds) != 2
+        or not 0 <= rcfg.leak_auc_bounds[0] <= 0.5 <= rcfg.leak_auc_bounds[1] <= 1
+    ):
+        raise ValueError(
+            f"release.leak_auc_bounds={list(rcfg.leak_auc_bounds)}: need [low, high] with 0 <= low <= 0.5 <= high <= 1"
+        )
+    low, high = rcfg.leak_auc_bounds
+    leak: dict[str, Any] = {}
     meta_splits: dict[str, Any] = {}
     present: list[str] = []
     for split in S.SPLIT_NAMES:
@@ -572,6 +668,15 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             ctx.cfg,
             split,
         )
+        view = part.select(S.CANDIDATES_VIEW.names)
+        write_table(
+            view,
+            ctx.output(CANDIDATES_FILE.format(split=split)),
+            S.CANDIDATES_VIEW,
+            ctx.cfg,
+            "candidates",
+        )
+        leak[split] = audit(view, part[S.LABEL])
         schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS}
         for view, df in beir_views(part, surveys).items():
             path = ctx.output(BEIR_FILE.format(view=view, split=split))
@@ -580,6 +685,16 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
     }
+    flagged = {split: outside(table, low, high) for split, table in leak.items()}
+    flagged = {split: bad for split, bad in flagged.items() if bad}
+    if flagged:
+        message = "; ".join(f"{split}: {', '.join(bad)}" for split, bad in sorted(flagged.items()))
+        if rcfg.leak_audit == "error":
+            raise RuntimeError(
+                f"release: leak audit: a visible feature alone separates positives from hard "
+                f"negatives (AUC outside [{low}, {high}]): {message}"
+            )
+        log.warning("release: LEAK AUDIT: AUC outside [%s, %s]: %s", low, high, message)
     sections = upstream_sections(ctx.stage.name)
     meta = {
         "dataset": ctx.cfg.release.dataset_name,
@@ -592,8 +707,20 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "splits": meta_splits,
         "splits_written": present,
         "leakage": _read_counts(ctx.out, "split").get("leakage", {}),
+        "leak_audit": {
+            "bounds": [low, high],
+            "splits": leak,
+            "outside_bounds": flagged,
+            "passed": not flagged,
+        },
         "negatives": _read_counts(ctx.out, "negatives"),
         "resolution": resolution(ctx),
+        "works_resolution": _read_counts(ctx.out, "works").get("resolution", {}),
+        "surveys_counts": {
+            k: v
+            for k, v in _read_counts(ctx.out, "surveys").items()
+            if k.startswith("rejected") or k in ("kept", "candidates")
+        },
         "roles": role_distribution(ctx),
         "files": files,
     }

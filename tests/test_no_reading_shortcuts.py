@@ -1,0 +1,200 @@
+"""The benchmark cannot be solved without reading (issue 8): title identity, the text date,
+the answer-free view and the leak audit."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline import schema as S
+from pipeline import titles as T
+from pipeline.leak_audit import audit, outside
+from tests.test_works import paper, ref, run_stages, write_extract
+
+LEGION = "Legion: Massively Composable Fuzzing"
+
+
+def _titled(pid: str, rid: str, raw: str, **ids: str) -> dict:
+    return ref(pid, rid, **ids) | {S.RAW: raw}
+
+
+# --------------------------------------------------------------------- title keys
+def test_title_keys_of_real_reference_styles() -> None:
+    raws = {  # real raw strings of the 2022 sample (tests/fixtures), title by hand
+        "A. Kelly and T. E. Markland, “Efficient and accurate surface hopping for long time "
+        "nonadiabatic quantum dynamics,” J. Chem. Phys. 139, 014104 (2013).": "efficient and "
+        "accurate surface hopping for long time nonadiabatic quantum dynamics",
+        "Anders Kock. Strong functors and monoidal monads. Arch. Math. (Basel), 23:113–120, "
+        "1972.": "strong functors and monoidal monads",
+        "J. Huang, W. He, Y. Zhang, Y. Wu, B. Wu, and X. Yuan, Tensor network assisted "
+        "variational quantum algorithm (2022).": "tensor network assisted variational "
+        "quantum algorithm",
+        "Wang, Y.; Shen, Y.; Liu, Z.; Liang, P. P.; Zadeh, A.; and Morency, L.-P. 2019. Words "
+        "can shift: Dynamically adjusting word representations using nonverbal behaviors. In "
+        "Proceedings of the AAAI Conference on Artificial Intelligence": "words can shift "
+        "dynamically adjusting word representations using nonverbal behaviors",
+        "R. J. Cave and M. D. Newton, The Journal of Chemical Physics 106, 9213 (1997).": None,
+        "Oya, Y., Sakai, N., Watanabe, Y., et al. 2018, , 863, 72": None,
+    }
+    frame = pl.LazyFrame({"i": list(range(len(raws))), "raw": list(raws)})
+    got = (
+        T.segment_keys(frame, "raw", ["i"])
+        .filter(pl.col(T.SEGMENT_RANK) == 0)
+        .collect()
+        .select("i", T.KEY)
+    )
+    by_i = dict(got.iter_rows())
+    assert [by_i.get(i) for i in range(len(raws))] == list(raws.values())
+
+
+def _legion_corpus(out: Path) -> None:
+    """Survey SV (2022-12) cites Legion without any identifier; the earlier survey ST (2021)
+    cites it with a DOI; both are cs.SE surveys with 24 more resolved works."""
+    sv, st = "2212.11774", "2103.00001"
+    papers = [
+        paper(sv, "A literature review of fuzzing tools", "cs.SE", day=date(2022, 12, 22)),
+        paper(st, "A survey of fuzzing", "cs.SE", day=date(2021, 3, 1)),
+    ]
+    refs = [
+        _titled(sv, "s0", f"C. Liyanage et al. {LEGION}. In Proc. ASE 2020."),
+        *[ref(sv, f"s{i}", arxiv=f"1802.{i:05d}") for i in range(1, 25)],
+        _titled(st, "t0", f"C. Liyanage, M. Böhme. {LEGION}. ASE, 2020.", doi="10.1/legion"),
+        *[ref(st, f"t{i}", arxiv=f"1801.{i:05d}") for i in range(1, 25)],
+    ]
+    write_extract(out, papers, refs, [])
+
+
+def test_a_work_cited_without_identifier_is_never_its_surveys_negative(tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    _legion_corpus(out)
+    run_stages(out, "works", "surveys", "labels", "negatives")
+    assert sorted(pl.read_parquet(out / "surveys" / "surveys.parquet")[S.PAPER_ID]) == [
+        "2103.00001",
+        "2212.11774",
+    ]
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    entry = cites.filter((pl.col(S.PAPER_ID) == "2212.11774") & (pl.col(S.REF_ID) == "s0"))
+    # resolved by its title to the DOI the earlier survey gives
+    assert entry.select(S.WORK_ID, S.RESOLVED_BY).row(0) == ("doi:10.1/legion", "title")
+    neg = pl.read_parquet(out / "negatives" / "negatives.parquet")
+    assert neg.filter(pl.col(S.SURVEY_ID) == "2212.11774").height > 0  # the stage did draw
+    assert neg.filter(
+        (pl.col(S.SURVEY_ID) == "2212.11774") & (pl.col(S.WORK_ID) == "doi:10.1/legion")
+    ).is_empty()
+
+
+def test_the_title_rule_excludes_it_even_when_resolution_fails(tmp_path: Path) -> None:
+    # Two works share the title key, so resolution links nothing (ambiguous); the
+    # negatives' title rule still keeps both away from the survey that cites the title.
+    out = tmp_path / "work"
+    _legion_corpus(out)
+    extra_paper = paper("1905.00009", "Another paper", "cs.SE", day=date(2019, 5, 1))
+    refs = [_titled("1905.00009", "x0", f"M. Other. {LEGION}. Tech. 2019.", doi="10.1/other")]
+    import pyarrow.parquet as pq
+
+    base = out / "extract"
+    for table, rows in (("papers", [extra_paper]), ("references", refs)):
+        old = pl.read_parquet(base / table / "hand.parquet")
+        new = pl.DataFrame(
+            {n: [r.get(n) for r in rows] for n in old.columns if n != S.SOURCE_FILE},
+            schema={n: t for n, t in old.schema.items() if n != S.SOURCE_FILE},
+        ).with_columns(pl.lit("hand.jsonl").alias(S.SOURCE_FILE))
+        pq.write_table(
+            pl.concat([old, new.select(old.columns)]).to_arrow(), base / table / "hand.parquet"
+        )
+    run_stages(out, "works", "surveys", "labels", "negatives")
+    cites = pl.read_parquet(out / "works" / "cites.parquet")
+    assert cites.filter((pl.col(S.PAPER_ID) == "2212.11774") & (pl.col(S.REF_ID) == "s0"))[
+        S.WORK_ID
+    ].to_list() == [None]
+    neg = pl.read_parquet(out / "negatives" / "negatives.parquet").filter(
+        pl.col(S.SURVEY_ID) == "2212.11774"
+    )
+    assert not set(neg[S.WORK_ID]) & {"doi:10.1/legion", "doi:10.1/other"}
+
+
+# --------------------------------------------------------------------- the text date
+def test_a_revised_survey_is_read_as_of_its_text(tmp_path: Path) -> None:
+    """Survey RV first posted 2022-06, revised 2023-03 (the corpus holds the 2023 text); it
+    cites a work of 2022-09 (newer than its first version). Date, split and candidates follow
+    the text date."""
+    out = tmp_path / "work"
+    rv, other = "2206.00001", "2201.00002"
+    papers = [
+        paper(rv, "A survey of code search", "cs.SE", day=date(2022, 6, 1))
+        | {S.TEXT_DATE: date(2023, 3, 1)},
+        paper(other, "A survey of program repair", "cs.SE", day=date(2022, 1, 5)),
+        paper("2209.00003", "A new code search engine", "cs.SE", day=date(2022, 9, 10)),
+        paper("2211.00004", "Neural program repair", "cs.SE", day=date(2022, 11, 1)),
+        paper("2304.00005", "Later work", "cs.SE", day=date(2023, 4, 1)),
+    ]
+    refs = [
+        ref(rv, "r0", arxiv="2209.00003"),  # newer than the first version, older than the text
+        *[ref(rv, f"r{i}", arxiv=f"1802.{i:05d}") for i in range(1, 25)],
+        ref(other, "o0", arxiv="2211.00004"),  # cited by the other survey only
+        ref(other, "o1", arxiv="2304.00005"),  # dated after RV's text: never RV's negative
+        *[ref(other, f"o{i}", arxiv=f"1801.{i:05d}") for i in range(2, 26)],
+    ]
+    write_extract(out, papers, refs, [])
+    run_stages(out, "works", "surveys", "labels", "negatives", "split")
+    surveys = pl.read_parquet(out / "split" / "split_surveys.parquet")
+    row = surveys.filter(pl.col(S.SURVEY_ID) == rv).row(0, named=True)
+    assert (row[S.FIRST_VERSION_DATE], row[S.SURVEY_DATE], row[S.SPLIT]) == (
+        date(2022, 6, 1),
+        date(2023, 3, 1),
+        "eval",  # by its first version it would be train
+    )
+    cands = pl.read_parquet(out / "split" / "candidates.parquet").filter(pl.col(S.SURVEY_ID) == rv)
+    # the 2022-09 work is a positive (not dropped: it predates the text)
+    assert cands.filter(pl.col(S.WORK_ID) == "arxiv:2209.00003")[S.LABEL].to_list() == [1]
+    negatives = set(cands.filter(pl.col(S.LABEL) == 0)[S.WORK_ID])
+    assert "arxiv:2211.00004" in negatives  # 2022-11: after the first version, before the text
+    assert "arxiv:2304.00005" not in negatives
+    assert (cands[S.CANDIDATE_DATE] < cands[S.SURVEY_DATE]).all()
+
+
+def test_a_positive_dated_after_the_text_is_dropped_and_counted(tmp_path: Path) -> None:
+    out = tmp_path / "work"
+    sv = "2206.00001"
+    papers = [
+        paper(sv, "A survey of code search", "cs.SE", day=date(2022, 6, 1)),
+        paper("2209.00003", "A new code search engine", "cs.SE", day=date(2022, 9, 10)),
+    ]
+    refs = [
+        ref(sv, "r0", arxiv="2209.00003"),  # the survey has one version: an id or date error
+        *[ref(sv, f"r{i}", arxiv=f"1802.{i:05d}") for i in range(1, 25)],
+    ]
+    write_extract(out, papers, refs, [])
+    run_stages(out, "works", "surveys", "labels", "negatives", "split")
+    cands = pl.read_parquet(out / "split" / "candidates.parquet")
+    assert "arxiv:2209.00003" not in set(cands[S.WORK_ID]) and cands.height == 24
+    counts = json.loads((out / "split" / "_SUCCESS.json").read_text())["counts"]
+    assert counts["positives_dated_after_survey_dropped"] == 1
+    assert counts["leakage"]["candidates_dated_after_survey"] == 0
+
+
+# --------------------------------------------------------------------- leak audit
+def test_audit_auc_by_hand() -> None:
+    rows = pl.DataFrame(
+        {
+            S.SURVEY_ID: ["a"] * 4 + ["b"] * 4,
+            S.N_CITING_SURVEYS: [3, 2, 1, 0, 0, 0, 5, 5],
+            S.CANDIDATE_PRIOR_CITATIONS: [1] * 8,
+        }
+    )
+    labels = pl.Series([1, 1, 0, 0, 3, 0, 4, 0])
+    got = audit(rows, labels)
+    # a: positives 3, 2 over negatives 1, 0: AUC 1. b: positives 0, 5 vs negatives 0, 5:
+    # pairs (0,0)=.5 (0,5)=0 (5,0)=1 (5,5)=.5 -> 0.5. Pooled: P = {3,2,0,5}, N = {1,0,0,5}.
+    assert got[S.N_CITING_SURVEYS]["per_survey"] == pytest.approx(0.75)
+    wins = sum((p > n) + 0.5 * (p == n) for p in (3, 2, 0, 5) for n in (1, 0, 0, 5))
+    assert got[S.N_CITING_SURVEYS]["pooled"] == pytest.approx(round(wins / 16, 4))
+    assert got[S.CANDIDATE_PRIOR_CITATIONS] == {"pooled": 0.5, "per_survey": 0.5, "surveys": 2}
+    assert outside(got, 0.4, 0.6) == [
+        f"{S.N_CITING_SURVEYS} (pooled) = {got[S.N_CITING_SURVEYS]['pooled']}",
+        f"{S.N_CITING_SURVEYS} (per_survey) = 0.75",
+    ]
