@@ -7,9 +7,10 @@ OUT ?= work
 INPUT ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 SIZE_MB ?= 1000
+SCALE ?= 100000,300000,1000000,2300000
 DEMO_OUT ?= demo_out
 
-.PHONY: help venv demo test bench bench-eval lint data eval
+.PHONY: help venv demo test bench bench-eval bench-scale lint data eval
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +37,9 @@ lint: $(STAMP) ## ruff lint and format check
 
 bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS
 	$(BIN)/python bench/bench_extract.py --size-mb $(SIZE_MB)
+
+bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2.3M): time, peak RSS, rows, growth
+	$(BIN)/python bench/bench_scale.py --sizes $(SCALE)
 
 bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval
 	$(BIN)/python bench/bench_eval.py

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.measure import run_measured  # noqa: E402
 from bench.naive_extract import naive_extract  # noqa: E402
 from pipeline.config import Config  # noqa: E402
 from pipeline.sources import iter_lines, resolve_inputs  # noqa: E402
@@ -97,36 +98,12 @@ def time_naive(paths: list[Path], out: Path) -> float:
     return time.perf_counter() - t0
 
 
-_HWM = """
-import os, runpy, sys
-sys.argv = ["pipeline", *sys.argv[1:]]
-try:
-    runpy.run_module("pipeline", run_name="__main__")
-finally:
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            open(os.environ["BENCH_HWM_FILE"], "w").write(line.split()[1])
-"""
-
-
 def child(args: list[str]) -> tuple[float, float]:
-    """Run ``python -m pipeline *args``; return (wall seconds, peak RSS MB) of that process.
-
-    The peak is the child's own VmHWM, read from /proc at its exit: ``ru_maxrss`` of a
-    child would include the memory of the forked benchmark process before ``exec``.
-    """
-    hwm = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_hwm_{os.getpid()}"
-    env = {**os.environ, "BENCH_HWM_FILE": str(hwm)}
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _HWM, *args], cwd=ROOT, stdout=subprocess.DEVNULL, env=env
-    )
-    wall = time.perf_counter() - t0
-    if proc.returncode not in (0, None):
-        raise RuntimeError(f"pipeline {args} failed with exit code {proc.returncode}")
-    peak_kb = int(hwm.read_text())
-    hwm.unlink()
-    return wall, peak_kb / 1024
+    """Run ``python -m pipeline *args``; return (wall seconds, peak RSS MB) of that process."""
+    got = run_measured("pipeline", args)
+    if got.returncode != 0:
+        raise RuntimeError(f"pipeline {args} failed with exit code {got.returncode}")
+    return got.seconds, got.peak_rss_mb
 
 
 def worker_rss(paths: list[Path], out: Path) -> float:

@@ -1,0 +1,267 @@
+"""`make bench-scale`: every reduce stage on corpora of 100k to 2.3M papers.
+
+For each size N (``--sizes``/``SCALE``, comma-separated; default 100k, 300k, 1M,
+2.3M papers) it builds the extract tables of an N-paper corpus shaped like unarXive
+2024 (:mod:`bench.scale_corpus`; kept between runs and regenerated only when its
+parameters change), then runs each reduce stage (works through release) in its own
+process with ``--force``, and prints per stage: wall time, peak RSS (the process's
+own VmHWM), rows out (of the stage's main table), and, between consecutive sizes,
+the growth exponents ``log(t2/t1) / log(N2/N1)`` of time and memory (1.0 = linear).
+A stage over ``--max-rss-gb`` (default 12, the issue's target) is killed, recorded
+and the later stages of that size are skipped, so a run never starves the machine.
+
+Extract is not run: its share is projected from the ``make bench`` figure in the
+README (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
+papers), with one worker per core, and printed next to the reduce stages.
+
+Ends with one JSON line:
+``{"sizes": [N, ...], "stages": {"works": [{"papers": N, "seconds": s,
+"peak_rss_mb": m, "rows_out": r}, ...], ...}, ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.measure import run_measured  # noqa: E402
+
+DEFAULT_SIZES = (100_000, 300_000, 1_000_000, 2_300_000)
+FULL_CORPUS_BYTES = 500e9  # unarXive 2024 JSONL, README
+FULL_CORPUS_PAPERS = 2.28e6
+# the stage's main output, whose rows are reported as rows_out (glob in its directory)
+MAIN_OUTPUT = {
+    "works": "works.parquet",
+    "surveys": "surveys.parquet",
+    "labels": "labels.parquet",
+    "negatives": "negatives.parquet",
+    "split": "candidates.parquet",
+    "release": "*_survey_reading_lists.parquet",
+}
+# stage counts (from _SUCCESS.json) worth printing next to the rows
+EXTRA_COUNTS = {"works": ("bib_entries", "aliases"), "negatives": ("negative_candidates",)}
+
+
+def reduce_stages() -> list[str]:
+    """Reduce stages in run order, from the runner's registry."""
+    from pipeline.runner import load_stages
+
+    return [name for name, s in load_stages().items() if s.kind == "reduce"]
+
+
+def extract_mb_s(readme: Path = ROOT / "README.md") -> float | None:
+    """The ``make bench`` figure (a) in the README: extract MB/s of one worker."""
+    m = re.search(r"\(a\) extract, one worker \| ([\d,.]+) MB/s", readme.read_text("utf-8"))
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def parquet_rows(paths: list[Path]) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+
+
+def stage_rows(out: Path, stage: str) -> dict[str, int]:
+    """Rows of every Parquet file a stage wrote, by path relative to its directory."""
+    d = out / stage
+    return {str(p.relative_to(d)): parquet_rows([p]) for p in sorted(d.rglob("*.parquet"))}
+
+
+def growth(a: float, b: float, n_a: int, n_b: int) -> float | None:
+    """``log(b/a) / log(n_b/n_a)``: 1.0 grows like the input, 2.0 with its square."""
+    if a <= 0 or b <= 0 or n_a == n_b:
+        return None
+    return math.log(b / a) / math.log(n_b / n_a)
+
+
+def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int) -> dict[str, Any]:
+    """Generate (or reuse) the corpus of ``n`` papers and run every stage on it."""
+    gen = run_measured(
+        "bench/scale_corpus.py",
+        ["--papers", str(n), "--out", str(work), "--seed", str(seed)],
+        max_rss_mb=max_rss_mb,
+    )
+    if gen.returncode != 0:
+        raise RuntimeError(f"scale_corpus --papers {n} failed with exit code {gen.returncode}")
+    summary = json.loads((work / "extract" / "_summary.json").read_text())
+    size = {
+        "papers": n,
+        "generate_seconds": round(gen.seconds, 1),
+        "generate_peak_rss_mb": round(gen.peak_rss_mb),
+        "bib_entries": summary.get("references", 0),
+        "mention_rows": summary.get("mentions_rows", 0),
+        "extract_parquet_mb": round(
+            sum(p.stat().st_size for p in (work / "extract").rglob("*.parquet")) / 1e6
+        ),
+    }
+    print(
+        f"\n== {n:,} papers: {size['bib_entries']:,} bib entries, {size['mention_rows']:,} "
+        f"mention rows, {size['extract_parquet_mb']:,} MB of extract Parquet "
+        f"(generated or reused in {gen.seconds:.0f} s, peak {gen.peak_rss_mb:,.0f} MB)",
+        flush=True,
+    )
+    results: dict[str, Any] = {}
+    failed = None
+    for stage in stages:
+        if failed is not None:
+            results[stage] = {"papers": n, "skipped_after": failed}
+            continue
+        got = run_measured(
+            "pipeline", [stage, "--out", str(work), "--force"], max_rss_mb=max_rss_mb
+        )
+        entry: dict[str, Any] = {
+            "papers": n,
+            "seconds": round(got.seconds, 2),
+            "peak_rss_mb": round(got.peak_rss_mb, 1),
+        }
+        if got.returncode != 0:
+            entry["error"] = (
+                f"killed over {got.killed_over_mb:,.0f} MB RSS"
+                if got.killed_over_mb
+                else f"exit code {got.returncode}"
+            )
+            failed = stage
+            print(
+                f"   {stage:<10} {got.seconds:9.1f} s {got.peak_rss_mb:9,.0f} MB  {entry['error']}"
+            )
+            results[stage] = entry
+            continue
+        rows = stage_rows(work, stage)
+        main = [k for k in rows if Path(k).match(MAIN_OUTPUT.get(stage, "*.parquet"))]
+        entry["rows_out"] = sum(rows[k] for k in main)
+        entry["outputs"] = rows
+        counts = json.loads((work / stage / "_SUCCESS.json").read_text()).get("counts", {})
+        entry["stage_seconds"] = json.loads((work / stage / "_SUCCESS.json").read_text()).get(
+            "seconds"
+        )
+        for key in EXTRA_COUNTS.get(stage, ()):
+            entry[key] = counts.get(key)
+        extra = "  ".join(f"{k}={entry[k]:,}" for k in EXTRA_COUNTS.get(stage, ()) if entry.get(k))
+        print(
+            f"   {stage:<10} {got.seconds:9.1f} s {got.peak_rss_mb:9,.0f} MB "
+            f"{entry['rows_out']:>13,} rows  {extra}",
+            flush=True,
+        )
+        results[stage] = entry
+    return {"size": size, "stages": results}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--sizes",
+        default=os.environ.get("SCALE") or ",".join(str(n) for n in DEFAULT_SIZES),
+        help="papers per corpus, comma-separated (default: $SCALE or 100k,300k,1M,2.3M)",
+    )
+    ap.add_argument("--dir", type=Path, default=ROOT / "bench_out" / "scale")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stages", default="", help="comma-separated subset (default: all reduce)")
+    ap.add_argument(
+        "--max-rss-gb", type=float, default=12.0, help="kill a stage above this RSS (default 12)"
+    )
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="for the projection")
+    ap.add_argument("--delete", action="store_true", help="delete each corpus after its run")
+    args = ap.parse_args()
+
+    sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()})
+    stages = [s for s in args.stages.split(",") if s] or reduce_stages()
+    mb_s = extract_mb_s()
+    print(f"sizes {sizes}; stages {stages}; kill over {args.max_rss_gb:g} GB", flush=True)
+
+    runs = []
+    for n in sizes:
+        work = args.dir / f"n{n}"
+        runs.append(run_size(n, work, stages, args.max_rss_gb * 1024, args.seed))
+        if args.delete:
+            shutil.rmtree(work, ignore_errors=True)
+
+    # ---------------------------------------------------------------- summary
+    print("\nper stage: seconds / peak RSS MB / rows out")
+    header = f"{'stage':<12}" + "".join(f"{n:>30,}" for n in sizes)
+    print(header)
+    for stage in stages:
+        cells = []
+        for r in runs:
+            e = r["stages"][stage]
+            if "rows_out" in e:
+                cells.append(f"{e['seconds']:.1f} s / {e['peak_rss_mb']:,.0f} / {e['rows_out']:,}")
+            else:
+                cells.append(e.get("error") or "skipped")
+        print(f"{stage:<12}" + "".join(f"{c:>30}" for c in cells))
+    totals = [
+        sum(e.get("seconds", 0) for e in r["stages"].values() if "rows_out" in e) for r in runs
+    ]
+    print(f"{'all reduce':<12}" + "".join(f"{f'{t:.0f} s':>30}" for t in totals))
+    projection = []
+    if mb_s:
+        for n in sizes:
+            corpus_bytes = FULL_CORPUS_BYTES * n / FULL_CORPUS_PAPERS
+            seconds = corpus_bytes / (mb_s * 1e6 * args.workers)
+            projection.append(
+                {"papers": n, "corpus_gb": round(corpus_bytes / 1e9, 1), "seconds": round(seconds)}
+            )
+        cells = [f"~{p['seconds']:,} s ({p['corpus_gb']:g} GB)" for p in projection]
+        print(f"{'extract*':<12}" + "".join(f"{c:>30}" for c in cells))
+        print(
+            f"* projected: {mb_s:g} MB/s per worker (README, make bench) x {args.workers} workers; "
+            "reading from the Hub and decompression not included"
+        )
+
+    growths: dict[str, list[dict[str, Any]]] = {}
+    if len(runs) > 1:
+        print("\ngrowth exponents between consecutive sizes (time / memory; 1.0 = linear)")
+        for stage in stages:
+            row = []
+            for a, b in zip(runs, runs[1:], strict=False):
+                ea, eb = a["stages"][stage], b["stages"][stage]
+                if "rows_out" not in ea or "rows_out" not in eb:
+                    row.append(None)
+                    continue
+                na, nb = a["size"]["papers"], b["size"]["papers"]
+                row.append(
+                    {
+                        "from": na,
+                        "to": nb,
+                        "time": growth(ea["seconds"], eb["seconds"], na, nb),
+                        "memory": growth(ea["peak_rss_mb"], eb["peak_rss_mb"], na, nb),
+                    }
+                )
+            growths[stage] = row
+            cells = [
+                f"{g['time']:.2f} / {g['memory']:.2f}" if g and g["time"] is not None else "-"
+                for g in row
+            ]
+            print(f"{stage:<12}" + "".join(f"{c:>16}" for c in cells))
+
+    print(
+        json.dumps(
+            {
+                "sizes": sizes,
+                "stages": {s: [r["stages"][s] for r in runs] for s in stages},
+                "inputs": [r["size"] for r in runs],
+                "growth": growths,
+                "extract_projection": {
+                    "mb_s_per_worker": mb_s,
+                    "workers": args.workers,
+                    "sizes": projection,
+                },
+            },
+            sort_keys=True,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
