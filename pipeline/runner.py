@@ -37,7 +37,7 @@ from typing import Any
 from pipeline import __version__
 from pipeline.config import Config
 from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import InputFile
+from pipeline.sources import InputFile, display, source_name
 
 log = logging.getLogger("pipeline")
 
@@ -45,6 +45,10 @@ MARKERS = "_markers"
 MANIFESTS = "_manifests"
 SUCCESS = "_SUCCESS.json"
 INPUTS = "_inputs.json"  # a map stage's full input list (all shards), by file key
+# A map stage reports an input file it could not read to its end as counts
+# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
+FAILED = "failed"
+DEFAULT_MAX_FAILED = "1%"
 
 
 # --------------------------------------------------------------------- atomic writes
@@ -189,9 +193,65 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
     return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
 
 
-def _check_map_complete(out: Path, name: str, cfg: Config, reader: str) -> None:
+def failed_inputs(out: Path, name: str, cfg: Config) -> list[dict[str, Any]]:
+    """Input files of a map stage that failed with the current config and have no output.
+
+    Returns:
+        ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
+        ``file`` is the name tables would record as ``source_file``.
+    """
+    want = cfg.section_hash(*STAGES[name].config_sections)
+    markers = {m.stem for m in (out / name / MARKERS).glob("*.json")}
+    failed = []
+    for p in sorted((out / name / MANIFESTS).glob("*.json")):
+        m = json.loads(p.read_text())
+        if m.get("status") != FAILED or p.stem in markers:
+            continue
+        if m["key"]["config_hash"] != want or m["key"]["schema_version"] != SCHEMA_VERSION:
+            continue
+        failed.append(
+            {
+                "file": m["source_file"],
+                "source_key": p.stem,
+                "reason": m[FAILED]["reason"],
+                "lines_read": m[FAILED]["lines_read"],
+            }
+        )
+    return failed
+
+
+def allowed_failures(spec: str, total: int) -> int:
+    """How many of ``total`` input files may fail: ``spec`` is a count (``"3"``) or a share
+    of the files (``"1%"``, rounded down)."""
+    if spec.endswith("%"):
+        return int(float(spec[:-1]) / 100 * total)
+    return int(spec)
+
+
+def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, reader: str) -> None:
+    """Fail when more input files failed than ``--max-failed-files`` allows.
+
+    Raises:
+        RuntimeError: names every failed file with its reason.
+    """
+    allowed = allowed_failures(max_failed, total)
+    if len(failed) > allowed:
+        listed = "; ".join(f"{f['file']} ({f['reason']})" for f in failed[:10])
+        raise RuntimeError(
+            f"{reader}: {len(failed)} of {total} input files failed, more than "
+            f"--max-failed-files {max_failed} allows ({allowed}): {listed}"
+            + (" ..." if len(failed) > 10 else "")
+            + "; replace the damaged files and rerun (failed files are retried), or raise "
+            "--max-failed-files"
+        )
+
+
+def _check_map_complete(
+    out: Path, name: str, cfg: Config, reader: str, max_failed: str = DEFAULT_MAX_FAILED
+) -> None:
     """Refuse to reduce over part of a corpus: every file of the map stage's input list
-    (written by each shard) must be done with the current config."""
+    (written by each shard) must be done with the current config, or have failed (at most
+    ``max_failed`` of them: later stages then run on the files that succeeded)."""
     listing = out / name / INPUTS
     if not listing.exists():
         return
@@ -202,12 +262,14 @@ def _check_map_complete(out: Path, name: str, cfg: Config, reader: str) -> None:
         key = json.loads(m.read_text())["key"]
         if key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION:
             done.add(m.stem)
-    missing = sorted(want - done)
+    failed = [f for f in failed_inputs(out, name, cfg) if f["source_key"] in want]
+    missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
         raise RuntimeError(
             f"{reader}: {name} has {len(want) - len(missing)} of {len(want)} input files done "
             f"(missing e.g. {missing[0]}); run the remaining shards first"
         )
+    check_failures(failed, len(want), max_failed, reader)
 
 
 def reduce_done(out: Path, name: str, cfg: Config) -> bool:
@@ -259,6 +321,9 @@ _QUEUE: Any = None
 def _init_worker(queue: Any) -> None:
     global _QUEUE
     _QUEUE = queue
+    # the parent logs what workers return; without a handler here, warnings would also
+    # reach stderr through logging's last-resort handler
+    log.addHandler(logging.NullHandler())
 
 
 def _report(papers: int, nbytes: int, rejects: int) -> None:
@@ -291,11 +356,14 @@ def _run_files(
     results = []
     try:
         for (source, key, finals, temps), counts in zip(jobs, produced, strict=False):
+            if FAILED in counts:
+                results.append(_record_failure(stage, source, key, counts[FAILED], cfg, out, temps))
+                continue
             for t, final in finals.items():
                 os.replace(temps[t], final)
             manifest = {
                 "stage": stage.name,
-                "source": source.path,
+                "source": display(source.path),
                 "source_key": source.key,
                 "revision": source.revision,
                 "key": key,
@@ -306,7 +374,9 @@ def _run_files(
                 "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
             }
             write_json(base / MANIFESTS / f"{source.key}.json", manifest)
-            write_json(base / MARKERS / f"{source.key}.json", {"key": key, "source": source.path})
+            write_json(
+                base / MARKERS / f"{source.key}.json", {"key": key, "source": display(source.path)}
+            )
             results.append(manifest)
             _log_done(manifest)
     finally:
@@ -318,6 +388,42 @@ def _run_files(
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
     return results
+
+
+def _record_failure(
+    stage: Stage,
+    source: InputFile,
+    key: dict[str, Any],
+    failure: dict[str, Any],
+    cfg: Config,
+    out: str,
+    temps: dict[str, Path],
+) -> dict[str, Any]:
+    """An input file that could not be read to its end: its partial tables are discarded,
+    an older output of the same file (another identity) is removed, the failure is its
+    manifest (no marker, so the next run retries it)."""
+    base = Path(out) / stage.name
+    (base / MARKERS / f"{source.key}.json").unlink(missing_ok=True)
+    finals = [base / t / f"{source.key}.parquet" for t in stage.tables]
+    for p in (*temps.values(), *finals):
+        p.unlink(missing_ok=True)
+    manifest = {
+        "stage": stage.name,
+        "status": FAILED,
+        "source": display(source.path),
+        "source_file": source_name(source),
+        "source_key": source.key,
+        "revision": source.revision,
+        "key": key,
+        FAILED: failure,
+        "counts": {"lines_read": failure["lines_read"]},
+        "config": cfg.to_dict(),
+        "config_hash": cfg.hash,
+        "code_version": __version__,
+    }
+    write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+    _log_done(manifest)
+    return manifest
 
 
 def run_map(
@@ -395,6 +501,16 @@ def _drain(queue: Any, progress: Progress) -> None:
 
 
 def _log_done(manifest: dict[str, Any]) -> None:
+    if manifest.get("status") == FAILED:
+        f = manifest[FAILED]
+        log.warning(
+            "%s: FAILED %s after %s lines: %s (partial output discarded; a rerun retries it)",
+            manifest["stage"],
+            manifest["source_file"],
+            f["lines_read"],
+            f["reason"],
+        )
+        return
     c = manifest["counts"]
     log.info(
         "%s: done %s: %s lines, %s papers, %s rejects, %.1f s",
@@ -409,9 +525,18 @@ def _log_done(manifest: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------- reduce execution
 def run_reduce(
-    stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any
+    stage: Stage,
+    out: Path,
+    cfg: Config,
+    force: bool,
+    max_failed: str = DEFAULT_MAX_FAILED,
+    **extra: Any,
 ) -> dict[str, Any] | None:
-    """Run a reduce stage unless its ``_SUCCESS.json`` key matches; return its manifest."""
+    """Run a reduce stage unless its ``_SUCCESS.json`` key matches; return its manifest.
+
+    ``max_failed`` (``--max-failed-files``): how many input files of an upstream map stage
+    may have failed (a count, or a share such as ``"1%"``).
+    """
     for up in stage.reads:
         if STAGES[up].kind == "reduce" and not reduce_done(out, up, cfg):
             raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
@@ -420,7 +545,7 @@ def run_reduce(
                 raise RuntimeError(
                     f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
                 )
-            _check_map_complete(out, up, cfg, stage.name)
+            _check_map_complete(out, up, cfg, stage.name, max_failed)
     if not force and reduce_done(out, stage.name, cfg):
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
