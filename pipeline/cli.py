@@ -97,6 +97,12 @@ def _common(
             "--force", action="store_true", help="redo work even when its completion marker matches"
         )
         p.add_argument(
+            "--verify",
+            action="store_true",
+            help="also compare finished files with the sha256 their markers record (sizes "
+            "are always compared); a file that differs is redone",
+        )
+        p.add_argument(
             "--max-failed-files",
             type=_max_failed_arg,
             default=DEFAULT_MAX_FAILED,
@@ -107,7 +113,7 @@ def _common(
         )
 
 
-def _extract(args: argparse.Namespace, cfg) -> int:
+def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
     if not args.input:
         raise InputError("extract needs --input")
     every = resolve_inputs(args.input)
@@ -116,7 +122,8 @@ def _extract(args: argparse.Namespace, cfg) -> int:
     # every shard records the whole input list: later stages wait until all are done
     write_json(args.out / "extract" / INPUTS, {"files": sorted(f.key for f in every)})
     clean_stale_temps(args.out / "extract")
-    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
+    verify = verify or args.verify
+    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force, verify)
     totals = summarize(args.out)
     log.info(
         "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
@@ -165,7 +172,7 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
 
 def _reduce(name: str):
     def cmd(args: argparse.Namespace, cfg) -> int:
-        run_reduce(STAGES[name], args.out, cfg, args.force, args.max_failed_files)
+        run_reduce(STAGES[name], args.out, cfg, args.force, args.max_failed_files, args.verify)
         return 0
 
     return cmd
@@ -174,13 +181,15 @@ def _reduce(name: str):
 def _run(args: argparse.Namespace, cfg) -> int:
     """Every stage in order; extract is skipped when no --input is given but its outputs exist."""
     if args.input:
-        _extract(args, cfg)
+        # checksums of the extract outputs now: the reduce stages would check them before
+        # reading them anyway, and here a damaged file can still be redone from its input
+        _extract(args, cfg, verify=True)
     elif stage_key(args.out, "extract", cfg) is None:
         raise InputError("run needs --input (no finished extract outputs in --out)")
     clean_stale_temps(args.out)
     for stage in STAGES.values():
         if stage.kind == "reduce":
-            run_reduce(stage, args.out, cfg, args.force, args.max_failed_files)
+            run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify)
     _evaluate_release(args.out, cfg)
     return 0
 

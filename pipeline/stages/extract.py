@@ -682,7 +682,7 @@ def summarize(out: Path) -> dict[str, Any]:
     """
     import json
 
-    from pipeline.runner import MANIFESTS, MARKERS, write_json
+    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem, write_json
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
@@ -699,7 +699,13 @@ def summarize(out: Path) -> dict[str, Any]:
                 totals[k] = totals.get(k, 0) + v
         for reason, n in counts.get("rejects", {}).items():
             totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
-    papers = sorted((base / "papers").glob("*.parquet"))
+    # only outputs that match their marker's sizes: a damaged file of another shard is
+    # redone by that shard, and is checked again before any later stage reads it
+    papers = []
+    for marker in sorted((base / MARKERS).glob("*.json")):
+        data = json.loads(marker.read_text())
+        if map_output_problem(out, STAGE.name, data, checksum=False) is None:
+            papers.append(base / "papers" / f"{marker.stem}.parquet")
     if papers:
         ids = pl.scan_parquet(papers).select(S.PAPER_ID)
         stats = ids.select(
