@@ -453,6 +453,8 @@ class ScaleCorpus:
                 S.CATEGORIES: categories,
                 S.PRIMARY_CATEGORY: _pick(tuple(self.cat_names), cat),
                 S.FIRST_VERSION_DATE: first,
+                # the last version's date (the text the corpus holds): the update date
+                S.TEXT_DATE: update,
                 S.UPDATE_DATE: update,
                 S.LICENSE: _pick(_LICENSES, rng.integers(0, len(_LICENSES), n)),
                 S.DOI: doi,

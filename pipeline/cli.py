@@ -11,11 +11,14 @@ from pathlib import Path
 
 from pipeline.config import ConfigError, describe, load_config
 from pipeline.runner import (
+    DEFAULT_MAX_FAILED,
     INPUTS,
     MANIFESTS,
     MARKERS,
     STAGES,
+    check_failures,
     clean_stale_temps,
+    failed_inputs,
     load_stages,
     reduce_done,
     run_map,
@@ -37,6 +40,19 @@ def _shard_arg(value: str) -> tuple[int, int]:
     if not 0 <= i < n:
         raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
     return i, n
+
+
+def _max_failed_arg(value: str) -> str:
+    try:
+        number = float(value[:-1]) if value.endswith("%") else int(value)
+    except ValueError:
+        number = -1
+    if number < 0 or (value.endswith("%") and number > 100):
+        raise argparse.ArgumentTypeError(
+            f"--max-failed-files takes a count (e.g. 3) or a share of the input files "
+            f"(e.g. 1%); got {value!r}"
+        )
+    return value
 
 
 def _common(
@@ -80,9 +96,24 @@ def _common(
         p.add_argument(
             "--force", action="store_true", help="redo work even when its completion marker matches"
         )
+        p.add_argument(
+            "--verify",
+            action="store_true",
+            help="also compare finished files with the sha256 their markers record (sizes "
+            "are always compared); a file that differs is redone",
+        )
+        p.add_argument(
+            "--max-failed-files",
+            type=_max_failed_arg,
+            default=DEFAULT_MAX_FAILED,
+            metavar="N",
+            help="input files that may fail to read (damaged, unreachable) before the run "
+            f"fails: a count or a share such as 1%% (default {DEFAULT_MAX_FAILED.replace('%', '%%')}); "
+            "later stages use the files that succeeded and the release lists the failed ones",
+        )
 
 
-def _extract(args: argparse.Namespace, cfg) -> int:
+def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
     if not args.input:
         raise InputError("extract needs --input")
     every = resolve_inputs(args.input)
@@ -91,15 +122,21 @@ def _extract(args: argparse.Namespace, cfg) -> int:
     # every shard records the whole input list: later stages wait until all are done
     write_json(args.out / "extract" / INPUTS, {"files": sorted(f.key for f in every)})
     clean_stale_temps(args.out / "extract")
-    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force)
+    verify = verify or args.verify
+    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force, verify)
     totals = summarize(args.out)
     log.info(
-        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files",
+        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
+        "%s failed files",
         totals["files"],
         totals.get("papers_written", 0),
         totals.get("rejects_total", 0),
         totals.get("duplicate_papers_across_files", 0),
+        len(totals["failed_files"]),
     )
+    keys = {f.key for f in every}
+    failed = [f for f in failed_inputs(args.out, "extract", cfg) if f["source_key"] in keys]
+    check_failures(failed, len(every), args.max_failed_files, "extract")
     return 0
 
 
@@ -113,6 +150,9 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
     """
     keys = {f.key for f in inputs}
     base = out / "extract"
+    for m in (base / MANIFESTS).glob("*.json"):
+        if m.stem not in keys and not (base / MARKERS / m.name).exists():
+            m.unlink(missing_ok=True)  # a failed file that is no longer an input: no outputs
     foreign = sorted(m.stem for m in (base / MARKERS).glob("*.json") if m.stem not in keys)
     if not foreign:
         return
@@ -132,7 +172,7 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
 
 def _reduce(name: str):
     def cmd(args: argparse.Namespace, cfg) -> int:
-        run_reduce(STAGES[name], args.out, cfg, args.force)
+        run_reduce(STAGES[name], args.out, cfg, args.force, args.max_failed_files, args.verify)
         return 0
 
     return cmd
@@ -141,13 +181,15 @@ def _reduce(name: str):
 def _run(args: argparse.Namespace, cfg) -> int:
     """Every stage in order; extract is skipped when no --input is given but its outputs exist."""
     if args.input:
-        _extract(args, cfg)
+        # checksums of the extract outputs now: the reduce stages would check them before
+        # reading them anyway, and here a damaged file can still be redone from its input
+        _extract(args, cfg, verify=True)
     elif stage_key(args.out, "extract", cfg) is None:
         raise InputError("run needs --input (no finished extract outputs in --out)")
     clean_stale_temps(args.out)
     for stage in STAGES.values():
         if stage.kind == "reduce":
-            run_reduce(stage, args.out, cfg, args.force)
+            run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify)
     _evaluate_release(args.out, cfg)
     return 0
 
@@ -178,6 +220,7 @@ def _status(args: argparse.Namespace, cfg) -> int:
         d = args.out / name
         if stage.kind == "map":
             manifests = [json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))]
+            manifests = [m for m in manifests if m.get("status") != "failed"]
             totals: dict[str, int] = {}
             for m in manifests:
                 for k, v in m["counts"].items():
@@ -186,6 +229,10 @@ def _status(args: argparse.Namespace, cfg) -> int:
             report[name] = {
                 "files_done": len(manifests),
                 "current": stage_key(args.out, name, cfg) is not None,
+                "files_failed": [
+                    {k: f[k] for k in ("file", "reason", "lines_read")}
+                    for f in failed_inputs(args.out, name, cfg)
+                ],
                 **totals,
             }
         else:

@@ -16,8 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import tomllib
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -180,11 +184,16 @@ class ConfigError(ValueError):
     """A config file names an unknown section or field, or a value of the wrong type."""
 
 
-def _build(cls: type, values: dict[str, Any], where: str) -> Any:
+def _build(cls: type, values: Any, where: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(
+            f"{where}: expected a table of fields, got {type(values).__name__} {values!r}"
+        )
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; available: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in values.items():
         default = getattr(cls(), name)
@@ -193,16 +202,42 @@ def _build(cls: type, values: dict[str, Any], where: str) -> Any:
             continue
         if isinstance(default, tuple) and isinstance(value, list):
             value = tuple(value)
-        if isinstance(default, bool) != isinstance(value, bool) or (
-            not isinstance(default, bool)
-            and not isinstance(value, type(default))
-            and not (isinstance(default, float) and isinstance(value, int))
-        ):
+        if not _has_type(value, hints[name]):
             raise ConfigError(
-                f"{where}.{name}: expected {type(default).__name__}, got {type(value).__name__} {value!r}"
+                f"{where}.{name}: expected {_type_name(hints[name])}, got "
+                f"{type(value).__name__} {value!r}; allowed: "
+                f"{field_check(where.rsplit('.', 1)[-1], name, default).says().split(': ', 1)[1]}"
             )
         kwargs[name] = float(value) if isinstance(default, float) else value
     return cls(**kwargs)
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits a field's annotation (int is accepted for float; bool is not int)."""
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        (item, *_) = typing.get_args(hint)
+        return isinstance(value, tuple) and all(_has_type(v, item) for v in value)
+    if origin is dict:
+        k, v = typing.get_args(hint)
+        return isinstance(value, dict) and all(
+            _has_type(a, k) and _has_type(b, v) for a, b in value.items()
+        )
+    if hint is bool or isinstance(value, bool):
+        return hint is bool and isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return f"a list of {_type_name(typing.get_args(hint)[0])}"
+    if origin is dict:
+        k, v = typing.get_args(hint)
+        return f"a table of {_type_name(k)} -> {_type_name(v)}"
+    return hint.__name__
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -215,7 +250,10 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"{path}: {e}") from e
     for section, fields in (overrides or {}).items():
         values.setdefault(section, {}).update(fields)
-    return _build(Config, values, str(path or "config"))
+    where = str(path or "config")
+    cfg = _build(Config, values, where)
+    validate(cfg, where)
+    return cfg
 
 
 def describe() -> str:
@@ -231,3 +269,206 @@ def describe() -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- validation
+# Every field is checked when the config loads, before any stage runs: by the rule named
+# for it in FIELD_CHECKS, else by the default rule for its type (DEFAULT_CHECKS), so a
+# new field is validated from the start and gets a stricter rule by adding one line here.
+@dataclass(frozen=True)
+class Check:
+    """A rule for a config field's value.
+
+    Attributes:
+        allowed: what is allowed, as the error message states it.
+        test: ``test(value)`` is true when the value is allowed.
+        invalid: values the rule refuses (the config test walks them for every field).
+    """
+
+    allowed: str | Callable[[], str]
+    test: Callable[[Any], bool]
+    invalid: tuple[Any, ...] = ()
+
+    def says(self) -> str:
+        """``allowed: ...``, or ``available: [...]`` for a choice read from a registry."""
+        return self.allowed() if callable(self.allowed) else f"allowed: {self.allowed}"
+
+
+_CONTROL = frozenset(chr(c) for c in (*range(32), 127))
+
+
+def _plain_text(value: str) -> bool:
+    return not _CONTROL.intersection(value)
+
+
+def _int_at_least(low: int) -> Check:
+    return Check(f"an integer >= {low}", lambda v: v >= low, (low - 1,))
+
+
+def _one_of(choices: Callable[[], tuple[str, ...]], invalid: tuple[str, ...]) -> Check:
+    """A choice among registry names; ``choices`` reads the registry when the check runs."""
+    return Check(lambda: f"available: {list(choices())}", lambda v: v in choices(), invalid)
+
+
+def _pattern(regex_text: str, allowed: str, invalid: tuple[str, ...]) -> Check:
+    import re
+
+    rx = re.compile(regex_text)
+    return Check(allowed, lambda v: rx.fullmatch(v) is not None, invalid)
+
+
+def _compiles(engine: str) -> Callable[[str], bool]:
+    def ok(pattern: str) -> bool:
+        try:
+            if engine == "polars":
+                import polars as pl
+
+                pl.select(pl.lit("").str.contains(pattern))
+            else:
+                import regex
+
+                regex.compile(pattern)
+        except Exception:  # noqa: BLE001 - any compile error means "not a valid regex"
+            return False
+        return True
+
+    return ok
+
+
+def _iso_date(value: str) -> bool:
+    try:
+        return len(value) == 10 and date.fromisoformat(value) is not None
+    except ValueError:
+        return False
+
+
+def _roles() -> tuple[str, ...]:
+    from pipeline.schema import ROLES
+
+    return ROLES
+
+
+def _negative_samplings() -> tuple[str, ...]:
+    from pipeline.stages.negatives import SAMPLINGS  # the stage's own registry
+
+    return tuple(SAMPLINGS)
+
+
+# codecs that both pyarrow's writer and Polars' sink_parquet accept
+PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4")
+
+_python_regex = _compiles("regex")
+_polars_regex = _compiles("polars")
+
+DEFAULT_CHECKS: dict[type, Check] = {
+    bool: Check("true or false", lambda v: True),
+    int: _int_at_least(0),
+    float: Check("a finite number >= 0", lambda v: math.isfinite(v) and v >= 0, (-1.0, math.nan)),
+    str: Check("text without control characters", _plain_text, ("a\nb", "a\x00b")),
+    tuple: Check(
+        "a list of text without control characters",
+        lambda v: all(_plain_text(str(x)) for x in v),
+        (("a\tb",),),
+    ),
+    dict: Check(
+        "a table of text without control characters",
+        lambda v: all(_plain_text(str(k)) and _plain_text(str(x)) for k, x in v.items()),
+        ({"a\nb": "c"},),
+    ),
+}
+
+# Values written into the dataset card (YAML header, Markdown, BibTeX) are restricted to
+# characters none of them treat specially, so they need no escaping there.
+FIELD_CHECKS: dict[str, Check] = {
+    "extract.batch_papers": _int_at_least(1),
+    "extract.row_group_rows": _int_at_least(1),
+    "extract.compression": _one_of(lambda: PARQUET_CODECS, ("ZSTD", "none", "")),
+    "extract.max_line_bytes": _int_at_least(2),
+    "works.max_label_iterations": _int_at_least(1),
+    "surveys.category_prefix": _pattern(
+        r"[A-Za-z0-9.-]*", "letters, digits, '.' and '-' (e.g. 'cs.')", ("cs*", "c s")
+    ),
+    "surveys.extra_title_cues": Check(
+        "a list of valid regular expressions (Python `regex` syntax)",
+        lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
+        (("(unclosed",),),
+    ),
+    "surveys.extra_exclusions": Check(
+        "a list of valid regular expressions (Python `regex` syntax)",
+        lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
+        (("[z-a]",),),
+    ),
+    "roles.overrides": Check(
+        "a table of heading regex (Polars syntax, no look-around) -> role, role one of "
+        "schema.ROLES",
+        lambda v: all(_plain_text(p) and _polars_regex(p) and r in _roles() for p, r in v.items()),
+        ({"(?=x)": "method"}, {"survey": "not_a_role"}),
+    ),
+    "roles.survey_core_roles": Check(
+        "a list of roles, each one of schema.ROLES",
+        lambda v: all(r in _roles() for r in v),
+        (("not_a_role",),),
+    ),
+    "labels.essential_total_mentions": _int_at_least(1),
+    "labels.essential_related_mentions": _int_at_least(1),
+    "negatives.negative_sampling": _one_of(_negative_samplings, ("best", "")),
+    "negatives.survey_batch_size": _int_at_least(1),
+    "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
+    "release.dataset_name": _pattern(
+        r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",
+        "1-100 letters, digits, spaces and ._()+- (starting with a letter or digit)",
+        ("x\n---\nowner: y", "name: value", ""),
+    ),
+    "release.version": _pattern(
+        r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}",
+        "1-64 letters, digits and ._+- (e.g. 0.1.0)",
+        ("1.0 beta", "{v}", ""),
+    ),
+    "release.input_revision": _pattern(
+        r"[A-Za-z0-9._/+-]{0,200}", "letters, digits and ._/+- (a commit sha or tag)", ("a b",)
+    ),
+    "surveys.min_resolved_frac": Check(
+        "a share between 0 and 1", lambda v: 0 <= v <= 1, (-0.1, 1.5, float("nan"))
+    ),
+    "release.leak_audit": _one_of(lambda: ("warn", "error"), ("fail", "")),
+    "release.leak_auc_bounds": Check(
+        "[low, high] with 0 <= low <= 0.5 <= high <= 1",
+        lambda v: len(v) == 2 and 0 <= v[0] <= 0.5 <= v[1] <= 1,
+        ((0.6, 0.4), (0.4,), (0.55, 0.6)),
+    ),
+    "evaluate.bootstrap_samples": _int_at_least(1),
+    "evaluate.random_seeds": _int_at_least(1),
+    "evaluate.ks": Check(
+        "a non-empty list of distinct integers >= 1",
+        lambda v: len(v) > 0 and len(set(v)) == len(v) and all(k >= 1 for k in v),
+        ((), (0, 5), (5, 5)),
+    ),
+}
+
+
+def field_check(section: str, name: str, value: Any) -> Check:
+    """The rule for ``[section] name``: its own in :data:`FIELD_CHECKS`, else its type's."""
+    check = FIELD_CHECKS.get(f"{section}.{name}")
+    if check is not None:
+        return check
+    for kind, default in DEFAULT_CHECKS.items():
+        if isinstance(value, kind):
+            return default
+    raise TypeError(f"config field {section}.{name}: no validation rule for {type(value)}")
+
+
+def validate(cfg: Config, where: str = "config") -> None:
+    """Check every field of ``cfg``.
+
+    Raises:
+        ConfigError: one line naming the first bad field, its value and what is allowed.
+    """
+    for sec in dataclasses.fields(cfg):
+        section = getattr(cfg, sec.name)
+        for f in dataclasses.fields(section):
+            value = getattr(section, f.name)
+            check = field_check(sec.name, f.name, value)
+            if not check.test(value):
+                raise ConfigError(
+                    f"{where}: [{sec.name}] {f.name} = {value!r} is not allowed; {check.says()}"
+                )

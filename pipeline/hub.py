@@ -32,7 +32,6 @@ printed by ``--dry-run`` name the secret, never its value.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -43,6 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from pipeline.runner import sha256_file
 
 log = logging.getLogger("pipeline")
 
@@ -61,13 +62,40 @@ RETRY_STATUS = (409, 412, 429, 500, 502, 503, 504)
 
 
 # --------------------------------------------------------------------- release files
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
+    """Refuse a release whose files differ from what the release stage recorded.
+
+    Parquet files are checked against ``eval_metadata.json`` (size and sha256, and no file
+    missing or extra); every file, the card and the metadata included, against the
+    runner's ``_SUCCESS.json`` when it is there.
+
+    Raises:
+        RuntimeError: names the first file that differs.
+    """
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    recorded: dict[str, dict[str, Any]] = dict(meta.get("files", {}))
+    success = release / "_SUCCESS.json"
+    by_runner = json.loads(success.read_text()).get("files") if success.exists() else None
+    recorded = {**(by_runner or {}), **recorded}
+    have = {f["path"]: f for f in files}
+    for rel, want in sorted(recorded.items()):
+        if rel == "_SUCCESS.json" or not is_publishable(PurePosixPath(rel)):
+            continue
+        got = have.get(rel)
+        if got is None:
+            raise RuntimeError(f"push: {release / rel} is missing; rebuild the release")
+        if got["bytes"] != want["bytes"] or got["sha256"] != want["sha256"]:
+            raise RuntimeError(
+                f"push: {release / rel} differs from the release record ({got['bytes']} bytes, "
+                f"sha256 {got['sha256'][:12]}...; recorded {want['bytes']} bytes, sha256 "
+                f"{want['sha256'][:12]}...); refusing to publish it: rebuild the release"
+            )
+    extra = sorted(set(have) - set(recorded))
+    if extra and (by_runner is not None or any(p.endswith(".parquet") for p in extra)):
+        raise RuntimeError(
+            f"push: {release / extra[0]} is not a file the release stage wrote; refusing to "
+            "publish it"
+        )
 
 
 def is_publishable(rel: PurePosixPath) -> bool:
@@ -127,6 +155,7 @@ def push_plan(release: Path, repo_id: str, tag: str | None, private: bool) -> di
         {"path": rel, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
         for rel, p in release_files(release)
     ]
+    verify_release(release, files)
     version = meta.get("version", "")
     return {
         "repo_id": repo_id,

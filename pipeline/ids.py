@@ -15,7 +15,7 @@ import regex
 # where a subject-class suffix is dropped because arXiv ignores it.
 ARXIV_NEW = r"(?:^|[^\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?:\D|$)"
 ARXIV_OLD = r"(?:^|[^A-Za-z-])([a-z][a-z-]*)(?:\.[A-Z]{2})?/(\d{7})(?:v\d+)?(?:\D|$)"
-DOI = r"(10\.\d{4,9}/\S+)"
+DOI = r"(10\.\d{4,9}/[^\s\p{Cc}]+)"  # cut at whitespace or a control character
 DOI_TRAILING = ".,;"
 OPENALEX = r"(W\d+)\s*$"
 

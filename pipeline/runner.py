@@ -18,14 +18,17 @@ Stage code is a transform; the runner owns I/O and resumability.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import logging
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,7 +40,7 @@ from typing import Any
 from pipeline import __version__
 from pipeline.config import Config
 from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import InputFile
+from pipeline.sources import InputFile, display, source_name
 
 log = logging.getLogger("pipeline")
 
@@ -45,6 +48,10 @@ MARKERS = "_markers"
 MANIFESTS = "_manifests"
 SUCCESS = "_SUCCESS.json"
 INPUTS = "_inputs.json"  # a map stage's full input list (all shards), by file key
+# A map stage reports an input file it could not read to its end as counts
+# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
+FAILED = "failed"
+DEFAULT_MAX_FAILED = "1%"
 
 
 # --------------------------------------------------------------------- atomic writes
@@ -84,6 +91,50 @@ def write_json(path: Path, obj: Any) -> None:
 def sha256_text(*parts: Any) -> str:
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+# --------------------------------------------------------------------- file checks
+# Markers and _SUCCESS.json record the size and sha256 of every file they vouch for.
+# sha256 is the project's one file hash (the release metadata and `push` use it too); with
+# the SHA extensions of current CPUs it hashes at 1.2 GB/s on the development machine,
+# faster than blake2b (0.6 GB/s) and within 2.3x of zlib.crc32, with no new dependency.
+_HASHED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, this process
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks (each file hashed once per process)."""
+    st = path.stat()
+    cache_key = (str(path), st.st_size, st.st_mtime_ns)
+    if cache_key not in _HASHED:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _HASHED[cache_key] = digest.hexdigest()
+    return _HASHED[cache_key]
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    """What a marker records of a file it vouches for: its size and sha256."""
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
+    """The first file under ``base`` that does not match its record, as a message; else None.
+
+    Sizes are always compared (a stat); contents only with ``checksum``.
+    """
+    for rel, want in sorted(records.items()):
+        path = base / rel
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return f"{path} is missing"
+        if size != want["bytes"]:
+            return f"{path} is {size} bytes, its marker says {want['bytes']}"
+        if checksum and sha256_file(path) != want["sha256"]:
+            return f"{path} has sha256 {sha256_file(path)[:12]}..., its marker says {want['sha256'][:12]}..."
+    return None
 
 
 # --------------------------------------------------------------------- stages
@@ -189,9 +240,65 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
     return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
 
 
-def _check_map_complete(out: Path, name: str, cfg: Config, reader: str) -> None:
+def failed_inputs(out: Path, name: str, cfg: Config) -> list[dict[str, Any]]:
+    """Input files of a map stage that failed with the current config and have no output.
+
+    Returns:
+        ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
+        ``file`` is the name tables would record as ``source_file``.
+    """
+    want = cfg.section_hash(*STAGES[name].config_sections)
+    markers = {m.stem for m in (out / name / MARKERS).glob("*.json")}
+    failed = []
+    for p in sorted((out / name / MANIFESTS).glob("*.json")):
+        m = json.loads(p.read_text())
+        if m.get("status") != FAILED or p.stem in markers:
+            continue
+        if m["key"]["config_hash"] != want or m["key"]["schema_version"] != SCHEMA_VERSION:
+            continue
+        failed.append(
+            {
+                "file": m["source_file"],
+                "source_key": p.stem,
+                "reason": m[FAILED]["reason"],
+                "lines_read": m[FAILED]["lines_read"],
+            }
+        )
+    return failed
+
+
+def allowed_failures(spec: str, total: int) -> int:
+    """How many of ``total`` input files may fail: ``spec`` is a count (``"3"``) or a share
+    of the files (``"1%"``, rounded down)."""
+    if spec.endswith("%"):
+        return int(float(spec[:-1]) / 100 * total)
+    return int(spec)
+
+
+def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, reader: str) -> None:
+    """Fail when more input files failed than ``--max-failed-files`` allows.
+
+    Raises:
+        RuntimeError: names every failed file with its reason.
+    """
+    allowed = allowed_failures(max_failed, total)
+    if len(failed) > allowed:
+        listed = "; ".join(f"{f['file']} ({f['reason']})" for f in failed[:10])
+        raise RuntimeError(
+            f"{reader}: {len(failed)} of {total} input files failed, more than "
+            f"--max-failed-files {max_failed} allows ({allowed}): {listed}"
+            + (" ..." if len(failed) > 10 else "")
+            + "; replace the damaged files and rerun (failed files are retried), or raise "
+            "--max-failed-files"
+        )
+
+
+def _check_map_complete(
+    out: Path, name: str, cfg: Config, reader: str, max_failed: str = DEFAULT_MAX_FAILED
+) -> None:
     """Refuse to reduce over part of a corpus: every file of the map stage's input list
-    (written by each shard) must be done with the current config."""
+    (written by each shard) must be done with the current config, or have failed (at most
+    ``max_failed`` of them: later stages then run on the files that succeeded)."""
     listing = out / name / INPUTS
     if not listing.exists():
         return
@@ -202,19 +309,37 @@ def _check_map_complete(out: Path, name: str, cfg: Config, reader: str) -> None:
         key = json.loads(m.read_text())["key"]
         if key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION:
             done.add(m.stem)
-    missing = sorted(want - done)
+    failed = [f for f in failed_inputs(out, name, cfg) if f["source_key"] in want]
+    missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
         raise RuntimeError(
             f"{reader}: {name} has {len(want) - len(missing)} of {len(want)} input files done "
             f"(missing e.g. {missing[0]}); run the remaining shards first"
         )
+    check_failures(failed, len(want), max_failed, reader)
 
 
-def reduce_done(out: Path, name: str, cfg: Config) -> bool:
+def reduce_problem(out: Path, name: str, cfg: Config, checksum: bool = False) -> str | None:
+    """Why a reduce stage's outputs are not usable as they are, or None.
+
+    ``"not done"``, ``"stale"`` (key differs from config and upstream), or a message naming
+    the first file that differs from what its ``_SUCCESS.json`` records (size; sha256 with
+    ``checksum``).
+    """
     marker = out / name / SUCCESS
     if not marker.exists():
-        return False
-    return json.loads(marker.read_text()).get("key") == stage_key(out, name, cfg)
+        return "not done"
+    data = json.loads(marker.read_text())
+    if data.get("key") != stage_key(out, name, cfg):
+        return "stale"
+    if "files" not in data:
+        return f"{marker} records no file sizes (written by an older version)"
+    return check_files(out / name, data["files"], checksum)
+
+
+def reduce_done(out: Path, name: str, cfg: Config, checksum: bool = False) -> bool:
+    """Whether a reduce stage is done with the current config and its files are intact."""
+    return reduce_problem(out, name, cfg, checksum) is None
 
 
 # --------------------------------------------------------------------- progress
@@ -256,9 +381,38 @@ class Progress:
 _QUEUE: Any = None
 
 
-def _init_worker(queue: Any) -> None:
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_SECONDS = 1.0
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker as soon as the process that started it is gone, however it died.
+
+    Linux delivers SIGKILL to the worker when its parent exits (``prctl(PR_SET_PDEATHSIG)``);
+    a watchdog thread that polls ``getppid()`` covers other systems. Without this, workers
+    of a killed run kept extracting for up to a minute and wrote markers after it died.
+    """
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the watchdog alone
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def _init_worker(queue: Any, parent: int) -> None:
     global _QUEUE
     _QUEUE = queue
+    _die_with_parent(parent)
+    # the parent logs what workers return; without a handler here, warnings would also
+    # reach stderr through logging's last-resort handler
+    log.addHandler(logging.NullHandler())
 
 
 def _report(papers: int, nbytes: int, rejects: int) -> None:
@@ -291,11 +445,14 @@ def _run_files(
     results = []
     try:
         for (source, key, finals, temps), counts in zip(jobs, produced, strict=False):
+            if FAILED in counts:
+                results.append(_record_failure(stage, source, key, counts[FAILED], cfg, out, temps))
+                continue
             for t, final in finals.items():
                 os.replace(temps[t], final)
             manifest = {
                 "stage": stage.name,
-                "source": source.path,
+                "source": display(source.path),
                 "source_key": source.key,
                 "revision": source.revision,
                 "key": key,
@@ -306,7 +463,9 @@ def _run_files(
                 "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
             }
             write_json(base / MANIFESTS / f"{source.key}.json", manifest)
-            write_json(base / MARKERS / f"{source.key}.json", {"key": key, "source": source.path})
+            outputs = {p.relative_to(base).as_posix(): file_record(p) for p in finals.values()}
+            marker = {"key": key, "source": display(source.path), "outputs": outputs}
+            write_json(base / MARKERS / f"{source.key}.json", marker)
             results.append(manifest)
             _log_done(manifest)
     finally:
@@ -320,21 +479,80 @@ def _run_files(
     return results
 
 
+def _record_failure(
+    stage: Stage,
+    source: InputFile,
+    key: dict[str, Any],
+    failure: dict[str, Any],
+    cfg: Config,
+    out: str,
+    temps: dict[str, Path],
+) -> dict[str, Any]:
+    """An input file that could not be read to its end: its partial tables are discarded,
+    an older output of the same file (another identity) is removed, the failure is its
+    manifest (no marker, so the next run retries it)."""
+    base = Path(out) / stage.name
+    (base / MARKERS / f"{source.key}.json").unlink(missing_ok=True)
+    finals = [base / t / f"{source.key}.parquet" for t in stage.tables]
+    for p in (*temps.values(), *finals):
+        p.unlink(missing_ok=True)
+    manifest = {
+        "stage": stage.name,
+        "status": FAILED,
+        "source": display(source.path),
+        "source_file": source_name(source),
+        "source_key": source.key,
+        "revision": source.revision,
+        "key": key,
+        FAILED: failure,
+        "counts": {"lines_read": failure["lines_read"]},
+        "config": cfg.to_dict(),
+        "config_hash": cfg.hash,
+        "code_version": __version__,
+    }
+    write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+    _log_done(manifest)
+    return manifest
+
+
+def map_output_problem(out: Path, stage: str, marker: dict[str, Any], checksum: bool) -> str | None:
+    """Why a map marker's output files cannot be trusted, or None."""
+    if "outputs" not in marker:
+        return "its marker records no file sizes (written by an older version)"
+    return check_files(out / stage, marker["outputs"], checksum)
+
+
 def run_map(
-    stage: Stage, sources: list[InputFile], out: Path, cfg: Config, workers: int, force: bool
+    stage: Stage,
+    sources: list[InputFile],
+    out: Path,
+    cfg: Config,
+    workers: int,
+    force: bool,
+    verify: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run a map stage over ``sources``, skipping files whose marker matches."""
+    """Run a map stage over ``sources``, skipping files whose marker matches.
+
+    A file is skipped only when its marker's key matches and its outputs have the sizes
+    (and with ``verify`` the sha256) the marker records; otherwise it is redone, saying why.
+    """
     todo: list[tuple[InputFile, dict[str, Any]]] = []
     done = 0
     for s in sources:
         key = map_marker_key(stage, s, cfg)
-        marker = out / stage.name / MARKERS / f"{s.key}.json"
-        if not force and marker.exists() and json.loads(marker.read_text()).get("key") == key:
-            log.info(
-                "%s: skip %s (done: marker matches input identity and config)", stage.name, s.path
-            )
-            done += 1
-            continue
+        path = out / stage.name / MARKERS / f"{s.key}.json"
+        marker = json.loads(path.read_text()) if path.exists() else {}
+        if not force and marker.get("key") == key:
+            problem = map_output_problem(out, stage.name, marker, verify)
+            if problem is None:
+                log.info(
+                    "%s: skip %s (done: marker matches input identity and config)",
+                    stage.name,
+                    display(s.path),
+                )
+                done += 1
+                continue
+            log.warning("%s: redo %s: %s", stage.name, display(s.path), problem)
         todo.append((s, key))
     log.info(
         "%s: %d file(s) to do, %d already done, %d worker(s)", stage.name, len(todo), done, workers
@@ -359,7 +577,7 @@ def run_map(
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            with ProcessPoolExecutor(n, ctx, _init_worker, (queue,)) as pool:
+            with ProcessPoolExecutor(n, ctx, _init_worker, (queue, os.getpid())) as pool:
                 pending: set[Future[list[dict[str, Any]]]] = {
                     pool.submit(_run_files, stage.name, chunk, str(out), cfg) for chunk in chunks
                 }
@@ -395,6 +613,16 @@ def _drain(queue: Any, progress: Progress) -> None:
 
 
 def _log_done(manifest: dict[str, Any]) -> None:
+    if manifest.get("status") == FAILED:
+        f = manifest[FAILED]
+        log.warning(
+            "%s: FAILED %s after %s lines: %s (partial output discarded; a rerun retries it)",
+            manifest["stage"],
+            manifest["source_file"],
+            f["lines_read"],
+            f["reason"],
+        )
+        return
     c = manifest["counts"]
     log.info(
         "%s: done %s: %s lines, %s papers, %s rejects, %.1f s",
@@ -408,22 +636,61 @@ def _log_done(manifest: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------- reduce execution
+def _check_map_outputs(out: Path, name: str, reader: str) -> None:
+    """Every output of a map stage must match its marker (size and sha256) before a reduce
+    stage reads it; a file that does not loses its marker, so extract redoes it.
+
+    Raises:
+        RuntimeError: names the file and says how to redo it.
+    """
+    for path in sorted((out / name / MARKERS).glob("*.json")):
+        problem = map_output_problem(out, name, json.loads(path.read_text()), checksum=True)
+        if problem is not None:
+            path.unlink()
+            raise RuntimeError(
+                f"{reader}: {name} output of {path.stem} cannot be trusted: {problem}. Its "
+                f"marker is removed: rerun {name} (or run) with the same --input to redo it"
+            )
+
+
 def run_reduce(
-    stage: Stage, out: Path, cfg: Config, force: bool, **extra: Any
+    stage: Stage,
+    out: Path,
+    cfg: Config,
+    force: bool,
+    max_failed: str = DEFAULT_MAX_FAILED,
+    verify: bool = False,
+    **extra: Any,
 ) -> dict[str, Any] | None:
-    """Run a reduce stage unless its ``_SUCCESS.json`` key matches; return its manifest."""
+    """Run a reduce stage unless it is done and intact; return its manifest.
+
+    ``max_failed`` (``--max-failed-files``): how many input files of an upstream map stage
+    may have failed (a count, or a share such as ``"1%"``). ``verify``: also compare this
+    stage's own files with the sha256 its ``_SUCCESS.json`` records (sizes always are).
+    """
+    # every upstream file is checked (size and sha256) before this stage reads it; a file
+    # is hashed once per process, so a run hashes each upstream file once
     for up in stage.reads:
-        if STAGES[up].kind == "reduce" and not reduce_done(out, up, cfg):
-            raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
+        if STAGES[up].kind == "reduce":
+            problem = reduce_problem(out, up, cfg, checksum=True)
+            if problem in ("not done", "stale"):
+                raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
+            if problem is not None:
+                log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
+                run_reduce(STAGES[up], out, cfg, True, max_failed, **extra)
         if STAGES[up].kind == "map":
             if stage_key(out, up, cfg) is None:
                 raise RuntimeError(
                     f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
                 )
-            _check_map_complete(out, up, cfg, stage.name)
-    if not force and reduce_done(out, stage.name, cfg):
+            _check_map_complete(out, up, cfg, stage.name, max_failed)
+            _check_map_outputs(out, up, stage.name)
+    problem = None if force else reduce_problem(out, stage.name, cfg, checksum=verify)
+    if not force and problem is None:
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
+    if problem not in (None, "not done", "stale"):
+        log.warning("%s: redo: %s", stage.name, problem)
     final = out / stage.name
     tmp = out / f".{stage.name}.{temp_tag()}"
     tmp.mkdir(parents=True)
@@ -431,9 +698,15 @@ def run_reduce(
         t0 = time.monotonic()
         ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, extra=extra)
         counts = stage.fn(ctx)
+        files = {
+            p.relative_to(tmp).as_posix(): file_record(p)
+            for p in sorted(tmp.rglob("*"))
+            if p.is_file()
+        }
         manifest = {
             "stage": stage.name,
             "key": stage_key(out, stage.name, cfg),
+            "files": files,
             "counts": counts,
             "seconds": round(time.monotonic() - t0, 3),
             "config": cfg.to_dict(),

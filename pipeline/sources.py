@@ -16,19 +16,57 @@ import hashlib
 import io
 import lzma
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.xz", ".jsonl.bz2", ".json")
 _HF = re.compile(r"^hf://datasets/(?P<repo>[^/@]+/[^/@]+)(?:@(?P<rev>[^/]+))?(?:/(?P<glob>.*))?$")
 _HF_REVISION = re.compile(r"^(hf://datasets/[^/]+/[^/@]+)@[^/]+")
 READ_BUFFER = 8 * 1024 * 1024
+BOM = b"\xef\xbb\xbf"
+LONG_LINE_HEAD = 4096  # bytes of an over-long line kept for its reject record
 
 
 class InputError(ValueError):
     """An ``--input`` spec matched nothing or could not be read."""
+
+
+class InputReadError(Exception):
+    """An input file could not be read to its end (corrupt compression, I/O or network error).
+
+    Attributes:
+        reason: ``"<exception type>: <message>"`` of the underlying error.
+        lines_read: lines read before the failure.
+    """
+
+    def __init__(self, path: str, reason: str, lines_read: int):
+        super().__init__(f"{display(path)}: {reason} (after {lines_read} lines)")
+        self.reason = reason
+        self.lines_read = lines_read
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged or unreachable file raises while it is read (OSError covers gzip's
+    BadGzipFile, bz2 and Hub HTTP errors after huggingface_hub's own retries)."""
+    import zstandard
+
+    return (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
+class LongLine(NamedTuple):
+    """A line longer than the limit, in place of its bytes: its first bytes and its length."""
+
+    head: bytes
+    length: int
+
+
+def display(text: str) -> str:
+    """``text`` safe to write anywhere: bytes of a non-UTF-8 file name (held as surrogates
+    by Python) are shown as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -66,8 +104,11 @@ class InputFile:
                 name = name[: -len(suf)]
                 break
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80]
-        digest = hashlib.sha256(_HF_REVISION.sub(r"\1", self.path).encode()).hexdigest()[:10]
-        return f"{name}-{digest}"
+        # never hidden, never mistaken for a temp file (push-work and cleanup skip those)
+        name = re.sub(r"^\.|\.(?=tmp-)", "_", name)
+        # a name that is not valid UTF-8 is keyed by its bytes
+        path = _HF_REVISION.sub(r"\1", self.path).encode("utf-8", "surrogateescape")
+        return f"{name}-{hashlib.sha256(path).hexdigest()[:10]}"
 
 
 def _is_data_file(name: str) -> bool:
@@ -179,45 +220,119 @@ def open_binary(f: InputFile) -> IO[bytes]:
     return raw
 
 
-def iter_lines(f: InputFile) -> Iterator[tuple[int, bytes | memoryview]]:
+def iter_lines(
+    f: InputFile, max_line_bytes: int | None = None
+) -> Iterator[tuple[int, bytes | memoryview | LongLine]]:
     """``(line_number, line)`` pairs, 1-based, blank lines skipped.
 
     Lines are zero-copy ``memoryview`` slices of large read chunks (msgspec decodes
     them directly); call ``bytes()`` on one to keep it. A ``.json`` file holds one
-    (possibly pretty-printed) object and yields it as line 1.
+    (possibly pretty-printed) object and yields it as line 1. A UTF-8 byte-order mark
+    at the start of a file is skipped.
+
+    A line longer than ``max_line_bytes`` is yielded as a :class:`LongLine` (its head
+    and length): the limit is enforced while reading, so memory stays bounded by the
+    limit plus one read chunk, and the time is linear in the file size.
+
+    Raises:
+        InputReadError: the file cannot be read to its end.
     """
+    limit = max_line_bytes if max_line_bytes is not None else 1 << 62
+    counter = [0]
+    try:
+        yield from _lines(f, limit, counter)
+    except _read_errors() as e:
+        raise InputReadError(f.path, f"{type(e).__name__}: {e}", counter[0]) from e
+
+
+def _lines(
+    f: InputFile, limit: int, counter: list[int]
+) -> Iterator[tuple[int, bytes | memoryview | LongLine]]:
     with open_binary(f) as stream:
         if f.path.endswith(".json"):
-            data = stream.read()
-            if data.strip():
+            data = stream.read(min(limit, 1 << 40) + 1)
+            data = data[len(BOM) :] if data.startswith(BOM) else data
+            counter[0] = 1
+            if len(data) > limit:
+                length = len(data) + sum(
+                    len(c) for c in iter(lambda: stream.read(READ_BUFFER), b"")
+                )
+                yield 1, LongLine(data[:LONG_LINE_HEAD], length)
+            elif data.strip():
                 yield 1, data
             return
         number = 0
-        rest = b""
+        pieces: list[bytes] = []  # the current line so far, when it spans chunks
+        held = 0  # bytes in pieces
+        long_head: bytes | None = None  # set once the current line is over the limit
+        first = True
         while True:
             chunk = stream.read(READ_BUFFER)
             if not chunk:
                 break
-            data = rest + chunk if rest else chunk
-            view = memoryview(data)
+            if first:
+                first = False
+                if chunk.startswith(BOM):
+                    chunk = chunk[len(BOM) :]
             start = 0
+            if held:
+                end = chunk.find(b"\n")
+                stop = len(chunk) if end < 0 else end
+                held += stop
+                if long_head is None and held > limit:
+                    long_head = b"".join([*pieces, chunk[: min(stop, LONG_LINE_HEAD)]])[
+                        :LONG_LINE_HEAD
+                    ]
+                    pieces = []  # dropped: the line is only counted from here on
+                if long_head is None and end < 0:
+                    pieces.append(chunk)
+                if end < 0:
+                    continue
+                number += 1
+                counter[0] = number
+                if long_head is not None:
+                    yield number, LongLine(long_head, held)
+                else:
+                    pieces.append(chunk[:end])
+                    line = b"".join(pieces)
+                    if line.strip():
+                        yield number, line
+                pieces, held, long_head = [], 0, None
+                start = end + 1
+            view = memoryview(chunk)
             while True:
-                end = data.find(b"\n", start)
+                end = chunk.find(b"\n", start)
                 if end < 0:
                     break
                 number += 1
+                counter[0] = number
+                if end - start > limit:
+                    yield (
+                        number,
+                        LongLine(chunk[start : min(end, start + LONG_LINE_HEAD)], end - start),
+                    )
                 # a line that starts with a non-space byte is not blank (no copy needed)
-                if (end > start and data[start] > 32) or data[start:end].strip():
+                elif (end > start and chunk[start] > 32) or chunk[start:end].strip():
                     yield number, view[start:end]
                 start = end + 1
-            rest = data[start:]
-        if rest:
+            if start < len(chunk):
+                held = len(chunk) - start
+                if held > limit:
+                    long_head = chunk[start : start + LONG_LINE_HEAD]
+                else:
+                    pieces = [chunk[start:]]
+        if held:
             number += 1
-            if rest.strip():
-                yield number, rest
+            counter[0] = number
+            if long_head is not None:
+                yield number, LongLine(long_head, held)
+            else:
+                line = b"".join(pieces)
+                if line.strip():
+                    yield number, line
 
 
 def source_name(f: InputFile) -> str:
     """Name written into the ``source_file`` column: the path relative to its ``--input``,
     so tables do not depend on where a corpus is mounted (byte-identical rebuilds)."""
-    return f.name or f.path.rstrip("/").rsplit("/", 1)[-1]
+    return display(f.name or f.path.rstrip("/").rsplit("/", 1)[-1])

@@ -51,7 +51,7 @@ def test_title_keys_of_real_reference_styles() -> None:
     assert [by_i.get(i) for i in range(len(raws))] == list(raws.values())
 
 
-def _legion_corpus(out: Path) -> None:
+def _legion_corpus(out: Path, papers_extra: list[dict] = (), refs_extra: list[dict] = ()) -> None:
     """Survey SV (2022-12) cites Legion without any identifier; the earlier survey ST (2021)
     cites it with a DOI; both are cs.SE surveys with 24 more resolved works."""
     sv, st = "2212.11774", "2103.00001"
@@ -65,7 +65,7 @@ def _legion_corpus(out: Path) -> None:
         _titled(st, "t0", f"C. Liyanage, M. Böhme. {LEGION}. ASE, 2020.", doi="10.1/legion"),
         *[ref(st, f"t{i}", arxiv=f"1801.{i:05d}") for i in range(1, 25)],
     ]
-    write_extract(out, papers, refs, [])
+    write_extract(out, [*papers, *papers_extra], [*refs, *refs_extra], [])
 
 
 def test_a_work_cited_without_identifier_is_never_its_surveys_negative(tmp_path: Path) -> None:
@@ -91,21 +91,9 @@ def test_the_title_rule_excludes_it_even_when_resolution_fails(tmp_path: Path) -
     # Two works share the title key, so resolution links nothing (ambiguous); the
     # negatives' title rule still keeps both away from the survey that cites the title.
     out = tmp_path / "work"
-    _legion_corpus(out)
     extra_paper = paper("1905.00009", "Another paper", "cs.SE", day=date(2019, 5, 1))
     refs = [_titled("1905.00009", "x0", f"M. Other. {LEGION}. Tech. 2019.", doi="10.1/other")]
-    import pyarrow.parquet as pq
-
-    base = out / "extract"
-    for table, rows in (("papers", [extra_paper]), ("references", refs)):
-        old = pl.read_parquet(base / table / "hand.parquet")
-        new = pl.DataFrame(
-            {n: [r.get(n) for r in rows] for n in old.columns if n != S.SOURCE_FILE},
-            schema={n: t for n, t in old.schema.items() if n != S.SOURCE_FILE},
-        ).with_columns(pl.lit("hand.jsonl").alias(S.SOURCE_FILE))
-        pq.write_table(
-            pl.concat([old, new.select(old.columns)]).to_arrow(), base / table / "hand.parquet"
-        )
+    _legion_corpus(out, [extra_paper], refs)
     run_stages(out, "works", "surveys", "labels", "negatives")
     cites = pl.read_parquet(out / "works" / "cites.parquet")
     assert cites.filter((pl.col(S.PAPER_ID) == "2212.11774") & (pl.col(S.REF_ID) == "s0"))[

@@ -218,3 +218,61 @@ def test_later_stages_wait_for_every_shard(tmp_path: Path, sample_lines: list[by
     assert main(["run", "--out", str(out)]) == 2
     assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "1/2"]) == 0
     assert main(["works", "--out", str(out)]) == 0
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_the_main_process(
+    tmp_path: Path, sample_lines: list[bytes], sig: signal.Signals
+) -> None:
+    """Killing the main process during extract stops every worker within seconds."""
+    corpus = _corpus(tmp_path, sample_lines, 8)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pipeline", "extract", "--input", str(corpus)]
+    proc = subprocess.Popen(
+        [*cmd, "--out", str(out), "--workers", "2"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers = [p for p in _children(proc.pid) if _alive(p)]
+            if len(workers) >= 2 and (out / "extract" / "_markers").exists():
+                break
+            time.sleep(0.02)
+        assert len(workers) >= 2, "the workers should be running"
+        os.kill(proc.pid, sig)
+        proc.wait()
+        killed_at = time.monotonic()
+        while time.monotonic() - killed_at < 10 and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers), "workers outlived the main process by 10 s"
+        markers = set((out / "extract" / "_markers").glob("*.json"))
+        time.sleep(1.0)
+        assert set((out / "extract" / "_markers").glob("*.json")) == markers
+    finally:
+        if proc.poll() is None:
+            proc.kill()

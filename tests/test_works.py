@@ -16,7 +16,7 @@ import pytest
 from pipeline import schema as S
 from pipeline.cli import main
 from pipeline.config import Config
-from pipeline.runner import MARKERS
+from pipeline.runner import MARKERS, file_record
 from pipeline.stages.works import arxiv_month_expr, connected_components
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
@@ -64,7 +64,9 @@ def write_extract(
         "schema_version": S.SCHEMA_VERSION,
     }
     (out / "extract" / MARKERS).mkdir(parents=True, exist_ok=True)
-    (out / "extract" / MARKERS / "hand.json").write_text(json.dumps({"key": key, "source": src}))
+    outputs = {f"{t}/hand.parquet": file_record(out / "extract" / t / "hand.parquet") for t in rows}
+    marker = {"key": key, "source": src, "outputs": outputs}
+    (out / "extract" / MARKERS / "hand.json").write_text(json.dumps(marker))
 
 
 def paper(

@@ -45,8 +45,8 @@ import regex
 from pipeline import schema as S
 from pipeline.config import Config
 from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
-from pipeline.runner import Stage, register
-from pipeline.sources import InputFile, iter_lines, source_name
+from pipeline.runner import FAILED, Stage, register
+from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
 
 
 # --------------------------------------------------------------------- typed records
@@ -113,6 +113,7 @@ class Record(msgspec.Struct, gc=False):
 DECODER = msgspec.json.Decoder(Record)
 _NO_IDS = BibIds()
 CITE_MARKER = regex.compile(r"\{\{cite:([^}]*)\}\}")
+_BAD_ID_CHAR = regex.compile(r"[\s\p{Cc}\p{Cf}]")
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
 
@@ -284,6 +285,11 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     if rec.body_text is None and rec.sections is None:
         raise Reject("unknown_layout", "neither body_text (2022) nor sections (2024)")
     paper_id = strip_version(raw_id)
+    if _BAD_ID_CHAR.search(paper_id):
+        # ids end up in TREC runs and file names; an id with a tab or a newline breaks them
+        raise Reject(
+            "invalid_paper_id", f"paper id {paper_id!r} contains whitespace or control characters"
+        )
     if paper_id in seen:
         raise Reject("duplicate_paper", f"{paper_id} already extracted from this file")
     seen.add(paper_id)
@@ -517,6 +523,7 @@ def _decode_file(
         "references": 0,
         "mentions_rows": 0,
         "cite_spans_missing_bib": 0,
+        "dois_cut_at_control_chars": 0,
         "layouts": {"2022": 0, "2024": 0},
         "rejects": {},
     }
@@ -525,17 +532,25 @@ def _decode_file(
     in_batch = 0
     last_report = time.monotonic()
     pending = [0, 0, 0]
-    for line_number, line in iter_lines(source):
+    for line_number, line in iter_lines(source, ecfg.max_line_bytes):
+        n_bytes = line.length if isinstance(line, LongLine) else len(line)
         counts["lines_read"] += 1
-        counts["bytes_read"] += len(line) + 1
-        pending[1] += len(line) + 1
+        counts["bytes_read"] += n_bytes + 1
+        pending[1] += n_bytes + 1
         try:
-            if len(line) > ecfg.max_line_bytes:
-                raise Reject("line_too_long", f"{len(line)} bytes > {ecfg.max_line_bytes}")
+            if isinstance(line, LongLine):
+                line = line.head
+                raise Reject("line_too_long", f"{n_bytes} bytes > {ecfg.max_line_bytes}")
             try:
                 rec = DECODER.decode(line)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
                 raise Reject(_classify(e), str(e)) from None
+            except RecursionError:
+                raise Reject(
+                    "too_deeply_nested", "nesting deeper than the decoder allows"
+                ) from None
+            except Exception as e:  # noqa: BLE001 - whatever one line does, it is that line's reject
+                raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
             counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
             counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
             counts["papers_written"] += 1
@@ -550,6 +565,7 @@ def _decode_file(
             pending[2] += 1
         in_batch += 1
         if in_batch >= ecfg.batch_papers:
+            counts["dois_cut_at_control_chars"] += _control_dois(batch)
             counts["references"] += len(batch.references[S.REF_ID])
             counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
             writer.put(batch)
@@ -558,6 +574,7 @@ def _decode_file(
             if now - last_report > 0.5:
                 progress(*pending)
                 pending, last_report = [0, 0, 0], now
+    counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
     counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
     writer.put(batch)
@@ -566,6 +583,22 @@ def _decode_file(
     if counts["lines_read"] != counts["papers_written"] + counts["rejects_total"]:
         raise RuntimeError(f"{source.path}: lines read != papers written + rejects: {counts}")
     return counts
+
+
+_CONTROL_CHAR = regex.compile(r"\p{Cc}")
+
+
+def _control_dois(batch: Tables) -> int:
+    """DOIs of a batch holding a control character (``ids.DOI`` cuts them there).
+
+    One regex pass over the joined column; entries are checked one by one only when it hits.
+    """
+    n = 0
+    for column in (batch.papers[S.DOI], batch.references[S.DOI]):
+        values = [v for v in column if v]
+        if _CONTROL_CHAR.search("".join(values)):
+            n += sum(1 for v in values if _CONTROL_CHAR.search(v.strip()))
+    return n
 
 
 def extract_files(
@@ -593,7 +626,11 @@ def extract_files(
         for source, outputs in jobs:
             t0 = time.monotonic()
             writer.open(outputs, source_name(source))
-            counts = _decode_file(source, cfg, progress, writer)
+            try:
+                counts = _decode_file(source, cfg, progress, writer)
+            except InputReadError as e:
+                # the file is a failed outcome; its partial tables are discarded by the runner
+                counts = {FAILED: {"reason": e.reason, "lines_read": e.lines_read}}
             done = writer.end()
             if waiting is not None:
                 yield _settle(*waiting)
@@ -646,19 +683,30 @@ def summarize(out: Path) -> dict[str, Any]:
     """
     import json
 
-    from pipeline.runner import MANIFESTS, write_json
+    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem, write_json
 
     base = out / STAGE.name
-    totals: dict[str, Any] = {"files": 0, "rejects": {}}
+    totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
     for path in sorted((base / MANIFESTS).glob("*.json")):
-        counts = json.loads(path.read_text())["counts"]
+        manifest = json.loads(path.read_text())
+        if manifest.get("status") == FAILED:
+            if not (base / MARKERS / path.name).exists():
+                totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
+            continue
+        counts = manifest["counts"]
         totals["files"] += 1
         for k, v in counts.items():
             if isinstance(v, int):
                 totals[k] = totals.get(k, 0) + v
-        for reason, n in counts["rejects"].items():
+        for reason, n in counts.get("rejects", {}).items():
             totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
-    papers = sorted((base / "papers").glob("*.parquet"))
+    # only outputs that match their marker's sizes: a damaged file of another shard is
+    # redone by that shard, and is checked again before any later stage reads it
+    papers = []
+    for marker in sorted((base / MARKERS).glob("*.json")):
+        data = json.loads(marker.read_text())
+        if map_output_problem(out, STAGE.name, data, checksum=False) is None:
+            papers.append(base / "papers" / f"{marker.stem}.parquet")
     if papers:
         ids = pl.scan_parquet(papers).select(S.PAPER_ID)
         stats = ids.select(

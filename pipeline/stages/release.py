@@ -51,7 +51,16 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline import schema as S
 from pipeline.leak_audit import audit, outside
-from pipeline.runner import MANIFESTS, STAGES, SUCCESS, ReduceContext, Stage, register, write_json
+from pipeline.runner import (
+    MANIFESTS,
+    STAGES,
+    SUCCESS,
+    ReduceContext,
+    Stage,
+    failed_inputs,
+    register,
+    write_json,
+)
 from pipeline.stages.common import scan_extract, write_table
 
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
@@ -702,6 +711,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "code_version": __version__,
         "environment": writer_environment(),
         "input": input_provenance(ctx),
+        # input files that could not be read to their end: not in this release
+        "failed_inputs": [
+            {k: f[k] for k in ("file", "reason", "lines_read")}
+            for f in failed_inputs(ctx.out, "extract", ctx.cfg)
+        ],
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),
         "splits": meta_splits,
