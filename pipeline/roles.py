@@ -355,21 +355,59 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
     )
 
 
-def survey_heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
+def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     """What a top-level section with this heading counts as in a survey, before the
-    position rules: core roles -> ``related_work``; a method/experiment heading that is
-    not protocol -> ``method|related_work`` (method before the core, related work after)."""
-    cfg = cfg or RolesConfig()
-    role = heading_role(heading, cfg)
+    structure and position rules: a core role -> ``related_work``; a method/experiment
+    heading that is not protocol -> ``method|related_work`` (method before the survey's
+    core, related work after it); anything else its own role."""
+    role = role_expr(heading, cfg)
     if not cfg.survey_core_is_related_work:
         return role
-    if role in cfg.survey_core_roles:
-        return "related_work"
-    if role in ("method", "experiment") and cfg.survey_late_method_is_core:
-        s = pl.Series("h", [heading], dtype=pl.String)
-        protocol = pl.DataFrame(s).select(normalize_expr(pl.col("h")).str.contains(PROTOCOL)).item()
-        return role if protocol else f"{role}|related_work"
-    return role
+    protocol = normalize_expr(heading).str.contains(PROTOCOL)
+    expr = pl.when(role.is_in(list(cfg.survey_core_roles))).then(pl.lit("related_work"))
+    if cfg.survey_late_method_is_core:
+        expr = expr.when(role.is_in(["method", "experiment"]) & ~protocol).then(
+            role + pl.lit("|related_work")
+        )
+    return expr.otherwise(role)
+
+
+def survey_heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
+    """:func:`survey_heading_role_expr` on one heading."""
+    s = pl.Series("h", [heading], dtype=pl.String)
+    return (
+        pl.DataFrame(s).select(survey_heading_role_expr(pl.col("h"), cfg or RolesConfig())).item()
+    )
+
+
+def heading_report(headings: pl.LazyFrame, cfg: RolesConfig) -> pl.DataFrame:
+    """``heading, normalized, role, survey_role`` (plus any other columns of ``headings``)
+    for a frame with a ``heading`` column: what the ``roles`` command prints."""
+    h = pl.col("heading")
+    return headings.with_columns(
+        normalize_expr(h).alias("normalized"),
+        role_expr(h, cfg).alias(S.ROLE),
+        survey_heading_role_expr(h, cfg).alias("survey_role"),
+    ).collect()
+
+
+def work_headings(sections: pl.LazyFrame, mentions: pl.LazyFrame) -> pl.LazyFrame:
+    """Every heading of a work directory with ``occurrences``, ``papers`` and ``mentions``
+    (cite spans under it), most frequent first."""
+    cited = mentions.group_by(S.PAPER_ID, S.SECTION_INDEX).agg(
+        pl.col(S.N_MENTIONS).sum().alias("mentions")
+    )
+    return (
+        sections.filter(~pl.col(S.UNNAMED))
+        .join(cited, on=[S.PAPER_ID, S.SECTION_INDEX], how="left")
+        .group_by(pl.col(S.SECTION).alias("heading"))
+        .agg(
+            pl.len().alias("occurrences"),
+            pl.col(S.PAPER_ID).n_unique().alias("papers"),
+            pl.col("mentions").fill_null(0).sum().alias("mentions"),
+        )
+        .sort(["occurrences", "heading"], descending=[True, False])
+    )
 
 
 def heading_roles_frame(headings: pl.LazyFrame, column: str, cfg: RolesConfig) -> pl.LazyFrame:

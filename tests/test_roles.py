@@ -304,3 +304,43 @@ def test_survey_heading_role() -> None:
     assert survey_heading_role("Methodology") == "method|related_work"
     assert survey_heading_role("Future Directions") == "related_work"
     assert survey_heading_role("Introduction") == "introduction"
+
+
+def test_roles_command_stdin() -> None:
+    import subprocess
+    import sys
+
+    got = subprocess.run(
+        [sys.executable, "-m", "pipeline", "roles"],
+        input="Search Strategy\n3 Deep Learning Approaches\n\nImplementation Details for SSB\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert got[0] == "heading\tnormalized\trole\tsurvey_role"
+    assert got[1:] == [
+        "Search Strategy\tsearch strategy\tmethod\tmethod",
+        "3 Deep Learning Approaches\tdeep learning approaches\tother\trelated_work",
+        "Implementation Details for SSB\timplementation details for ssb\texperiment"
+        "\texperiment|related_work",
+    ]
+
+
+def test_roles_command_from_out(tmp_path, capsys) -> None:
+    from pipeline.cli import main
+    from tests.conftest import SAMPLE_2022
+
+    out = tmp_path / "w"
+    assert main(["extract", "--input", str(SAMPLE_2022), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[roles]\noverrides = {"^advantages and disadvantages$" = "discussion"}\n')
+    assert main(["roles", "--from-out", str(out), "--config", str(cfg)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == [
+        "heading", "normalized", "role", "survey_role", "occurrences", "papers", "mentions"
+    ]  # fmt: skip
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
+    assert rows["Introduction"][2:] == ["introduction", "introduction", "40", "40", "980"]
+    assert rows["Advantages and Disadvantages"][2:4] == ["discussion", "related_work"]
+    assert main(["roles", "--from-out", str(tmp_path / "none")]) == 2
