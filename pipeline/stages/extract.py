@@ -247,10 +247,7 @@ class Occurrence:
         self.counts = counts
 
 
-def _head(number: str) -> str:
-    """First component of a section number: "2.1" -> "2", "D.5.1" -> "D", "-1" -> ""."""
-    first = number.split(".", 1)[0].strip()
-    return "" if first in ("", "-1", "0") else first
+_NO_HEAD = frozenset(("", "-1", "0"))  # unnumbered occurrences
 
 
 def structure(occs: list[Occurrence]) -> list[Occurrence]:
@@ -282,11 +279,16 @@ def structure(occs: list[Occurrence]) -> list[Occurrence]:
     n = len(occs)
     # the top of each occurrence: an index into occs, or a number string (unnamed)
     tops: list[int | str] = [0] * n
-    heads = [_head(o.number) for o in occs]
-    dotted = [
-        ("." in o.number and h != "") or (h[:1].isalpha() and o.level > 1)
-        for o, h in zip(occs, heads, strict=True)
-    ]
+    heads: list[str] = []
+    dotted: list[bool] = []
+    for o in occs:  # _head inlined: this runs for every occurrence of every paper
+        first, dot, _ = o.number.partition(".")
+        if first in _NO_HEAD:
+            heads.append("")
+            dotted.append(False)
+        else:
+            heads.append(first)
+            dotted.append(bool(dot) or (first[0].isalpha() and o.level > 1))
     opened: dict[str, int | str] = {}
     cur: int | str | None = None
     cur_head = ""
