@@ -3,8 +3,8 @@ role changes of the real headings, and 2024-vs-2022 label agreement.
 
     .venv/bin/python bench/measure_sections.py
 
-Run at an older commit with the same fixtures to get "before" figures (the structure
-part needs the ``sections`` table, so only the agreement part runs there).
+The "before" figures of the card (commit 40a3633, before issue 11) were measured with
+the same extract/works/surveys/labels runs; this script needs the issue-11 reader.
 """
 
 from __future__ import annotations
