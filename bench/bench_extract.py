@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
 from bench.naive_extract import naive_extract  # noqa: E402
+from pipeline import schema as S  # noqa: E402
 from pipeline.config import Config  # noqa: E402
 from pipeline.sources import iter_lines, resolve_inputs  # noqa: E402
 from pipeline.stages.extract import DECODER, extract_files  # noqa: E402
@@ -78,9 +79,7 @@ def time_extract(paths: list[Path], out: Path, cfg: Config | None = None) -> flo
     cfg = cfg or Config()
     jobs = []
     for f in resolve_inputs([str(p) for p in paths]):
-        outputs = {
-            t: out / t / f"{f.key}.parquet" for t in ("papers", "references", "mentions", "rejects")
-        }
+        outputs = {t: out / t / f"{f.key}.parquet" for t in S.EXTRACT_TABLES}
         for p in outputs.values():
             p.parent.mkdir(parents=True, exist_ok=True)
         jobs.append((f, outputs))

@@ -355,7 +355,7 @@ class ScaleCorpus:
 
     # ------------------------------------------------------------- one file
     def file_tables(self, index: int) -> dict[str, pa.Table]:
-        """The four extract tables of input file ``index`` (its papers in date order)."""
+        """The extract tables of input file ``index`` (its papers in date order)."""
         rng = np.random.default_rng([self.seed, self.papers, 1, index])
         lo = index * self.papers_per_file
         gidx = self.corpus[lo : lo + self.papers_per_file]  # arXiv-pool index of each paper
@@ -376,7 +376,13 @@ class ScaleCorpus:
         refs = self._references(rng, gidx, cat, is_cs, survey, n_refs, source)
         mentions = self._mentions(rng, gidx, survey, n_refs, source)
         rejects = pa.Table.from_pylist([], schema=REJECTS_OUT)
-        return {"papers": papers, "references": refs, "mentions": mentions, "rejects": rejects}
+        return {
+            "papers": papers,
+            "references": refs,
+            "mentions": mentions,
+            "sections": _sections(mentions),
+            "rejects": rejects,
+        }
 
     def _papers(
         self,
@@ -779,6 +785,25 @@ def _doi(index: pl.Series, kind: str, present: np.ndarray) -> pl.Series:
 
 
 REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
+
+
+def _sections(mentions: pa.Table) -> pa.Table:
+    """The ``sections`` table of 2024-layout papers: one top-level key per cited heading."""
+    frame = pl.from_arrow(mentions)
+    assert isinstance(frame, pl.DataFrame)
+    keys = (
+        frame.select(S.PAPER_ID, S.SECTION_INDEX, S.SECTION, S.SOURCE_FILE)
+        .unique([S.PAPER_ID, S.SECTION_INDEX])
+        .sort(S.PAPER_ID, S.SECTION_INDEX)
+        .with_columns(
+            pl.lit(None, pl.String).alias(S.SEC_NUMBER),
+            pl.lit(0, pl.Int8).alias(S.LEVEL),  # a 2024-layout key
+            pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX),
+            pl.lit(False).alias(S.UNNAMED),
+            pl.lit(False).alias(S.APPENDIX),
+        )
+    )
+    return _arrow(keys, S.SECTIONS)
 
 
 def _arrow(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:

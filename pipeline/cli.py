@@ -245,6 +245,39 @@ def _status(args: argparse.Namespace, cfg) -> int:
     return 0
 
 
+def _roles(args: argparse.Namespace) -> int:
+    """Print heading, normalised text, role and survey role (tab-separated)."""
+    import polars as pl
+
+    from pipeline.roles import heading_report, work_headings
+    from pipeline.runner import ReduceContext
+    from pipeline.stages.common import scan_extract
+
+    cfg = load_config(args.config)
+    if args.from_out is not None:
+        ctx = ReduceContext(args.from_out, cfg, STAGES["extract"], args.from_out)
+        if not ctx.upstream("extract", "sections"):
+            raise InputError(f"{args.from_out}: no extract sections tables (run extract first)")
+        headings = work_headings(scan_extract(ctx, "sections"), scan_extract(ctx, "mentions"))
+    else:
+        lines = [line.rstrip("\r\n") for line in sys.stdin]
+        headings = pl.LazyFrame(
+            {"heading": [x for x in lines if x.strip()]}, schema={"heading": pl.String}
+        )
+    report = heading_report(headings, cfg.roles)
+    cols = ["heading", "normalized", "role", "survey_role"]
+    cols += [c for c in report.columns if c not in cols]
+    lines = ["\t".join(cols)]
+    for row in report.select(cols).iter_rows():
+        lines.append("\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row))
+    try:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     load_stages()
     parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
@@ -263,6 +296,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="which stages and shards are done, with counts")
     _common(p, force=False)
     p.set_defaults(handler=_status)
+
+    p = sub.add_parser(
+        "roles",
+        help="headings -> normalised text, role and survey role (to tune [roles] overrides)",
+        description="Reads headings, one per line on stdin, or every heading of a work "
+        "directory (--from-out, with occurrences, papers and mentions), and prints "
+        "heading, normalised text, role and survey role, tab-separated.",
+    )
+    p.add_argument(
+        "--from-out", type=Path, default=None, help="work directory to read headings from"
+    )
+    p.add_argument("--config", type=Path, default=None, help="TOML config ([roles] overrides)")
+    p.set_defaults(func=_roles)
 
     p = sub.add_parser("config", help="print every config field with its default and help")
     p.set_defaults(func=lambda a: print(describe()) or 0)

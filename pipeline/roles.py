@@ -1,9 +1,10 @@
-"""Section roles: section heading -> one of ``schema.ROLES``.
+"""Section roles: section heading -> one of ``schema.ROLES``, and the role of every
+section occurrence of a paper from its structure.
 
 One table (:data:`ROLE_TABLE`), applied by one Polars expression (:func:`role_expr`)
-to the *unique* headings of a mentions table, then joined back
-(:func:`heading_roles_frame`). :func:`heading_role` is the same expression on one
-heading, for tests and ad-hoc use, so there is no second implementation to drift.
+to the *unique* headings of a table, then joined back (:func:`heading_roles_frame`).
+:func:`heading_role` is the same expression on one heading, for tests, the ``roles``
+command and ad-hoc use, so there is no second implementation to drift.
 
 Matching runs on the *normalised* heading (:func:`normalize_expr`): citation
 markers ``{{cite:...}}``, inline math ``$...$`` and LaTeX commands are removed
@@ -14,16 +15,36 @@ Patterns are Rust-regex syntax (Polars), tried in table order; the first match
 wins; no match is ``other``. ``roles.overrides`` (regex -> role, same syntax, on
 the same normalised text) are tried before the table.
 
-Which heading: stages pass ``top_section`` (the enclosing top-level heading). In a
-survey a subsection "Methodology" under a reviewed tool describes that tool, not
-the survey's own method, so the top-level heading decides. In a survey the
-topical sections (role ``other``: "Deep learning approaches", "BLUiR") are the
-curated core; ``roles.survey_core_is_related_work`` makes ``labels`` count them (and
-the survey's discussion, and method/experiment headings that come after the core
-has started) as related work (:func:`survey_role_expr`).
+Which heading decides (:func:`section_roles`, on the ``sections`` table that
+``extract`` writes): the top-level section's. In a survey a subsection
+"Methodology" under a reviewed tool describes that tool, not the survey's own
+method. The structure adds what a heading alone cannot say:
+
+* an appendix (a top-level section numbered with a letter, or any top-level section
+  after the first conclusion or back-matter section) is ``back_matter``;
+* an unnamed top-level section (known only from its subsections' numbers) takes the
+  role that at least half of its subsections share when it is not ``other``, else
+  ``other`` (topical); it never takes the role of the previous section;
+* a subsection whose own heading is related work ("1.2 Related works") under an
+  introduction or background section is ``related_work``;
+* 2024 layout (no hierarchy), only with ``roles.background_run_2024`` (off by
+  default: on the real sample it helps the one survey and hurts the rest, see the
+  card): after a background key that precedes the paper's body, the following
+  ``other`` keys are ``background`` until a key with another role or a key that
+  opens a survey's core (:data:`CORE_OPENER`: "Overview of ...", "... approaches",
+  "taxonomy", ...).
+
+In a survey (``survey=True``), with ``roles.survey_core_is_related_work``: the roles in
+``roles.survey_core_roles`` (topical ``other``, ``discussion``: the curated core, open
+challenges, future directions) count as related work, and so do method/experiment
+sections after the core has started (a reviewed tool's "Methodology"), except the
+survey's own protocol headings (:data:`PROTOCOL`: research questions, search
+strategy, study selection, inclusion/exclusion criteria, data extraction, quality
+assessment, review method, threats to validity), which stay ``method`` wherever
+they are (:func:`survey_role_expr`).
 
 Abstract: ``extract`` records citations in the abstract under the heading
-``Abstract``; it maps to ``introduction``.
+``Abstract``; it maps to ``introduction``. Why each rule: ``data_cards/sections_and_roles.md``.
 """
 
 from __future__ import annotations
@@ -37,6 +58,29 @@ from pipeline.config import RolesConfig
 
 OTHER = "other"
 
+# A systematic review's own protocol (its method): the works cited there are guidelines
+# and search tools (tier 2), never the curated core. Whole headings only, so a topical
+# "Image Quality Assessment" or "Data Extraction from PDFs" section is not protocol.
+PROTOCOL = (
+    r"^(?:(?:the |our )?research questions?(?: rqs?)?|search (?:strateg(?:y|ies)|process|strings?"
+    r"|terms|queries|query|and selection(?: process| strategy)?)|literature search(?: strategy)?"
+    r"|(?:study|studies|paper|papers|article|literature) selection(?: process| criteria)?"
+    r"|selection (?:criteria|process|procedure)|inclusion (?:and|&) exclusion criteria"
+    r"|exclusion (?:and|&) inclusion criteria|(?:inclusion|exclusion|eligibility) criteria"
+    r"|data (?:extraction|synthesis|collection)(?: (?:and|&) (?:synthesis|analysis))?"
+    r"|(?:study )?quality (?:assessment|appraisal)(?: criteria)?|review (?:method|methods"
+    r"|methodology|protocol|process|design)|survey (?:method|methods|methodology|protocol|design)"
+    r"|(?:research|study) (?:method|methods|methodology|design)|methodology of (?:the|this)"
+    r" (?:survey|review|study)|threats to (?:the )?validity|validity threats"
+    r"|limitations of (?:this|the|our) (?:survey|review|study))$"
+)
+
+# A 2024-layout key that opens a survey's core (ends a run of background keys).
+CORE_OPENER = (
+    r"^(?:an )?overview\b|\b(?:survey|taxonomy|classification|categori[sz]ation)\b"
+    r"|\b(?:approaches|techniques)$"
+)
+
 # (pattern on the normalised heading, role); first match wins. Order matters:
 # back matter before everything ("Appendix B: Related work" is an appendix),
 # related work before background ("Background and related work"), conclusion
@@ -46,10 +90,15 @@ ROLE_TABLE: tuple[tuple[str, str], ...] = (
     (
         r"^(?:acknowledge?ments?|funding|appendix|appendices|supplementary|supplemental"
         r"|references|bibliography|author contributions?|authors? contributions?"
-        r"|conflicts? of interests?|competing interests?|declarations?|data availability"
-        r"|code availability|ethics statement|ethical considerations?|broader impacts?)\b",
+        r"|author contribution statement|conflicts? of interests?|competing interests?"
+        r"|declarations?|declaration of competing interests?|data availability"
+        r"|code availability|ethics statement|ethical considerations?|broader impacts?"
+        r"|biograph(?:y|ies)|captions for supplementa\w*)\b",
         "back_matter",
     ),
+    (PROTOCOL, "method"),
+    # a proof is the paper's own argument; "results" here is its object, not an experiment
+    (r"^proofs?\b|^extension of (?:the )?(?:main )?results?\b", "method"),
     (
         r"\b(?:related works?|prior works?|previous works?|related literature|related research"
         r"|related studies|related approaches|literature reviews?|literature surveys?"
@@ -59,39 +108,55 @@ ROLE_TABLE: tuple[tuple[str, str], ...] = (
         "related_work",
     ),
     (
-        r"\b(?:conclusions?|concluding|final remarks|closing remarks|future works?"
-        r"|future directions?|future research|future perspectives?|outlook)\b|^summary\b",
+        r"\b(?:conclusions?|concluding|final remarks|closing remarks)\b|^summary\b",
         "conclusion",
     ),
     (
-        r"^(?:abstract|introduction|motivations?|(?:our |main )?contributions?|scope"
-        r"|(?:paper )?organi[sz]ation|outline)\b|\bintroduction$",
+        r"^(?:abstract|introduction|motivations?|scope|(?:paper )?organi[sz]ation|outline)\b"
+        r"|\bintroduction$|^(?:our |main |summary of )?contributions?$",
         "introduction",
     ),
     (
-        r"^(?:background|preliminaries|preliminary|notations?|definitions?|basic concepts"
+        r"^(?:background|preliminaries|preliminary (?:concepts|definitions|notions|knowledge)"
+        r"|notations?|definitions?(?:$| and )|basic concepts"
         r"|fundamentals|terminology|theoretical background|technical background"
         r"|problem (?:statement|formulation|definition|setting|setup|description))\b"
         r"|\b(?:background|preliminaries)$",
         "background",
     ),
+    # "Evaluation of Action Density" computes a quantity; "Evaluation of the proposed
+    # model" is an experiment (Rust regex has no look-ahead: two entries)
     (
-        r"\b(?:experiments?|experimental|evaluations?|results?|empirical|benchmarks?"
+        r"^evaluation of (?:the |our |a )?(?:proposed|predicted|performance|models?|methods?"
+        r"|approach|system|different|results|baselines?|[\w-]+ (?:models?|methods?|systems?)$)",
+        "experiment",
+    ),
+    (r"^evaluation of\b", OTHER),
+    (
+        r"\b(?:experiments?|experimental|evaluations?|empirical|benchmarks?"
         r"|benchmarking|ablations?|ablation stud(?:y|ies)|case stud(?:y|ies)|datasets?"
-        r"|performance comparison|implementation details|simulations?)\b|^setup$",
+        r"|performance comparison|implementation details|simulations?|baselines?"
+        r"|(?:quantitative|qualitative) (?:analysis|evaluation|comparison))\b|^setup$"
+        # "Results", "Numerical results and discussion", "Modeling Results"; not the
+        # mathematician's "Approximation Results for Discrete Derivatives"
+        r"|^(?:(?:numerical|experimental|empirical|simulation|main|evaluation|modell?ing"
+        r"|additional|further|quantitative|qualitative|preliminary) )?results?\b|\bresults?$",
         "experiment",
     ),
     (
         r"^(?:methods?|methodology|approach|approaches|model|models|the model|framework"
-        r"|architecture|model architecture|design|system design|system overview"
-        r"|system architecture|implementation|algorithms?|technical approach"
-        r"|(?:our|the proposed|proposed) \w+(?: \w+)?)$|\bmethodology\b|\bproposed\b",
+        r"|(?:[\w-]+ )?architecture|design|system design|system overview"
+        r"|implementation|algorithms?|technical approach"
+        r"|(?:our|the proposed|proposed) \w+(?: \w+)?)$|\bmethodology\b|\bproposed\b"
+        # "Cross-correlation method", "First method: ..."; not a survey's "... Methods"
+        r"|\bmethod$|^(?:first|second|third|our|a new|new) (?:method|approach)\b",
         "method",
     ),
     (
         r"\b(?:discussions?|limitations?|threats to (?:the )?validity|validity threats"
         r"|lessons learn(?:ed|t)|implications|open (?:problems|issues|questions|challenges)"
-        r"|challenges)\b",
+        r"|challenges|future works?|future directions?|future research|future perspectives?"
+        r"|research directions?|research agenda|outlook)\b",
         "discussion",
     ),
 )
@@ -142,21 +207,22 @@ def role_expr(heading: pl.Expr, cfg: RolesConfig | None = None) -> pl.Expr:
     return expr.otherwise(pl.lit(OTHER))
 
 
-def survey_role_expr(cfg: RolesConfig) -> pl.Expr:
+def survey_role_expr(cfg: RolesConfig, protocol: pl.Expr | None = None) -> pl.Expr:
     """Role used for labelling a mention inside a survey.
 
-    Works on rows with ``role`` (the heading role of the mention's ``top_section``),
-    ``section_index`` and ``paper_id``. When ``roles.survey_core_is_related_work`` is set:
+    Works on rows with ``role`` (the role of the mention's top-level section),
+    ``section_index`` and ``paper_id``; ``protocol`` (default: false everywhere) marks
+    rows whose top-level heading is one of the survey's own protocol headings
+    (:data:`PROTOCOL`). When ``roles.survey_core_is_related_work`` is set:
 
     * roles in ``roles.survey_core_roles`` (default ``other`` and ``discussion``: the
-      topical sections and the survey's discussion of what it reviewed) become
-      ``related_work``;
+      topical sections, the survey's discussion of what it reviewed, its open
+      challenges and future directions) become ``related_work``;
     * with ``roles.survey_late_method_is_core``, a ``method`` or ``experiment`` section
-      that comes after the survey's first core section also becomes ``related_work``:
-      a survey's own method (search protocol) precedes what it reviews, so a later
-      "Methodology"/"Evaluation" heading describes a reviewed work. This matters when
-      the hierarchy is lost (2024 layout: "Methodology" under a reviewed tool becomes
-      its own top-level key) or when a survey puts such headings at top level.
+      that comes after the survey's first core section also becomes ``related_work``
+      (a later "Methodology"/"Evaluation" heading describes a reviewed work), unless
+      it is a protocol heading: "Threats to Validity" at the end of a systematic
+      review is still the review's own method.
 
     Every other role is unchanged; with the option off, roles are unchanged.
 
@@ -171,13 +237,177 @@ def survey_role_expr(cfg: RolesConfig) -> pl.Expr:
         raise ValueError(
             f"roles.survey_core_roles: unknown role(s) {unknown}; available: {list(S.ROLES)}"
         )
+    if protocol is None:
+        protocol = pl.lit(False)
     core = role.is_in(list(cfg.survey_core_roles))
     expr = pl.when(core).then(pl.lit("related_work"))
     if cfg.survey_late_method_is_core:
         first_core = pl.col(S.SECTION_INDEX).filter(core).min().over(S.PAPER_ID)
-        late = role.is_in(["method", "experiment"]) & (pl.col(S.SECTION_INDEX) > first_core)
+        late = (
+            role.is_in(["method", "experiment"])
+            & (pl.col(S.SECTION_INDEX) > first_core)
+            & ~protocol
+        )
         expr = expr.when(late).then(pl.lit("related_work"))
     return expr.otherwise(role).alias(S.ROLE)
+
+
+def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False) -> pl.LazyFrame:
+    """``(paper_id, section_index, role)`` for every row of an extract ``sections`` table.
+
+    The role of an occurrence is the role of its top-level section, resolved from the
+    paper's structure (the rules are in the module docstring); with ``survey`` the
+    survey rule (:func:`survey_role_expr`) is applied to the top-level sections first.
+
+    Args:
+        sections: rows of ``schema.SECTIONS`` (every occurrence of each paper).
+        cfg: roles config (overrides and the survey-core options).
+        survey: the papers are surveys.
+    """
+    own = heading_roles_frame(sections, S.SECTION, cfg).rename({S.ROLE: "_own"})
+    rows = sections.select(
+        S.PAPER_ID, S.SECTION_INDEX, S.SECTION, S.LEVEL, S.TOP_INDEX, S.UNNAMED, S.APPENDIX
+    ).join(own, on=S.SECTION, how="left", nulls_equal=True)
+    is_top = pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX)
+    # the most frequent role among a top-level section's subsections, when it is not
+    # ``other`` and covers at least half of them
+    children = (
+        rows.filter(~is_top)
+        .group_by(S.PAPER_ID, S.TOP_INDEX, "_own")
+        .agg(pl.len().alias("_n"), pl.col(S.SECTION_INDEX).min().alias("_first"))
+        .with_columns(pl.col("_n").sum().over(S.PAPER_ID, S.TOP_INDEX).alias("_all"))
+        .sort(S.PAPER_ID, S.TOP_INDEX, "_n", "_first", descending=[False, False, True, False])
+        .group_by(S.PAPER_ID, S.TOP_INDEX, maintain_order=True)
+        .agg(pl.col("_own", "_n", "_all").first())
+        .filter((pl.col("_own") != OTHER) & (2 * pl.col("_n") >= pl.col("_all")))
+        .select(S.PAPER_ID, S.TOP_INDEX, pl.col("_own").alias("_child"))
+    )
+    by_paper = S.PAPER_ID
+    anchor = (~pl.col(S.UNNAMED) & pl.col("_own").is_in(["conclusion", "back_matter"])).cast(
+        pl.Int32
+    )
+    after_end = (anchor.cum_sum().over(by_paper, order_by=S.SECTION_INDEX) - anchor) > 0
+    # an unnamed section: the role most of its subsections share, else topical; never the
+    # role of the section before it
+    unnamed_role = pl.coalesce(pl.col("_child"), pl.lit(OTHER))
+    base = (
+        pl.when(pl.col(S.APPENDIX) | pl.col("_after_end"))
+        .then(pl.lit("back_matter"))
+        .when(pl.col(S.UNNAMED))
+        .then(unnamed_role)
+        .otherwise(pl.col("_own"))
+    )
+    # 2024 layout: a run of keys after a background key is background (see module docstring)
+    norm = normalize_expr(pl.col(S.SECTION))
+    stop = (pl.col(S.ROLE) != OTHER) | norm.str.contains(CORE_OPENER)
+    segment = pl.col("_stop").cast(pl.Int32).cum_sum().over(by_paper, order_by=S.SECTION_INDEX)
+    # only a background key before the paper's first method/experiment/discussion/conclusion
+    body_started = (
+        pl.col(S.ROLE)
+        .is_in(["method", "experiment", "discussion", "conclusion", "back_matter"])
+        .cast(pl.Int32)
+        .cum_sum()
+        .over(by_paper, order_by=S.SECTION_INDEX)
+        > 0
+    )
+    in_background_run = (
+        pl.lit(cfg.background_run_2024)
+        & (pl.col(S.LEVEL) == 0)
+        & ~pl.col("_stop")
+        & pl.col("_stop").first().over(by_paper, "_segment", order_by=S.SECTION_INDEX)
+        & (
+            pl.col(S.ROLE).first().over(by_paper, "_segment", order_by=S.SECTION_INDEX)
+            == "background"
+        )
+        & ~pl.col("_body").first().over(by_paper, "_segment", order_by=S.SECTION_INDEX)
+    )
+    tops = (
+        rows.filter(is_top)
+        .join(children, on=[S.PAPER_ID, S.TOP_INDEX], how="left")
+        .with_columns(after_end.alias("_after_end"))
+        .with_columns(base.alias(S.ROLE))
+        .with_columns(stop.alias("_stop"), body_started.alias("_body"))
+        .with_columns(segment.alias("_segment"))
+        .with_columns(
+            pl.when(in_background_run)
+            .then(pl.lit("background"))
+            .otherwise(pl.col(S.ROLE))
+            .alias(S.ROLE)
+        )
+    )
+    if survey:
+        protocol = norm.str.contains(PROTOCOL)
+        tops = tops.with_columns(survey_role_expr(cfg, protocol))
+    tops = tops.select(
+        S.PAPER_ID, pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX), pl.col(S.ROLE).alias("_top")
+    )
+    return rows.join(tops, on=[S.PAPER_ID, S.TOP_INDEX], how="left").select(
+        S.PAPER_ID,
+        S.SECTION_INDEX,
+        pl.when(
+            (pl.col("_own") == "related_work")
+            & pl.col("_top").is_in(["introduction", "background"])
+        )
+        .then(pl.lit("related_work"))
+        .otherwise(pl.col("_top"))
+        .fill_null(OTHER)
+        .alias(S.ROLE),
+    )
+
+
+def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
+    """What a top-level section with this heading counts as in a survey, before the
+    structure and position rules: a core role -> ``related_work``; a method/experiment
+    heading that is not protocol -> ``method|related_work`` (method before the survey's
+    core, related work after it); anything else its own role."""
+    role = role_expr(heading, cfg)
+    if not cfg.survey_core_is_related_work:
+        return role
+    protocol = normalize_expr(heading).str.contains(PROTOCOL)
+    expr = pl.when(role.is_in(list(cfg.survey_core_roles))).then(pl.lit("related_work"))
+    if cfg.survey_late_method_is_core:
+        expr = expr.when(role.is_in(["method", "experiment"]) & ~protocol).then(
+            role + pl.lit("|related_work")
+        )
+    return expr.otherwise(role)
+
+
+def survey_heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
+    """:func:`survey_heading_role_expr` on one heading."""
+    s = pl.Series("h", [heading], dtype=pl.String)
+    return (
+        pl.DataFrame(s).select(survey_heading_role_expr(pl.col("h"), cfg or RolesConfig())).item()
+    )
+
+
+def heading_report(headings: pl.LazyFrame, cfg: RolesConfig) -> pl.DataFrame:
+    """``heading, normalized, role, survey_role`` (plus any other columns of ``headings``)
+    for a frame with a ``heading`` column: what the ``roles`` command prints."""
+    h = pl.col("heading")
+    return headings.with_columns(
+        normalize_expr(h).alias("normalized"),
+        role_expr(h, cfg).alias(S.ROLE),
+        survey_heading_role_expr(h, cfg).alias("survey_role"),
+    ).collect()
+
+
+def work_headings(sections: pl.LazyFrame, mentions: pl.LazyFrame) -> pl.LazyFrame:
+    """Every heading of a work directory with ``occurrences``, ``papers`` and ``mentions``
+    (cite spans under it), most frequent first."""
+    cited = mentions.group_by(S.PAPER_ID, S.SECTION_INDEX).agg(
+        pl.col(S.N_MENTIONS).sum().alias("mentions")
+    )
+    return (
+        sections.filter(~pl.col(S.UNNAMED))
+        .join(cited, on=[S.PAPER_ID, S.SECTION_INDEX], how="left")
+        .group_by(pl.col(S.SECTION).alias("heading"))
+        .agg(
+            pl.len().alias("occurrences"),
+            pl.col(S.PAPER_ID).n_unique().alias("papers"),
+            pl.col("mentions").fill_null(0).sum().alias("mentions"),
+        )
+        .sort(["occurrences", "heading"], descending=[True, False])
+    )
 
 
 def heading_roles_frame(headings: pl.LazyFrame, column: str, cfg: RolesConfig) -> pl.LazyFrame:
@@ -206,19 +436,22 @@ def normalize_heading(heading: str | None) -> str:
     return pl.DataFrame(s).select(normalize_expr(pl.col("h")))["h"].item()
 
 
-def role_distribution(mentions: pl.LazyFrame, cfg: RolesConfig) -> dict[str, int]:
-    """Mentions per role of their ``top_section`` (every role present, 0 when unused).
+def role_distribution(
+    mentions: pl.LazyFrame, sections: pl.LazyFrame, cfg: RolesConfig
+) -> dict[str, int]:
+    """Mentions per role of their section (every role present, 0 when unused).
 
     Args:
-        mentions: rows with ``top_section`` and ``n_mentions`` (an extract ``mentions``
-            table, possibly filtered to some papers).
+        mentions: rows with ``paper_id``, ``section_index`` and ``n_mentions`` (an extract
+            ``mentions`` table, possibly filtered to some papers).
+        sections: the ``sections`` rows of the same papers.
         cfg: roles config (overrides apply; the survey-core rule does not: these are the
-            roles of the headings themselves).
+            roles of the sections themselves).
     """
-    roles = heading_roles_frame(mentions, S.TOP_SECTION, cfg)
     got = (
-        mentions.select(S.TOP_SECTION, S.N_MENTIONS)
-        .join(roles, on=S.TOP_SECTION, how="left", nulls_equal=True)
+        mentions.select(S.PAPER_ID, S.SECTION_INDEX, S.N_MENTIONS)
+        .join(section_roles(sections, cfg), on=[S.PAPER_ID, S.SECTION_INDEX], how="left")
+        .with_columns(pl.col(S.ROLE).fill_null(OTHER))
         .group_by(S.ROLE)
         .agg(pl.col(S.N_MENTIONS).sum())
         .collect(engine="streaming")

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 2: extract sections table; 3: text_version_date, title keys, resolved_by
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -39,6 +39,11 @@ SECTION = "section"
 TOP_SECTION = "top_section"
 SECTION_INDEX = "section_index"
 N_MENTIONS = "n_mentions"
+SEC_NUMBER = "sec_number"
+LEVEL = "level"
+TOP_INDEX = "top_index"
+UNNAMED = "unnamed"
+APPENDIX = "appendix"
 
 REASON = "reason"
 HEAD = "head"
@@ -57,6 +62,7 @@ RESOLVED_FRAC = "resolved_frac"
 
 ROLE = "role"
 LABEL = "label"
+LABEL_REASON = "label_reason"
 LABEL_NAME = "label_name"
 
 ROLES = (
@@ -132,6 +138,22 @@ MENTIONS = pa.schema(
     ]
 )
 
+# one row per section occurrence of every paper (including those without citations), in
+# paper order; mentions join it on (paper_id, section_index). See stages/extract.py.
+SECTIONS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (SECTION_INDEX, pa.int32()),
+        (SECTION, pa.string()),
+        (SEC_NUMBER, pa.string()),
+        (LEVEL, pa.int8()),  # 1 section, 2 subsection, 3 subsubsection, 4 paragraph; 0 = 2024 key
+        (TOP_INDEX, pa.int32()),  # section_index of the enclosing top-level section
+        (UNNAMED, pa.bool_()),  # a top-level section known only from its subsections' numbers
+        (APPENDIX, pa.bool_()),  # a top-level section numbered with a letter ("A", "D.1")
+        (SOURCE_FILE, pa.string()),
+    ]
+)
+
 REJECTS = pa.schema(
     [
         (SOURCE_FILE, pa.string()),
@@ -145,6 +167,7 @@ EXTRACT_TABLES = {
     "papers": PAPERS,
     "references": REFERENCES,
     "mentions": MENTIONS,
+    "sections": SECTIONS,
     "rejects": REJECTS,
 }
 
@@ -201,6 +224,7 @@ LABELS = pa.schema(
         (SURVEY_ID, pa.string()),
         (WORK_ID, pa.string()),
         (LABEL, pa.int8()),
+        (LABEL_REASON, pa.string()),
         (N_MENTIONS, pa.int64()),
         *[(c, pa.int64()) for c in ROLE_COUNT_COLUMNS],
     ]

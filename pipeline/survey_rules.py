@@ -16,17 +16,22 @@ One public decision function, :func:`survey_reason`. It works in three steps:
    mapping study, meta-analysis (not "meta-analysis with/via/methods"), literature
    review, survey, review, overview, tutorial, primer, "the state of the art" (as a
    noun, not the adjective in "State-of-the-Art Natural Language Processing"),
-   "recent advances/trends", taxonomy (not "taxonomy expansion/induction/...").
+   "recent advances/trends", taxonomy (not "taxonomy expansion/induction/...", and not
+   a taxonomy of artefacts built by an empirical study, :data:`TAXONOMY_OF_ARTEFACTS`:
+   "Taxonomy of Real Faults in Deep Learning Systems"), "Foundations and Trends in"
+   (a series of survey monographs).
 3. **Abstract cues** (:data:`ABSTRACT_CUES`, when ``surveys.use_abstract_cues``), on
    the whitespace-collapsed abstract. *Strong* cues describe the paper itself as a
    survey and always count: "in this survey/review" (the noun, not "in this paper we
    review"), "this paper surveys", "this article provides a comprehensive review",
    "we present a comprehensive review/overview", "we survey the ...", "this survey",
-   "we conducted a systematic literature review", "a meta-analysis of the literature".
+   "we conducted a systematic literature review", "a meta-analysis of the literature",
+   "we provide a comprehensive introduction to".
    *Weak* cues also occur in passing in papers that propose their own method ("in
    this paper we review recent advances ... and propose a new method", "based on a
    literature review, we propose a framework", "we present a brief review of ...",
-   a bare mention of "systematic reviews"), so they count only when the abstract
+   a bare mention of "systematic reviews", "this paper provides an overview of",
+   "a systematic set of open problems"), so they count only when the abstract
    makes no contribution claim (:data:`CONTRIBUTION`: "we propose/present/introduce a
    (new/novel) method|model|framework|approach|algorithm|system|dataset|benchmark|...",
    "we propose X, a novel ...", "our method outperforms", "outperforms the
@@ -171,6 +176,19 @@ TITLE_CUES: tuple[tuple[str, str], ...] = (
         r"\btaxonom(?:y|ies)\b(?!-)(?!\s+(?:induction|expansion|completion|construction|learning"
         r"|generation|enrichment|extraction|alignment|matching|inference|embedding)\b)",
     ),
+    # "Foundations and Trends in ..." is the name of a series of survey monographs
+    ("series", r"\bfoundations and trends\b"),
+)
+
+# A taxonomy of artefacts (faults, bugs, failures) built by an empirical study is not a
+# literature survey: "Taxonomy of Real Faults in Deep Learning Systems" classifies 1,059
+# commits, issues and posts. Vetoes a "title:taxonomy" cue (title or abstract).
+TAXONOMY_OF_ARTEFACTS = (
+    r"\btaxonom(?:y|ies) of (?:(?:real|real-world|common|software|[\w-]+) ){0,2}?(?:faults|bugs|defects"
+    r"|errors|failures|crashes|incidents|misconfigurations|code smells|smells|flaky tests)\b"
+    r"|\b(?:manually |we )?(?:analy[sz]ed|inspected|labell?ed|examined|collected|mined) "
+    r"(?:\d[\d,]*|over \d[\d,]*|more than \d[\d,]*) (?:[\w-]+ ){0,3}?(?:artefacts|artifacts|commits"
+    r"|issues|bug reports|posts|questions|repositories|projects|apps|incidents|failures|faults|bugs)\b"
 )
 
 _ADJ = (
@@ -303,6 +321,29 @@ ABSTRACT_CUES: tuple[tuple[str, str, bool], ...] = (
         True,
     ),
     ("literature review", r"\bliterature (?:reviews?|surveys?)\b", False),
+    # surveys whose title has no cue word: "In this paper we provide a comprehensive
+    # introduction to knowledge graphs" (2003.02320), "this paper provides an overview of
+    # the computational and theoretical foundations of multimodal machine learning"
+    # (2209.03430), "this paper aims to establish a systematic set of open problems and
+    # application successes" (2307.10169)
+    (
+        "introduction to",
+        rf"\b{_SHOW} (?:a|an) {_ADJ}(?:comprehensive|thorough|extensive|broad|self-contained"
+        rf"|gentle|accessible|in-depth) (?:{_ADJ})?(?:introduction|tutorial introduction) to\b",
+        True,
+    ),
+    (
+        "this paper gives an overview",
+        rf"\b(?:this|our|the present) (?:paper|article|work|chapter|monograph|report) {_ADV}"
+        rf"(?:provides|presents|gives|offers) (?:a|an) {_ADJ}overview of\b",
+        False,
+    ),
+    (
+        "open problems",
+        r"\b(?:systematic|comprehensive|structured) (?:set|list|catalog(?:ue)?|account|map)"
+        r" of (?:the (?:field's |most )?)?open (?:problems|challenges|questions)\b",
+        False,
+    ),
 )
 BARE_SURVEY_CUES = frozenset(
     {"title:survey", "abstract:in this survey", "abstract:this survey", "abstract:we survey"}
@@ -359,7 +400,8 @@ QUESTIONNAIRE = (
 _PREFILTER = (
     r"(?i)survey|review|overview|tutorial|primer|meta[- ]?analy|meta[- ]stud|mapping stud"
     r"|state[- ]of[- ]|recent (advances|advancements|progress|developments|trends)|taxonom"
-    r"|\bSLRs?\b"
+    r"|\bSLRs?\b|introduction to|overview of|open problems|open challenges|open questions"
+    r"|foundations and trends"
 )
 
 
@@ -374,6 +416,7 @@ class _Rules:
         ]
         self.questionnaire = regex.compile(QUESTIONNAIRE, _F)
         self.contribution = regex.compile(CONTRIBUTION, _F)
+        self.artefacts = regex.compile(TAXONOMY_OF_ARTEFACTS, _F)
 
 
 @functools.lru_cache(maxsize=8)
@@ -408,6 +451,10 @@ def survey_reason(
     masked_title = rules.mask.sub(_SEP, t)
     for name, pattern in rules.title:
         if pattern.search(masked_title) and not (people and name in BARE_SURVEY_CUES):
+            if name == "title:taxonomy" and (
+                rules.artefacts.search(t) or rules.artefacts.search(_clean(abstract or ""))
+            ):
+                continue
             return name
     if a:
         masked_abstract = rules.mask.sub(_SEP, a)

@@ -243,6 +243,16 @@ NAME_TAILS = (
     "iR",
     "Ba",
 )
+# A systematic review's protocol steps (real headings; roles.PROTOCOL reads them as method)
+PROTOCOL_STEPS = (
+    "Research Questions",
+    "Search Strategy",
+    "Inclusion and Exclusion Criteria",
+    "Study Selection",
+    "Data Extraction",
+    "Quality Assessment",
+)
+
 ASPECTS = (
     "Architectures",
     "Training Strategies",
@@ -1012,6 +1022,9 @@ class _Unit:
     group: int
     weight: float
     cite_head: bool = False
+    # a section that opens with a subsection: no paragraph of its own (its citations go
+    # to its first subsection), as in 23 of the 49 real papers
+    silent: bool = False
 
 
 def _numbering(dotted: bool, parent: str, i: int) -> str:
@@ -1031,12 +1044,21 @@ class _Skeleton:
         self.roles: dict[str, list[int]] = {}
 
     def section(
-        self, heading: str | None, number: str, role: str, weight: float, sec_type: str = "section"
+        self,
+        heading: str | None,
+        number: str,
+        role: str,
+        weight: float,
+        sec_type: str = "section",
+        silent: bool = False,
     ) -> int:
+        """A top-level section; ``silent``: it opens with a subsection (give it some)."""
         g = len(self.groups)
         self.groups.append([len(self.units)])
         self.roles.setdefault(role, []).append(g)
-        self.units.append(_Unit(heading, number, sec_type, role, g, weight))
+        self.units.append(
+            _Unit(heading, number, sec_type, role, g, weight, silent=silent and not self.flat)
+        )
         return g
 
     def sub(
@@ -1074,12 +1096,26 @@ def _survey_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
         n += 1
         sk.section(rng.choice(("Background", "Preliminaries")), str(n), "bg", 1.0)
     # Systematic reviews (and some others) describe their own search protocol before
-    # the core; works cited only there (guidelines, tools) become tier 2.
-    if "Systematic" in p.title or rng.random() < 0.25:
-        n += 1
-        sk.section(
-            rng.choice(("Research Methodology", "Survey Methodology")), str(n), "method", 0.8
-        )
+    # the core; works cited only there (guidelines, tools) become tier 2. Its steps are
+    # subsections of a methodology section or top-level sections of their own.
+    systematic = "Systematic" in p.title
+    if systematic or rng.random() < 0.25:
+        steps = rng.sample(PROTOCOL_STEPS, rng.randint(2, 4))
+        if rng.random() < 0.4:
+            for h in steps:
+                n += 1
+                sk.section(h, str(n), "method", 0.3)
+        else:
+            n += 1
+            g = sk.section(
+                rng.choice(("Research Methodology", "Survey Methodology", "Review Method")),
+                str(n),
+                "method",
+                0.8,
+            )
+            if rng.random() < 0.6:
+                for i, h in enumerate(steps, 1):
+                    sk.sub(g, h, str(i))
     subsub = rng.random() < 0.3
     for fam in rng.sample(fams, rng.randint(3, 8)):
         n += 1
@@ -1092,7 +1128,7 @@ def _survey_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
                 f"Approaches Based on {fam}",
             )
         )
-        g = sk.section(heading, str(n), "topical", 1.0)
+        g = sk.section(heading, str(n), "topical", 1.0, silent=rng.random() < 0.25)
         for i in range(1, rng.randint(2, 5) + 1):
             if rng.random() < 0.5:
                 name = (
@@ -1113,9 +1149,14 @@ def _survey_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
         sk.section("Open Challenges and Future Directions", str(n), "disc", 0.8)
     n += 1
     sk.section("Discussion", str(n), "disc", 0.7)
+    if systematic and rng.random() < 0.5:
+        n += 1
+        sk.section("Threats to Validity", str(n), "method", 0.3)
     n += 1
     sk.section("Conclusion", str(n), "concl", 0.5)
     sk.section("Acknowledgment", "-1", "back", 0.15)
+    if rng.random() < 0.2:
+        sk.section(rng.choice(("Search Strings", "List of Reviewed Papers")), "A", "back", 0.3)
     return sk
 
 
@@ -1183,6 +1224,12 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
                 (p.family, TOPICS[p.topic].name, "Datasets and Benchmarks")[: rng.randint(2, 3)], 1
             ):
                 sk.sub(g, h, _numbering(dotted, str(n), i))
+        elif rng.random() < 0.4:
+            # paragraph-level headings (empty sec_type, "2.0.0.1" or "-1"), sometimes
+            # with no lead paragraph: real 2212.11790 goes from "1" to "2.0.0.1"
+            sk.units[sk.groups[g][0]].silent = rng.random() < 0.5 and not sk.flat
+            for i, h in enumerate((p.family, TOPICS[p.topic].name)[: rng.randint(1, 2)], 1):
+                sk.sub(g, h, f"{n}.0.0.{i}" if dotted else "-1", "")
         n += 1
         method = {
             "questionnaire": "Survey Design",
@@ -1191,6 +1238,7 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
         }.get(trap) or rng.choice(("Proposed Method", "Methodology", "Method", "Our Approach"))
         g = sk.section(method, str(n), "method", 1.5)
         if rng.random() < 0.6:
+            sk.units[sk.groups[g][0]].silent = rng.random() < 0.3 and not sk.flat
             for i, h in enumerate(
                 rng.sample(
                     (
@@ -1253,6 +1301,10 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
         )
         if rng.random() < 0.5:
             sk.sub(g, "Hyperparameters", "A.1")
+        if rng.random() < 0.5:
+            # an appendix known only from its subsections ("D.1" with no "D")
+            g = sk.section(None, "B", "back", 0.4, silent=True)
+            sk.sub(g, "Additional Experiments", "B.1")
     return sk
 
 
@@ -1387,6 +1439,16 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
                 g = _pick(rng, sk.roles.get(role) or sk.roles["intro"])
             unit_cites[_pick(rng, sk.groups[g])].append(rid)
 
+    # a section that opens with a subsection has no paragraph: its citations move there
+    for u, unit in enumerate(units):
+        if unit.silent:
+            members = sk.groups[unit.group]
+            if len(members) > 1:
+                unit_cites[members[1]].extend(unit_cites[u])
+                unit_cites[u] = []
+            else:
+                unit.silent = False
+
     # ----- text
     chunks = _chunks("small" if small else "normal")
     tsent = _topic_sentences(p.topic)
@@ -1395,12 +1457,14 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         total_par = len(units)
     else:
         total_par = rng.randint(100, 200) if survey else rng.randint(60, 150)
-    wsum = sum(u.weight for u in units)
+    wsum = sum(u.weight for u in units if not u.silent)
     body: list[dict[str, Any]] = []
     ref_entries: dict[str, dict[str, str]] = {}
     proofy = not t.cs
     rnd = rng.random
     for u, unit in enumerate(units):
+        if unit.silent:
+            continue
         n_par = 1 if small else max(1, round(total_par * unit.weight / wsum))
         per_par: list[list[str]] = [[] for _ in range(n_par)]
         for rid in unit_cites[u]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline import schema as S
 from pipeline.cli import main
 from pipeline.ids import normalize_arxiv, normalize_doi, normalize_openalex
 from pipeline.stages.extract import clean_heading, parse_version_date
@@ -245,3 +246,36 @@ def test_small_parsers() -> None:
     assert parse_version_date("Thu, 22 Dec 2022 15:08:58 GMT") == date(2022, 12, 22)
     assert parse_version_date("garbage") is None
     assert clean_heading("BLUiR {{cite:abc}}  ") == "BLUiR"
+
+
+def test_sections_table(sample_out: Path) -> None:
+    """Every occurrence of every paper is a row of ``sections``; mentions point into it and
+    their ``top_section`` is the heading of the occurrence's top-level section."""
+    sec = _read(sample_out, "sections")
+    m = _read(sample_out, "mentions")
+    assert sec[S.PAPER_ID].n_unique() == 49
+    assert (
+        sec.group_by(S.PAPER_ID)
+        .agg((pl.col(S.SECTION_INDEX).sort() == pl.int_range(pl.len())).all().alias("dense"))[
+            "dense"
+        ]
+        .all()
+    )
+    tops = sec.select(
+        S.PAPER_ID, pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX), pl.col(S.SECTION).alias("top")
+    )
+    joined = m.join(sec, on=[S.PAPER_ID, S.SECTION_INDEX], how="left").join(
+        tops, on=[S.PAPER_ID, S.TOP_INDEX], how="left"
+    )
+    assert joined[S.TOP_INDEX].null_count() == 0
+    assert (joined[S.TOP_SECTION] == joined["top"]).all()
+    assert (joined[S.SECTION] == joined[f"{S.SECTION}_right"]).all()
+    # the survey: 5 top-level sections plus the acknowledgment, no unnamed ones
+    s = sec.filter(
+        (pl.col(S.PAPER_ID) == SURVEY_ID) & (pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX))
+    )
+    assert s[S.SECTION].to_list() == [
+        "Introduction", "Background", "Overview of tools and techniques", "Discussion",
+        "Conclusion", "Acknowledgment",
+    ]  # fmt: skip
+    assert _manifest(sample_out)["counts"]["sections_rows"] == sec.height

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline import schema as S
-from pipeline.stages.labels import tier_expr
+from pipeline.stages.labels import reason_expr, tier_expr
 from tests.conftest import SURVEY_ID
 from tests.test_works import (
     HAND_PAPERS,
@@ -44,6 +44,13 @@ def test_real_survey_labels(tmp_path: Path) -> None:
     assert tiers == {4: 14, 3: 13, 1: 4}
     c = counts(out, "labels")
     assert c["pairs"] == 31 and c["labels"]["essential"] == 14
+    assert c["label_reasons"] == {
+        "3+ mentions": 12,
+        "2+ in related work": 2,
+        "related work": 13,
+        "introduction/background only": 4,
+    }
+    _check_reasons(labels)
     assert (
         c["survey_mentions_total"]
         == c["survey_mentions_labelled"] + c["survey_mentions_unresolved"]
@@ -57,6 +64,46 @@ def test_real_survey_labels(tmp_path: Path) -> None:
     assert sum(c["role_distribution_surveys"].values()) == c["survey_mentions_total"]
     # the whole review of 2212.11774 sits under its top-level "Discussion"
     assert c["role_distribution_surveys"]["discussion"] > 0.9 * c["survey_mentions_total"]
+
+
+REASON_TIER = {
+    "3+ mentions": 4,
+    "2+ in related work": 4,
+    "related work": 3,
+    "method/experiment": 2,
+    "introduction/background only": 1,
+    "no in-text mention": 1,
+}
+
+
+def _check_reasons(labels: pl.DataFrame) -> None:
+    """Every label_reason is one of the six and names the rule of the row's tier."""
+    assert set(labels[S.LABEL_REASON]) <= set(REASON_TIER)
+    for tier, reason, n in labels.select(S.LABEL, S.LABEL_REASON, S.N_MENTIONS).iter_rows():
+        assert REASON_TIER[reason] == tier
+        assert (reason == "no in-text mention") == (n == 0)
+
+
+def test_reason_expr_by_hand() -> None:
+    rows = pl.DataFrame(
+        {
+            S.N_MENTIONS: [3, 2, 1, 1, 1, 0],
+            "n_related_work": [0, 2, 1, 0, 0, 0],
+            "n_method": [0, 0, 0, 1, 0, 0],
+            "n_experiment": [0, 0, 0, 0, 0, 0],
+        }
+    )
+    got = rows.select(reason_expr(3, 2).alias("r"), tier_expr(3, 2).alias("t"))
+    assert got["r"].to_list() == [
+        "3+ mentions",
+        "2+ in related work",
+        "related work",
+        "method/experiment",
+        "introduction/background only",
+        "no in-text mention",
+    ]
+    assert got["t"].to_list() == [4, 4, 3, 2, 1, 1]
+    assert rows.select(reason_expr(5, 4))[0, 0] == "introduction/background only"
 
 
 # Hand-made: survey A cites work X through two entries (a1 by DOI, a2 by OpenAlex id);

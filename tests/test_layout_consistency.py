@@ -1,16 +1,23 @@
 """Labels from the 2024 layout agree with labels from the 2022 layout of the same papers.
 
 The 2024 layout drops ``sec_type``/``sec_number``: every subsection becomes its own
-top-level key and repeated headings are merged. Roles come from ``top_section``, so a
-mention can change role: "Program spectrum" under "Background" is ``background`` in
-2022 but a topical (survey core) section in 2024. Every disagreement must be of that
-kind: the 2022 mention sits in a subsection whose own heading has another role than
-its top-level section.
+key and repeated headings are merged. What order alone recovers is applied to both
+(sections after the conclusion or back matter are appendices); what it cannot is the
+hierarchy. Every disagreement must be of one of these kinds, checked on the 2022
+structure:
 
-Real sample: its only survey (2212.11774) puts two cited subsections under
-"Background"; the five works cited there (and only there, or there plus once in the
-core) change tier, which caps the agreement at 26/31 = 0.84 (the 0.90 target is not
-reached on this sample; every disagreement is checked to be a hierarchy loss).
+* the 2022 mention sits in a subsection (its own heading is a 2024 key of its own,
+  e.g. "Program spectrum" under "Background" becomes topical survey core);
+* the 2022 mention sits in a lettered appendix ("B Einstein-Rosen waves") that no
+  conclusion precedes, which the 2024 key order cannot tell from the body;
+* a 2022 method/experiment section comes after a subsection that is topical in 2024,
+  so the survey-core rule makes it core ("late method").
+
+Measured figures (real sample; before issue 11 in brackets): the survey 2212.11774
+agrees on 26/31 pairs (26/31): the five works cited under subsections of its
+"Background"; all 49 papers treated as surveys: 708/737 = 0.961 (651/737 = 0.883),
+every disagreement moves a work up. ``roles.background_run_2024`` recovers 3 of the
+survey's five but lowers the all-papers figure to 690/737 = 0.936 (it is off by default).
 Synthetic corpora agree fully.
 """
 
@@ -23,38 +30,42 @@ import polars as pl
 import pytest
 
 from pipeline import schema as S
-from pipeline.config import RolesConfig
 from pipeline.layout import to_2024_layout
-from pipeline.roles import heading_roles_frame
 from tests.test_works import run_cli, run_stages
 
 STAGES = ("works", "surveys", "labels")
 KEY = [S.SURVEY_ID, S.WORK_ID]
 REAL_MIN_AGREEMENT = 0.80
+ALL_AS_SURVEYS_MIN_AGREEMENT = 0.95
 SYNTH_MIN_AGREEMENT = 0.90
+ALL_AS_SURVEYS = (
+    '[surveys]\ncategory_prefix = ""\nextra_title_cues = ["."]\n'
+    "min_resolved_refs = 1\nmin_resolved_frac = 0.0\n"
+)
 
 
-def _labels(source: Path, out: Path) -> pl.DataFrame:
-    run_cli("extract", "--input", str(source), "--out", str(out), "--workers", "1")
-    run_stages(out, *STAGES)
+def _labels(source: Path, out: Path, config: Path | None = None) -> pl.DataFrame:
+    extra = ["--config", str(config)] if config else []
+    run_cli("extract", "--input", str(source), "--out", str(out), "--workers", "1", *extra)
+    run_stages(out, *STAGES, config=config)
     return pl.read_parquet(out / "labels" / "labels.parquet")
 
 
 def _hierarchy_changes(out_2022: Path) -> pl.DataFrame:
-    """(survey, work) pairs with a 2022 mention whose subsection heading has another role
-    than its top-level section (what the 2024 layout would use instead)."""
+    """(survey, work) pairs with a 2022 mention that the 2024 layout cannot place the same
+    way: in a subsection, or in a lettered/unnamed top-level section."""
     mentions = pl.scan_parquet(sorted((out_2022 / "extract" / "mentions").glob("*.parquet")))
+    sections = pl.scan_parquet(sorted((out_2022 / "extract" / "sections").glob("*.parquet")))
     cites = pl.scan_parquet(out_2022 / "works" / "cites.parquet")
-    roles = heading_roles_frame(
-        mentions.select(pl.concat_list(S.SECTION, S.TOP_SECTION).alias("h")).explode("h"),
-        "h",
-        RolesConfig(),
+    tops = sections.select(
+        S.PAPER_ID,
+        pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX),
+        (pl.col(S.APPENDIX) | pl.col(S.UNNAMED)).alias("_lost"),
     )
     return (
-        mentions.filter(pl.col(S.SECTION) != pl.col(S.TOP_SECTION))
-        .join(roles.rename({"h": S.SECTION, S.ROLE: "own"}), on=S.SECTION)
-        .join(roles.rename({"h": S.TOP_SECTION, S.ROLE: "top"}), on=S.TOP_SECTION)
-        .filter(pl.col("own") != pl.col("top"))
+        mentions.join(sections, on=[S.PAPER_ID, S.SECTION_INDEX])
+        .join(tops, on=[S.PAPER_ID, S.TOP_INDEX])
+        .filter((pl.col(S.SECTION_INDEX) != pl.col(S.TOP_INDEX)) | pl.col("_lost"))
         .join(cites, on=[S.PAPER_ID, S.REF_ID])
         .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.WORK_ID)
         .unique()
@@ -68,6 +79,10 @@ def _compare(out_2022: Path, a: pl.DataFrame, b: pl.DataFrame, what: str) -> tup
     agreement = same.height / max(both.height, 1)
     differ = both.filter(pl.col(S.LABEL).ne_missing(pl.col(f"{S.LABEL}_2024")))
     unexplained = differ.join(_hierarchy_changes(out_2022), on=KEY, how="anti")
+    # late method: mentions that are method/experiment in 2022 and core in 2024
+    m22 = pl.col("n_method") + pl.col("n_experiment")
+    m24 = pl.col("n_method_2024") + pl.col("n_experiment_2024")
+    unexplained = unexplained.filter(~((m22 > m24) & (pl.col("n_related_work_2024") > 0)))
     transitions = (
         differ.group_by(S.LABEL, f"{S.LABEL}_2024").len().sort(S.LABEL, f"{S.LABEL}_2024").rows()
     )
@@ -97,6 +112,16 @@ def test_real_sample_both_layouts(tmp_path: Path, sample_records: list[dict]) ->
     assert a.select(S.N_MENTIONS).equals(b.select(S.N_MENTIONS)), "same mention totals"
     agreement, report = _compare(tmp_path / "o2022", a, b, "real 2022 sample")
     assert agreement >= REAL_MIN_AGREEMENT, report
+    # every paper treated as a survey: the rules meet 40 papers' structures, not one
+    config = tmp_path / "all.toml"
+    config.write_text(ALL_AS_SURVEYS)
+    a = _labels(src_2022, tmp_path / "a2022", config)
+    b = _labels(src_2024, tmp_path / "a2024", config)
+    assert a[S.SURVEY_ID].n_unique() == 40 and a.height == 737
+    agreement, report = _compare(tmp_path / "a2022", a, b, "real sample, all papers as surveys")
+    assert agreement >= ALL_AS_SURVEYS_MIN_AGREEMENT, report
+    both = a.join(b, on=KEY, suffix="_2024")
+    assert (both[S.LABEL] <= both[f"{S.LABEL}_2024"]).all(), "every disagreement moves up"
 
 
 @pytest.mark.parametrize(("papers", "small"), [(300, True), (80, False)])

@@ -13,6 +13,8 @@ from pipeline.roles import (
     heading_roles,
     normalize_heading,
     role_distribution,
+    section_roles,
+    survey_heading_role,
     survey_role_expr,
 )
 
@@ -52,7 +54,9 @@ EXPECTED = [
     ("Datasets and Benchmarks", "experiment"),
     ("Discussion", "discussion"),
     ("Limitations", "discussion"),
-    ("Threats to Validity", "discussion"),
+    ("Threats to Validity", "method"),  # a systematic review's own protocol
+    ("Future Directions", "discussion"),
+    ("Open Problems and Future Research Directions", "discussion"),
     ("Open Challenges", "discussion"),
     ("5 Conclusion", "conclusion"),
     ("Conclusions and Future Work", "conclusion"),
@@ -64,7 +68,7 @@ EXPECTED = [
     ("Acknowledgments", "back_matter"),
     ("Appendix", "back_matter"),
     ("Appendix A: Related Work", "back_matter"),
-    ("A. Proof of Lemma 1", "other"),
+    ("A. Proof of Lemma 1", "method"),  # the paper's own argument
     ("References", "back_matter"),
     ("Deep Learning Approaches for Bug Localization", "other"),
     ("BLUiR {{cite:e884e185c4edc54edbd1cac0ea9053e48c859b94}}", "other"),
@@ -119,6 +123,116 @@ def test_unknown_override_role_lists_available() -> None:
         heading_role("x", RolesConfig(overrides={"x": "methods"}))
 
 
+def _sections(
+    pid: str, rows: list[tuple[str, str, int]], tops: list[int] | None = None
+) -> pl.DataFrame:
+    """A ``sections`` table: (heading, sec_number, level) per occurrence; ``tops`` gives
+    each row's top_index (default: every row is top-level). An empty heading with a
+    number is an unnamed section."""
+    tops = tops if tops is not None else list(range(len(rows)))
+    return pl.DataFrame(
+        {
+            S.PAPER_ID: [pid] * len(rows),
+            S.SECTION_INDEX: list(range(len(rows))),
+            S.SECTION: [h for h, _, _ in rows],
+            S.SEC_NUMBER: [n for _, n, _ in rows],
+            S.LEVEL: [lv for _, _, lv in rows],
+            S.TOP_INDEX: tops,
+            S.UNNAMED: [h == "" and n != "" for h, n, _ in rows],
+            S.APPENDIX: [
+                n[:1].isalpha() and i == t
+                for i, ((_, n, _), t) in enumerate(zip(rows, tops, strict=True))
+            ],
+        },
+        schema=S.polars_schema(S.SECTIONS.remove(S.SECTIONS.get_field_index(S.SOURCE_FILE))),
+    )
+
+
+def _roles(df: pl.DataFrame, survey: bool = False, cfg: RolesConfig | None = None) -> list[str]:
+    got = section_roles(df.lazy(), cfg or RolesConfig(), survey=survey).collect()
+    return got.sort(S.PAPER_ID, S.SECTION_INDEX)[S.ROLE].to_list()
+
+
+def test_structure_rules() -> None:
+    """Appendices, unnamed sections, related-work subsections (hand-made, 2022 layout)."""
+    rows = [
+        ("Introduction", "1", 1),  # 0
+        ("Related work", "-1", 2),  # 1: related work inside the introduction
+        ("", "2", 1),  # 2: unnamed; subsections mostly experiment
+        ("Experimental Setup", "2.1", 2),
+        ("Results", "2.2", 2),
+        ("", "3", 1),  # 5: unnamed, topical subsections: other, not the previous role
+        ("Retrieval", "3.1", 2),
+        ("Conclusion", "4", 1),  # 7
+        ("Proof details", "5", 1),  # 8: after the conclusion: an appendix
+        ("Convex analysis", "A", 1),  # 9: lettered appendix
+    ]
+    tops = [0, 0, 2, 2, 2, 5, 5, 7, 8, 9]
+    got = _roles(_sections("p", rows, tops))
+    assert got == [
+        "introduction",
+        "related_work",
+        "experiment",
+        "experiment",
+        "experiment",
+        "other",
+        "other",
+        "conclusion",
+        "back_matter",
+        "back_matter",
+    ]
+
+
+def test_survey_protocol_is_method_everywhere() -> None:
+    rows = [
+        ("Introduction", "1", 1),
+        ("Research Questions", "2", 1),  # protocol before the core: method (tier 2)
+        ("Deep Learning Approaches", "3", 1),  # core
+        ("Methodology", "3.1", 2),
+        ("Evaluation", "4", 1),  # after the core: a reviewed work's evaluation -> core
+        ("Open Challenges", "5", 1),  # core
+        ("Threats to Validity", "6", 1),  # protocol after the core: still method
+        ("Conclusion", "7", 1),
+    ]
+    tops = [0, 1, 2, 2, 4, 5, 6, 7]
+    got = _roles(_sections("s", rows, tops), survey=True)
+    assert got == [
+        "introduction",
+        "method",
+        "related_work",
+        "related_work",
+        "related_work",
+        "related_work",
+        "method",
+        "conclusion",
+    ]
+
+
+def test_2024_background_run_option() -> None:
+    rows = [
+        ("Introduction", "", 0),
+        ("Background", "", 0),
+        ("Program spectrum", "", 0),  # a background subsection in the 2022 structure
+        ("Overview of tools and techniques", "", 0),  # opens the core
+        ("BLUiR", "", 0),
+        ("Conclusion", "", 0),
+        ("Training details", "", 0),  # after the conclusion: appendix
+    ]
+    df = _sections("s", rows)
+    assert _roles(df, survey=True) == [
+        "introduction",
+        "background",
+        "related_work",
+        "related_work",
+        "related_work",
+        "conclusion",
+        "back_matter",
+    ]
+    on = RolesConfig(background_run_2024=True)
+    assert _roles(df, survey=True, cfg=on)[2] == "background"
+    assert _roles(df, survey=True, cfg=on)[3:5] == ["related_work", "related_work"]
+
+
 def _survey_frame() -> pl.DataFrame:
     return pl.DataFrame(
         {
@@ -167,14 +281,66 @@ def test_survey_core() -> None:
 
 
 def test_role_distribution() -> None:
+    headings = ["1 Introduction", "Related Work", "BLUiR", "Appendix"]
+    sections = _sections("p", [(h, "", 1) for h in headings])
     mentions = pl.LazyFrame(
         {
-            S.TOP_SECTION: ["1 Introduction", "Related Work", "Related Work", "BLUiR", "Appendix"],
+            S.PAPER_ID: ["p"] * 5,
+            S.SECTION_INDEX: [0, 1, 1, 2, 3],
             S.N_MENTIONS: [3, 2, 1, 4, 1],
         },
-        schema={S.TOP_SECTION: pl.String, S.N_MENTIONS: pl.Int32},
+        schema={S.PAPER_ID: pl.String, S.SECTION_INDEX: pl.Int32, S.N_MENTIONS: pl.Int32},
     )
-    got = role_distribution(mentions, RolesConfig())
+    got = role_distribution(mentions, sections.lazy(), RolesConfig())
     assert list(got) == list(S.ROLES)
     assert got["introduction"] == 3 and got["related_work"] == 3 and got["other"] == 4
     assert got["back_matter"] == 1 and got["method"] == 0 and sum(got.values()) == 11
+
+
+def test_survey_heading_role() -> None:
+    assert survey_heading_role("3 Deep Learning Approaches") == "related_work"
+    assert survey_heading_role("Search Strategy") == "method"
+    assert survey_heading_role("Inclusion and Exclusion Criteria") == "method"
+    assert survey_heading_role("Methodology") == "method|related_work"
+    assert survey_heading_role("Future Directions") == "related_work"
+    assert survey_heading_role("Introduction") == "introduction"
+
+
+def test_roles_command_stdin() -> None:
+    import subprocess
+    import sys
+
+    got = subprocess.run(
+        [sys.executable, "-m", "pipeline", "roles"],
+        input="Search Strategy\n3 Deep Learning Approaches\n\nImplementation Details for SSB\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert got[0] == "heading\tnormalized\trole\tsurvey_role"
+    assert got[1:] == [
+        "Search Strategy\tsearch strategy\tmethod\tmethod",
+        "3 Deep Learning Approaches\tdeep learning approaches\tother\trelated_work",
+        "Implementation Details for SSB\timplementation details for ssb\texperiment"
+        "\texperiment|related_work",
+    ]
+
+
+def test_roles_command_from_out(tmp_path, capsys) -> None:
+    from pipeline.cli import main
+    from tests.conftest import SAMPLE_2022
+
+    out = tmp_path / "w"
+    assert main(["extract", "--input", str(SAMPLE_2022), "--out", str(out), "--workers", "1"]) == 0
+    capsys.readouterr()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[roles]\noverrides = {"^advantages and disadvantages$" = "discussion"}\n')
+    assert main(["roles", "--from-out", str(out), "--config", str(cfg)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == [
+        "heading", "normalized", "role", "survey_role", "occurrences", "papers", "mentions"
+    ]  # fmt: skip
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
+    assert rows["Introduction"][2:] == ["introduction", "introduction", "40", "40", "980"]
+    assert rows["Advantages and Disadvantages"][2:4] == ["discussion", "related_work"]
+    assert main(["roles", "--from-out", str(tmp_path / "none")]) == 2

@@ -290,3 +290,46 @@ def test_surveys_config_default_is_replaceable() -> None:
     # the rules take any SurveysConfig, e.g. a modified copy
     cfg = replace(SurveysConfig(), use_abstract_cues=False)
     assert survey_reason("X", "In this survey we cover Y.", cfg) is None
+
+
+def test_abstract_set_titles_alone() -> None:
+    """The same labelled set read on titles alone: what the abstract cues add.
+
+    Measured: titles alone precision 0.933, recall 0.368 (75 papers, 38 surveys); title +
+    abstract precision 1.000, recall 0.974. The sets are small (127 titles, 75 abstracts,
+    the abstracts paraphrased and partly written while tuning the rule), so these are
+    optimistic figures, not estimates for the corpus.
+    """
+    rows = _abstract_set()
+    p_title, r_title, report = _precision_recall(rows, False, "titles alone, abstract set")
+    p_full, r_full, _ = _precision_recall(rows, True, "title + abstract, abstract set")
+    assert p_title >= 0.9 and r_title < 0.5, report
+    assert p_full >= p_title and r_full >= r_title + 0.5
+
+
+@pytest.mark.parametrize(
+    ("title", "abstract", "reason"),
+    [
+        ("Knowledge Graphs", "In this paper we provide a comprehensive introduction to "
+         "knowledge graphs, which have recently attracted significant attention.",
+         "abstract:introduction to"),
+        ("Challenges and Applications of Large Language Models", "In this paper, we aim to "
+         "establish a systematic set of open problems and application successes so that ML "
+         "researchers can comprehend the field's current state more quickly.",
+         "abstract:open problems"),
+        ("Multimodal Machine Learning: Principles and Open Questions", "This paper provides an "
+         "overview of the computational and theoretical foundations of multimodal machine "
+         "learning and proposes a taxonomy of six core challenges.",
+         "abstract:this paper gives an overview"),
+        ("Foundations and Trends in Multimodal Machine Learning", "", "title:series"),
+        ("Taxonomy of Real Faults in Deep Learning Systems", "", None),
+        ("A Taxonomy of Deep Learning Systems", "We manually analysed 1059 artefacts gathered "
+         "from GitHub commits and issues.", None),
+        ("A Taxonomy of Graph Neural Network Architectures", "", "title:taxonomy"),
+        # a method paper that gives an overview in passing is not a survey (weak cue)
+        ("Fast Retrieval", "This paper provides an overview of dense retrieval and proposes "
+         "a novel model that outperforms the state of the art.", None),
+    ],
+)  # fmt: skip
+def test_issue_11_cues(title: str, abstract: str, reason: str | None) -> None:
+    assert survey_reason(title, abstract or None) == reason

@@ -41,15 +41,39 @@ def counts(out: Path, stage: str) -> dict[str, Any]:
 
 
 def write_extract(
-    out: Path, papers: list[dict], references: list[dict], mentions: list[dict]
+    out: Path,
+    papers: list[dict],
+    references: list[dict],
+    mentions: list[dict],
+    sections: list[dict] | None = None,
 ) -> None:
-    """Hand-made extract outputs (one 'file'), with the marker the runner expects."""
+    """Hand-made extract outputs (one 'file'), with the marker the runner expects.
+
+    Without ``sections``, every ``(paper_id, section_index)`` of the mentions is a
+    top-level section headed by the mention's ``top_section``.
+    """
     src = "hand.jsonl"
-    rows = {"papers": papers, "references": references, "mentions": mentions}
+    if sections is None:
+        tops = {(m[S.PAPER_ID], m[S.SECTION_INDEX]): m[S.TOP_SECTION] for m in mentions}
+        sections = [
+            {
+                S.PAPER_ID: pid,
+                S.SECTION_INDEX: i,
+                S.SECTION: top,
+                S.SEC_NUMBER: "",
+                S.LEVEL: 1,
+                S.TOP_INDEX: i,
+                S.UNNAMED: False,
+                S.APPENDIX: False,
+            }
+            for (pid, i), top in sorted(tops.items())
+        ]
+    rows = {"papers": papers, "references": references, "mentions": mentions, "sections": sections}
     for table, schema in (
         ("papers", S.PAPERS),
         ("references", S.REFERENCES),
         ("mentions", S.MENTIONS),
+        ("sections", S.SECTIONS),
     ):
         cols = {n: [r.get(n) for r in rows[table]] for n in schema.names}
         cols[S.SOURCE_FILE] = [src] * len(rows[table])

@@ -9,11 +9,17 @@ Both record layouts are detected per record:
 
 * 2022: ``body_text`` is a list of paragraphs with ``section``/``sec_number``/
   ``sec_type``. A *section occurrence* is a run of consecutive paragraphs with the
-  same (section, sec_type, sec_number). ``sec_number`` restarts inside each parent,
-  so ``top_section`` is rebuilt from ``sec_type`` order: the last ``section``-level
-  heading seen.
+  same (section, sec_type, sec_number). Its top-level section is rebuilt by
+  :func:`structure` (the rules are in its docstring): a dotted number names its
+  top-level section ("2.1" is in 2), a section that has no paragraph of its own
+  becomes an *unnamed* top-level section, paragraph-level headings (empty
+  ``sec_type``) stay inside their section, letter numbers mark appendices.
 * 2024: ``sections`` is a dict keyed by heading; each key is one occurrence and its
   own top section (the hierarchy was dropped by the 2024 release).
+
+Besides the mentions, every occurrence (cited or not) is a row of ``sections``, so
+later stages see the whole structure of a paper (``pipeline.roles`` infers roles
+from it).
 
 A ``{{cite:<ref_id>}}`` marker inside a heading counts once per section occurrence.
 Cite spans whose ref_id has no bib entry are counted (``cite_spans_missing_bib``),
@@ -169,13 +175,14 @@ def _classify(err: Exception) -> str:
 class Tables:
     """Column buffers for one batch of papers (plain lists; Arrow is built in the writer)."""
 
-    __slots__ = ("papers", "references", "mentions", "rejects")
+    __slots__ = ("papers", "references", "mentions", "sections", "rejects")
 
     def __init__(self) -> None:
         # source_file is constant per file: the writer adds it, not every row.
         self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
         self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
         self.mentions: dict[str, list[Any]] = _buffers(S.MENTIONS)
+        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS)
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
 
 
@@ -187,7 +194,6 @@ def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
 
 
 GIL_SWITCH_INTERVAL = 0.0002  # seconds; see extract_files
-_SUBLEVELS = frozenset(("subsection", "subsubsection", "paragraph"))
 _UNSET = object()
 
 
@@ -217,17 +223,152 @@ def _heading_markers(heading: str, bib: dict[str, BibEntry], counts: dict[str, i
     return missing
 
 
-def _occurrences(
-    rec: Record, bib: dict[str, BibEntry]
-) -> tuple[list[tuple[str, str, dict[str, int]]], int]:
-    """Section occurrences in paper order: (section, top_section, {ref_id: n}) and missing-bib count."""
-    occs: list[tuple[str, str, dict[str, int]]] = []
+_LEVELS = {"section": 1, "subsection": 2, "subsubsection": 3}
+
+
+class Occurrence:
+    """One section occurrence in paper order (a row of ``sections``)."""
+
+    __slots__ = ("section", "number", "level", "top", "unnamed", "appendix", "counts")
+
+    def __init__(
+        self,
+        section: str,
+        number: str,
+        level: int,
+        counts: dict[str, int],
+        unnamed: bool = False,
+    ) -> None:
+        self.section = section
+        self.number = number
+        self.level = level
+        self.top = -1  # index of the enclosing top-level occurrence, set by structure()
+        self.unnamed = unnamed
+        self.appendix = False
+        self.counts = counts
+
+
+_NO_HEAD = frozenset(("", "-1", "0"))  # unnumbered occurrences
+
+
+def structure(occs: list[Occurrence]) -> list[Occurrence]:
+    """Top-level sections of a 2022-layout paper; returns the occurrences in paper order,
+    with an unnamed occurrence inserted for every top-level section known only from the
+    numbers of its subsections (``top`` set on every occurrence, indexes in the result).
+
+    Rules (measured on the 49 real papers of the sample; see
+    ``data_cards/sections_and_roles.md``):
+
+    * A ``section``-level occurrence opens a top-level section.
+    * A dotted number ("2.1", "3.4.1", "2.0.0.1", "D.1") belongs to the top-level
+      section of its first component; when no occurrence opened it, an unnamed
+      top-level section with that number is inserted before it (its role is inferred
+      later from its subsections and its neighbours, never taken from the previous
+      section).
+    * A non-dotted number starting with a letter ("S1") does the same with the whole
+      number.
+    * Other sub-level occurrences (numbers that restart inside each parent: "1", "2",
+      or "-1", or paragraph-level headings) stay in the current top-level section,
+      except across a gap in the top-level numbering: between sections a and b with
+      b > a + 1, the run of sub-level occurrences is split where the subsection numbers
+      restart, and the last groups go to the missing sections a+1, ..., b-1 (as unnamed
+      sections); when there are fewer groups than missing sections, the leading
+      paragraph-level headings form a group too.
+    * A top-level section numbered with a letter ("A", "C.1") is an appendix.
+    * Before any top-level section, an occurrence is its own top-level section.
+    """
+    n = len(occs)
+    # the top of each occurrence: an index into occs, or a number string (unnamed)
+    tops: list[int | str] = [0] * n
+    heads: list[str] = []
+    dotted: list[bool] = []
+    for o in occs:  # _head inlined: this runs for every occurrence of every paper
+        first, dot, _ = o.number.partition(".")
+        if first in _NO_HEAD:
+            heads.append("")
+            dotted.append(False)
+        else:
+            heads.append(first)
+            dotted.append(bool(dot) or (first[0].isalpha() and o.level > 1))
+    opened: dict[str, int | str] = {}
+    cur: int | str | None = None
+    cur_head = ""
+    i = 0
+    while i < n:
+        o = occs[i]
+        if o.level == 1 or (cur is None and not dotted[i]):
+            cur, cur_head = i, heads[i] if o.level == 1 else ""
+            if cur_head:
+                opened.setdefault(cur_head, i)
+            tops[i] = i
+            i += 1
+            continue
+        if dotted[i]:
+            key = heads[i] if "." in o.number else o.number.strip()
+            cur = opened.setdefault(key, key)
+            cur_head = key
+            tops[i] = cur
+            i += 1
+            continue
+        j = i
+        while j < n and occs[j].level != 1 and not dotted[j]:
+            j += 1
+        for k in range(i, j):
+            tops[k] = cur
+        if cur_head.isdigit() and j < n and occs[j].level == 1 and heads[j].isdigit():
+            missing = [
+                str(x) for x in range(int(cur_head) + 1, int(heads[j])) if str(x) not in opened
+            ]
+            if missing:
+                starts: list[int] = []
+                prev_sub: int | None = None
+                for k in range(i, j):
+                    if occs[k].level == 2:
+                        num = int(heads[k]) if heads[k].isdigit() else None
+                        if not starts or (
+                            num is not None and prev_sub is not None and num <= prev_sub
+                        ):
+                            starts.append(k)
+                        if num is not None:
+                            prev_sub = num
+                if len(starts) < len(missing) and (not starts or starts[0] > i):
+                    starts.insert(0, i)
+                groups = [(a, b) for a, b in zip(starts, starts[1:] + [j], strict=True)]
+                if len(groups) >= len(missing):
+                    groups = groups[len(groups) - len(missing) :]
+                for (a, b), key in zip(groups, missing, strict=False):
+                    opened[key] = key
+                    for k in range(a, b):
+                        tops[k] = key
+                    cur, cur_head = key, key
+        i = j
+    out: list[Occurrence] = []
+    index_of: dict[int | str, int] = {}
+    for i, o in enumerate(occs):
+        t = tops[i]
+        if isinstance(t, str) and t not in index_of:
+            index_of[t] = len(out)
+            u = Occurrence("", t, 1, {}, unnamed=True)
+            u.top = len(out)
+            u.appendix = t[:1].isalpha()
+            out.append(u)
+        if t == i:
+            index_of[i] = len(out)
+            o.appendix = heads[i][:1].isalpha()
+        o.top = index_of[t]
+        out.append(o)
+    return out
+
+
+def _occurrences(rec: Record, bib: dict[str, BibEntry]) -> tuple[list[Occurrence], int]:
+    """Section occurrences in paper order (with ``top`` set) and the missing-bib count."""
+    occs: list[Occurrence] = []
     missing = 0
     ab = rec.abstract
     if isinstance(ab, Abstract) and ab.cite_spans:
         counts: dict[str, int] = {}
         missing += _count_spans(ab.cite_spans, bib, counts)
-        occs.append(("Abstract", "Abstract", counts))
+        occs.append(Occurrence("Abstract", "", 1, counts))
     if rec.body_text is not None:
         # Hot loop (about 100 paragraphs and 90 cite spans per paper): fields compared
         # one by one and spans counted inline, no per-paragraph tuples or calls.
@@ -235,18 +376,18 @@ def _occurrences(
         prev_section: Any = _UNSET
         prev_type: Any = _UNSET
         prev_number: Any = _UNSET
-        top = ""
         counts = {}
+        body: list[Occurrence] = []
         for p in rec.body_text:
             heading = p.section
             if heading != prev_section or p.sec_type != prev_type or p.sec_number != prev_number:
                 prev_section, prev_type, prev_number = heading, p.sec_type, p.sec_number
                 heading = heading or ""
-                section = clean_heading(heading)
-                if prev_type not in _SUBLEVELS or not top:
-                    top = section
                 counts = {}
-                occs.append((section, top, counts))
+                number = "" if prev_number is None else str(prev_number)
+                body.append(
+                    Occurrence(clean_heading(heading), number, _LEVELS.get(prev_type, 4), counts)  # type: ignore[arg-type]
+                )
                 if "{{cite:" in heading:
                     missing += _heading_markers(heading, bib, counts)
             spans = p.cite_spans
@@ -257,14 +398,20 @@ def _occurrences(
                         counts[rid] = counts.get(rid, 0) + 1
                     else:
                         missing += 1
+        offset = len(occs)
+        for o in structure(body):
+            o.top += offset
+            occs.append(o)
     else:
         for heading, sec in (rec.sections or {}).items():
-            section = clean_heading(heading)
             counts = {}
-            occs.append((section, section, counts))
+            occs.append(Occurrence(clean_heading(heading), "", 0, counts))
             if "{{cite:" in heading:
                 missing += _heading_markers(heading, bib, counts)
             missing += _count_spans(sec.cite_spans, bib, counts)
+    for i, o in enumerate(occs):
+        if o.top < 0:
+            o.top = i
     return occs, missing
 
 
@@ -347,15 +494,26 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
         m[S.N_MENTIONS],
     )
     rows = 0
-    for index, (section, top, counts) in enumerate(occs):
+    for index, occ in enumerate(occs):
+        counts = occ.counts
         if counts:
             k = len(counts)
             rows += k
             m_ref.extend(counts)
             m_n.extend(counts.values())
-            m_sec.extend([section] * k)
-            m_top.extend([top] * k)
+            m_sec.extend([occ.section] * k)
+            m_top.extend([occs[occ.top].section] * k)
             m_idx.extend([index] * k)
+    sec = out.sections
+    n_occ = len(occs)
+    sec[S.PAPER_ID].extend([paper_id] * n_occ)
+    sec[S.SECTION_INDEX].extend(range(n_occ))
+    sec[S.SECTION].extend([o.section for o in occs])
+    sec[S.SEC_NUMBER].extend([o.number for o in occs])
+    sec[S.LEVEL].extend([o.level for o in occs])
+    sec[S.TOP_INDEX].extend([o.top for o in occs])
+    sec[S.UNNAMED].extend([o.unnamed for o in occs])
+    sec[S.APPENDIX].extend([o.appendix for o in occs])
     m[S.PAPER_ID].extend([paper_id] * rows)
     return missing
 
@@ -365,6 +523,7 @@ _DICTIONARY_COLUMNS = (
     S.PAPER_ID,
     S.SECTION,
     S.TOP_SECTION,
+    S.SEC_NUMBER,
     S.SOURCE_FILE,
     S.PRIMARY_CATEGORY,
     S.LICENSE,
@@ -386,7 +545,7 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
     Polars builds the long string columns of references and mentions ~3x faster
     than ``pa.array``; pyarrow is faster for papers (list and date columns).
     """
-    if name in ("references", "mentions"):
+    if name in ("references", "mentions", "sections"):
         overrides = {k: v for k, v in _RAW_ID_TYPES.items() if k in cols}
         return pl.DataFrame(cols, schema_overrides=overrides, strict=False)
     schema = _REJECTS_OUT if name == "rejects" else S.PAPERS
@@ -522,6 +681,7 @@ def _decode_file(
         "bytes_read": 0,
         "references": 0,
         "mentions_rows": 0,
+        "sections_rows": 0,
         "cite_spans_missing_bib": 0,
         "dois_cut_at_control_chars": 0,
         "layouts": {"2022": 0, "2024": 0},
@@ -568,6 +728,7 @@ def _decode_file(
             counts["dois_cut_at_control_chars"] += _control_dois(batch)
             counts["references"] += len(batch.references[S.REF_ID])
             counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
+            counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
             writer.put(batch)
             batch, in_batch = Tables(), 0
             now = time.monotonic()
@@ -577,6 +738,7 @@ def _decode_file(
     counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
     counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
+    counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
     writer.put(batch)
     progress(*pending)
     counts["rejects_total"] = sum(counts["rejects"].values())

@@ -2,9 +2,10 @@
 
 Mentions. A survey's mentions of a work are the cite spans (plus heading markers)
 of every bib entry of the survey that resolves to that work, summed. Each mention
-takes the role of its ``top_section`` (:mod:`pipeline.roles`); inside a survey the
-topical core (role ``other``) is counted as ``related_work`` when
-``roles.survey_core_is_related_work`` is set (the default). The per-role columns
+takes the role of its section, resolved from the paper's structure (the ``sections``
+table; :func:`pipeline.roles.section_roles`); inside a survey the topical core (role
+``other``) is counted as ``related_work`` when ``roles.survey_core_is_related_work`` is
+set (the default). The per-role columns
 ``n_introduction`` ... ``n_other`` therefore *partition* ``n_mentions``: with the
 default config ``n_other`` is always 0 and ``n_related_work`` = mentions under
 related-work headings + mentions under topical headings; with the option off they
@@ -21,6 +22,13 @@ R = ``labels.essential_related_mentions`` (2):
 * 1 (background): everything else, including a work that is in the bibliography
   but never cited in the text (``n_mentions = 0``).
 
+``label_reason`` names the rule that gave the tier (:func:`reason_expr`):
+"3+ mentions", "2+ in related work" (tier 4; the total rule is named first when both
+hold), "related work" (3), "method/experiment" (2), "introduction/background only"
+(1: cited only in introduction, background, conclusion, back matter or appendices),
+"no in-text mention" (1: in the bibliography, never cited in the text). The numbers
+follow ``labels.essential_total_mentions`` and ``labels.essential_related_mentions``.
+
 Tier 0 (hard negative) is added by the ``negatives`` stage, never here.
 """
 
@@ -31,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
-from pipeline.roles import heading_roles_frame, role_distribution, survey_role_expr
+from pipeline.roles import OTHER, role_distribution, section_roles
 from pipeline.runner import ReduceContext, Stage, register
 from pipeline.stages.common import scan_extract, write_table
 
@@ -55,6 +63,24 @@ def tier_expr(total_min: int, related_min: int) -> pl.Expr:
     )
 
 
+def reason_expr(total_min: int, related_min: int) -> pl.Expr:
+    """Which rule gave a row its tier (see the module docstring)."""
+    related = pl.col(_n("related_work"))
+    return (
+        pl.when(pl.col(S.N_MENTIONS) >= total_min)
+        .then(pl.lit(f"{total_min}+ mentions"))
+        .when(related >= related_min)
+        .then(pl.lit(f"{related_min}+ in related work"))
+        .when(related >= 1)
+        .then(pl.lit("related work"))
+        .when(pl.col(_n("method")) + pl.col(_n("experiment")) >= 1)
+        .then(pl.lit("method/experiment"))
+        .when(pl.col(S.N_MENTIONS) >= 1)
+        .then(pl.lit("introduction/background only"))
+        .otherwise(pl.lit("no in-text mention"))
+    )
+
+
 def build_labels(ctx: ReduceContext) -> dict[str, Any]:
     """Label every (survey, resolved work) pair; write ``labels.parquet``."""
     rcfg, lcfg = ctx.cfg.roles, ctx.cfg.labels
@@ -65,13 +91,15 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         .drop_nulls(S.WORK_ID)
     )
     mentions = scan_extract(ctx, "mentions").select(
-        S.PAPER_ID, S.REF_ID, S.TOP_SECTION, S.SECTION_INDEX, S.N_MENTIONS
+        S.PAPER_ID, S.REF_ID, S.SECTION_INDEX, S.N_MENTIONS
     )
+    sections = scan_extract(ctx, "sections")
     survey_mentions = mentions.join(surveys, on=S.PAPER_ID, how="semi")
-    roles = heading_roles_frame(survey_mentions, S.TOP_SECTION, rcfg)
+    survey_sections = sections.join(surveys, on=S.PAPER_ID, how="semi")
+    roles = section_roles(survey_sections, rcfg, survey=True)
     per_work = (
-        survey_mentions.join(roles, on=S.TOP_SECTION, how="left", nulls_equal=True)
-        .with_columns(survey_role_expr(rcfg).alias(S.ROLE))
+        survey_mentions.join(roles, on=[S.PAPER_ID, S.SECTION_INDEX], how="left")
+        .with_columns(pl.col(S.ROLE).fill_null(OTHER))
         .join(survey_cites, on=[S.PAPER_ID, S.REF_ID], how="inner")
         .group_by(S.PAPER_ID, S.WORK_ID)
         .agg(
@@ -87,7 +115,12 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         .with_columns(pl.col(role_cols).fill_null(0))
         .with_columns(pl.sum_horizontal(role_cols).cast(pl.Int64).alias(S.N_MENTIONS))
         .with_columns(
-            tier_expr(lcfg.essential_total_mentions, lcfg.essential_related_mentions).alias(S.LABEL)
+            tier_expr(lcfg.essential_total_mentions, lcfg.essential_related_mentions).alias(
+                S.LABEL
+            ),
+            reason_expr(lcfg.essential_total_mentions, lcfg.essential_related_mentions).alias(
+                S.LABEL_REASON
+            ),
         )
         .rename({S.PAPER_ID: S.SURVEY_ID})
         .select(*S.LABELS.names)
@@ -99,6 +132,7 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
     survey_total = int(survey_mentions.select(pl.col(S.N_MENTIONS).sum()).collect().item() or 0)
     tiers = labels.group_by(S.LABEL).len()
     tier_counts = dict(zip(tiers[S.LABEL].to_list(), tiers["len"].to_list(), strict=True))
+    reasons = labels.group_by(S.LABEL_REASON).len().sort(S.LABEL_REASON)
     return {
         "surveys": int(surveys.select(pl.len()).collect().item()),
         "surveys_with_labels": labels[S.SURVEY_ID].n_unique(),
@@ -106,13 +140,16 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         "labels": {
             S.LABEL_NAMES[t]: int(tier_counts.get(t, 0)) for t in sorted(S.LABEL_NAMES) if t > 0
         },
+        "label_reasons": dict(
+            zip(reasons[S.LABEL_REASON].to_list(), reasons["len"].to_list(), strict=True)
+        ),
         "pairs_without_mentions": int((labels[S.N_MENTIONS] == 0).sum()),
         "survey_mentions_total": survey_total,
         "survey_mentions_labelled": int(labels[S.N_MENTIONS].sum()),
         "survey_mentions_unresolved": survey_total - int(labels[S.N_MENTIONS].sum()),
-        "role_distribution_surveys": role_distribution(survey_mentions, rcfg),
+        "role_distribution_surveys": role_distribution(survey_mentions, survey_sections, rcfg),
         "role_distribution_surveys_labelled": {r: int(labels[_n(r)].sum()) for r in S.ROLES},
-        "role_distribution_all": role_distribution(mentions, rcfg),
+        "role_distribution_all": role_distribution(mentions, sections, rcfg),
     }
 
 
