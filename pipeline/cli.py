@@ -330,3 +330,6 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ConfigError, RuntimeError) as e:
         log.error("%s", e)
         return 2
+    except OSError as e:  # disk full, permissions, a vanished mount: one line, not a traceback
+        log.error("%s: %s", type(e).__name__, e)
+        return 2

@@ -303,3 +303,20 @@ def test_shards_with_different_input_lists_are_refused(
     assert "different --input lists" in message
     assert f"{corpus} (6 files)" in message and f"{fewer} (4 files)" in message
     assert not (out / "works").exists()
+
+
+def test_disk_full_is_one_line_and_rc_2(
+    tmp_path: Path, sample_lines: list[bytes], monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    import errno
+
+    import pipeline.runner
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pipeline.runner, "file_record", full)
+    corpus = _corpus(tmp_path, sample_lines[:2], 1)
+    assert main(["extract", "--input", str(corpus), "--out", str(tmp_path / "o")]) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert "No space left on device" in message and "\n" not in message
