@@ -12,19 +12,21 @@ from pathlib import Path
 from pipeline.config import ConfigError, describe, load_config
 from pipeline.runner import (
     DEFAULT_MAX_FAILED,
-    INPUTS,
     MANIFESTS,
     MARKERS,
     STAGES,
     check_failures,
     clean_stale_temps,
+    disagreement,
     failed_inputs,
     load_stages,
     reduce_done,
     run_map,
     run_reduce,
+    shard_record_path,
+    shard_records,
     stage_key,
-    write_json,
+    write_shard_record,
 )
 from pipeline.sources import InputError, resolve_inputs, shard
 from pipeline.stages.extract import summarize
@@ -118,9 +120,10 @@ def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
         raise InputError("extract needs --input")
     every = resolve_inputs(args.input)
     files = shard(every, *args.shard)
+    # every shard records the whole input list under its own name: later stages check that
+    # all shards agree on it and wait until every file of it is done
+    _check_shard_inputs(args.out, args.shard, args.input, every, args.prune)
     _check_foreign_outputs(args.out, every, args.prune)
-    # every shard records the whole input list: later stages wait until all are done
-    write_json(args.out / "extract" / INPUTS, {"files": sorted(f.key for f in every)})
     clean_stale_temps(args.out / "extract")
     verify = verify or args.verify
     run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force, verify)
@@ -138,6 +141,31 @@ def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
     failed = [f for f in failed_inputs(args.out, "extract", cfg) if f["source_key"] in keys]
     check_failures(failed, len(every), args.max_failed_files, "extract")
     return 0
+
+
+def _check_shard_inputs(
+    out: Path, shard_arg: tuple[int, int], specs: list[str], every: list, prune: bool
+) -> None:
+    """Record this shard's whole input list; refuse (recording nothing) when another shard
+    recorded a different one. With ``--prune`` the disagreeing records are deleted instead.
+    """
+    index, count = shard_arg
+    name = f"{index}-of-{count}"
+    keys = sorted(f.key for f in every)
+    others = {k: r for k, r in shard_records(out, "extract").items() if k != name}
+    differ = {k: r for k, r in others.items() if r["files"] != keys}
+    if differ and not prune:
+        first = next(iter(differ))
+        mine = {"shard": [index, count], "input": specs, "files": keys}
+        problem = disagreement({first: differ[first], name: mine})
+        raise InputError(f"extract: {problem} (or add --prune to drop the other shards' records)")
+    for rec in differ.values():
+        shard_record_path(out, "extract", *rec["shard"]).unlink(missing_ok=True)
+    if differ:
+        log.warning(
+            "extract: --prune removed %d shard record(s) of another input list", len(differ)
+        )
+    write_shard_record(out, "extract", index, count, specs, keys)
 
 
 def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
@@ -347,4 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (InputError, ConfigError, RuntimeError) as e:
         log.error("%s", e)
+        return 2
+    except OSError as e:  # disk full, permissions, a vanished mount: one line, not a traceback
+        log.error("%s: %s", type(e).__name__, e)
         return 2

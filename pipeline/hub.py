@@ -225,7 +225,9 @@ def _stage_files(out: Path, stage: str) -> list[str]:
     return sorted(
         p.relative_to(out).as_posix()
         for p in d.rglob("*")
-        if p.is_file() and ".tmp-" not in p.name and not p.name.startswith(".")
+        # every finished output, whatever its name (input files may start with a dot);
+        # only temp files of unfinished writes stay behind
+        if p.is_file() and ".tmp-" not in p.name
     )
 
 

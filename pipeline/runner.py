@@ -47,7 +47,8 @@ log = logging.getLogger("pipeline")
 MARKERS = "_markers"
 MANIFESTS = "_manifests"
 SUCCESS = "_SUCCESS.json"
-INPUTS = "_inputs.json"  # a map stage's full input list (all shards), by file key
+INPUTS = "_inputs.json"  # a map stage's full input list, by file key (older versions)
+SHARD_INPUTS = "_inputs"  # <I>-of-<N>.json per shard: the whole input list it was started with
 # A map stage reports an input file it could not read to its end as counts
 # ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
 FAILED = "failed"
@@ -240,6 +241,59 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
     return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
 
 
+def shard_record_path(out: Path, name: str, index: int, count: int) -> Path:
+    """Where shard ``index/count`` of a map stage records the input list it was started with."""
+    return out / name / SHARD_INPUTS / f"{index}-of-{count}.json"
+
+
+def write_shard_record(
+    out: Path, name: str, index: int, count: int, specs: list[str], keys: list[str]
+) -> None:
+    """Record a shard's whole input list (every shard's, not only its own files)."""
+    record = {"shard": [index, count], "input": [display(s) for s in specs], "files": sorted(keys)}
+    write_json(shard_record_path(out, name, index, count), record)
+
+
+def shard_records(out: Path, name: str) -> dict[str, dict[str, Any]]:
+    """Every shard record of a map stage, by shard name (``"0-of-4"``)."""
+    return {
+        p.stem: json.loads(p.read_text())
+        for p in sorted((out / name / SHARD_INPUTS).glob("*.json"))
+    }
+
+
+def disagreement(records: dict[str, dict[str, Any]]) -> str | None:
+    """A message when shard records name different input lists, else None."""
+    lists = {}
+    for shard, rec in records.items():
+        lists.setdefault(tuple(rec["files"]), []).append((shard, rec))
+    if len(lists) < 2:
+        return None
+    (a, *_), (b, *_) = list(lists.values())[:2]
+    return (
+        f"shards were started with different --input lists: shard {a[0]} with --input "
+        f"{' '.join(a[1]['input'])} ({len(a[1]['files'])} files), shard {b[0]} with --input "
+        f"{' '.join(b[1]['input'])} ({len(b[1]['files'])} files); start every shard with the "
+        "same --input, or use a fresh --out"
+    )
+
+
+def input_list(out: Path, name: str, reader: str) -> list[str] | None:
+    """The input list every shard of a map stage agrees on (None when none was recorded).
+
+    Raises:
+        RuntimeError: shards recorded different input lists (names both).
+    """
+    records = shard_records(out, name)
+    if not records:
+        legacy = out / name / INPUTS
+        return json.loads(legacy.read_text())["files"] if legacy.exists() else None
+    problem = disagreement(records)
+    if problem is not None:
+        raise RuntimeError(f"{reader}: {problem}")
+    return next(iter(records.values()))["files"]
+
+
 def failed_inputs(out: Path, name: str, cfg: Config) -> list[dict[str, Any]]:
     """Input files of a map stage that failed with the current config and have no output.
 
@@ -299,10 +353,10 @@ def _check_map_complete(
     """Refuse to reduce over part of a corpus: every file of the map stage's input list
     (written by each shard) must be done with the current config, or have failed (at most
     ``max_failed`` of them: later stages then run on the files that succeeded)."""
-    listing = out / name / INPUTS
-    if not listing.exists():
+    listed = input_list(out, name, reader)
+    if listed is None:
         return
-    want = set(json.loads(listing.read_text())["files"])
+    want = set(listed)
     config_hash = cfg.section_hash(*STAGES[name].config_sections)
     done = set()
     for m in (out / name / MARKERS).glob("*.json"):

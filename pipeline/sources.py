@@ -245,6 +245,16 @@ def iter_lines(
         raise InputReadError(f.path, f"{type(e).__name__}: {e}", counter[0]) from e
 
 
+def _head(parts: list[bytes]) -> bytes:
+    """The first LONG_LINE_HEAD bytes of ``parts`` joined (without joining all of them)."""
+    head = b""
+    for part in parts:
+        head += part[: LONG_LINE_HEAD - len(head)]
+        if len(head) >= LONG_LINE_HEAD:
+            break
+    return head
+
+
 def _lines(
     f: InputFile, limit: int, counter: list[int]
 ) -> Iterator[tuple[int, bytes | memoryview | LongLine]]:
@@ -280,9 +290,7 @@ def _lines(
                 stop = len(chunk) if end < 0 else end
                 held += stop
                 if long_head is None and held > limit:
-                    long_head = b"".join([*pieces, chunk[: min(stop, LONG_LINE_HEAD)]])[
-                        :LONG_LINE_HEAD
-                    ]
+                    long_head = _head([*pieces, chunk[:stop]])
                     pieces = []  # dropped: the line is only counted from here on
                 if long_head is None and end < 0:
                     pieces.append(chunk)

@@ -294,6 +294,8 @@ def test_push_work_then_pull_work_round_trip(
     src = handmade
     (src / "extract" / "_manifests").mkdir(parents=True, exist_ok=True)
     (src / "extract" / "_manifests" / "hand.json").write_text(json.dumps({"revision": "abc123"}))
+    (src / "extract" / "papers").mkdir(parents=True, exist_ok=True)
+    (src / "extract" / "papers" / ".dot-named-0123456789.parquet").write_bytes(b"PAR1")
     with HubStub() as stub:
         pushed = hub.push_work(src, "someone/work", "extract", (0, 1), stub.endpoint)
         assert pushed["shard_record"] and len(stub.commits) == 1

@@ -276,3 +276,47 @@ def test_workers_die_with_the_main_process(
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_shards_with_different_input_lists_are_refused(
+    tmp_path: Path, sample_lines: list[bytes], caplog
+) -> None:
+    corpus = _corpus(tmp_path, sample_lines[:2], 6)
+    fewer = tmp_path / "fewer"
+    fewer.mkdir()
+    for p in sorted(corpus.iterdir())[:4]:
+        (fewer / p.name).write_bytes(p.read_bytes())
+    out = tmp_path / "out"
+    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "0/2"]) == 0
+    # a shard started later with another list is refused at once, naming both lists
+    assert main(["extract", "--input", str(fewer), "--out", str(out), "--shard", "1/2"]) == 2
+    assert str(corpus) in caplog.text and str(fewer) in caplog.text
+    # shards started at the same time only meet in later stages: those refuse too
+    from pipeline.runner import write_shard_record
+    from pipeline.sources import resolve_inputs
+
+    keys = [f.key for f in resolve_inputs([str(fewer)])]
+    write_shard_record(out, "extract", 1, 2, [str(fewer)], keys)
+    caplog.clear()
+    assert main(["works", "--out", str(out)]) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert "different --input lists" in message
+    assert f"{corpus} (6 files)" in message and f"{fewer} (4 files)" in message
+    assert not (out / "works").exists()
+
+
+def test_disk_full_is_one_line_and_rc_2(
+    tmp_path: Path, sample_lines: list[bytes], monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    import errno
+
+    import pipeline.runner
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pipeline.runner, "file_record", full)
+    corpus = _corpus(tmp_path, sample_lines[:2], 1)
+    assert main(["extract", "--input", str(corpus), "--out", str(tmp_path / "o")]) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert "No space left on device" in message and "\n" not in message
