@@ -54,6 +54,7 @@ KNOWN_DATE = "known_date"
 N_CITING_PAPERS = "n_citing_papers"
 RESOLVED_BY = "resolved_by"
 TITLE_KEY = "title_key"
+DATE_SOURCE = "date_source"
 
 SURVEY_ID = "survey_id"
 N_REFS = "n_refs"
@@ -183,6 +184,7 @@ WORKS = pa.schema(
         (FIRST_VERSION_DATE, pa.date32()),
         (RAW, pa.string()),
         (KNOWN_DATE, pa.date32()),
+        (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (stages/works.py)
         (N_CITING_PAPERS, pa.int64()),
     ]
 )

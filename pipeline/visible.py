@@ -27,7 +27,7 @@ an abstract, i.e. a corpus paper; otherwise ``raw_arxiv``, ``raw_doi`` or
 form), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
 text date: unknown, <1, 1-2, 2-4, 4-8, 8-16, 16+), ``citations_bin`` (prior corpus
 citations: 0, 1, 2-3, 4-7, 8-15, 16-31, 32+) and ``surveys_bin`` (prior citing
-surveys: 0, 1, 2-3, 4+).
+surveys: 0, 1, 2-3, 4-7, 8-15, 16+).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ SURVEYS_BIN = "surveys_bin"
 STRATUM_COLUMNS = (TEXT_KIND, S.IN_DOMAIN, AGE_BIN, CITATIONS_BIN, SURVEYS_BIN)
 _DATE = "_cited_on"
 _RUNNING = "_running"
-ARXIV_PREFIX = "arxiv:"
 
 
 def survey_date_expr() -> pl.Expr:
@@ -135,6 +134,7 @@ def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
         S.WORK_ID,
         pl.col(S.PAPER_ID).alias(WORK_PAPER),
         S.KNOWN_DATE,
+        S.DATE_SOURCE,
         pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
         pl.when(has_abstract)
         .then(pl.lit("abstract"))
@@ -178,16 +178,18 @@ def stratum_columns() -> list[pl.Expr]:
     return [
         age.alias(AGE_BIN),
         _log2_bin(pl.col(S.CANDIDATE_PRIOR_CITATIONS), 6).alias(CITATIONS_BIN),
-        _log2_bin(pl.col(S.N_CITING_SURVEYS), 3).alias(SURVEYS_BIN),
+        _log2_bin(pl.col(S.N_CITING_SURVEYS), 5).alias(SURVEYS_BIN),
     ]
 
 
 def latest_possible_date() -> pl.Expr:
-    """Latest date a work may really have: its ``known_date``, or the month's last day when
-    that date is only the month of an arXiv id (a work outside the corpus)."""
-    month_only = pl.col(WORK_PAPER).is_null() & pl.col(S.WORK_ID).str.starts_with(ARXIV_PREFIX)
+    """Latest date a work may really have: its ``known_date``; the month's last day when that
+    date is only the month of an arXiv id; December 31 when it is only a reference's year."""
+    source = pl.col(S.DATE_SOURCE)
     return (
-        pl.when(month_only)
+        pl.when(source == "arxiv_id")
         .then(pl.col(S.KNOWN_DATE).dt.month_end())
+        .when(source == "reference_year")
+        .then(pl.date(pl.col(S.KNOWN_DATE).dt.year(), 12, 31))
         .otherwise(pl.col(S.KNOWN_DATE))
     )

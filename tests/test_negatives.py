@@ -188,6 +188,7 @@ def build_handmade(out: Path) -> None:
                 S.FIRST_VERSION_DATE: known if pid else None,
                 S.RAW: None if pid else f"Raw {w}",
                 S.KNOWN_DATE: known,
+                S.DATE_SOURCE: None if known is None else "corpus" if pid else "arxiv_id",
                 S.N_CITING_PAPERS: sum(1 for c in cites if c[S.WORK_ID] == w),
             }
         )
@@ -301,15 +302,20 @@ def _stratum(kind: str, in_domain: bool, age: int, citations: int, surveys: int)
     return {
         V.TEXT_KIND: kind, S.IN_DOMAIN: in_domain, V.AGE_BIN: age, V.CITATIONS_BIN: citations,
         V.SURVEYS_BIN: surveys, N._AGE_COARSE: age // 2, N._CITATIONS_COARSE: (citations + 1) // 2,
-        N._AGE_KNOWN: age >= 0,
+        N._AGE_KNOWN: age >= 0, N._SURVEYS_COARSE: (surveys + 1) // 2,
     }  # fmt: skip
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows).with_columns(
-        pl.col(V.AGE_BIN, V.CITATIONS_BIN, V.SURVEYS_BIN, N._AGE_COARSE, N._CITATIONS_COARSE).cast(
-            pl.Int8
-        )
+        pl.col(
+            V.AGE_BIN,
+            V.CITATIONS_BIN,
+            V.SURVEYS_BIN,
+            N._AGE_COARSE,
+            N._CITATIONS_COARSE,
+            N._SURVEYS_COARSE,
+        ).cast(pl.Int8)
     )
 
 
@@ -325,9 +331,9 @@ _PAIRS = [  # pool 0 = A (cited by surveys), 1 = B (wider)
     {S.SURVEY_ID: "s", S.WORK_ID: "b", N._POOL: 1, N._PAIR_HASH: 1, N._HARDNESS: 5,
      **_stratum("abstract", True, 2, 3, 1)},  # same, but pool B
     {S.SURVEY_ID: "s", S.WORK_ID: "c", N._POOL: 0, N._PAIR_HASH: 3, N._HARDNESS: 0,
-     **_stratum("raw_doi", False, -1, 0, 2)},  # p2 but for the citing-surveys bin: round 1
+     **_stratum("raw_doi", False, 0, 0, 0)},  # p2 but for its age: round 2 keeps popularity
     {S.SURVEY_ID: "s", S.WORK_ID: "d", N._POOL: 0, N._PAIR_HASH: 4, N._HARDNESS: 0,
-     **_stratum("raw_doi", False, 5, 6, 0)},  # p3 only by kind, domain, known age: round 3
+     **_stratum("raw_doi", False, 5, 6, 0)},  # p3 only by kind, domain, known age: round 5
     {S.SURVEY_ID: "s", S.WORK_ID: "e", N._POOL: 0, N._PAIR_HASH: 5, N._HARDNESS: 0,
      **_stratum("raw_arxiv", False, 0, 0, 0)},  # no positive's kind: the last round only
 ]  # fmt: skip
@@ -339,18 +345,18 @@ def _matched(per_positive: float, hardest: bool = False) -> dict[str, int]:
 
 
 def test_matching_takes_the_positive_stratum_first_then_relaxes_it() -> None:
-    # one slot per positive: p1 <- a (exact, pool A before B), p2 <- c (round 1), p3 <- d (round 3)
-    assert _matched(1.0) == {"a": 0, "c": 1, "d": 3}
+    # one slot per positive: p1 <- a (exact, pool A before B), p2 <- c (round 2), p3 <- d (round 5)
+    assert _matched(1.0) == {"a": 0, "c": 2, "d": 5}
     # two per positive: b fills p1's second exact slot; e is the only candidate left (survey only)
-    assert _matched(2.0) == {"a": 0, "b": 0, "c": 1, "d": 3, "e": 5}
+    assert _matched(2.0) == {"a": 0, "b": 0, "c": 2, "d": 5, "e": 7}
     # floor(0.5 * 3) = 1 slot: positive i gets floor(0.5(i+1)) - floor(0.5i), so p2 gets it
-    assert _matched(0.5) == {"c": 1}
+    assert _matched(0.5) == {"c": 2}
     assert N.slots(_frame(_POSITIVES), 1 / 3).height == 1
 
 
 def test_hardest_orders_by_co_citation_within_the_stratum() -> None:
     # within p1's stratum the pool comes first, then hardness: a (pool A) still precedes b
-    assert _matched(1.0, hardest=True) == {"a": 0, "c": 1, "d": 3}
+    assert _matched(1.0, hardest=True) == {"a": 0, "c": 2, "d": 5}
     p1 = N.slots(_frame(_POSITIVES[:1]), 1.0)
     pairs = _frame(_PAIRS).with_columns(pl.lit(0).alias(N._POOL))  # both in pool A now
     assert N.match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness 5 > 0

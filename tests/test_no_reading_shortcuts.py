@@ -12,6 +12,7 @@ import pytest
 
 from pipeline import schema as S
 from pipeline import titles as T
+from pipeline import visible as V
 from pipeline.leak_audit import audit, outside
 from tests.test_works import paper, ref, run_stages, write_extract
 
@@ -185,4 +186,29 @@ def test_audit_auc_by_hand() -> None:
     assert outside(got, 0.4, 0.6) == [
         f"{S.N_CITING_SURVEYS} (pooled) = {got[S.N_CITING_SURVEYS]['pooled']}",
         f"{S.N_CITING_SURVEYS} (per_survey) = 0.75",
+    ]
+
+
+def test_works_outside_arxiv_are_dated_by_their_reference_year(tmp_path: Path) -> None:
+    """Without it an undated work could be a negative only when cited before the survey, so
+    "undated and never cited before" would mean "positive"."""
+    out = tmp_path / "work"
+    _legion_corpus(out)
+    run_stages(out, "works")
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    legion = works.filter(pl.col(S.WORK_ID) == "doi:10.1/legion").row(0, named=True)
+    # "... In Proc. ASE 2020." and "... ASE, 2020.": January 1 of the year, the whole year open
+    assert (legion[S.KNOWN_DATE], legion[S.DATE_SOURCE]) == (date(2020, 1, 1), "reference_year")
+    arxiv = works.filter(pl.col(S.WORK_ID) == "arxiv:1801.00001").row(0, named=True)
+    assert (arxiv[S.KNOWN_DATE], arxiv[S.DATE_SOURCE]) == (date(2018, 1, 1), "arxiv_id")
+    frame = pl.DataFrame(
+        {
+            S.KNOWN_DATE: [date(2020, 1, 1), date(2018, 1, 1), date(2018, 1, 5)],
+            S.DATE_SOURCE: ["reference_year", "arxiv_id", "corpus"],
+        }
+    )
+    assert frame.select(V.latest_possible_date())[S.KNOWN_DATE].to_list() == [
+        date(2020, 12, 31),
+        date(2018, 1, 31),
+        date(2018, 1, 5),
     ]

@@ -85,13 +85,17 @@ _SLOT = "_slot"
 _AGE_COARSE = "_age_coarse"
 _CITATIONS_COARSE = "_citations_coarse"
 _AGE_KNOWN = "_age_known"
+_SURVEYS_COARSE = "_surveys_coarse"
 AFTER_SURVEY = "_after_survey"
 SOURCE_OWN, SOURCE_CITING_SURVEY, SOURCE_CITED_IN_CATEGORY = S.NEGATIVE_SOURCES
 # Matching rounds: the columns a slot and its negative must share, finest first.
 ROUNDS: tuple[tuple[str, ...], ...] = (
     V.STRATUM_COLUMNS,
-    (V.TEXT_KIND, S.IN_DOMAIN, V.AGE_BIN, V.CITATIONS_BIN),
-    (V.TEXT_KIND, S.IN_DOMAIN, _AGE_COARSE, _CITATIONS_COARSE),
+    # popularity is what a metadata-only system learns first (issue 8): keep it longest
+    (V.TEXT_KIND, S.IN_DOMAIN, _AGE_COARSE, V.CITATIONS_BIN, V.SURVEYS_BIN),
+    (V.TEXT_KIND, S.IN_DOMAIN, V.CITATIONS_BIN, V.SURVEYS_BIN),
+    (V.TEXT_KIND, S.IN_DOMAIN, _AGE_KNOWN, _CITATIONS_COARSE, _SURVEYS_COARSE),
+    (V.TEXT_KIND, _CITATIONS_COARSE, _SURVEYS_COARSE),
     (V.TEXT_KIND, S.IN_DOMAIN, _AGE_KNOWN),
     (V.TEXT_KIND,),
     (),
@@ -415,6 +419,7 @@ def with_strata(
             (pl.col(V.AGE_BIN) // 2).alias(_AGE_COARSE),
             ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(_CITATIONS_COARSE),
             (pl.col(V.AGE_BIN) >= 0).alias(_AGE_KNOWN),
+            ((pl.col(V.SURVEYS_BIN) + 1) // 2).alias(_SURVEYS_COARSE),
         )
     )
 

@@ -43,7 +43,12 @@ row per bib entry of every kept paper, sorted by ``paper_id, ref_id``). A work w
 component holds a corpus paper's ``arxiv:<paper_id>`` carries that paper's id, title,
 abstract, categories and first version date; any other work carries an example
 ``raw`` bib string (the longest; the smallest of those on ties). ``known_date`` is
-the paper's first version date, else the month of the work's arXiv id, else null.
+the paper's first version date, else the month of the work's arXiv id, else January 1
+of the earliest year its raw references give (the last 19xx/20xx word of each raw
+string), else null; ``date_source`` says which (``corpus``, ``arxiv_id``,
+``reference_year``). Without the reference year, an undated work could be a hard
+negative only when something cited it before the survey, so "undated and never cited
+before" would have meant "positive".
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ COMPONENT = "component"
 JUNK = "junk"
 KIND = "kind"
 _FROM_CORPUS = "_from_corpus"
+_REF_YEAR = "_reference_year"
+# A year in a raw reference: the last 19xx/20xx word of the string (the publication year
+# in every style of the real sample; arXiv ids such as 2104.06921 do not match).
+REFERENCE_YEAR = r"\b(19[5-9]\d|20[0-4]\d)\b"
+DATE_FROM_CORPUS, DATE_FROM_ARXIV_ID, DATE_FROM_REFERENCE_YEAR = (
+    "corpus",
+    "arxiv_id",
+    "reference_year",
+)
 CS_PREFIX = "cs."  # resolution rates are reported for CS papers and the others
 RESOLVED_BY_ID = "identifier"
 RESOLVED_BY_TITLE = "title"
@@ -388,12 +402,17 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     cites = S.scan(cites_path, S.CITES)
     cited = cites.drop_nulls(S.WORK_ID)
     raw_bytes = pl.col(S.RAW).str.len_bytes()
+    ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
     example_raw = (  # the longest raw string; the smallest of those on ties
         refs.join(cited, on=[S.PAPER_ID, S.REF_ID])
         .drop_nulls(S.RAW)
         .group_by(S.WORK_ID)
-        .agg(pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min())
+        .agg(
+            pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min(),
+            ref_year.min().alias(_REF_YEAR),
+        )
     )
+    arxiv_month = arxiv_month_expr(pl.col(S.WORK_ID))
     works_path = ctx.output("works.parquet")
     sink_checked(
         cited.group_by(S.WORK_ID)
@@ -407,9 +426,16 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .join(example_raw, on=S.WORK_ID, how="left")
         .with_columns(
             pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
-            pl.coalesce(pl.col(S.FIRST_VERSION_DATE), arxiv_month_expr(pl.col(S.WORK_ID))).alias(
-                S.KNOWN_DATE
-            ),
+            pl.coalesce(
+                pl.col(S.FIRST_VERSION_DATE), arxiv_month, pl.date(pl.col(_REF_YEAR), 1, 1)
+            ).alias(S.KNOWN_DATE),
+            pl.when(pl.col(S.FIRST_VERSION_DATE).is_not_null())
+            .then(pl.lit(DATE_FROM_CORPUS))
+            .when(arxiv_month.is_not_null())
+            .then(pl.lit(DATE_FROM_ARXIV_ID))
+            .when(pl.col(_REF_YEAR).is_not_null())
+            .then(pl.lit(DATE_FROM_REFERENCE_YEAR))
+            .alias(S.DATE_SOURCE),
         )
         .sort(S.WORK_ID),
         S.WORKS,
