@@ -215,10 +215,11 @@ def role_distribution(mentions: pl.LazyFrame, cfg: RolesConfig) -> dict[str, int
         cfg: roles config (overrides apply; the survey-core rule does not: these are the
             roles of the headings themselves).
     """
-    roles = heading_roles_frame(mentions, S.TOP_SECTION, cfg)
+    # one pass: mentions summed per heading first, then the (fewer) headings classified
     got = (
-        mentions.select(S.TOP_SECTION, S.N_MENTIONS)
-        .join(roles, on=S.TOP_SECTION, how="left", nulls_equal=True)
+        mentions.group_by(S.TOP_SECTION)
+        .agg(pl.col(S.N_MENTIONS).sum())
+        .with_columns(role_expr(pl.col(S.TOP_SECTION), cfg).alias(S.ROLE))
         .group_by(S.ROLE)
         .agg(pl.col(S.N_MENTIONS).sum())
         .collect(engine="streaming")
