@@ -26,27 +26,30 @@ ROW_GROUP_ROWS = 100_000
 _KEY = "_extract_key"  # the extract output's file key (input name + path digest)
 
 
-def _scan_keyed(ctx: ReduceContext, table: str) -> pl.LazyFrame:
+def _scan_keyed(ctx: ReduceContext, table: str, paper_ids: pl.Series | None = None) -> pl.LazyFrame:
     """An extract table plus the key of the input file each row came from."""
     paths = ctx.upstream("extract", table)
     schema = S.EXTRACT_TABLES[table]
     if not paths:
         return S.scan([], schema).with_columns(pl.lit(None, pl.String).alias(_KEY))
-    return (
-        pl.scan_parquet([str(p) for p in paths], include_file_paths=_KEY)
-        .with_columns([pl.col(n).cast(t) for n, t in S.polars_schema(schema).items()])
-        .with_columns(pl.col(_KEY).str.extract(r"([^/\\]+)\.parquet$", 1))
-    )
+    lf = pl.scan_parquet([str(p) for p in paths], include_file_paths=_KEY)
+    if paper_ids is not None:
+        # before the casts, so the Parquet reader applies it as it reads: a semi-join
+        # would read (and, measured, hold) every row first
+        lf = lf.filter(pl.col(S.PAPER_ID).is_in(paper_ids.implode()))
+    return lf.with_columns(
+        [pl.col(n).cast(t) for n, t in S.polars_schema(schema).items()]
+    ).with_columns(pl.col(_KEY).str.extract(r"([^/\\]+)\.parquet$", 1))
 
 
-def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(paper_id, key)`` of the copy of each paper that is kept.
+def papers_winner(ctx: ReduceContext, paper_ids: pl.Series | None = None) -> pl.LazyFrame:
+    """``(paper_id, key)`` of the copy of each paper that is kept (of ``paper_ids`` only, if given).
 
     The copy whose ``source_file`` sorts first wins; files with the same
     ``source_file`` are told apart by their file key, so exactly one copy survives.
     """
     return (
-        _scan_keyed(ctx, "papers")
+        _scan_keyed(ctx, "papers", paper_ids)
         .select(S.PAPER_ID, S.SOURCE_FILE, _KEY)
         .sort(S.PAPER_ID, S.SOURCE_FILE, _KEY)
         .group_by(S.PAPER_ID)
@@ -54,11 +57,20 @@ def papers_winner(ctx: ReduceContext) -> pl.LazyFrame:
     )
 
 
-def scan_extract(ctx: ReduceContext, table: str) -> pl.LazyFrame:
-    """An extract table (``papers``, ``references``, ``mentions``) restricted to winning copies."""
+def scan_extract(
+    ctx: ReduceContext, table: str, paper_ids: pl.Series | None = None
+) -> pl.LazyFrame:
+    """An extract table (``papers``, ``references``, ``mentions``) restricted to winning copies.
+
+    Args:
+        ctx: the reduce stage's context.
+        table: extract table name.
+        paper_ids: when given, only these papers' rows (e.g. the surveys'): filtered as
+            the files are read, which bounds memory by their rows, not the table's.
+    """
     return (
-        _scan_keyed(ctx, table)
-        .join(papers_winner(ctx), on=[S.PAPER_ID, _KEY], how="semi")
+        _scan_keyed(ctx, table, paper_ids)
+        .join(papers_winner(ctx, paper_ids), on=[S.PAPER_ID, _KEY], how="semi")
         .drop(_KEY)
     )
 

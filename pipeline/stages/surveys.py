@@ -39,15 +39,6 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     """Detect surveys; write ``surveys.parquet``."""
     scfg = ctx.cfg.surveys
     papers = scan_extract(ctx, "papers")
-    refs = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
-        .group_by(S.PAPER_ID)
-        .agg(
-            pl.len().cast(pl.Int64).alias(S.N_REFS),
-            pl.col(S.WORK_ID).drop_nulls().n_unique().cast(pl.Int64).alias(S.N_RESOLVED),
-            pl.col(S.WORK_ID).is_not_null().sum().cast(pl.Int64).alias(RESOLVED_ENTRIES),
-        )
-    )
     cs = papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))
     prefilter = prefilter_pattern(scfg)
     if prefilter is not None:
@@ -55,7 +46,7 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
             pl.col(S.TITLE).fill_null("").str.contains(prefilter)
             | pl.col(S.ABSTRACT).fill_null("").str.contains(prefilter)
         )
-    candidates = (
+    cued = (
         cs.with_columns(
             pl.struct(S.TITLE, S.ABSTRACT)
             .map_elements(
@@ -64,6 +55,22 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
             .alias(S.REASON)
         )
         .drop_nulls(S.REASON)
+        .collect(engine="streaming")
+    )
+    # bib entries counted for the cued papers only: a group-by over every paper's
+    # entries held 1.5 GB at 300k papers (measured) for the few hundred rows kept
+    refs = (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .filter(pl.col(S.PAPER_ID).is_in(cued[S.PAPER_ID].implode()))
+        .group_by(S.PAPER_ID)
+        .agg(
+            pl.len().cast(pl.Int64).alias(S.N_REFS),
+            pl.col(S.WORK_ID).drop_nulls().n_unique().cast(pl.Int64).alias(S.N_RESOLVED),
+            pl.col(S.WORK_ID).is_not_null().sum().cast(pl.Int64).alias(RESOLVED_ENTRIES),
+        )
+    )
+    candidates = (
+        cued.lazy()
         .join(refs, on=S.PAPER_ID, how="left")
         .with_columns(pl.col(S.N_REFS, S.N_RESOLVED, RESOLVED_ENTRIES).fill_null(0))
         .with_columns(
