@@ -349,6 +349,7 @@ CANDIDATES = pa.schema(
         (SURVEY_ID, pa.string()),
         (WORK_ID, pa.string()),
         (LABEL, pa.int8()),
+        (LABEL_REASON, pa.string()),  # the rule that gave the tier; "hard negative" for 0
         (SPLIT, pa.string()),
         (SURVEY_DATE, pa.date32()),
         (CANDIDATE_DATE, pa.date32()),
@@ -378,6 +379,7 @@ READING_LISTS = pa.schema(
         (CANDIDATE_RAW, pa.string()),
         (LABEL, pa.int8()),
         (LABEL_NAME, pa.string()),
+        (LABEL_REASON, pa.string()),
         (N_MENTIONS, pa.int64()),
         *[(c, pa.int64()) for c in ROLE_COUNT_COLUMNS],
         (IN_DOMAIN, pa.bool_()),
@@ -439,5 +441,14 @@ CANDIDATES_VIEW = pa.schema(
 # Columns of the release that are judgments (answers), not inputs: a system must not
 # read them. Every other released column is an input (see the card's field table).
 JUDGMENT_COLUMNS = frozenset(
-    {LABEL, LABEL_NAME, N_MENTIONS, *ROLE_COUNT_COLUMNS, NEGATIVE_SOURCE, BEIR_SCORE, HAS_NEGATIVES}
+    {
+        LABEL,
+        LABEL_NAME,
+        LABEL_REASON,
+        N_MENTIONS,
+        *ROLE_COUNT_COLUMNS,
+        NEGATIVE_SOURCE,
+        BEIR_SCORE,
+        HAS_NEGATIVES,
+    }
 )

@@ -223,7 +223,9 @@ def split_counts(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, Any]:
 
     released = surveys.join(rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi")
     dates = rows[S.SURVEY_DATE]
+    reasons = rows.group_by(S.LABEL_REASON).len().sort(S.LABEL_REASON)
     return {
+        "label_reasons": {str(k): int(n) for k, n in reasons.iter_rows()},
         "surveys": per_survey.height,
         "surveys_without_negatives": released.filter(~pl.col(S.HAS_NEGATIVES)).height,
         "rows": rows.height,
@@ -488,6 +490,13 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
             split_rows,
         ),
         "label_table": _table(["label", "name", *S.SPLIT_NAMES], label_rows),
+        "reason_table": _table(
+            ["label_reason", *S.SPLIT_NAMES],
+            [
+                [f"`{r}`"] + [sp[s].get("label_reasons", {}).get(r, 0) for s in S.SPLIT_NAMES]
+                for r in sorted({r for s in S.SPLIT_NAMES for r in sp[s].get("label_reasons", {})})
+            ],
+        ),
         "category_table": _table(
             ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
         ),

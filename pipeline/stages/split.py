@@ -38,6 +38,7 @@ from pipeline.stages.common import write_table
 from pipeline.stages.negatives import prior_tables, surveys_frame
 
 TRAIN, EVAL = S.SPLIT_NAMES
+HARD_NEGATIVE_REASON = "hard negative"
 
 
 def eval_from(ctx: ReduceContext) -> date:
@@ -91,7 +92,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
     positives = (
         S.scan(ctx.upstream("labels", "labels"), S.LABELS)
         .filter(pl.col(S.LABEL) >= 1)
-        .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts)
+        .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.LABEL_REASON, *counts)
         .with_columns(pl.lit(None, pl.String).alias(S.NEGATIVE_SOURCE))
         .join(placed_surveys, on=S.SURVEY_ID, how="inner")
         .join(known, on=S.WORK_ID, how="left")
@@ -101,10 +102,11 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
         S.scan(ctx.upstream("negatives", "negatives"), S.NEGATIVES)
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.NEGATIVE_SOURCE)
         .with_columns([pl.lit(0, pl.Int64).alias(c) for c in counts])
+        .with_columns(pl.lit(HARD_NEGATIVE_REASON).alias(S.LABEL_REASON))
         .join(placed_surveys, on=S.SURVEY_ID, how="inner")
         .join(known, on=S.WORK_ID, how="left")
     )
-    columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, *counts, S.NEGATIVE_SOURCE, S.SPLIT,
+    columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, S.LABEL_REASON, *counts, S.NEGATIVE_SOURCE, S.SPLIT,
                S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE, S.CANDIDATE_DATE]  # fmt: skip
     placed = pl.concat([positives.filter(~after).select(columns), negatives.select(columns)])
     kept = (
