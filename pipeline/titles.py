@@ -20,10 +20,15 @@ in a second cut, also at ``, ``. A segment is *title-like* when its key has at l
 most a fifth of one-letter words (initials), does not start with "and " and does not
 hold "et al" (author lists), and the segment itself holds fewer than two commas
 (an author list cut only at sentence ends). An entry's *title key* is its longest
-title-like segment of the cut at commas too (the first on ties; the cut without
-commas only when that one has none: ``A, B, and C. Yuan, Title, Journal`` would
-otherwise glue a name to the title); all its title-like segments of both cuts are
-its *segment keys*.
+title-like segment: a quoted one first (``“Title,”``, ``"Title"``, LaTeX
+````Title,''``), else one of the cut at commas too, else one of the cut without
+commas (first on ties; ``A, B, and C. Yuan, Title, Journal`` would otherwise glue a
+name to the title); all its title-like segments of every cut are its *segment keys*.
+The LNCS author end ``D.A.: Title`` is a cut too.
+
+Measured on 60 real raw references of the 2022 sample, titles written by hand
+(``tests/fixtures/reference_titles.tsv``; ``tests/test_no_reading_shortcuts.py``
+prints the figures).
 
 **Use.** ``works`` links an entry without identifier to a work when one of its
 segment keys equals the key of a corpus paper's title, or when its title key equals
@@ -49,7 +54,9 @@ VENUE_WORDS = (
     "ieee acm editor editors eds lecture notes university thesis retrieved accessed "
     "available online http https www doi isbn tech rep letters lett phys rev"
 ).split()
-_STRONG = r"[“”\"]|\.\s+|[?!;]\s+|\s\(\d{4}[a-z]?\)"
+_STRONG = r"[“”\"]|``|''|\.:\s+|\.\s+|[?!;]\s+|\s\(\d{4}[a-z]?\)"
+# a quoted title (IEEE and physics styles): “...”, "..." or LaTeX ``...''
+_QUOTED = r"“[^”]+”|\"[^\"]+\"|``.+?''"
 _WITH_COMMA = _STRONG + r"|,\s+"
 _SEP = "\x1f"
 _PLACEHOLDER = r"\{\{[a-z]+:[^}]*\}\}"  # unarXive's {{formula:...}} / {{cite:...}} markers
@@ -108,9 +115,23 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
             )
         )
 
+    quoted = (
+        lf.select(
+            *keys,
+            pl.col(raw).str.replace_all(_PLACEHOLDER, " ").str.extract_all(_QUOTED).alias(SEGMENT),
+        )
+        .explode(SEGMENT)
+        .with_columns(
+            # a sentence end inside the quotes ends the title (“Title. emnlp,” seen)
+            pl.col(SEGMENT).str.strip_chars("“”\"`'").str.split(". ").list.first(),
+            pl.int_range(pl.len()).over(keys).alias("_pos"),
+            pl.lit(2).alias("_cut"),
+        )
+    )
     segs = (
-        pl.concat([cut(_STRONG, 0), cut(_WITH_COMMA, 1)])
-        .with_columns(pl.col(SEGMENT).str.strip_chars())
+        pl.concat([cut(_STRONG, 0), cut(_WITH_COMMA, 1), quoted])
+        # a title's own trailing comma or period (“Title,”) is not part of it
+        .with_columns(pl.col(SEGMENT).str.strip_chars(" ,.;:"))
         .with_columns(title_key(pl.col(SEGMENT)).alias(KEY))
         .filter(pl.col(KEY).is_not_null() & title_like(pl.col(SEGMENT), pl.col(KEY)))
     )
