@@ -93,14 +93,24 @@ def survey_query_tokens() -> pl.Expr:
     return tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)))
 
 
-def candidate_text_tokens() -> pl.Expr:
-    """Tokens of the candidate's text: title + abstract, or the raw string when there is no abstract."""
+def joined_text(*parts: pl.Expr) -> pl.Expr:
+    """The parts joined by a space, nulls as empty strings."""
+    return _text(*parts)
+
+
+def candidate_text() -> pl.Expr:
+    """The candidate's text: title + abstract, or the raw string when there is no abstract."""
     has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
-    return tokenize(
+    return (
         pl.when(has_abstract)
         .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
         .otherwise(pl.coalesce(pl.col(CANDIDATE_RAW), pl.col(CANDIDATE_TITLE), pl.lit("")))
     )
+
+
+def candidate_text_tokens() -> pl.Expr:
+    """Tokens of :func:`candidate_text`."""
+    return tokenize(candidate_text())
 
 
 def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -> np.ndarray:

@@ -90,7 +90,8 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-learned",
         action="store_true",
-        help="skip the lgbm and lgbm-metadata baselines (trained on the release's train split)",
+        help="skip the learned baselines: lgbm, lgbm-metadata (trained on the release's train "
+        "split) and dense (when the .[dense] extra is installed)",
     )
 
 

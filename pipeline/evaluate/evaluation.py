@@ -64,6 +64,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
+from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
 from pipeline.evaluate.metrics import (
@@ -453,6 +454,11 @@ def evaluate(
     learned_facts: dict[str, Any] = {}
     if mode == RERANK and learned:
         learned_scores, learned_facts = learned_baseline_scores(eval_set, eval_path, train_config)
+        dense_reason = dense_unavailable()
+        if dense_reason is None:
+            learned_scores[DENSE] = dense_scores(answer_free(eval_set))
+        else:
+            learned_facts[DENSE] = {"skipped": dense_reason}
     baselines = [b for b in BASELINES if b not in UPPER_BOUNDS] + list(learned_scores)
     baselines += [b for b in BASELINES if b in UPPER_BOUNDS]
     if mode == RETRIEVAL:

@@ -221,9 +221,11 @@ def _learned_section(results: dict[str, Any]) -> list[str]:
             else " (runs over the split's whole corpus; unjudged documents are not relevant)."
         ),
     ]
-    skipped = results.get("learned_baselines", {}).get("skipped")
-    if skipped:
-        lines += ["", f"Learned baselines (lgbm, lgbm-metadata) not trained: {skipped}."]
+    learned = results.get("learned_baselines", {})
+    if learned.get("skipped"):
+        lines += ["", f"Learned baselines (lgbm, lgbm-metadata) not trained: {learned['skipped']}."]
+    if learned.get("dense", {}).get("skipped"):
+        lines += ["", f"Dense baseline not run: {learned['dense']['skipped']}."]
     probe = results.get("leak_probe")
     if probe:
         cells = ", ".join(
