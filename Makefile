@@ -48,5 +48,6 @@ data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://dataset
 	@test -n "$(INPUT)" || (echo "usage: make data INPUT=path-or-hf://datasets/... [OUT=work] [WORKERS=N]"; exit 2)
 	$(BIN)/python -m pipeline run --input '$(INPUT)' --out $(OUT) --workers $(WORKERS)
 
-eval: $(STAMP) ## evaluate the baselines on the demo release (after make demo) and print the report
-	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT)
+eval: $(STAMP) ## train a reranker on the demo release (after make demo), evaluate it and the baselines, print the report
+	$(BIN)/python -m pipeline train --release $(DEMO_OUT)/release --out $(DEMO_OUT)/model
+	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT) --model-file $(DEMO_OUT)/model/model.txt

@@ -351,7 +351,13 @@ def _plugins() -> list:
     import importlib
 
     mods = []
-    for name in ("pipeline.synth", "pipeline.demo", "pipeline.evaluate", "pipeline.hub"):
+    for name in (
+        "pipeline.synth",
+        "pipeline.demo",
+        "pipeline.evaluate",
+        "pipeline.hub",
+        "pipeline.rank",  # features, train
+    ):
         try:
             mods.append(importlib.import_module(name))
         except ModuleNotFoundError as e:

@@ -160,6 +160,24 @@ class EvaluateConfig:
 
 
 @dataclass(frozen=True)
+class TrainConfig:
+    learning_rate: float = _f(0.05, "LightGBM learning rate (shrinkage)")
+    num_leaves: int = _f(15, "LightGBM leaves per tree")
+    min_data_in_leaf: int = _f(20, "LightGBM minimum rows per leaf")
+    max_rounds: int = _f(500, "boosting rounds at most (early stopping usually ends sooner)")
+    early_stopping_rounds: int = _f(
+        30, "stop when validation ndcg@10 has not improved for this many rounds"
+    )
+    validation_share: float = _f(
+        0.2, "share of the train surveys, the latest by survey date, held out for early stopping"
+    )
+    seed: int = _f(13, "seed of every LightGBM random generator")
+    num_threads: int = _f(
+        1, "LightGBM threads; fixed so the model file is byte-identical on any machine"
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     works: WorksConfig = field(default_factory=WorksConfig)
@@ -170,6 +188,7 @@ class Config:
     split: SplitConfig = field(default_factory=SplitConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-serialisable view of the resolved config."""
@@ -443,6 +462,17 @@ FIELD_CHECKS: dict[str, Check] = {
         lambda v: len(v) == 2 and 0 <= v[0] <= 0.5 <= v[1] <= 1,
         ((0.6, 0.4), (0.4,), (0.55, 0.6)),
     ),
+    "train.learning_rate": Check(
+        "a number in (0, 1]", lambda v: 0 < v <= 1, (0.0, 1.5, float("nan"))
+    ),
+    "train.num_leaves": _int_at_least(2),
+    "train.min_data_in_leaf": _int_at_least(1),
+    "train.max_rounds": _int_at_least(1),
+    "train.early_stopping_rounds": _int_at_least(1),
+    "train.validation_share": Check(
+        "a share in (0, 1)", lambda v: 0 < v < 1, (0.0, 1.0, float("nan"))
+    ),
+    "train.num_threads": _int_at_least(1),
     "evaluate.bootstrap_samples": _int_at_least(1),
     "evaluate.random_seeds": _int_at_least(1),
     "evaluate.ks": Check(

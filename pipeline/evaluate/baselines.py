@@ -88,29 +88,58 @@ def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
     return np.asarray(retriever.get_scores(query_ids), dtype=np.float64)
 
 
+def survey_query_tokens() -> pl.Expr:
+    """Tokens of the survey's title + abstract (the BM25 query)."""
+    return tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)))
+
+
+def joined_text(*parts: pl.Expr) -> pl.Expr:
+    """The parts joined by a space, nulls as empty strings."""
+    return _text(*parts)
+
+
+def candidate_text() -> pl.Expr:
+    """The candidate's text: title + abstract, or the raw string when there is no abstract."""
+    has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
+    return (
+        pl.when(has_abstract)
+        .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
+        .otherwise(pl.coalesce(pl.col(CANDIDATE_RAW), pl.col(CANDIDATE_TITLE), pl.lit("")))
+    )
+
+
+def candidate_text_tokens() -> pl.Expr:
+    """Tokens of :func:`candidate_text`."""
+    return tokenize(candidate_text())
+
+
+def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -> np.ndarray:
+    """BM25 of each row's doc tokens against its query tokens, one index per survey.
+
+    Args:
+        survey_ids: one id per row, rows of a survey contiguous.
+        queries: token lists; the first row of each survey's block is its query.
+        docs: token lists, one per row.
+    """
+    starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
+    stops = np.append(starts[1:], survey_ids.len())
+    scores = np.zeros(survey_ids.len())
+    # One small index per survey: BM25's idf is over that survey's candidates.
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        scores[start:stop] = _bm25_one(queries[start].to_list(), docs[start:stop].to_list())
+    return scores
+
+
 def bm25_scores(eval_frame: pl.DataFrame) -> pl.Series:
     """BM25 of candidate text against the survey title + abstract, one index per survey.
 
     Args:
         eval_frame: the eval set with rows of a survey contiguous (canonical order).
     """
-    has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
     texts = eval_frame.select(
         pl.col(SURVEY_ID),
-        tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT))).alias("_query"),
-        tokenize(
-            pl.when(has_abstract)
-            .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
-            .otherwise(pl.coalesce(pl.col(CANDIDATE_RAW), pl.col(CANDIDATE_TITLE), pl.lit("")))
-        ).alias("_doc"),
+        survey_query_tokens().alias("_query"),
+        candidate_text_tokens().alias("_doc"),
     )
-    survey = texts[SURVEY_ID]
-    starts = np.flatnonzero(survey.ne_missing(survey.shift(1)).to_numpy())
-    stops = np.append(starts[1:], texts.height)
-    queries = texts["_query"]
-    docs = texts["_doc"]
-    scores = np.zeros(texts.height)
-    # One small index per survey: BM25's idf is over that survey's candidates.
-    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-        scores[start:stop] = _bm25_one(queries[start].to_list(), docs[start:stop].to_list())
+    scores = bm25_by_survey(texts[SURVEY_ID], texts["_query"], texts["_doc"])
     return pl.Series(BM25, scores, dtype=pl.Float64)

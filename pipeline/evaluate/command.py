@@ -61,8 +61,49 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
     )
+    _add_learned_arguments(parser)
     parser.set_defaults(func=main)
     return parser
+
+
+# --------------------------------------------- learned systems and retrieval mode (issue 13)
+def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model-file``, ``--mode`` and ``--no-learned``."""
+    from pipeline.evaluate.retrieval import MODES, RERANK
+
+    parser.add_argument(
+        "--model-file",
+        action="append",
+        default=[],
+        metavar="MODEL.txt",
+        help="a model written by `python -m pipeline train` (its .json beside it names the "
+        "feature set), scored on the eval candidates as a system named by the file stem; "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=RERANK,
+        help="rerank (default): runs score each survey's judged candidates; retrieval: runs "
+        "rank the split's whole corpus, unjudged documents count as not relevant",
+    )
+    parser.add_argument(
+        "--no-learned",
+        action="store_true",
+        help="skip the learned baselines: lgbm, lgbm-metadata (trained on the release's train "
+        "split) and dense (when the .[dense] extra is installed)",
+    )
+
+
+def _learned_options(args: argparse.Namespace) -> dict:
+    from pipeline.config import TrainConfig
+
+    return {
+        "model_files": args.model_file,
+        "mode": args.mode,
+        "learned": not args.no_learned,
+        "train_config": load_config(args.config).train if args.config else TrainConfig(),
+    }
 
 
 def main(args: argparse.Namespace) -> int:
@@ -77,6 +118,7 @@ def main(args: argparse.Namespace) -> int:
             config=config,
             lenient=args.lenient,
             require_complete=args.require_complete,
+            **_learned_options(args),
         )
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.config import EvaluateConfig
+from pipeline.config import EvaluateConfig, TrainConfig
 from pipeline.evaluate.baselines import (
     BASELINES,
     BM25,
@@ -64,7 +64,9 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
+from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
 from pipeline.evaluate.metrics import (
     TIE_BREAKING,
     main_metrics,
@@ -72,6 +74,14 @@ from pipeline.evaluate.metrics import (
     per_survey_metrics,
 )
 from pipeline.evaluate.report import render_report
+from pipeline.evaluate.retrieval import (
+    MODES,
+    RERANK,
+    RETRIEVAL,
+    corpus_ids,
+    load_retrieval_run,
+    retrieval_frame,
+)
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
@@ -83,10 +93,13 @@ EVAL_DIR = "eval"
 RESULTS_FILE = "eval_results.json"
 PER_SURVEY_FILE = "per_survey.parquet"
 REPORT_FILE = "report.md"
-FORMAT_VERSION = 2  # 2: eval_file and run files by name + sha256; runs' missing_surveys
+# 2: eval_file and run files by name + sha256; runs' missing_surveys
+# 3: mode, learned baselines (lgbm, lgbm-metadata), models, leak_probe
+FORMAT_VERSION = 3
 MISSING_SHOWN = 5  # missing survey ids named in a warning or error
 FLOAT_DIGITS = 12
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
+DEFAULT_TRAIN_CONFIG = TrainConfig()
 
 TEST_METHOD = (
     "Paired two-sided randomisation (sign-flip) test over surveys where both systems are "
@@ -228,11 +241,13 @@ def _summaries(
     return out
 
 
-def _best_baseline(overall: dict[str, dict[str, dict[str, Any]]], selection: str) -> str | None:
+def _best_baseline(
+    overall: dict[str, dict[str, dict[str, Any]]], selection: str, baselines: Sequence[str]
+) -> str | None:
     """The non-upper-bound baseline with the highest mean ``selection`` metric on ALL."""
-    scored = [(b, overall[b][selection]["mean"]) for b in BASELINES if b not in UPPER_BOUNDS]
+    scored = [(b, overall[b][selection]["mean"]) for b in baselines if b not in UPPER_BOUNDS]
     scored = [(b, m) for b, m in scored if m is not None and np.isfinite(m)]
-    # max() keeps the first of equal means, i.e. BASELINES order decides ties.
+    # max() keeps the first of equal means, i.e. the baselines' order decides ties.
     return max(scored, key=lambda bm: bm[1])[0] if scored else None
 
 
@@ -341,10 +356,15 @@ def _check_complete(run: Run, missing: list[str], n_surveys: int, require_comple
     )
 
 
-def _check_names(loaded: list[Run]) -> None:
+def _scored_judged(run: Run, pairs: pl.DataFrame) -> int:
+    """Judged candidates a run scores (in retrieval mode a run also scores unjudged documents)."""
+    return run.scores.join(pairs, on=[SURVEY_ID, CANDIDATE_ID], how="semi").height
+
+
+def _check_names(loaded: list[Run], reserved: Sequence[str] = BASELINES) -> None:
     seen: dict[str, Path] = {}
     for run in loaded:
-        if run.name in BASELINES:
+        if run.name in reserved:
             raise RunError(
                 f"{run.path}: system name {run.name!r} is reserved for a baseline; rename the run"
             )
@@ -363,6 +383,10 @@ def evaluate(
     config: EvaluateConfig = DEFAULT_CONFIG,
     lenient: bool = False,
     require_complete: bool = False,
+    model_files: Iterable[str | Path] = (),
+    mode: str = RERANK,
+    learned: bool = True,
+    train_config: TrainConfig = DEFAULT_TRAIN_CONFIG,
 ) -> dict[str, Any]:
     """Evaluate the baselines and the given runs on the eval set and write the outputs.
 
@@ -384,6 +408,14 @@ def evaluate(
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey (instead
             of warning and ranking all its candidates as missing).
+        model_files: models written by ``python -m pipeline train``, each scored on
+            the eval candidates as a submitted system named by its file stem.
+        mode: ``rerank`` (the judged candidates only; the default) or ``retrieval``
+            (runs over the split's whole corpus, unjudged = not relevant; runs only,
+            see :mod:`pipeline.evaluate.retrieval`).
+        learned: train and evaluate the ``lgbm`` and ``lgbm-metadata`` baselines
+            when the eval file sits in a release folder with a train split.
+        train_config: their hyperparameters, seeds and threads.
 
     Returns:
         The content of ``eval_results.json`` (floats already rounded).
@@ -398,13 +430,47 @@ def evaluate(
         FileNotFoundError: the eval file or a run file does not exist.
     """
     run_paths = [Path(p) for p in runs]
+    model_paths = [Path(p) for p in model_files]
     if baselines_only and run_paths:
         raise ValueError("baselines_only evaluates no runs, but runs were given")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
+    if mode == RETRIEVAL and (model_paths or not run_paths):
+        raise ValueError(
+            "--mode retrieval evaluates runs over the whole corpus only: give --run files "
+            "(the baselines and --model-file re-rank the judged candidates)"
+        )
     eval_path = resolve_eval_file(eval_file)
     eval_set = load_eval_set(eval_path)
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
-    loaded = [load_run(p, pairs, lenient=lenient) for p in run_paths]
-    _check_names(loaded)
+    if mode == RETRIEVAL:
+        corpus = corpus_ids(eval_path)
+        loaded = [load_retrieval_run(p, pairs, corpus, lenient=lenient) for p in run_paths]
+    else:
+        loaded = [load_run(p, pairs, lenient=lenient) for p in run_paths]
+
+    # --- learned systems (pipeline.evaluate.learned): lgbm baselines and --model-file models
+    learned_scores: dict[str, pl.Series] = {}
+    learned_facts: dict[str, Any] = {}
+    if mode == RERANK and learned:
+        learned_scores, learned_facts = learned_baseline_scores(eval_set, eval_path, train_config)
+        dense_reason = dense_unavailable()
+        if dense_reason is None:
+            learned_scores[DENSE] = dense_scores(answer_free(eval_set))
+        else:
+            learned_facts[DENSE] = {"skipped": dense_reason}
+    baselines = [b for b in BASELINES if b not in UPPER_BOUNDS] + list(learned_scores)
+    baselines += [b for b in BASELINES if b in UPPER_BOUNDS]
+    if mode == RETRIEVAL:
+        baselines = []
+    model_scores: dict[str, pl.Series] = {}
+    models: dict[str, Any] = {}
+    for path in model_paths:
+        name, scores, facts = model_file_scores(eval_set, eval_path, path)
+        if name in baselines or name in models:
+            raise RunError(f"{path}: system name {name!r} is already used; rename the model file")
+        model_scores[name], models[name] = scores, facts
+    _check_names(loaded, reserved=[*baselines, *BASELINES, *models])
     n_eval_surveys = eval_set[SURVEY_ID].n_unique()
     missing = {run.name: missing_surveys(run, pairs) for run in loaded}
     for run in loaded:
@@ -415,9 +481,27 @@ def evaluate(
 
     metrics = list(metric_registry(config.ks))
     headline = main_metrics(config.ks)
-    per_system = {name: baseline_per_survey(eval_set, name, config) for name in BASELINES}
-    per_system |= {run.name: run_per_survey(eval_set, run, config) for run in loaded}
+    per_system = {
+        name: (
+            per_survey_subsets(_with_scores(eval_set, learned_scores[name]), config.ks)
+            if name in learned_scores
+            else baseline_per_survey(eval_set, name, config)
+        )
+        for name in baselines
+    }
+    per_system |= {
+        name: per_survey_subsets(_with_scores(eval_set, scores), config.ks)
+        for name, scores in model_scores.items()
+    }
+    if mode == RETRIEVAL:
+        per_system |= {
+            run.name: per_survey_subsets(retrieval_frame(eval_set, run), config.ks)
+            for run in loaded
+        }
+    else:
+        per_system |= {run.name: run_per_survey(eval_set, run, config) for run in loaded}
     systems = list(per_system)
+    submitted = [*models, *(run.name for run in loaded)]
 
     survey_years = (
         eval_set.select(SURVEY_ID, SURVEY_YEAR).unique(SURVEY_ID, keep="first").sort(SURVEY_ID)
@@ -443,10 +527,8 @@ def evaluate(
     summaries = _summaries(per_survey, systems, metrics, subsets, config)
 
     selection = SELECTION_METRIC if SELECTION_METRIC in metrics else metrics[0]
-    best = _best_baseline(summaries[SUBSET_ALL], selection)
-    tests = _paired_tests(
-        per_survey, [run.name for run in loaded], best, headline, all_surveys, config
-    )
+    best = _best_baseline(summaries[SUBSET_ALL], selection, baselines)
+    tests = _paired_tests(per_survey, submitted, best, headline, all_surveys, config)
 
     registry = metric_registry(config.ks)
     results = _clean(
@@ -465,18 +547,22 @@ def evaluate(
             "metrics": {name: registry[name].doc for name in metrics},
             "main_metrics": headline,
             "selection_metric": selection,
-            "baselines": list(BASELINES),
+            "mode": mode,
+            "baselines": baselines,
             "upper_bounds": list(UPPER_BOUNDS),
             "best_baseline": best,
-            "submitted": [run.name for run in loaded],
+            "submitted": submitted,
+            "learned_baselines": learned_facts,
+            "models": models,
+            "leak_probe": leak_probe(summaries[SUBSET_ALL]),
             "runs": {
                 run.name: {
                     "file": file_identity(run.path),
                     "format": run.format,
                     "rows": run.n_rows,
                     "dropped_unknown_ids": run.n_dropped_unknown,
-                    "scored_judged": run.scores.height,
-                    "missing_judged": eval_set.height - run.scores.height,
+                    "scored_judged": _scored_judged(run, pairs),
+                    "missing_judged": eval_set.height - _scored_judged(run, pairs),
                     "missing_surveys": len(missing[run.name]),
                 }
                 for run in loaded

