@@ -25,6 +25,7 @@ import polars as pl
 from pipeline import schema as S
 
 _GROUP = "_group"
+_Y = "_positive"
 
 
 def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
@@ -88,11 +89,26 @@ def audit(rows: pl.DataFrame, labels: pl.Series) -> dict[str, dict[str, float | 
         rows: the split's ``candidates`` rows.
         labels: their labels, in the same order.
     """
-    y = labels >= 1
+    return audit_values(feature_values(rows, labels))
+
+
+def feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame:
+    """``(survey_id, _y, <feature>...)``: what :func:`audit_values` needs of ``rows``, without
+    their text (so a split can be audited batch by batch: concatenate the batches' values)."""
+    return rows.select(
+        S.SURVEY_ID,
+        (labels >= 1).alias(_Y),
+        *[expr.cast(pl.Float64).alias(name) for name, expr in features(rows).items()],
+    )
+
+
+def audit_values(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """:func:`audit` of the :func:`feature_values` of a split."""
+    y = values[_Y]
     result: dict[str, dict[str, float | None]] = {}
-    for name, expr in features(rows).items():
-        x = rows.select(expr.cast(pl.Float64).alias("x"))["x"]
-        frame = pl.DataFrame({"x": x, "y": y, S.SURVEY_ID: rows[S.SURVEY_ID]})
+    for name in values.columns[2:]:
+        x = values[name]
+        frame = pl.DataFrame({"x": x, "y": y, S.SURVEY_ID: values[S.SURVEY_ID]})
         pooled = _auc(frame.with_columns(pl.lit(0).alias(_GROUP)))
         per = _auc(frame.with_columns(pl.col(S.SURVEY_ID).alias(_GROUP)))
         result[name] = {

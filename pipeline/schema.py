@@ -199,6 +199,12 @@ CITES = pa.schema(
     ]
 )
 
+# works' raw identifier links (before junk identifiers lose theirs): two aliases carried
+# by one bib entry or one corpus paper, alias < other_alias (stages/works.py)
+LINK_ALIAS = "alias"
+LINK_OTHER_ALIAS = "other_alias"
+LINKS = pa.schema([(LINK_ALIAS, pa.string()), (LINK_OTHER_ALIAS, pa.string())])
+
 # every title key known for a work: its corpus title, the title key of each entry citing it
 TITLE_KEYS = pa.schema(
     [

@@ -109,10 +109,10 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
                 .str.split(_SEP)
                 .alias(SEGMENT),
             )
-            .explode(SEGMENT)
-            .with_columns(
-                pl.int_range(pl.len()).over(keys).alias("_pos"), pl.lit(order).alias("_cut")
-            )
+            # a segment's position in its raw string (one row per raw string, so no window)
+            .with_columns(pl.int_ranges(0, pl.col(SEGMENT).list.len()).alias("_pos"))
+            .explode(SEGMENT, "_pos")
+            .with_columns(pl.lit(order).alias("_cut"))
         )
 
     quoted = (
@@ -120,21 +120,27 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
             *keys,
             pl.col(raw).str.replace_all(_PLACEHOLDER, " ").str.extract_all(_QUOTED).alias(SEGMENT),
         )
-        .explode(SEGMENT)
+        .with_columns(pl.int_ranges(0, pl.col(SEGMENT).list.len()).alias("_pos"))
+        .explode(SEGMENT, "_pos")
         .with_columns(
             # a sentence end inside the quotes ends the title (“Title. emnlp,” seen)
             pl.col(SEGMENT).str.strip_chars("“”\"`'").str.split(". ").list.first(),
-            pl.int_range(pl.len()).over(keys).alias("_pos"),
             pl.lit(2).alias("_cut"),
         )
     )
-    segs = (
-        pl.concat([cut(_STRONG, 0), cut(_WITH_COMMA, 1), quoted])
+    segs = pl.concat([cut(_STRONG, 0), cut(_WITH_COMMA, 1), quoted]).with_columns(
         # a title's own trailing comma or period (“Title,”) is not part of it
-        .with_columns(pl.col(SEGMENT).str.strip_chars(" ,.;:"))
+        pl.col(SEGMENT).str.strip_chars(" ,.;:")
+    )
+    # Keys of distinct segments only: initials, years, venues and titles cited many times
+    # repeat across entries (and a segment without a comma is in both cuts), and the key
+    # (NFKD, regexes) is what costs; measured on the bench corpus, 6.5M segments -> 0.15M.
+    title_like_keys = (
+        segs.select(pl.col(SEGMENT).unique())
         .with_columns(title_key(pl.col(SEGMENT)).alias(KEY))
         .filter(pl.col(KEY).is_not_null() & title_like(pl.col(SEGMENT), pl.col(KEY)))
     )
+    segs = segs.join(title_like_keys, on=SEGMENT, how="inner")
     longest = pl.col(KEY).str.len_chars().cast(pl.Int64)
     return (
         segs.sort([*keys, "_cut", "_pos"])

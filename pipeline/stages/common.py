@@ -10,6 +10,7 @@ References and mentions follow their paper's winning copy.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -73,6 +74,67 @@ def scan_extract(
         .join(papers_winner(ctx, paper_ids), on=[S.PAPER_ID, _KEY], how="semi")
         .drop(_KEY)
     )
+
+
+def scan_extract_files(ctx: ReduceContext, table: str) -> list[pl.LazyFrame]:
+    """:func:`scan_extract` cut by input file: one frame per extract output file, in file order.
+
+    A paper's rows are all in the file of its winning copy, so work that is per paper
+    (or per bib entry) gives the same rows file by file as on the whole table, with
+    memory bounded by one file.
+    """
+    winners = papers_winner(ctx).collect(engine="streaming")
+    dtypes = S.polars_schema(S.EXTRACT_TABLES[table])
+    frames = []
+    for path in ctx.upstream("extract", table):
+        key = re.search(r"([^/\\]+)\.parquet$", str(path))
+        own = winners.filter(pl.col(_KEY) == (key.group(1) if key else "")).select(S.PAPER_ID)
+        frames.append(
+            pl.scan_parquet(str(path))
+            .with_columns([pl.col(n).cast(t) for n, t in dtypes.items()])
+            .join(own.lazy(), on=S.PAPER_ID, how="semi")
+        )
+    return frames
+
+
+class RowGroupWriter:
+    """Parquet written in batches with the bytes :func:`write_table` gives the whole table.
+
+    Rows are buffered and written in row groups of exactly :data:`ROW_GROUP_ROWS` rows
+    (one chunk per column), so the file does not depend on how the rows were batched.
+    Writes to ``path`` directly: use it on a stage's temp output path.
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema, cfg: Config, what: str) -> None:
+        self.schema, self.what = schema, what
+        self.writer = pq.ParquetWriter(
+            path, schema, compression=cfg.extract.compression, write_statistics=True,
+            store_schema=True,
+        )  # fmt: skip
+        self.pending: list[pa.Table] = []
+        self.n_pending = 0
+        self.rows = 0
+
+    def write(self, df: pl.DataFrame) -> None:
+        """Append ``df`` (checked against the schema)."""
+        table = S.check(df.to_arrow(), self.schema, self.what).select(list(self.schema.names))
+        self.pending.append(table.cast(self.schema).replace_schema_metadata(None))
+        self.n_pending += table.num_rows
+        while self.n_pending >= ROW_GROUP_ROWS:
+            self._flush(ROW_GROUP_ROWS)
+
+    def _flush(self, n: int) -> None:
+        table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
+        head, rest = table.slice(0, n), table.slice(n)
+        self.writer.write_table(head.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self.pending, self.n_pending, self.rows = [rest], rest.num_rows, self.rows + n
+
+    def close(self) -> int:
+        """Write the last rows and the footer; return the row count."""
+        if self.n_pending or self.rows == 0:  # an empty table is one empty row group
+            self._flush(self.n_pending)
+        self.writer.close()
+        return self.rows
 
 
 def duplicate_papers(ctx: ReduceContext) -> int:

@@ -66,6 +66,9 @@ from pipeline.stages import works as W
 from pipeline.stages.common import scan_extract, write_table
 
 SAMPLINGS = ("hash", "hardest")
+# Survey x pool pairs built at once. Not a setting: the output does not depend on it (and a
+# setting would change the release's recorded config).
+BATCH_PAIRS = 5_000_000
 # fixed, so the same rows always give the same bytes whatever the config
 _U32 = 2**32
 _ID_HASH = "_id_hash"
@@ -167,13 +170,18 @@ def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
 
 def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
     """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites."""
+    surveys = surveys_frame(ctx).drop(S.SURVEY_DATE).collect(engine="streaming")
     cites = (
         S.scan(ctx.upstream("works", "cites"), S.CITES)
-        .filter(pl.col(S.WORK_ID).is_not_null())
+        # the surveys' rows only, before the distinct: not every citation of the corpus
+        .filter(
+            pl.col(S.PAPER_ID).is_in(surveys[S.SURVEY_ID].implode())
+            & pl.col(S.WORK_ID).is_not_null()
+        )
         .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.WORK_ID)
         .unique()
     )
-    return cites.join(surveys_frame(ctx).drop(S.SURVEY_DATE), on=S.SURVEY_ID, how="inner")
+    return cites.join(surveys.lazy(), on=S.SURVEY_ID, how="inner")
 
 
 def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
@@ -288,38 +296,31 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
     """``(survey_id, work_id)`` where an alias of the work is an identifier of one of the
     survey's bib entries, or co-occurs with one in any bib entry or corpus paper.
 
-    The co-occurrence links are ``works``' raw links (:func:`pipeline.stages.works._links`,
-    before junk identifiers lose theirs), so a work is excluded even when ``works``
-    resolved the survey's entry elsewhere.
+    The co-occurrence links are ``works``' raw links (``links.parquet``, before junk
+    identifiers lose theirs), so a work is excluded even when ``works`` resolved the
+    survey's entry elsewhere. Only the surveys' own rows are read.
     """
     doi = pl.col(S.DOI).str.to_lowercase()
-    refs = scan_extract(ctx, "references").select(
+    survey_ids = surveys_frame(ctx).select(S.SURVEY_ID).collect(engine="streaming")[S.SURVEY_ID]
+    refs = scan_extract(ctx, "references", survey_ids).select(
         S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID
     )
-    entry_aliases = W._entry_aliases(refs)
-    paper_aliases = W._paper_aliases(scan_extract(ctx, "papers").select(S.PAPER_ID, doi))
     own = (
-        entry_aliases.join(
-            surveys_frame(ctx).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)),
-            on=S.PAPER_ID,
-            how="semi",
-        )
+        W._entry_aliases(refs)
         .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), W.ALIAS)
         .unique()
         .collect(engine="streaming")
     )
-    own_ids = own.lazy().select(W.ALIAS).unique()
-    links = W._links(entry_aliases, paper_aliases)
-    hop = (
-        pl.concat(
-            [
-                links,
-                links.select(pl.col(W.OTHER).alias(W.ALIAS), pl.col(W.ALIAS).alias(W.OTHER)),
-            ]
-        )
-        .join(own_ids, on=W.ALIAS, how="semi")
-        .unique()
-    )
+    own_ids = own[W.ALIAS].unique()
+    links = S.scan(ctx.upstream("works", "links"), S.LINKS)
+    hop = pl.concat(
+        [
+            links.filter(pl.col(W.ALIAS).is_in(own_ids.implode())),
+            links.filter(pl.col(W.OTHER).is_in(own_ids.implode())).select(
+                pl.col(W.OTHER).alias(W.ALIAS), pl.col(W.ALIAS).alias(W.OTHER)
+            ),
+        ]
+    ).unique()
     near = pl.concat(
         [
             own.lazy(),
@@ -459,6 +460,35 @@ def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) 
     )
 
 
+# --------------------------------------------------------------------- batches
+def survey_batches(
+    surveys: pl.DataFrame, eligible: pl.LazyFrame, max_surveys: int, max_pairs: int
+) -> list[pl.Series]:
+    """Survey ids cut into consecutive batches (in ``surveys`` order) of at most ``max_surveys``
+    surveys and at most ``max_pairs`` survey x pool pairs (a survey's pairs: the eligible works
+    of its primary category, before the date and exclusion rules); a survey whose pool alone is
+    larger gets a batch of its own. Each survey's pairs depend on itself only, so the output
+    does not depend on the cut."""
+    pool = eligible.group_by(S.PRIMARY_CATEGORY).agg(pl.len().alias("_pool")).collect()
+    sizes = surveys.join(pool, on=S.PRIMARY_CATEGORY, how="left").select(
+        S.SURVEY_ID, pl.col("_pool").fill_null(0)
+    )
+    order = surveys.select(S.SURVEY_ID).with_row_index("_i")
+    sizes = order.join(sizes, on=S.SURVEY_ID, how="left").sort("_i")
+    batches: list[list[str]] = []
+    current: list[str] = []
+    pairs = 0
+    for survey_id, n in sizes.select(S.SURVEY_ID, "_pool").iter_rows():
+        if current and (len(current) >= max_surveys or pairs + n > max_pairs):
+            batches.append(current)
+            current, pairs = [], 0
+        current.append(survey_id)
+        pairs += n
+    if current:
+        batches.append(current)
+    return [pl.Series(S.SURVEY_ID, b, dtype=pl.String) for b in batches]
+
+
 # --------------------------------------------------------------------- matching
 def slots(positives: pl.DataFrame, per_positive: float) -> pl.DataFrame:
     """One row per negative wanted: ``floor(per_positive * n)`` per survey, spread over its
@@ -518,8 +548,9 @@ def match(slots_df: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.Data
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     """Draw the matched hard negatives; write both outputs; return the stage counts.
 
-    Candidate pairs are built and matched ``negatives.survey_batch_size`` surveys at a
-    time (a survey's pairs only depend on itself), which bounds memory.
+    Candidate pairs are built and matched in batches of surveys (:func:`survey_batches`:
+    ``negatives.survey_batch_size`` surveys, :data:`BATCH_PAIRS` pairs; a survey's
+    pairs only depend on itself), which bounds memory.
 
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
@@ -574,8 +605,8 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         )
 
     chosen, n_candidates = [], []
-    for offset in range(0, surveys.height, ncfg.survey_batch_size):
-        batch = surveys.slice(offset, ncfg.survey_batch_size).lazy()
+    for batch_ids in survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS):
+        batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
         pairs = hashed(candidate_pairs(batch, eligible, excluded, works, prior)).with_columns(
             (pl.col(S.NEGATIVE_SOURCE) == SOURCE_CITED_IN_CATEGORY).cast(pl.Int8).alias(_POOL)

@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline import schema as S
-from pipeline.leak_audit import audit, outside
+from pipeline.leak_audit import audit_values, feature_values, outside
 from pipeline.runner import (
     MANIFESTS,
     STAGES,
@@ -61,7 +61,7 @@ from pipeline.runner import (
     register,
     write_json,
 )
-from pipeline.stages.common import scan_extract, write_table
+from pipeline.stages.common import RowGroupWriter, scan_extract, write_table
 
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 BEIR_FILE = "{view}/{split}.parquet"
@@ -115,17 +115,24 @@ def prior_citations(ctx: ReduceContext, cands: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def reading_lists(ctx: ReduceContext) -> pl.LazyFrame:
-    """Every (survey, candidate) row of the release, both splits, with a ``split`` column."""
+def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl.LazyFrame:
+    """Every (survey, candidate) row of the release, both splits, with a ``split`` column
+    (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
+    as the files are read)."""
     cands = S.scan(ctx.upstream("split", "candidates"), S.CANDIDATES)
-    surveys = scan_extract(ctx, "papers").select(
+    works = S.scan(ctx.upstream("works", "works"), S.WORKS)
+    if survey_ids is not None:
+        cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
+        work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
+        works = works.filter(pl.col(S.WORK_ID).is_in(work_ids.implode()))
+    surveys = scan_extract(ctx, "papers", survey_ids).select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         pl.col(S.TITLE).alias(S.SURVEY_TITLE),
         pl.col(S.ABSTRACT).alias(S.SURVEY_ABSTRACT),
         pl.col(S.CATEGORIES).alias(S.SURVEY_CATEGORIES),
         pl.col(S.PRIMARY_CATEGORY).alias(S.SURVEY_PRIMARY_CATEGORY),
     )
-    works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+    works = works.select(
         pl.col(S.WORK_ID),
         pl.col(S.ALIASES).alias(S.CANDIDATE_ALIASES),
         pl.col(S.TITLE).alias(S.CANDIDATE_TITLE),
@@ -623,6 +630,85 @@ def render_card(template: str, values: dict[str, str]) -> str:
 
 
 # --------------------------------------------------------------------- the stage
+# Reading-list rows built at once (survey and candidate texts): bounds the stage's memory,
+# not its output (RowGroupWriter writes the bytes of the whole table).
+BATCH_ROWS = 200_000
+# what split_counts reads of the rows
+_LIGHT_COLUMNS = (S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.LABEL_REASON, S.SURVEY_PRIMARY_CATEGORY,
+                  S.SURVEY_DATE, S.IN_DOMAIN)  # fmt: skip
+
+
+def survey_batches(per_survey: pl.DataFrame, max_rows: int) -> list[pl.Series]:
+    """``(survey_id, len)`` rows cut into consecutive batches of at most ``max_rows`` rows (a
+    survey with more gets a batch of its own)."""
+    batches: list[list[str]] = []
+    current: list[str] = []
+    rows = 0
+    for survey_id, n in per_survey.select(S.SURVEY_ID, "len").iter_rows():
+        if current and rows + n > max_rows:
+            batches.append(current)
+            current, rows = [], 0
+        current.append(survey_id)
+        rows += n
+    if current:
+        batches.append(current)
+    return [pl.Series(S.SURVEY_ID, b, dtype=pl.String) for b in batches]
+
+
+def _write_split(
+    ctx: ReduceContext, split: str, per_survey: pl.DataFrame, surveys: pl.DataFrame
+) -> dict[str, pl.DataFrame]:
+    """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
+    :data:`BATCH_ROWS` rows (in survey order, so every file has the rows, order and bytes
+    of the whole split written at once); return its light columns and audit values."""
+    schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS}
+    writers = {
+        "rows": RowGroupWriter(
+            ctx.output(READING_LISTS_FILE.format(split=split)), S.READING_LISTS, ctx.cfg, split
+        ),
+        "view": RowGroupWriter(
+            ctx.output(CANDIDATES_FILE.format(split=split)), S.CANDIDATES_VIEW, ctx.cfg,
+            "candidates",
+        ),
+        "queries": RowGroupWriter(
+            ctx.output(BEIR_FILE.format(view="queries", split=split)), schemas["queries"],
+            ctx.cfg, f"queries/{split}",
+        ),
+        "qrels": RowGroupWriter(
+            ctx.output(BEIR_FILE.format(view="qrels", split=split)), schemas["qrels"],
+            ctx.cfg, f"qrels/{split}",
+        ),
+    }  # fmt: skip
+    light, values, corpus = [], [], []
+    for ids in survey_batches(per_survey, BATCH_ROWS):
+        part = (
+            reading_lists(ctx, ids)
+            .filter(pl.col(S.SPLIT) == split)
+            .drop(S.SPLIT)
+            .collect(engine="streaming")
+        )
+        writers["rows"].write(part)
+        view = part.select(S.CANDIDATES_VIEW.names)
+        writers["view"].write(view)
+        values.append(feature_values(view, part[S.LABEL]))
+        light.append(part.select(_LIGHT_COLUMNS))
+        beir = beir_views(part, surveys)
+        writers["queries"].write(beir["queries"])
+        writers["qrels"].write(beir["qrels"])
+        corpus.append(beir["corpus"])
+        del part, view, beir
+    for writer in writers.values():
+        writer.close()
+    write_table(
+        pl.concat(corpus).unique(S.BEIR_ID).sort(S.BEIR_ID),
+        ctx.output(BEIR_FILE.format(view="corpus", split=split)),
+        schemas["corpus"],
+        ctx.cfg,
+        f"corpus/{split}",
+    )
+    return {"light": pl.concat(light), "audit": pl.concat(values)}
+
+
 def check_unique_pairs(rows: pl.DataFrame) -> None:
     """Fail when a (survey_id, candidate_id) pair appears more than once.
 
@@ -652,8 +738,12 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     Raises:
         RuntimeError: a (survey, candidate) pair appears twice (:func:`check_unique_pairs`).
     """
-    rows = reading_lists(ctx).collect(engine="streaming")
-    check_unique_pairs(rows)
+    cands = S.scan(ctx.upstream("split", "candidates"), S.CANDIDATES)
+    check_unique_pairs(
+        cands.select(S.SURVEY_ID, pl.col(S.WORK_ID).alias(S.CANDIDATE_ID)).collect(
+            engine="streaming"
+        )
+    )
     surveys = S.scan(ctx.upstream("split", "split_surveys"), S.SPLIT_SURVEYS).collect(
         engine="streaming"
     )
@@ -674,31 +764,21 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     meta_splits: dict[str, Any] = {}
     present: list[str] = []
     for split in S.SPLIT_NAMES:
-        part = rows.filter(pl.col(S.SPLIT) == split).drop(S.SPLIT)
-        meta_splits[split] = split_counts(part, surveys)
-        if part.height == 0:
+        per_survey = (
+            cands.filter(pl.col(S.SPLIT) == split)
+            .group_by(S.SURVEY_ID)
+            .len()
+            .sort(S.SURVEY_ID)
+            .collect(engine="streaming")
+        )
+        if per_survey.height == 0:
+            empty = reading_lists(ctx, per_survey[S.SURVEY_ID]).drop(S.SPLIT).collect()
+            meta_splits[split] = split_counts(empty, surveys)
             continue
         present.append(split)
-        write_table(
-            part,
-            ctx.output(READING_LISTS_FILE.format(split=split)),
-            S.READING_LISTS,
-            ctx.cfg,
-            split,
-        )
-        view = part.select(S.CANDIDATES_VIEW.names)
-        write_table(
-            view,
-            ctx.output(CANDIDATES_FILE.format(split=split)),
-            S.CANDIDATES_VIEW,
-            ctx.cfg,
-            "candidates",
-        )
-        leak[split] = audit(view, part[S.LABEL])
-        schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS}
-        for view, df in beir_views(part, surveys).items():
-            path = ctx.output(BEIR_FILE.format(view=view, split=split))
-            write_table(df, path, schemas[view], ctx.cfg, f"{view}/{split}")
+        written = _write_split(ctx, split, per_survey, surveys)
+        meta_splits[split] = split_counts(written["light"], surveys)
+        leak[split] = audit_values(written["audit"])
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))

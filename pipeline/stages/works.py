@@ -53,6 +53,8 @@ before" would have meant "positive".
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -60,17 +62,28 @@ import polars as pl
 from pipeline import schema as S
 from pipeline import titles as T
 from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import duplicate_papers, scan_extract, sink_checked
+from pipeline.stages.common import (
+    RowGroupWriter,
+    duplicate_papers,
+    scan_extract,
+    scan_extract_files,
+    sink_checked,
+    write_table,
+)
 
 # internal columns (never written)
-ALIAS = "alias"
-OTHER = "other_alias"
+ALIAS = S.LINK_ALIAS
+OTHER = S.LINK_OTHER_ALIAS
 NODE = "node"
 COMPONENT = "component"
 JUNK = "junk"
 KIND = "kind"
 _FROM_CORPUS = "_from_corpus"
 _REF_YEAR = "_reference_year"
+_RAW_BYTES = "_raw_bytes"
+_RANGE = "_paper_range"
+_MERGE_EVERY = 8  # per-file per-work partials combined every this many files
+_EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String})
 # A year in a raw reference: the last 19xx/20xx word of the string (the publication year
 # in every style of the real sample; arXiv ids such as 2104.06921 do not match).
 REFERENCE_YEAR = r"\b(19[5-9]\d|20[0-4]\d)\b"
@@ -129,25 +142,30 @@ def _paper_aliases(papers: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _links(entry_aliases: pl.LazyFrame, paper_aliases: pl.LazyFrame) -> pl.LazyFrame:
-    """Distinct undirected links ``(alias, other_alias)`` with ``alias < other_alias``.
+def _entry_links(entry_aliases: pl.LazyFrame) -> pl.LazyFrame:
+    """Distinct links ``(alias, other_alias)``, ``alias < other_alias``, of aliases of one entry.
 
     Every pair of aliases of one entry is linked (not a star), so dropping a junk
     alias never disconnects the others.
     """
-    entry_pairs = (
+    return (
         entry_aliases.join(
             entry_aliases.rename({ALIAS: OTHER}), on=[S.PAPER_ID, S.REF_ID], how="inner"
         )
         .filter(pl.col(ALIAS) < pl.col(OTHER))
         .select(ALIAS, OTHER)
+        .unique()
     )
-    paper_pairs = (
+
+
+def _paper_links(paper_aliases: pl.LazyFrame) -> pl.LazyFrame:
+    """Distinct links ``(alias, other_alias)`` between the aliases of one corpus paper."""
+    return (
         paper_aliases.join(paper_aliases.rename({ALIAS: OTHER}), on=S.PAPER_ID, how="inner")
         .filter(pl.col(ALIAS) < pl.col(OTHER))
         .select(ALIAS, OTHER)
+        .unique()
     )
-    return pl.concat([entry_pairs, paper_pairs]).unique()
 
 
 def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
@@ -245,36 +263,39 @@ def arxiv_month_expr(alias: pl.Expr) -> pl.Expr:
 
 
 # --------------------------------------------------------------------- titles
-def resolve_by_title(
-    entry_keys: pl.DataFrame, entry_work: pl.LazyFrame, corpus: pl.LazyFrame
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Resolve entries without identifier by title (:mod:`pipeline.titles`).
+def known_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, title_key)``: the title key of every entry resolved by identifier."""
+    return (
+        entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .select(S.WORK_ID, T.KEY)
+        .unique()
+    )
+
+
+def corpus_title_keys(corpus: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, title_key)`` of the corpus papers' titles (long enough to identify a work)."""
+    words = pl.col(T.KEY).str.count_matches(" ") + 1
+    return corpus.select(S.WORK_ID, T.title_key(pl.col(S.TITLE)).alias(T.KEY)).filter(
+        (words >= T.MIN_WORDS) & (pl.col(T.KEY).str.len_chars() >= T.MIN_CHARS)
+    )
+
+
+def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
+    """``(title_key, work_id, _from_corpus)`` of the keys that name exactly one work.
 
     Args:
-        entry_keys: :func:`pipeline.titles.segment_keys` of every bib entry.
-        entry_work: ``(paper_id, ref_id, work_id)`` of the entries resolved by identifier.
-        corpus: ``(work_id, paper_id, title, ...)`` of the works that are corpus papers.
-
-    Returns:
-        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
-        ``(work_id, title_key)``: every title key known for a work (its corpus title,
-        the title key of every entry resolved to it), for the negatives' title rule.
+        corpus: ``(work_id, title, ...)`` of the works that are corpus papers.
+        known: :func:`known_title_keys` of every entry.
     """
-    words = pl.col(T.KEY).str.count_matches(" ") + 1
-    corpus_keys = (
-        corpus.select(S.WORK_ID, T.title_key(pl.col(S.TITLE)).alias(T.KEY))
-        .filter((words >= T.MIN_WORDS) & (pl.col(T.KEY).str.len_chars() >= T.MIN_CHARS))
-        .with_columns(pl.lit(True).alias(_FROM_CORPUS))
-    )
-    raw_keys = (
-        entry_keys.lazy()
-        .filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
-        .select(S.WORK_ID, T.KEY, pl.lit(False).alias(_FROM_CORPUS))
-    )
-    known = pl.concat([corpus_keys, raw_keys]).unique().collect(engine="streaming")
-    title_map = (  # a key naming two works links nothing
-        known.lazy()
+    return (  # a key naming two works links nothing
+        pl.concat(
+            [
+                corpus_title_keys(corpus).with_columns(pl.lit(True).alias(_FROM_CORPUS)),
+                known.with_columns(pl.lit(False).alias(_FROM_CORPUS)),
+            ]
+        )
+        .unique()
         .group_by(T.KEY)
         .agg(
             pl.col(S.WORK_ID).first(),
@@ -283,58 +304,123 @@ def resolve_by_title(
         )
         .filter(pl.col("_n") == 1)
         .drop("_n")
+        .collect(engine="streaming")
     )
+
+
+def resolve_by_title(
+    entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame, titles: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Resolve entries without identifier by title (:mod:`pipeline.titles`).
+
+    Args:
+        entry_keys: :func:`pipeline.titles.segment_keys` of bib entries.
+        entry_work: ``(paper_id, ref_id, work_id)`` of those entries resolved by identifier.
+        titles: :func:`title_map`.
+
+    Returns:
+        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
+        ``(work_id, title_key)``: their title keys (with :func:`known_title_keys` and the
+        corpus titles, every title key known for a work, for the negatives' title rule).
+    """
     hits = (
-        entry_keys.lazy()
-        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
-        .join(title_map, on=T.KEY, how="inner")
+        entry_keys.join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
+        .join(titles, on=T.KEY, how="inner")
         # any segment may equal a corpus title; only the title key links to other entries
         .filter(pl.col(_FROM_CORPUS) | (pl.col(T.SEGMENT_RANK) == 0))
         .group_by(S.PAPER_ID, S.REF_ID)
         .agg(pl.col(S.WORK_ID).first(), pl.col(S.WORK_ID).n_unique().alias("_n"))
         .filter(pl.col("_n") == 1)
         .select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
-        .collect(engine="streaming")
     )
     more_keys = (
-        entry_keys.lazy()
-        .filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(hits.lazy(), on=[S.PAPER_ID, S.REF_ID], how="inner")
+        entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(hits, on=[S.PAPER_ID, S.REF_ID], how="inner")
         .select(S.WORK_ID, T.KEY)
     )
-    all_keys = pl.concat([known.lazy().select(S.WORK_ID, T.KEY), more_keys]).unique()
-    return hits.lazy(), all_keys
+    return hits, more_keys
+
+
+# --------------------------------------------------------------------- per-work partials
+def _merge_examples(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Combine ``(work_id, _raw_bytes, raw, _reference_year)`` partials of disjoint entries.
+
+    Each partial holds, per work, its longest raw string (the smallest on ties) and
+    its earliest reference year; the combination is that of all the entries.
+    """
+    return (
+        pl.concat(parts)
+        .group_by(S.WORK_ID)
+        .agg(
+            pl.col(S.RAW).filter(pl.col(_RAW_BYTES) == pl.col(_RAW_BYTES).max()).min(),
+            pl.col(_RAW_BYTES).max(),
+            pl.col(_REF_YEAR).min(),
+        )
+    )
+
+
+def _merge_citing(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Sum per-work citing-paper counts of disjoint sets of papers."""
+    return pl.concat(parts).group_by(S.WORK_ID).agg(pl.col(S.N_CITING_PAPERS).sum())
 
 
 # --------------------------------------------------------------------- the stage
 def build_works(ctx: ReduceContext) -> dict[str, Any]:
-    """Resolve every bib entry to a canonical work; write ``works`` and ``cites``.
+    """Resolve every bib entry to a canonical work; write ``works``, ``cites``, ``title_keys``
+    and ``links``.
 
-    Only the alias graph is held in memory (unique aliases, their links and labels);
-    the per-entry tables are lazy scans streamed to Parquet.
+    Held in memory: the alias graph (aliases, links, labels), the title map, and
+    per-work partials (counts, an example raw string). Per-entry work (aliases, title
+    keys, resolution) runs one extract file at a time, into scratch files next to the
+    outputs (deleted at the end); ``cites`` is sorted in paper-id ranges. None of the
+    outputs depends on the files' sizes or on the number of ranges.
     """
+    scratch = ctx.tmp_dir / "_scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        return _build_works(ctx, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     wcfg = ctx.cfg.works
     # extract already normalises DOIs; lower-casing again keeps aliases right for any input
     doi = pl.col(S.DOI).str.to_lowercase()
-    refs = scan_extract(ctx, "references").select(
-        S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW
-    )
+    ref_files = [
+        lf.select(S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
+        for lf in scan_extract_files(ctx, "references")
+    ]
     papers = scan_extract(ctx, "papers")
 
-    entry_aliases = _entry_aliases(refs)
+    def part(name: str, i: int) -> Path:
+        (scratch / name).mkdir(exist_ok=True)
+        return scratch / name / f"{i:06d}.parquet"
+
+    # pass 1, per file: every identifier of every entry, and the links between them
     paper_aliases = _paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
-    links = _links(entry_aliases, paper_aliases.lazy()).collect(engine="streaming")
+    link_parts = [_paper_links(paper_aliases.lazy()).collect(engine="streaming")]
+    alias_parts = [paper_aliases.select(ALIAS).unique()]
+    for i, refs in enumerate(ref_files):
+        aliases_i = _entry_aliases(refs).collect(engine="streaming")
+        aliases_i.write_parquet(part("entry_aliases", i))
+        link_parts.append(_entry_links(aliases_i.lazy()).collect(engine="streaming"))
+        alias_parts.append(aliases_i.select(ALIAS).unique())
+        del aliases_i
+    links = pl.concat(link_parts).unique().sort(ALIAS, OTHER)
+    del link_parts
+    write_table(links, ctx.output("links.parquet"), S.LINKS, ctx.cfg, "links")
     junk = junk_aliases(links.lazy(), wcfg.max_alias_partners).collect(engine="streaming")
 
     # Node ids in sorted alias order: the minimum node of a component is its canonical alias.
     nodes = (
-        pl.concat([entry_aliases.select(ALIAS), paper_aliases.lazy().select(ALIAS)])
+        pl.concat(alias_parts)
         .unique()
         .sort(ALIAS)
         .with_row_index(NODE)
         .with_columns(pl.col(NODE).cast(pl.Int64))
-        .collect(engine="streaming")
     )
+    del alias_parts
     edges = (
         links.lazy()
         .join(junk.lazy(), on=ALIAS, how="anti")
@@ -344,7 +430,10 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .select(NODE, pl.col("other_node").alias(OTHER))
         .collect(engine="streaming")
     )
+    n_links = edges.height
+    del links
     components, rounds = connected_components(edges, wcfg.max_label_iterations)
+    del edges
     alias_work = (
         nodes.join(components, on=NODE, how="left")
         .with_columns(pl.col(COMPONENT).fill_null(pl.col(NODE)))
@@ -352,17 +441,9 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         .join(junk.with_columns(pl.lit(True).alias(JUNK)), on=ALIAS, how="left")
         .select(ALIAS, S.WORK_ID, pl.col(JUNK).fill_null(False))
     )
+    n_aliases = nodes.height
+    del nodes, components
 
-    entry_work = (
-        entry_aliases.join(alias_work.lazy(), on=ALIAS)
-        .group_by(S.PAPER_ID, S.REF_ID)
-        .agg(
-            pl.coalesce(
-                pl.col(S.WORK_ID).filter(~pl.col(JUNK)).min(), pl.col(S.WORK_ID).min()
-            ).alias(S.WORK_ID)
-        )
-    )
-    entry_work = entry_work.collect(engine="streaming")
     corpus = (
         paper_aliases.lazy()
         .join(alias_work.lazy(), on=ALIAS)
@@ -374,56 +455,136 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
             on=S.PAPER_ID,
         )
     )
-    entry_keys = T.segment_keys(
-        refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW), S.RAW, [S.PAPER_ID, S.REF_ID]
-    ).collect(engine="streaming")
-    title_work, title_keys = resolve_by_title(entry_keys, entry_work.lazy(), corpus)
-    title_keys_path = ctx.output("title_keys.parquet")
-    sink_checked(title_keys.sort(S.WORK_ID, T.KEY), S.TITLE_KEYS, title_keys_path, ctx.cfg)
 
-    cites_path = ctx.output("cites.parquet")
-    sink_checked(
-        refs.select(S.PAPER_ID, S.REF_ID)
-        .join(
-            pl.concat(
-                [
-                    entry_work.lazy().with_columns(pl.lit(RESOLVED_BY_ID).alias(S.RESOLVED_BY)),
-                    title_work.with_columns(pl.lit(RESOLVED_BY_TITLE).alias(S.RESOLVED_BY)),
-                ]
-            ),
-            on=[S.PAPER_ID, S.REF_ID],
-            how="left",
+    # pass 2, per file: resolution by identifier, title keys
+    known_parts = []
+    for i, refs in enumerate(ref_files):
+        entry_work = (
+            pl.scan_parquet(part("entry_aliases", i))
+            .join(alias_work.lazy(), on=ALIAS)
+            .group_by(S.PAPER_ID, S.REF_ID)
+            .agg(
+                pl.coalesce(
+                    pl.col(S.WORK_ID).filter(~pl.col(JUNK)).min(), pl.col(S.WORK_ID).min()
+                ).alias(S.WORK_ID)
+            )
+            .collect(engine="streaming")
         )
-        .sort(S.PAPER_ID, S.REF_ID),
-        S.CITES,
-        cites_path,
-        ctx.cfg,
-    )
-    cites = S.scan(cites_path, S.CITES)
-    cited = cites.drop_nulls(S.WORK_ID)
+        entry_work.write_parquet(part("entry_work", i))
+        keys = T.segment_keys(
+            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW),
+            S.RAW,
+            [S.PAPER_ID, S.REF_ID],
+        ).collect(engine="streaming")
+        keys.write_parquet(part("entry_keys", i))
+        known_parts.append(
+            known_title_keys(keys.lazy(), entry_work.lazy()).collect(engine="streaming")
+        )
+        part("entry_aliases", i).unlink()
+        del entry_work, keys
+    known = pl.concat([_EMPTY_KEYS, *known_parts]).unique()
+    del known_parts
+    titles = title_map(corpus, known.lazy())
+
+    # pass 3, per file: resolution by title; cites rows cut in paper-id ranges; per-work partials
+    paper_ids = papers.select(S.PAPER_ID).sort(S.PAPER_ID).collect(engine="streaming")[S.PAPER_ID]
+    n_ranges = max(1, min(64, len(ref_files)))
+    bounds = [paper_ids[(len(paper_ids) * k) // n_ranges] for k in range(1, n_ranges)]
+    range_of = pl.lit(0, pl.Int32)
+    for bound in bounds:  # the range of a paper id: how many bounds are <= it
+        range_of = range_of + (pl.col(S.PAPER_ID) >= bound).cast(pl.Int32)
+    title_key_parts = [corpus_title_keys(corpus).collect(engine="streaming"), known]
+    examples: list[pl.DataFrame] = []
+    citing: list[pl.DataFrame] = []
     raw_bytes = pl.col(S.RAW).str.len_bytes()
     ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
-    example_raw = (  # the longest raw string; the smallest of those on ties
-        refs.join(cited, on=[S.PAPER_ID, S.REF_ID])
-        .drop_nulls(S.RAW)
-        .group_by(S.WORK_ID)
-        .agg(
-            pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min(),
-            ref_year.min().alias(_REF_YEAR),
+    for i, refs in enumerate(ref_files):
+        entry_work = pl.scan_parquet(part("entry_work", i))
+        hits, more_keys = resolve_by_title(
+            pl.scan_parquet(part("entry_keys", i)), entry_work, titles.lazy()
         )
-    )
+        hits = hits.collect(engine="streaming")
+        title_key_parts.append(more_keys.unique().collect(engine="streaming"))
+        cites_i = (
+            refs.select(S.PAPER_ID, S.REF_ID)
+            .join(
+                pl.concat(
+                    [
+                        entry_work.with_columns(pl.lit(RESOLVED_BY_ID).alias(S.RESOLVED_BY)),
+                        hits.lazy().with_columns(pl.lit(RESOLVED_BY_TITLE).alias(S.RESOLVED_BY)),
+                    ]
+                ),
+                on=[S.PAPER_ID, S.REF_ID],
+                how="left",
+            )
+            .with_columns(range_of.alias(_RANGE))
+            .collect(engine="streaming")
+        )
+        (scratch / "cites").mkdir(exist_ok=True)
+        for (r,), rows in cites_i.partition_by(_RANGE, as_dict=True).items():
+            rows.drop(_RANGE).write_parquet(scratch / "cites" / f"{r:04d}-{i:06d}.parquet")
+        cited_i = cites_i.lazy().drop_nulls(S.WORK_ID).select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+        examples.append(
+            refs.select(S.PAPER_ID, S.REF_ID, S.RAW)
+            .join(cited_i, on=[S.PAPER_ID, S.REF_ID])
+            .drop_nulls(S.RAW)
+            .group_by(S.WORK_ID)
+            .agg(  # the longest raw string; the smallest of those on ties
+                pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min(),
+                raw_bytes.max().alias(_RAW_BYTES),
+                ref_year.min().alias(_REF_YEAR),
+            )
+            .collect(engine="streaming")
+        )
+        citing.append(
+            cited_i.group_by(S.WORK_ID)
+            .agg(pl.col(S.PAPER_ID).n_unique().cast(pl.Int64).alias(S.N_CITING_PAPERS))
+            .collect(engine="streaming")
+        )
+        if len(examples) >= _MERGE_EVERY:
+            examples, citing = [_merge_examples(examples)], [_merge_citing(citing)]
+        del hits, cites_i
+    example_raw = _merge_examples(examples) if examples else None
+    n_citing = _merge_citing(citing) if citing else None
+    del examples, citing, titles
+
+    title_keys_path = ctx.output("title_keys.parquet")
+    title_keys = pl.concat(title_key_parts).unique().sort(S.WORK_ID, T.KEY)
+    del title_key_parts
+    write_table(title_keys, title_keys_path, S.TITLE_KEYS, ctx.cfg, "title_keys")
+    n_title_keys = title_keys.height
+    del title_keys
+
+    cites_path = ctx.output("cites.parquet")
+    writer = RowGroupWriter(cites_path, S.CITES, ctx.cfg, "cites")
+    for r in range(n_ranges):
+        parts = sorted((scratch / "cites").glob(f"{r:04d}-*.parquet"))
+        if parts:
+            writer.write(
+                pl.scan_parquet(parts).sort(S.PAPER_ID, S.REF_ID).collect(engine="streaming")
+            )
+    writer.close()
+    shutil.rmtree(scratch / "cites", ignore_errors=True)
+    cites = S.scan(cites_path, S.CITES)
+
     arxiv_month = arxiv_month_expr(pl.col(S.WORK_ID))
     works_path = ctx.output("works.parquet")
+    if n_citing is None:
+        n_citing = pl.DataFrame(schema={S.WORK_ID: pl.String, S.N_CITING_PAPERS: pl.Int64})
+    if example_raw is None:
+        example_raw = pl.DataFrame(
+            schema={S.WORK_ID: pl.String, S.RAW: pl.String, _RAW_BYTES: pl.UInt32,
+                    _REF_YEAR: pl.Int32}
+        )  # fmt: skip
     sink_checked(
-        cited.group_by(S.WORK_ID)
-        .agg(pl.col(S.PAPER_ID).n_unique().alias(S.N_CITING_PAPERS))
+        n_citing.lazy()
         .join(
             alias_work.lazy().group_by(S.WORK_ID).agg(pl.col(ALIAS).sort().alias(S.ALIASES)),
             on=S.WORK_ID,
             how="left",
         )
         .join(corpus, on=S.WORK_ID, how="left")
-        .join(example_raw, on=S.WORK_ID, how="left")
+        .join(example_raw.lazy().drop(_RAW_BYTES), on=S.WORK_ID, how="left")
         .with_columns(
             pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
             pl.coalesce(
@@ -442,6 +603,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         works_path,
         ctx.cfg,
     )
+    del n_citing, example_raw
 
     entries = (
         cites.group_by(S.PAPER_ID)
@@ -514,14 +676,12 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
             "all": resolution(rates),
             "cs": resolution(rates.filter(pl.col("_cs"))),
             "other": resolution(rates.filter(~pl.col("_cs"))),
-            "title_keys": int(
-                S.scan(title_keys_path, S.TITLE_KEYS).select(pl.len()).collect().item()
-            ),
+            "title_keys": n_title_keys,
         },
         "papers_with_unresolved_entries": int(entries["papers_with_unresolved"] or 0),
         "entries_merged_within_paper": int(entries["merged"] or 0),
-        "aliases": nodes.height,
-        "links": edges.height,
+        "aliases": n_aliases,
+        "links": n_links,
         "junk_aliases": junk.height,
         "label_rounds": rounds,
         "works": int(works["works"]),

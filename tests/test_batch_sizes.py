@@ -1,0 +1,51 @@
+"""Output bytes do not depend on the batch sizes of the reduce stages (issue 10).
+
+``works`` merges per-file partials every ``_MERGE_EVERY`` files and sorts ``cites`` in
+paper-id ranges, ``negatives`` builds candidate pairs in batches of at most
+``BATCH_PAIRS``, ``release`` writes reading lists in batches of ``BATCH_ROWS`` rows:
+with every one of them at its smallest, every output file has the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.stages import negatives as N
+from pipeline.stages import release as R
+from pipeline.stages import works as W
+from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
+
+STAGES = ("works", "negatives", "split", "release")
+
+
+def _hashes(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for stage in STAGES
+        for p in sorted((out / stage).rglob("*"))
+        if p.is_file() and not p.name.startswith("_")
+    }
+
+
+def test_outputs_do_not_depend_on_batch_sizes(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = synthetic_release_dir(tmp_path_factory)
+    out = tmp_path / "out"
+    shutil.copytree(src, out)
+    for stage in STAGES:
+        run_stage(out, stage, _cfg())
+    before = _hashes(out)
+    assert any(k.endswith("_survey_reading_lists.parquet") for k in before)
+
+    monkeypatch.setattr(W, "_MERGE_EVERY", 1)
+    monkeypatch.setattr(N, "BATCH_PAIRS", 1)  # one survey per batch
+    monkeypatch.setattr(R, "BATCH_ROWS", 3)
+    for stage in STAGES:
+        shutil.rmtree(out / stage)
+        run_stage(out, stage, _cfg())
+    assert _hashes(out) == before
