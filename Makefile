@@ -49,4 +49,5 @@ data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://dataset
 	$(BIN)/python -m pipeline run --input '$(INPUT)' --out $(OUT) --workers $(WORKERS)
 
 eval: $(STAMP) ## evaluate the baselines on the demo release (after make demo) and print the report
+	@test -d $(DEMO_OUT)/release || (echo "make eval: no demo release in $(DEMO_OUT)/release; run make demo first" >&2; exit 2)
 	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT)

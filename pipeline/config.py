@@ -255,6 +255,10 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from e
+        except FileNotFoundError as e:
+            raise ConfigError(f"config file {path} not found") from e
+        except IsADirectoryError as e:
+            raise ConfigError(f"config file {path} is a directory, not a TOML file") from e
     for section, fields in (overrides or {}).items():
         values.setdefault(section, {}).update(fields)
     where = str(path or "config")

@@ -60,7 +60,15 @@ def main(args: argparse.Namespace) -> int:
     run = ["run", "--input", str(corpus), "--out", str(args.out), "--workers", str(args.workers)]
     if args.config:
         run += ["--config", str(args.config)]
+    run += ["-v"] if getattr(args, "verbose", False) else []
+    run += ["-q"] if getattr(args, "quiet", False) else []
     return cli_main(run)
+
+
+def positive_int(value: str) -> int:
+    from pipeline.cli import positive_int as check
+
+    return check(value)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -77,6 +85,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--fixtures", type=Path, default=FIXTURES, help="folder holding the real samples"
     )
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument(
+        "--workers", type=positive_int, default=os.cpu_count() or 1, help="worker processes"
+    )
     p.add_argument("--config", type=Path, default=None, help="TOML config file")
     p.set_defaults(func=main)
