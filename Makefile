@@ -28,7 +28,7 @@ venv: $(STAMP) ## create .venv and install the package with its dev tools
 demo: $(STAMP) ## run the whole pipeline on the bundled demo corpus (synthetic + real samples) into demo_out/
 	$(BIN)/python -m pipeline demo --out $(DEMO_OUT)
 
-test: $(STAMP) ## run the test suite
+test: $(STAMP) lint ## ruff (lint and format check), then the test suite (what CI runs)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP) ## ruff lint and format check

@@ -7,7 +7,7 @@
   negatives).
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
-* ``README.md``: the dataset card, rendered from ``data_cards/survey_reading_lists.md``
+* ``README.md``: the dataset card, rendered from ``pipeline/data_cards/survey_reading_lists.md``
   with numbers taken from the metadata.
 
 A split without surveys is not written (``datasets`` cannot read a Parquet file with
@@ -39,9 +39,11 @@ with sorted keys, no timestamps and no absolute paths.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import logging
 import re
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +79,9 @@ _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 log = logging.getLogger("pipeline")
 
 
-def data_cards_dir() -> Path:
-    """``data_cards/`` of the repository this package is installed from.
-
-    Raises:
-        FileNotFoundError: the directory is missing (a non-editable install without the repo).
-    """
-    d = Path(__file__).resolve().parents[2] / "data_cards"
-    if not (d / CARD_TEMPLATE).exists():
-        raise FileNotFoundError(
-            f"dataset card template {d / CARD_TEMPLATE} not found; run from a checkout"
-        )
-    return d
+def data_cards_dir() -> Traversable:
+    """``pipeline/data_cards/``: the card template, package data (works from a wheel too)."""
+    return importlib.resources.files("pipeline") / "data_cards"
 
 
 # --------------------------------------------------------------------- tables
