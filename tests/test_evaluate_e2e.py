@@ -219,6 +219,23 @@ def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Pa
         evaluate(inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path)
 
 
+def test_metric_names_are_the_same_in_json_parquet_and_report(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
+    names = set(results["metrics"])
+    assert {"recall@10_tier>=3", "recall@10_tier=3", "mrr_tier>=3"} <= names
+    assert not any(n.endswith("_tier3") for n in names)
+    columns = set(pl.read_parquet_schema(tmp_path / "eval" / "per_survey.parquet"))
+    assert names <= columns
+    assert set(results["systems"]["bm25"]) <= names
+    assert set(results["metric_aliases"]) <= names
+    report = (tmp_path / "eval" / "report.md").read_text(encoding="utf-8")
+    for name in results["main_metrics"]:
+        assert f"`{name}`" in report
+    assert "recall@10_tier>=3" in results["main_metrics"]
+
+
 def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> None:
     clash = tmp_path / "noisy_label.csv"
     pl.read_csv(inputs["csv"]).write_csv(clash)
