@@ -28,7 +28,7 @@ venv: $(STAMP) ## create .venv and install the package with its dev tools
 demo: $(STAMP) ## run the whole pipeline on the bundled demo corpus (synthetic + real samples) into demo_out/
 	$(BIN)/python -m pipeline demo --out $(DEMO_OUT)
 
-test: $(STAMP) ## run the test suite
+test: $(STAMP) lint ## ruff (lint and format check), then the test suite (what CI runs)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP) ## ruff lint and format check
@@ -49,5 +49,6 @@ data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://dataset
 	$(BIN)/python -m pipeline run --input '$(INPUT)' --out $(OUT) --workers $(WORKERS)
 
 eval: $(STAMP) ## train a reranker on the demo release (after make demo), evaluate it and the baselines, print the report
+	@test -d $(DEMO_OUT)/release || (echo "make eval: no demo release in $(DEMO_OUT)/release; run make demo first" >&2; exit 2)
 	$(BIN)/python -m pipeline train --release $(DEMO_OUT)/release --out $(DEMO_OUT)/model
 	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT) --model-file $(DEMO_OUT)/model/model.txt

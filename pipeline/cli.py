@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.config import ConfigError, describe, load_config
+from pipeline import __version__
+from pipeline.config import describe, load_config
+from pipeline.errors import INTERRUPTED, user_message
 from pipeline.runner import (
     DEFAULT_MAX_FAILED,
     MANIFESTS,
@@ -32,6 +37,7 @@ from pipeline.sources import InputError, resolve_inputs, shard
 from pipeline.stages.extract import summarize
 
 log = logging.getLogger("pipeline")
+CONSOLE_SCRIPT = "survey-reading-lists"  # [project.scripts] in pyproject.toml
 
 
 def _shard_arg(value: str) -> tuple[int, int]:
@@ -42,6 +48,17 @@ def _shard_arg(value: str) -> tuple[int, int]:
     if not 0 <= i < n:
         raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
     return i, n
+
+
+def positive_int(value: str) -> int:
+    """argparse type: an integer >= 1 (``--workers``)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"need a whole number >= 1; got {value!r}")
+    return number
 
 
 def _max_failed_arg(value: str) -> str:
@@ -78,7 +95,7 @@ def _common(
             p.set_defaults(shard=(0, 1))
         p.add_argument(
             "--workers",
-            type=int,
+            type=positive_int,
             default=os.cpu_count() or 1,
             help="worker processes (default: CPU count)",
         )
@@ -130,12 +147,13 @@ def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
     totals = summarize(args.out)
     log.info(
         "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
-        "%s failed files",
+        "%s failed files; outputs in %s",
         totals["files"],
         totals.get("papers_written", 0),
         totals.get("rejects_total", 0),
         totals.get("duplicate_papers_across_files", 0),
         len(totals["failed_files"]),
+        args.out / "extract",
     )
     keys = {f.key for f in every}
     failed = [f for f in failed_inputs(args.out, "extract", cfg) if f["source_key"] in keys]
@@ -201,6 +219,7 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
 def _reduce(name: str):
     def cmd(args: argparse.Namespace, cfg) -> int:
         run_reduce(STAGES[name], args.out, cfg, args.force, args.max_failed_files, args.verify)
+        log.info("%s: outputs in %s", name, args.out / name)
         return 0
 
     return cmd
@@ -219,6 +238,7 @@ def _run(args: argparse.Namespace, cfg) -> int:
         if stage.kind == "reduce":
             run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify)
     _evaluate_release(args.out, cfg)
+    log.info("run: every stage's outputs in %s; the release in %s", args.out, args.out / "release")
     return 0
 
 
@@ -240,12 +260,14 @@ def _evaluate_release(out: Path, cfg) -> None:
         return
     results = evaluate(eval_file, runs=(), baselines_only=True, out_dir=out, config=cfg.evaluate)
     print(render_report(results))
+    log.info("evaluate: results in %s", out / "eval")
 
 
-def _status(args: argparse.Namespace, cfg) -> int:
-    report = {}
+def status_report(out: Path, cfg) -> dict[str, dict]:
+    """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts."""
+    report: dict[str, dict] = {}
     for name, stage in STAGES.items():
-        d = args.out / name
+        d = out / name
         if stage.kind == "map":
             manifests = [json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))]
             manifests = [m for m in manifests if m.get("status") != "failed"]
@@ -256,20 +278,61 @@ def _status(args: argparse.Namespace, cfg) -> int:
                         totals[k] = totals.get(k, 0) + v
             report[name] = {
                 "files_done": len(manifests),
-                "current": stage_key(args.out, name, cfg) is not None,
+                "current": stage_key(out, name, cfg) is not None,
                 "files_failed": [
                     {k: f[k] for k in ("file", "reason", "lines_read")}
-                    for f in failed_inputs(args.out, name, cfg)
+                    for f in failed_inputs(out, name, cfg)
                 ],
                 **totals,
             }
         else:
             success = d / "_SUCCESS.json"
-            entry = {"done": reduce_done(args.out, name, cfg)}
+            entry = {"done": reduce_done(out, name, cfg)}
             if success.exists():
                 entry["counts"] = json.loads(success.read_text())["counts"]
             report[name] = entry
-    print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    return report
+
+
+def _status_rows(report: dict[str, dict]) -> list[tuple[str, str, str]]:
+    rows = []
+    for name, entry in report.items():
+        if "files_done" in entry:
+            failed = len(entry["files_failed"])
+            if entry["current"]:
+                state = "done"
+            elif entry["files_done"] or failed:
+                state = "partial"
+            else:
+                state = "not run"
+            detail = f"{entry['files_done']} file(s) done, {failed} failed"
+            if "papers_written" in entry:
+                detail += f", {entry['papers_written']:,} papers"
+        else:
+            counts = entry.get("counts")
+            state = "done" if entry["done"] else "outdated" if counts is not None else "not run"
+            detail = ", ".join(
+                f"{k} {v:,}" for k, v in (counts or {}).items() if isinstance(v, int)
+            )[:90]
+        rows.append((name, state, detail))
+    return rows
+
+
+def _status(args: argparse.Namespace, cfg) -> int:
+    if not args.out.is_dir():
+        raise InputError(f"--out {args.out}: no such work directory")
+    report = status_report(args.out, cfg)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+    else:
+        rows = [("stage", "state", "counts"), *_status_rows(report)]
+        width = [max(len(r[i]) for r in rows) for i in range(2)]
+        for name, state, detail in rows:
+            print(f"{name:<{width[0]}}  {state:<{width[1]}}  {detail}".rstrip())
+    if not any((args.out / name).is_dir() for name in STAGES):
+        log.warning(
+            "%s holds no pipeline work (no stage outputs): is this the right --out?", args.out
+        )
     return 0
 
 
@@ -308,8 +371,11 @@ def _roles(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     load_stages()
-    parser = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    script = Path(sys.argv[0]).name
+    prog = script if script == CONSOLE_SCRIPT else "python -m pipeline"
+    parser = _Parser(prog=prog, description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     for name, stage in STAGES.items():
@@ -323,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="which stages and shards are done, with counts")
     _common(p, force=False)
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.set_defaults(handler=_status)
 
     p = sub.add_parser(
@@ -343,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in _plugins():
         module.add_parser(sub)
+    for command in sub.choices.values():
+        _add_verbosity(command)
     return parser
 
 
@@ -366,22 +435,93 @@ def _plugins() -> list:
     return mods
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``prog: error: ... (see --help)``), exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """``-v``/``-q`` before or after the subcommand (SUPPRESS: a subcommand's default
+    does not overwrite what was given before it)."""
+    default = {} if top else {"default": argparse.SUPPRESS}
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="debug logging, and a traceback with every error",
+        **default,
+    )
+    group.add_argument(
+        "-q", "--quiet", action="store_true", help="only warnings and errors", **default
+    )
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    out = getattr(args, "out", None)
+    if isinstance(out, Path) and out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give a directory")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    log.warning("%s", message)  # one line, not Python's `file:line: Category` form
+
+
+@contextlib.contextmanager
+def _log_to_stderr(level: int) -> Iterator[None]:
+    """The pipeline's log lines on stderr at ``level`` while a command runs.
+
+    A handler on the ``pipeline`` logger, not the root logger: records still propagate
+    (pytest's capture sees them), and a command run from inside another (``demo`` runs
+    ``run``) does not print every line twice.
+    """
+    previous = log.level
+    log.setLevel(level)
+    handler = None
+    if not any(getattr(h, "pipeline_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        handler.pipeline_cli = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    try:
+        yield
+    finally:
+        if handler is not None:
+            log.removeHandler(handler)
+        log.setLevel(previous)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; every expected failure is one line on stderr and exit code 2.
+
+    Ctrl-C exits 130 with a line saying how to resume; an unexpected error exits 1 with
+    one line, and with its traceback under ``-v``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    try:
-        if hasattr(args, "handler"):
-            cfg = load_config(args.config)
-            return args.handler(args, cfg)
-        return args.func(args)
-    except (InputError, ConfigError, RuntimeError) as e:
-        log.error("%s", e)
-        return 2
-    except OSError as e:  # disk full, permissions, a vanished mount: one line, not a traceback
-        log.error("%s: %s", type(e).__name__, e)
-        return 2
+    verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    with _log_to_stderr(level), warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            _check_out(args)
+            if hasattr(args, "handler"):
+                cfg = load_config(args.config)
+                return args.handler(args, cfg)
+            return args.func(args)
+        except KeyboardInterrupt:
+            if verbose:
+                log.exception("%s", INTERRUPTED)
+            else:
+                log.error("%s", INTERRUPTED)
+            return 130
+        except Exception as e:
+            expected = user_message(e)
+            message = expected or f"unexpected {type(e).__name__}: {' '.join(str(e).split())}"
+            if verbose:
+                log.exception("%s", message)
+            else:
+                log.error("%s", message if expected else f"{message} (-v shows the traceback)")
+            return 2 if expected else 1

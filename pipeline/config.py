@@ -135,6 +135,12 @@ class SplitConfig:
 @dataclass(frozen=True)
 class ReleaseConfig:
     dataset_name: str = _f("survey-reading-lists", "name used in the dataset card")
+    repo_id: str = _f(
+        "",
+        "Hub dataset repo (OWNER/NAME) the release is published to, named by the card's "
+        "load_dataset snippet and evaluation command ('' = OWNER/<dataset_name>)",
+    )
+    code_url: str = _f("", "URL of this pipeline's source code, linked from the card ('' = none)")
     version: str = _f("0.1.0", "release version written into metadata and card")
     input_revision: str = _f(
         "", "revision of the input corpus, when not resolved from hf:// inputs"
@@ -274,6 +280,10 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from e
+        except FileNotFoundError as e:
+            raise ConfigError(f"config file {path} not found") from e
+        except IsADirectoryError as e:
+            raise ConfigError(f"config file {path} is a directory, not a TOML file") from e
     for section, fields in (overrides or {}).items():
         values.setdefault(section, {}).update(fields)
     where = str(path or "config")
@@ -455,6 +465,12 @@ FIELD_CHECKS: dict[str, Check] = {
     ),
     "surveys.min_resolved_frac": Check(
         "a share between 0 and 1", lambda v: 0 <= v <= 1, (-0.1, 1.5, float("nan"))
+    ),
+    "release.repo_id": _pattern(
+        r"([\w.-]+/[\w.-]+)?", "'' or a Hub repo id OWNER/NAME", ("owner", "a/b/c", "a b/c")
+    ),
+    "release.code_url": _pattern(
+        r"(https?://\S+)?", "'' or an http(s) URL", ("github.com/x", "https://a b")
     ),
     "release.leak_audit": _one_of(lambda: ("warn", "error"), ("fail", "")),
     "release.leak_auc_bounds": Check(

@@ -2,29 +2,39 @@
 
 The demo corpus is built deterministically: synthetic unarXive records (one
 generated world, its last file converted to the 2024 layout, with a few malformed
-lines to show rejects) plus the real records shipped
-in ``tests/fixtures`` (49 papers in the 2022 layout, one in the 2024 layout).
+lines to show rejects) plus the real records shipped as package data in
+``pipeline/demo_data`` (49 papers in the 2022 layout, one in the 2024 layout, with
+their licences; the tests read them as ``tests/fixtures/...``, links to that folder).
 Every stage then runs into ``<out>/`` and the baselines are evaluated.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.resources
 import logging
 import os
 import shutil
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 log = logging.getLogger("pipeline")
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+
+def demo_data() -> Traversable:
+    """``pipeline/demo_data``: the real samples, package data (works from a wheel too)."""
+    return importlib.resources.files("pipeline") / "demo_data"
+
+
 REAL_FILES = (
     "unarxive-2022-sample/arXiv_src_2212_086.jsonl.gz",
     "unarxive-2024-preview/preview.jsonl",
 )
 
 
-def build_corpus(corpus: Path, papers: int, fixtures: Path) -> list[Path]:
+def build_corpus(
+    corpus: Path, papers: int, fixtures: Traversable | Path | None = None
+) -> list[Path]:
     """Write the demo corpus into ``corpus`` (idempotent: same bytes every time)."""
     from pipeline.layout import convert_file
     from pipeline.synth import generate
@@ -39,14 +49,14 @@ def build_corpus(corpus: Path, papers: int, fixtures: Path) -> list[Path]:
         convert_file(last, converted)
     last.unlink()
     paths.append(converted)
+    fixtures = demo_data() if fixtures is None else fixtures
     for rel in REAL_FILES:
-        src = fixtures / rel
-        if not src.exists():
-            raise FileNotFoundError(
-                f"demo: real sample {src} is missing (expected in tests/fixtures)"
-            )
+        src = fixtures.joinpath(*rel.split("/"))
+        if not src.is_file():
+            raise FileNotFoundError(f"demo: real sample {src} is missing")
         dst = corpus / f"real_{src.name}"
-        shutil.copyfile(src, dst)
+        with importlib.resources.as_file(src) as local:
+            shutil.copyfile(local, dst)
         paths.append(dst)
     return paths
 
@@ -60,7 +70,15 @@ def main(args: argparse.Namespace) -> int:
     run = ["run", "--input", str(corpus), "--out", str(args.out), "--workers", str(args.workers)]
     if args.config:
         run += ["--config", str(args.config)]
+    run += ["-v"] if getattr(args, "verbose", False) else []
+    run += ["-q"] if getattr(args, "quiet", False) else []
     return cli_main(run)
+
+
+def positive_int(value: str) -> int:
+    from pipeline.cli import positive_int as check
+
+    return check(value)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -75,8 +93,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--papers", type=int, default=1500, help="synthetic papers (a quarter in the 2024 layout)"
     )
     p.add_argument(
-        "--fixtures", type=Path, default=FIXTURES, help="folder holding the real samples"
+        "--fixtures",
+        type=Path,
+        default=None,
+        help="folder holding the real samples (default: the package's demo_data)",
     )
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument(
+        "--workers", type=positive_int, default=os.cpu_count() or 1, help="worker processes"
+    )
     p.add_argument("--config", type=Path, default=None, help="TOML config file")
     p.set_defaults(func=main)

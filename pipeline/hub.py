@@ -36,14 +36,15 @@ import json
 import logging
 import os
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pipeline.errors import require_token
 from pipeline.runner import sha256_file
+from pipeline.sources import InputError
 
 log = logging.getLogger("pipeline")
 
@@ -208,6 +209,8 @@ def push_release(
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        require_token("push")
     plan = push_plan(args.release, args.repo_id, args.tag, args.private)
     if args.dry_run:
         print(json.dumps({"dry_run": True, **plan}, indent=2))
@@ -339,6 +342,9 @@ def pull_work(
         TimeoutError: the shard records are not all there in time (says which are missing).
     """
     api = _api(endpoint)
+    # one request without retries first: an unreachable Hub or a missing repo fails now,
+    # not after huggingface_hub's ~25 s of retries of the listing below
+    api.repo_info(repo_id, repo_type=REPO_TYPE)
     if shards is None:
         files = sorted(
             f
@@ -376,6 +382,7 @@ def pull_work(
 
 
 def cmd_push_work(args: argparse.Namespace) -> int:
+    require_token("push-work")
     print(
         json.dumps(
             push_work(args.out, args.repo_id, args.stage, args.shard, args.endpoint), indent=2
@@ -396,7 +403,7 @@ def cmd_pull_work(args: argparse.Namespace) -> int:
         args.poll,
         args.endpoint,
     )
-    print(json.dumps(done, indent=2))
+    print(json.dumps({**done, "out": str(args.out)}, indent=2))
     return 0
 
 
@@ -410,6 +417,7 @@ def _cli(argv: list[str]) -> None:
 
 
 def cmd_job(args: argparse.Namespace) -> int:
+    require_token(f"job --step {args.step}")  # every step pushes at its end
     out = str(args.out)
     workers = ["--workers", str(args.workers)] if args.workers else []
     if args.step == "all":
@@ -554,11 +562,7 @@ def submit(
     specs: list[JobSpec], namespace: str | None, endpoint: str | None = None
 ) -> list[dict[str, Any]]:
     """Create the jobs (scheduled when the spec has a schedule); return their ids."""
-    from huggingface_hub import get_token
-
-    token = get_token()
-    if not token:
-        raise RuntimeError("submit: no Hugging Face token (set HF_TOKEN or run `hf auth login`)")
+    token = require_token("submit")
     api = _api(endpoint)
     done = []
     for spec in specs:
@@ -583,6 +587,8 @@ def submit(
 
 def cmd_submit(args: argparse.Namespace) -> int:
     namespace = args.namespace
+    if not args.dry_run:
+        require_token("submit")
     if namespace is None and not args.dry_run:
         namespace = _api(args.endpoint).whoami()["name"]
     specs = job_specs(args, namespace or NAMESPACE_PLACEHOLDER)
@@ -600,19 +606,10 @@ def _shard(value: str) -> tuple[int, int]:
     return _shard_arg(value)
 
 
-def _wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Report expected failures as one log line and exit code 2 (like the stage commands)."""
+def positive_int(value: str) -> int:
+    from pipeline.cli import positive_int as check
 
-    def run(args: argparse.Namespace) -> int:
-        from huggingface_hub.errors import HfHubHTTPError
-
-        try:
-            return fn(args)
-        except (FileNotFoundError, TimeoutError, RuntimeError, HfHubHTTPError) as e:
-            log.error("%s", e)
-            return 2
-
-    return run
+    return check(value)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -639,7 +636,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--dry-run", action="store_true", help="print the planned operations, change nothing"
     )
     p.add_argument("--endpoint", default=None, help=endpoint_help)
-    p.set_defaults(func=_wrap(cmd_push))
+    p.set_defaults(func=cmd_push)
 
     p = sub.add_parser(
         "push-work", help="upload a stage's outputs from a work dir to a Hub dataset repo"
@@ -658,7 +655,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="I/N: also write the shard record shards/N/I.json",
     )
     p.add_argument("--endpoint", default=None, help=endpoint_help)
-    p.set_defaults(func=_wrap(cmd_push_work))
+    p.set_defaults(func=cmd_push_work)
 
     p = sub.add_parser(
         "pull-work", help="download a stage's outputs from a Hub dataset repo into a work dir"
@@ -689,7 +686,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds between checks while waiting (default: 60)",
     )
     p.add_argument("--endpoint", default=None, help=endpoint_help)
-    p.set_defaults(func=_wrap(cmd_pull_work))
+    p.set_defaults(func=cmd_pull_work)
 
     p = sub.add_parser(
         "job", help="what a Hugging Face Job runs: all | shard | finish (see `submit`)"
@@ -702,7 +699,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--input", default=DEFAULT_INPUT, help=f"corpus (default: {DEFAULT_INPUT})")
     p.add_argument("--out", type=Path, default=Path("work"), help="work directory (default: work)")
-    p.add_argument("--workers", type=int, default=0, help="worker processes (default: CPU count)")
+    p.add_argument(
+        "--workers", type=positive_int, default=None, help="worker processes (default: CPU count)"
+    )
     p.add_argument("--repo-id", default=None, help="release dataset repo (steps all, finish)")
     p.add_argument("--tag", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
@@ -714,7 +713,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--wait", type=float, default=6 * 3600, help="step finish: seconds to wait for the shards"
     )
-    p.set_defaults(func=_wrap(_checked_job))
+    p.set_defaults(func=_checked_job)
 
     p = sub.add_parser(
         "submit",
@@ -764,14 +763,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="finishing job: seconds to wait for shards (default: 43200)",
     )
     p.add_argument(
-        "--workers", type=int, default=0, help="worker processes per job (default: CPU count)"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="worker processes per job (default: CPU count)",
     )
     p.add_argument(
         "--namespace", default=None, help="user or org running the jobs (default: the token's user)"
     )
     p.add_argument("--dry-run", action="store_true", help="print every job spec, submit nothing")
     p.add_argument("--endpoint", default=None, help=endpoint_help)
-    p.set_defaults(func=_wrap(cmd_submit))
+    p.set_defaults(func=cmd_submit)
 
 
 def _checked_job(args: argparse.Namespace) -> int:
@@ -782,6 +784,5 @@ def _checked_job(args: argparse.Namespace) -> int:
     }
     missing = [f"--{n.replace('_', '-')}" for n in need[args.step] if getattr(args, n) is None]
     if missing:
-        print(f"job --step {args.step}: missing {', '.join(missing)}", file=sys.stderr)
-        return 2
+        raise InputError(f"job --step {args.step}: missing {', '.join(missing)}")
     return cmd_job(args)

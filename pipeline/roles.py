@@ -44,7 +44,7 @@ assessment, review method, threats to validity), which stay ``method`` wherever
 they are (:func:`survey_role_expr`).
 
 Abstract: ``extract`` records citations in the abstract under the heading
-``Abstract``; it maps to ``introduction``. Why each rule: ``data_cards/sections_and_roles.md``.
+``Abstract``; it maps to ``introduction``. Why each rule: the data card (``pipeline/data_cards/survey_reading_lists.md``).
 """
 
 from __future__ import annotations

@@ -460,10 +460,32 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
-def _init_worker(queue: Any, parent: int) -> None:
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while worker processes are started (they inherit the disposition)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _exit_interrupted(signum: int, frame: Any) -> None:
+    os._exit(130)
+
+
+def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
     global _QUEUE
     _QUEUE = queue
     _die_with_parent(parent)
+    # Ctrl-C reaches the whole process group: the parent reports it (one line, how to
+    # resume); a worker just ends, as if killed, instead of printing its own traceback.
+    # A parent that ignores SIGINT (nohup, a background job) has workers that ignore it.
+    if end_on_sigint:
+        signal.signal(signal.SIGINT, _exit_interrupted)
     # the parent logs what workers return; without a handler here, warnings would also
     # reach stderr through logging's last-resort handler
     log.addHandler(logging.NullHandler())
@@ -631,17 +653,30 @@ def run_map(
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            with ProcessPoolExecutor(n, ctx, _init_worker, (queue, os.getpid())) as pool:
-                pending: set[Future[list[dict[str, Any]]]] = {
-                    pool.submit(_run_files, stage.name, chunk, str(out), cfg) for chunk in chunks
-                }
-                while pending:
-                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                    _drain(queue, progress)
-                    for fut in finished:
-                        for manifest in fut.result():
-                            results.append(manifest)
-                            _log_done(manifest)  # workers have no log handler of their own
+            end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+            init_args = (queue, os.getpid(), end_on_sigint)
+            with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
+                # workers start with Ctrl-C ignored (a worker still importing would print a
+                # traceback), then _init_worker makes it end them quietly
+                with _sigint_ignored():
+                    pending: set[Future[list[dict[str, Any]]]] = {
+                        pool.submit(_run_files, stage.name, chunk, str(out), cfg)
+                        for chunk in chunks
+                    }
+                try:
+                    while pending:
+                        finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                        _drain(queue, progress)
+                        for fut in finished:
+                            for manifest in fut.result():
+                                results.append(manifest)
+                                _log_done(manifest)  # workers have no log handler of their own
+                except KeyboardInterrupt:
+                    # a worker that missed the Ctrl-C (still starting) is stopped here, so
+                    # leaving the pool does not wait for its files; a rerun redoes them
+                    for child in mp.active_children():
+                        child.kill()
+                    raise
                 _drain(queue, progress)
     finally:
         progress.close()

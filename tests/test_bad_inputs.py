@@ -187,7 +187,7 @@ def test_failed_files_are_an_outcome(tmp_path: Path, sample_lines: list[bytes], 
     assert [f["file"] for f in meta["failed_inputs"]] == ["corrupt.jsonl.zst", "truncated.jsonl.gz"]
     assert len(meta["input"]["files"]) == 6
     capsys.readouterr()
-    assert main(["status", "--out", str(out), "--config", str(cfg)]) == 0
+    assert main(["status", "--json", "--out", str(out), "--config", str(cfg)]) == 0
     status = json.loads(capsys.readouterr().out)
     assert len(status["extract"]["files_failed"]) == 2 and status["extract"]["files_done"] == 6
 

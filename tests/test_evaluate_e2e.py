@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -16,7 +15,6 @@ from pipeline.config import EvaluateConfig
 from pipeline.evaluate import (
     RunError,
     RunWarning,
-    add_parser,
     evaluate,
     metric_registry,
     resolve_eval_file,
@@ -200,6 +198,8 @@ def test_hub_eval_file_is_recorded_as_given(
         return str(cache / filename)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    # the quick existence check before the download (an unreachable Hub fails fast)
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, repo_id, revision: None)
     monkeypatch.chdir(tmp_path)
     results = evaluate("owner/name@v1", baselines_only=True, out_dir=tmp_path / "o", config=CONFIG)
     assert results["eval_file"] == {
@@ -219,6 +219,23 @@ def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Pa
         evaluate(inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path)
 
 
+def test_metric_names_are_the_same_in_json_parquet_and_report(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
+    names = set(results["metrics"])
+    assert {"recall@10_tier>=3", "recall@10_tier=3", "mrr_tier>=3"} <= names
+    assert not any(n.endswith("_tier3") for n in names)
+    columns = set(pl.read_parquet_schema(tmp_path / "eval" / "per_survey.parquet"))
+    assert names <= columns
+    assert set(results["systems"]["bm25"]) <= names
+    assert set(results["metric_aliases"]) <= names
+    report = (tmp_path / "eval" / "report.md").read_text(encoding="utf-8")
+    for name in results["main_metrics"]:
+        assert f"`{name}`" in report
+    assert "recall@10_tier>=3" in results["main_metrics"]
+
+
 def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> None:
     clash = tmp_path / "noisy_label.csv"
     pl.read_csv(inputs["csv"]).write_csv(clash)
@@ -227,10 +244,9 @@ def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> 
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="pipeline")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    from pipeline.cli import main
+
+    return main(argv)
 
 
 def test_cli(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,18 +285,18 @@ def test_cli(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixt
     ]
     assert _cli(base) == 2
     assert f"{unknown}:1:" in capsys.readouterr().err
-    with pytest.warns(RunWarning) as caught:
-        assert _cli([*base, "--lenient"]) == 0
-    messages = [str(w.message) for w in caught]
-    assert any("dropped 1 of 1" in m for m in messages)
+    assert _cli([*base, "--lenient"]) == 0
+    # the CLI prints warnings as one log line each
+    messages = capsys.readouterr().err
+    assert "dropped 1 of 1" in messages
     # nothing of the run is left, so every survey is missing from it
-    assert any("no row for 24 of 24 eval survey(s)" in m for m in messages)
+    assert "no row for 24 of 24 eval survey(s)" in messages
     with pytest.raises(SystemExit):  # a run and --baselines-only contradict each other
         _cli([*base, "--baselines-only"])
     gappy = _without_survey(inputs, tmp_path, "S000005")
     gappy_args = [*base[:4], str(gappy), *base[5:]]
-    with pytest.warns(RunWarning, match="no row for 1 of 24"):
-        assert _cli(gappy_args) == 0
+    assert _cli(gappy_args) == 0
+    assert "no row for 1 of 24" in capsys.readouterr().err
     assert _cli([*gappy_args, "--require-complete"]) == 2
     err = capsys.readouterr().err
     assert f"{gappy}: no row for 1 of 24 eval survey(s) (first: 'S000005')" in err
@@ -327,6 +343,8 @@ def test_hub_specs_resolve_without_network(
         return str(tmp_path / "downloaded.parquet")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    # the quick existence check before the download (an unreachable Hub fails fast)
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, repo_id, revision: None)
     monkeypatch.chdir(tmp_path)  # so that the spec is not a local path
     assert resolve_eval_file(spec) == tmp_path / "downloaded.parquet"
     assert calls == [expected]

@@ -22,7 +22,7 @@ from pipeline.evaluate import (
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SUBSET, SURVEY_ID
 from pipeline.evaluate.evaluation import SUBSET_ALL, baseline_per_survey
-from pipeline.evaluate.metrics import tie_keys
+from pipeline.evaluate.metrics import metric_aliases, tie_keys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
@@ -151,9 +151,9 @@ EXPECTED = {
         "recall@1": 0.0,
         "recall@3": 2 / 4,
         "recall@5": 3 / 4,
-        "recall@1_tier3": 0.0,
-        "recall@3_tier3": 1 / 2,
-        "recall@5_tier3": 2 / 2,
+        "recall@1_tier>=3": 0.0,
+        "recall@3_tier>=3": 1 / 2,
+        "recall@5_tier>=3": 2 / 2,
         "recall@1_tier=1": 0.0,
         "recall@3_tier=1": 1.0,
         "recall@5_tier=1": 1.0,
@@ -161,7 +161,7 @@ EXPECTED = {
         "recall@3_tier=3": 1.0,
         "recall@3_tier=4": 0.0,
         "recall@5_tier=4": 1.0,
-        "mrr_tier3": 1 / 3,  # c, the first label >= 3, is at rank 3
+        "mrr_tier>=3": 1 / 3,  # c, the first label >= 3, is at rank 3
         "map": (1 / 2 + 2 / 3 + 3 / 4 + 4 / 6) / 4,
         "r_precision": 3 / 4,
         # scores, not ranks: positives d, c, a beat e and lose to b; f ties e (both
@@ -206,7 +206,7 @@ def test_hand_computed_values_and_exclusions() -> None:
     # s2 has no positive at all: excluded everywhere
     assert all(rows["s2"][m] is None for m in metric_registry(KS))
     # s3 has no label >= 3, no label 4, no tier 2-4
-    for name in ("mrr_tier3", "recall@3_tier3", "essential_ndcg@10", "relevant_ndcg@10"):
+    for name in ("mrr_tier>=3", "recall@3_tier>=3", "essential_ndcg@10", "relevant_ndcg@10"):
         assert rows["s3"][name] is None
     for t in (2, 3, 4):
         assert rows["s3"][f"recall@3_tier={t}"] is None
@@ -214,13 +214,13 @@ def test_hand_computed_values_and_exclusions() -> None:
 
 
 def test_n_counts_and_macro_means_skip_excluded_surveys() -> None:
-    names = ["ndcg@3", "mrr_tier3", "essential_ndcg@10", "hard_negative_auc", "recall@3_tier=2"]
+    names = ["ndcg@3", "mrr_tier>=3", "essential_ndcg@10", "hard_negative_auc", "recall@3_tier=2"]
     result = per_survey_metrics(TINY, names, ks=KS)
     summary = bootstrap_means(result.select(names).to_numpy(), 20, rng_for(1, "t"))
     assert summary.n.tolist() == [2, 1, 1, 2, 1]
     ndcg3 = (EXPECTED["s1"]["ndcg@3"] + EXPECTED["s3"]["ndcg@3"]) / 2
     assert summary.mean[0] == pytest.approx(ndcg3, abs=1e-12)
-    assert summary.mean[1] == pytest.approx(EXPECTED["s1"]["mrr_tier3"])  # s3 has no label >= 3
+    assert summary.mean[1] == pytest.approx(EXPECTED["s1"]["mrr_tier>=3"])  # s3 has no label >= 3
     assert summary.mean[3] == pytest.approx((0.4375 + 0.5) / 2)
 
 
@@ -265,9 +265,9 @@ def test_unknown_metric_lists_the_registry() -> None:
 def test_registry_names_and_docs() -> None:
     registry = metric_registry(EvaluateConfig().ks)
     for k in EvaluateConfig().ks:
-        for name in (f"ndcg@{k}", f"recall@{k}", f"recall@{k}_tier3", f"recall@{k}_tier=4"):
+        for name in (f"ndcg@{k}", f"recall@{k}", f"recall@{k}_tier>=3", f"recall@{k}_tier=4"):
             assert name in registry
-    for name in ("mrr_tier3", "map", "r_precision", "hard_negative_auc"):
+    for name in ("mrr_tier>=3", "map", "r_precision", "hard_negative_auc"):
         assert name in registry
     for name in ("essential_ndcg@10", "relevant_ndcg@10"):
         assert name in registry
@@ -341,7 +341,7 @@ def test_agrees_with_pytrec_eval(seed: int) -> None:
     _assert_agrees(
         ours,
         level3,
-        [("mrr_tier3", "recip_rank")] + [(f"recall@{k}_tier3", f"recall_{k}") for k in ks],
+        [("mrr_tier>=3", "recip_rank")] + [(f"recall@{k}_tier>=3", f"recall_{k}") for k in ks],
     )
 
 
@@ -366,7 +366,7 @@ def test_agrees_with_pytrec_eval_property(labels: list[int], rnd) -> None:
         (f"recall@{k}", f"recall_{k}") for k in ks
     ]
     _assert_agrees(ours, level1, pairs + [("map", "map"), ("r_precision", "Rprec")])
-    _assert_agrees(ours, level3, [("mrr_tier3", "recip_rank")])
+    _assert_agrees(ours, level3, [("mrr_tier>=3", "recip_rank")])
 
 
 # ------------------------------------------------------------------ baselines
@@ -394,7 +394,7 @@ def test_oracle_reaches_every_bound(synthetic_eval: pl.DataFrame) -> None:
                 continue
             if name.startswith("recall@"):
                 k = int(name.split("@")[1].split("_")[0])
-                if name.endswith("_tier3"):
+                if name.endswith("_tier>=3"):
                     total, above = row["ge3"], 0
                 elif "_tier=" in name:
                     t = int(name.rsplit("=", 1)[1])
@@ -448,3 +448,20 @@ def test_paired_test_detects_a_shift_and_not_an_identity() -> None:
     assert result.p_value[0] < 0.01
     assert result.ci_low[0] > 0
     assert result.diff[1] == 0.0 and result.p_value[1] == 1.0
+
+
+# ------------------------------------------------------------------ names
+def test_tier_names_carry_their_comparison() -> None:
+    """`recall@10_tier>=3` (label 3 or 4) and `recall@10_tier=3` (label 3) cannot be confused."""
+    registry = metric_registry((10,))
+    tiered = [n for n in registry if "_tier" in n]
+    assert tiered and all("_tier>=" in n or "_tier=" in n for n in tiered)
+    assert "recall@10_tier>=3" in registry and "recall@10_tier=3" in registry
+    assert "label >= 3" in registry["recall@10_tier>=3"].doc
+    assert "label == 3" in registry["recall@10_tier=3"].doc
+    with pytest.raises(UnknownMetricError, match=r"recall@10_tier3 is now recall@10_tier>=3"):
+        resolve_metrics(["recall@10_tier3"], ks=(10,))
+    aliases = metric_aliases((10,))
+    assert aliases["recall@10_tier>=3"]["ir_measures"] == "R(rel=3)@10"
+    assert aliases["mrr_tier>=3"]["trec_eval"] == "-l 3 recip_rank"
+    assert set(aliases) <= set(registry)

@@ -148,6 +148,12 @@ class HubStub:
                 for p, b in sorted(self.repos[repo].items())
             ]
             return self._json(tree)
+        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)", path)
+        if m and method == "GET":  # repo_info: the quick check before a download
+            repo = m.group(1)
+            if repo not in self.repos:
+                return 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "not found"}, b""
+            return self._json({"id": repo, "sha": self.head.get(repo, "0" * 40), "siblings": []})
         m = re.fullmatch(r"/api/(jobs|scheduled-jobs)/([^/]+)", path)
         if m and method == "POST":
             kind, namespace = m.groups()

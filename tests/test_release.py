@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipeline import card as CARD
 from pipeline import schema as S
 from pipeline.cli import main
 from pipeline.stages import release as R
@@ -206,10 +207,10 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
 
 
 def test_card_placeholders() -> None:
-    assert R.render_card("a {x} @misc{key, {B}} {{x}}", {"x": "1"}) == "a 1 @misc{key, {B}} {1}"
+    assert CARD.render_card("a {x} @misc{key, {B}} {{x}}", {"x": "1"}) == "a 1 @misc{key, {B}} {1}"
     with pytest.raises(KeyError, match="available: \\['x'\\]"):
-        R.render_card("{y}", {"x": "1"})
-    assert R.size_category(999) == "n<1K" and R.size_category(1000) == "1K<n<10K"
+        CARD.render_card("{y}", {"x": "1"})
+    assert CARD.size_category(999) == "n<1K" and CARD.size_category(1000) == "1K<n<10K"
 
 
 # --------------------------------------------------------------------- synthetic, end to end
@@ -242,7 +243,7 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
             assert (release / d["path"]).is_file()
     total = sum(meta["splits"][s]["rows"] for s in S.SPLIT_NAMES)
     assert f"{total} (survey, candidate) rows" in card
-    assert fm["size_categories"] == [R.size_category(total)]
+    assert fm["size_categories"] == [CARD.size_category(total)]
     for needle in (
         "Saier",
         "Besrour",

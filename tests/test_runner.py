@@ -101,7 +101,7 @@ def test_rerun_skips_and_force_redoes(tmp_path: Path, sample_lines: list[bytes],
     caplog.set_level(logging.INFO, logger="pipeline")
     assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
     assert _mtimes(out) == first
-    assert sum("skip" in r.message for r in caplog.records) == 3
+    assert sum(r.message.startswith("extract: skip ") for r in caplog.records) == 3
     assert (
         main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1", "--force"])
         == 0
@@ -149,10 +149,25 @@ def test_status_reports_counts(tmp_path: Path, sample_lines: list[bytes], capsys
     out = tmp_path / "out"
     assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
     capsys.readouterr()
-    assert main(["status", "--out", str(out)]) == 0
+    assert main(["status", "--json", "--out", str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["extract"]["files_done"] == 2
     assert report["extract"]["papers_written"] == 8
+    assert main(["status", "--out", str(out)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    # a table in pipeline order: extract first, release last
+    assert [line.split()[0] for line in table] == [
+        "stage",
+        "extract",
+        "works",
+        "surveys",
+        "labels",
+        "negatives",
+        "split",
+        "release",
+    ]
+    assert table[1].split()[1] == "done" and "8 papers" in table[1]
+    assert table[2].split()[1:3] == ["not", "run"]
 
 
 def test_errors_are_clear(tmp_path: Path) -> None:

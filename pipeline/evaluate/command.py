@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from pathlib import Path
 
 from pipeline.config import EvaluateConfig, load_config
-from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE, evaluate
+from pipeline.evaluate.evalset import is_hub_spec
+from pipeline.evaluate.evaluation import (
+    EVAL_DIR,
+    PER_SURVEY_FILE,
+    REPORT_FILE,
+    RESULTS_FILE,
+    evaluate,
+)
+
+log = logging.getLogger("pipeline")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,7 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Evaluate submitted runs and the baselines (random, popularity, bm25, oracle) on the eval "
             f"set; writes <out>/{EVAL_DIR}/eval_results.json, per_survey.parquet and {REPORT_FILE}, and "
-            "prints the report. Equal scores are ordered by a fixed pseudo-random tie key of "
+            "prints the report. <out> defaults to the folder next to the eval file: the work "
+            "directory for a release folder, the current directory for a Hub dataset. Equal scores are ordered by a fixed pseudo-random tie key of "
             "(survey_id, candidate_id) (see tie_breaking in eval_results.json); judged candidates "
             "missing from a run rank last. A survey a run has no row for is warned about (or, with "
             "--require-complete, an error)."
@@ -45,7 +55,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="evaluate only the baselines (the default when no --run is given)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("work"), metavar="DIR", help="output root (default: work)"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"output root: results go to DIR/{EVAL_DIR}/ (default: next to the eval file; "
+        "for a release folder, the work directory holding it; for a Hub dataset, the current "
+        "directory)",
     )
     parser.add_argument(
         "--lenient",
@@ -106,22 +122,41 @@ def _learned_options(args: argparse.Namespace) -> dict:
     }
 
 
+def default_out(spec: str | Path) -> Path:
+    """Where ``evaluate`` writes without ``--out``: next to the eval file.
+
+    The folder holding the eval file; for a release folder (it has ``eval_metadata.json``)
+    the work directory holding it, as ``run`` does, so results never mix with the files a
+    ``push`` publishes; for a Hub dataset, the current directory.
+    """
+    if is_hub_spec(spec):
+        return Path(".")
+    path = Path(spec)
+    folder = path if path.is_dir() else path.parent
+    return folder.parent if (folder / "eval_metadata.json").is_file() else folder
+
+
 def main(args: argparse.Namespace) -> int:
-    """Run the evaluation for parsed arguments and print the report; 2 on bad input."""
-    try:
-        config = load_config(args.config).evaluate if args.config else EvaluateConfig()
-        evaluate(
-            args.eval_file,
-            runs=args.run,
-            baselines_only=args.baselines_only or not args.run,
-            out_dir=args.out,
-            config=config,
-            lenient=args.lenient,
-            require_complete=args.require_complete,
-            **_learned_options(args),
-        )
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print((Path(args.out) / EVAL_DIR / REPORT_FILE).read_text(encoding="utf-8"), end="")
+    """Run the evaluation for parsed arguments, print the report and say where it is.
+
+    Bad input raises (``ValueError``, ``FileNotFoundError``): ``python -m pipeline``
+    turns it into one line and exit code 2.
+    """
+    config = load_config(args.config).evaluate if args.config else EvaluateConfig()
+    out = args.out if args.out is not None else default_out(args.eval_file)
+    evaluate(
+        args.eval_file,
+        runs=args.run,
+        baselines_only=args.baselines_only or not args.run,
+        out_dir=out,
+        config=config,
+        lenient=args.lenient,
+        require_complete=args.require_complete,
+        **_learned_options(args),
+    )
+    target = Path(out) / EVAL_DIR
+    print((target / REPORT_FILE).read_text(encoding="utf-8"), end="")
+    log.info(
+        "evaluate: wrote %s, %s and %s in %s", RESULTS_FILE, PER_SURVEY_FILE, REPORT_FILE, target
+    )
     return 0

@@ -48,7 +48,10 @@ class EvalSetError(ValueError):
 
 def _hub_download(spec: str) -> Path:
     """Fetch the eval table of a Hub dataset (``owner/name[@rev]`` or ``hf://datasets/...``)."""
-    from huggingface_hub import hf_hub_download  # only needed for Hub inputs
+    from huggingface_hub import HfApi, constants, hf_hub_download  # only for Hub inputs
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    from pipeline.errors import hub_endpoint, transport_errors
 
     rest = spec.removeprefix(HUB_PREFIX)
     owner, name, *inner = rest.split("/")
@@ -56,6 +59,23 @@ def _hub_download(spec: str) -> Path:
     filename = "/".join(inner)
     if not filename.endswith(".parquet"):
         filename = f"{filename}/{EVAL_FILENAME}" if filename else EVAL_FILENAME
+    local_hint = "" if spec.startswith(HUB_PREFIX) else "no such local file or folder, and "
+    # One quick request first: hf_hub_download retries an unreachable Hub for ~25 s, and a
+    # mistyped local path (`make eval` before `make demo`) looks like owner/name.
+    try:
+        if not constants.HF_HUB_OFFLINE:  # offline, hf_hub_download reads its cache
+            HfApi().dataset_info(f"{owner}/{name}", revision=revision or None)
+    except (RepositoryNotFoundError, RevisionNotFoundError) as e:
+        raise FileNotFoundError(
+            f"{spec}: {local_hint}no Hub dataset {owner}/{name}"
+            + (f"@{revision}" if revision else "")
+            + f" ({type(e).__name__}; if it is private, set HF_TOKEN or run `hf auth login`)"
+        ) from e
+    except transport_errors() as e:
+        raise FileNotFoundError(
+            f"{spec}: {local_hint}the Hugging Face Hub at {hub_endpoint()} cannot be reached "
+            f"to look it up as a dataset id ({e})"
+        ) from e
     local = hf_hub_download(
         repo_id=f"{owner}/{name}", filename=filename, repo_type="dataset", revision=revision or None
     )

@@ -70,6 +70,7 @@ from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model
 from pipeline.evaluate.metrics import (
     TIE_BREAKING,
     main_metrics,
+    metric_aliases,
     metric_registry,
     per_survey_metrics,
 )
@@ -94,7 +95,8 @@ RESULTS_FILE = "eval_results.json"
 PER_SURVEY_FILE = "per_survey.parquet"
 REPORT_FILE = "report.md"
 # 2: eval_file and run files by name + sha256; runs' missing_surveys
-# 3: mode, learned baselines (lgbm, lgbm-metadata), models, leak_probe
+# 3: mode, learned baselines (lgbm, lgbm-metadata), models, leak_probe; recall@K_tier3 and
+#    mrr_tier3 renamed recall@K_tier>=3 and mrr_tier>=3; metric_aliases
 FORMAT_VERSION = 3
 MISSING_SHOWN = 5  # missing survey ids named in a warning or error
 FLOAT_DIGITS = 12
@@ -545,6 +547,9 @@ def evaluate(
             "ci_method": CI_METHOD.format(n=config.bootstrap_samples, seed=config.seed),
             "test_method": TEST_METHOD.format(n=config.bootstrap_samples),
             "metrics": {name: registry[name].doc for name in metrics},
+            "metric_aliases": {
+                name: alias for name, alias in metric_aliases(config.ks).items() if name in metrics
+            },
             "main_metrics": headline,
             "selection_metric": selection,
             "mode": mode,

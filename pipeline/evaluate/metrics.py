@@ -1,6 +1,6 @@
 """Metric registry and vectorised per-survey metric computation.
 
-Every metric has a canonical name (``ndcg@10``, ``recall@10_tier3``, ...), lives in
+Every metric has a canonical name (``ndcg@10``, ``recall@10_tier>=3``, ...), lives in
 one registry built by :func:`metric_registry` for the configured cutoffs, and
 carries a ``doc`` that states its formula. Unknown names raise
 :class:`UnknownMetricError`, whose message lists the registry's names.
@@ -8,7 +8,10 @@ carries a ``doc`` that states its formula. Unknown names raise
 Labels are the survey's judgments of each candidate: 0 = hard negative,
 1 = background, 2 = tool/method, 3 = related work, 4 = essential
 (``pipeline.schema.LABEL_NAMES``). "Relevant" means label >= 1 unless a metric says
-otherwise.
+otherwise. A tier in a name always carries its comparison: ``_tier>=3`` is label 3 or
+4, ``_tier=3`` label 3 exactly (``recall@10_tier>=3`` vs ``recall@10_tier=3``).
+:func:`metric_aliases` gives the trec_eval and ir_measures name of each metric that
+has one (recorded in ``eval_results.json``).
 
 Ranking rule (ties are deterministic and neutral): within a survey, candidates are
 ordered by score descending; equal scores are ordered by the tie key
@@ -77,8 +80,8 @@ TIE_BREAKING = (
 MAIN_METRICS = (
     "ndcg@10",
     "ndcg@20",
-    "recall@10_tier3",
-    "mrr_tier3",
+    "recall@10_tier>=3",
+    "mrr_tier>=3",
     "map",
     "hard_negative_auc",
     "essential_ndcg@10",
@@ -216,13 +219,13 @@ def _recall(k: int) -> Metric:
 
 
 def _recall_tier3(k: int) -> Metric:
-    """recall@{k}_tier3 = |{{label >= 3}} in the top {k}| / |{{label >= 3}} among the judged candidates|.
+    """recall@{k}_tier>=3 = |{{label >= 3}} in the top {k}| / |{{label >= 3}} among the judged candidates|.
 
     Relevant = related work or essential (label 3 or 4). A survey with no such
     candidate is excluded.
     """
     return Metric(
-        f"recall@{k}_tier3",
+        f"recall@{k}_tier>=3",
         _doc(_recall_tier3, k=k),
         _ratio(f"_hits_ge3@{k}", _n_ge(3)),
         (_n_ge(3), f"_hits_ge3@{k}"),
@@ -244,13 +247,13 @@ def _recall_tier_exact(k: int, t: int) -> Metric:
 
 
 def _mrr_tier3() -> Metric:
-    """mrr_tier3 = 1 / (rank of the first candidate with label >= 3).
+    """mrr_tier>=3 = 1 / (rank of the first candidate with label >= 3).
 
     Averaged over surveys this is the mean reciprocal rank (trec_eval's recip_rank
     with relevance level 3). A survey with no candidate of label >= 3 is excluded.
     """
     return Metric(
-        "mrr_tier3",
+        "mrr_tier>=3",
         _doc(_mrr_tier3),
         _where(_n_ge(3), 1.0 / pl.col("_first_rank_ge3").cast(pl.Float64)),
         (_n_ge(3), "_first_rank_ge3"),
@@ -371,7 +374,7 @@ def metric_registry(ks: Sequence[int] | None = None) -> Mapping[str, Metric]:
     """Every metric, by canonical name, for cutoffs ``ks`` (default ``EvaluateConfig().ks``).
 
     Args:
-        ks: cutoffs K of ``ndcg@K``, ``recall@K``, ``recall@K_tier3`` and ``recall@K_tier=t``.
+        ks: cutoffs K of ``ndcg@K``, ``recall@K``, ``recall@K_tier>=3`` and ``recall@K_tier=t``.
 
     Returns:
         Read-only mapping name -> :class:`Metric`, in a fixed order.
@@ -400,8 +403,41 @@ def resolve_metrics(
     wanted = list(dict.fromkeys(names))
     unknown = [n for n in wanted if n not in registry]
     if unknown:
-        raise UnknownMetricError(f"unknown metric(s) {unknown}; available: {', '.join(registry)}")
+        # recall@K_tier3 and mrr_tier3 were renamed so that ">=" cannot be misread as "="
+        renamed = [
+            f"{n} is now {n.removesuffix('_tier3')}_tier>=3"
+            for n in unknown
+            if n.endswith("_tier3")
+        ]
+        hint = f" ({'; '.join(renamed)})" if renamed else ""
+        raise UnknownMetricError(
+            f"unknown metric(s) {unknown}{hint}; available: {', '.join(registry)}"
+        )
     return [registry[n] for n in wanted]
+
+
+def metric_aliases(ks: Sequence[int] | None = None) -> dict[str, dict[str, str]]:
+    """trec_eval and ir_measures names of the metrics that have one, by canonical name.
+
+    Equal by test (``tests/test_evaluate_metrics.py`` against pytrec_eval) on runs
+    without ties; trec_eval breaks ties by docid descending, this module by its tie key.
+    """
+    registry = metric_registry(ks)
+    aliases: dict[str, dict[str, str]] = {}
+    for name in registry:
+        if name.startswith("ndcg@"):
+            k = name.split("@")[1]
+            aliases[name] = {"trec_eval": f"ndcg_cut.{k}", "ir_measures": f"nDCG@{k}"}
+        elif name.startswith("recall@") and "_tier" not in name:
+            k = name.split("@")[1]
+            aliases[name] = {"trec_eval": f"recall.{k}", "ir_measures": f"R@{k}"}
+        elif name.startswith("recall@") and name.endswith("_tier>=3"):
+            k = name.split("@")[1].split("_")[0]
+            aliases[name] = {"trec_eval": f"-l 3 recall.{k}", "ir_measures": f"R(rel=3)@{k}"}
+    aliases["mrr_tier>=3"] = {"trec_eval": "-l 3 recip_rank", "ir_measures": "RR(rel=3)"}
+    aliases["map"] = {"trec_eval": "map", "ir_measures": "AP"}
+    aliases["r_precision"] = {"trec_eval": "Rprec", "ir_measures": "Rprec"}
+    return aliases
 
 
 def main_metrics(ks: Sequence[int] | None = None) -> list[str]:

@@ -7,7 +7,7 @@ release, when the eval file sits in a release folder): a document without a
 judgment for the survey is not relevant (label 0). Each survey's ranking holds
 every judged candidate and every document the run scored; judged candidates the run
 did not score rank after the scored ones, as in re-ranking mode. With a run that
-scores the whole corpus, ndcg@K, recall@K, map, r_precision and mrr_tier3 are then
+scores the whole corpus, ndcg@K, recall@K, map, r_precision and mrr_tier>=3 are then
 trec_eval's values with unjudged documents at relevance 0 (tested against
 pytrec_eval). ``hard_negative_auc`` in this mode counts every non-relevant scored
 document as a negative (hard negatives and unjudged documents alike). Unjudged

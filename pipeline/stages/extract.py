@@ -257,7 +257,7 @@ def structure(occs: list[Occurrence]) -> list[Occurrence]:
     numbers of its subsections (``top`` set on every occurrence, indexes in the result).
 
     Rules (measured on the 49 real papers of the sample; see
-    ``data_cards/sections_and_roles.md``):
+    the data card (``pipeline/data_cards/survey_reading_lists.md``)):
 
     * A ``section``-level occurrence opens a top-level section.
     * A dotted number ("2.1", "3.4.1", "2.0.0.1", "D.1") belongs to the top-level

@@ -7,7 +7,7 @@
   negatives).
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
-* ``README.md``: the dataset card, rendered from ``data_cards/survey_reading_lists.md``
+* ``README.md``: the dataset card (:mod:`pipeline.card`)
   with numbers taken from the metadata.
 
 A split without surveys is not written (``datasets`` cannot read a Parquet file with
@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,15 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline import schema as S
+from pipeline.card import render_release_card
 from pipeline.leak_audit import audit_values, feature_values, outside
+from pipeline.release_files import (
+    BEIR_FILE,
+    CANDIDATES_FILE,
+    CARD_FILE,
+    METADATA_FILE,
+    READING_LISTS_FILE,
+)
 from pipeline.runner import (
     MANIFESTS,
     STAGES,
@@ -63,32 +70,10 @@ from pipeline.runner import (
 )
 from pipeline.stages.common import RowGroupWriter, scan_extract, write_table
 
-READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
-BEIR_FILE = "{view}/{split}.parquet"
-BEIR_VIEWS = ("queries", "corpus", "qrels")
-CANDIDATES_FILE = "candidates/{split}.parquet"
 LEAK_AUDIT_MODES = ("warn", "error")
-METADATA_FILE = "eval_metadata.json"
-CARD_FILE = "README.md"
-CARD_TEMPLATE = "survey_reading_lists.md"
 _W_PAPER = "_work_paper_id"
 _CITING_DATE = "_citing_date"
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 log = logging.getLogger("pipeline")
-
-
-def data_cards_dir() -> Path:
-    """``data_cards/`` of the repository this package is installed from.
-
-    Raises:
-        FileNotFoundError: the directory is missing (a non-editable install without the repo).
-    """
-    d = Path(__file__).resolve().parents[2] / "data_cards"
-    if not (d / CARD_TEMPLATE).exists():
-        raise FileNotFoundError(
-            f"dataset card template {d / CARD_TEMPLATE} not found; run from a checkout"
-        )
-    return d
 
 
 # --------------------------------------------------------------------- tables
@@ -374,261 +359,6 @@ def file_entry(path: Path) -> dict[str, Any]:
     return entry
 
 
-# --------------------------------------------------------------------- dataset card
-def size_category(n: int) -> str:
-    """The Hub's ``size_categories`` bucket for ``n`` rows."""
-    bounds = [
-        (1_000, "n<1K"),
-        (10_000, "1K<n<10K"),
-        (100_000, "10K<n<100K"),
-        (1_000_000, "100K<n<1M"),
-    ]
-    bounds += [(10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
-    for bound, name in bounds:
-        if n < bound:
-            return name
-    return "n>1T" if n >= 10**12 else "1B<n<10B"
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def _configs_yaml(splits: list[str]) -> str:
-    lines = ["configs:"]
-    views = [
-        ("reading_lists", READING_LISTS_FILE, True),
-        ("candidates", CANDIDATES_FILE, False),
-    ] + [(v, BEIR_FILE.replace("{view}", v), False) for v in BEIR_VIEWS]
-    for name, pattern, default in views:
-        lines.append(f"- config_name: {name}")
-        if default:
-            lines.append("  default: true")
-        lines.append("  data_files:")
-        for split in splits:
-            lines += [f"  - split: {split}", f"    path: {pattern.format(split=split)}"]
-    return "\n".join(lines)
-
-
-def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
-    """Placeholder values of the card template, every number taken from ``meta``."""
-    sp = meta["splits"]
-    cfg = meta["config"]
-    total_rows = sum(sp[s]["rows"] for s in S.SPLIT_NAMES)
-    split_rows = [
-        [
-            s,
-            sp[s]["surveys"],
-            sp[s]["rows"],
-            sp[s]["positives"],
-            sp[s]["negatives"],
-            sp[s]["candidate_works"],
-            sp[s]["surveys_without_negatives"],
-            sp[s]["survey_date_min"],
-            sp[s]["survey_date_max"],
-        ]
-        for s in S.SPLIT_NAMES
-    ]
-    label_rows = [
-        [k, S.LABEL_NAMES[k]] + [sp[s]["labels"][S.LABEL_NAMES[k]] for s in S.SPLIT_NAMES]
-        for k in sorted(S.LABEL_NAMES)
-    ]
-    cats = sorted({c for s in S.SPLIT_NAMES for c in sp[s]["categories"]})
-    cat_rows = [
-        [c] + [sp[s]["categories"].get(c, {}).get("surveys", 0) for s in S.SPLIT_NAMES]
-        for c in cats
-    ]
-    years = sorted({y for s in S.SPLIT_NAMES for y in sp[s]["years"]})
-    year_rows = [
-        [y] + [sp[s]["years"].get(y, {}).get("surveys", 0) for s in S.SPLIT_NAMES] for y in years
-    ]
-    roles = meta["roles"]
-    role_columns = [
-        ("surveys", "mentions in surveys"),
-        ("all_papers", "mentions in all papers"),
-        ("surveys_labelled", "labelled survey mentions"),
-    ]
-    role_header = ["role"]
-    for _, title in role_columns:
-        role_header += [title, "share"]
-    role_rows = [
-        [r]
-        + [
-            x
-            for key, _ in role_columns
-            for x in ((roles.get(key) or {}).get(r), (roles.get(f"{key}_frac") or {}).get(r))
-        ]
-        for r in S.ROLES
-    ]
-    leak = meta["leakage"]
-    res = meta["resolution"]
-    files = meta["files"]
-    return {
-        "pretty_name": cfg["release"]["dataset_name"],
-        "version": meta["version"],
-        "code_version": meta["code_version"],
-        "input_revision": meta["input"]["revision"],
-        "size_category": size_category(total_rows),
-        "configs_yaml": _configs_yaml(splits),
-        "eval_from": cfg["split"]["eval_from"],
-        "negatives_per_positive": str(cfg["negatives"]["negatives_per_positive"]),
-        "negative_sampling": cfg["negatives"]["negative_sampling"],
-        "negative_seed": str(cfg["negatives"]["seed"]),
-        "essential_total_mentions": str(cfg.get("labels", {}).get("essential_total_mentions", "")),
-        "essential_related_mentions": str(
-            cfg.get("labels", {}).get("essential_related_mentions", "")
-        ),
-        "n_surveys": str(sum(sp[s]["surveys"] for s in S.SPLIT_NAMES)),
-        "n_rows": str(total_rows),
-        "split_table": _table(
-            [
-                "split",
-                "surveys",
-                "rows",
-                "positives",
-                "hard negatives",
-                "candidate works",
-                "surveys without negatives",
-                "first survey",
-                "last survey",
-            ],
-            split_rows,
-        ),
-        "label_table": _table(["label", "name", *S.SPLIT_NAMES], label_rows),
-        "reason_table": _table(
-            ["label_reason", *S.SPLIT_NAMES],
-            [
-                [f"`{r}`"] + [sp[s].get("label_reasons", {}).get(r, 0) for s in S.SPLIT_NAMES]
-                for r in sorted({r for s in S.SPLIT_NAMES for r in sp[s].get("label_reasons", {})})
-            ],
-        ),
-        "category_table": _table(
-            ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
-        ),
-        "year_table": _table(["year", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], year_rows),
-        "role_table": _table(role_header, role_rows),
-        "resolution_table": _table(
-            ["scope", "bib entries", "resolved", "share"],
-            [
-                [
-                    "all corpus papers",
-                    res["bib_entries"],
-                    res["bib_entries_resolved"],
-                    res["resolved_frac"],
-                ],
-                [
-                    "detected surveys",
-                    res["survey_bib_entries"],
-                    res["survey_bib_entries_resolved"],
-                    res["survey_resolved_frac"],
-                ],
-            ],
-        ),
-        "leakage_table": _table(["check", "count"], [[k, leak[k]] for k in sorted(leak)]),
-        "files_table": _table(
-            ["file", "rows", "sha256"],
-            [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
-        ),
-        "splits_present": ", ".join(splits) or "none",
-        "field_table": field_table(),
-        "leak_audit_table": leak_audit_table(meta.get("leak_audit", {})),
-        "leak_low": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[0]),
-        "leak_high": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[1]),
-        "leak_verdict": "passed: every audited AUC is within the bounds"
-        if meta.get("leak_audit", {}).get("passed")
-        else "FAILED: "
-        + "; ".join(
-            f"{split}: {', '.join(bad)}"
-            for split, bad in sorted(meta.get("leak_audit", {}).get("outside_bounds", {}).items())
-        ),
-        "resolution_by_title_table": _table(
-            [
-                "papers",
-                "bib entries",
-                "by identifier",
-                "by title",
-                "share (identifier only)",
-                "share",
-            ],
-            [
-                [
-                    scope,
-                    r.get("bib_entries"),
-                    r.get("resolved_by_identifier"),
-                    r.get("resolved_by_title"),
-                    r.get("resolved_frac_identifier_only"),
-                    r.get("resolved_frac"),
-                ]
-                for scope, r in (meta.get("works_resolution") or {}).items()
-                if isinstance(r, dict)
-            ],
-        ),
-        "positives_dropped_after_survey": str(
-            meta.get("leakage", {}).get("positives_dated_after_survey_dropped", 0)
-        ),
-        "surveys_below_resolution_floor": str(
-            meta.get("surveys_counts", {}).get("rejected_resolved_frac_below_floor", 0)
-        ),
-        "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
-    }
-
-
-CONFIG_SCHEMAS = (
-    ("reading_lists", "READING_LISTS"),
-    ("candidates", "CANDIDATES_VIEW"),
-    ("queries", "BEIR_QUERIES"),
-    ("corpus", "BEIR_CORPUS"),
-    ("qrels", "BEIR_QRELS"),
-)
-
-
-def field_table() -> str:
-    """Every column of every release config with its type and role (input or judgment)."""
-    rows = []
-    for config, name in CONFIG_SCHEMAS:
-        for f in getattr(S, name):
-            role = "**judgment**" if f.name in S.JUDGMENT_COLUMNS else "input"
-            rows.append([f"`{config}`", f"`{f.name}`", str(f.type), role])
-    return _table(["config", "column", "type", "role"], rows)
-
-
-def leak_audit_table(leak: dict[str, Any]) -> str:
-    """Feature x split: pooled AUC and mean per-survey AUC."""
-    splits = sorted(leak.get("splits", {}))
-    names = sorted({f for sp in splits for f in leak["splits"][sp]})
-    header = ["feature"] + [f"{sp} {scope}" for sp in splits for scope in ("pooled", "per survey")]
-    rows = [
-        [f"`{n}`"]
-        + [
-            leak["splits"][sp].get(n, {}).get(scope)
-            for sp in splits
-            for scope in ("pooled", "per_survey")
-        ]
-        for n in names
-    ]
-    return _table(header, rows)
-
-
-def render_card(template: str, values: dict[str, str]) -> str:
-    """Replace ``{name}`` placeholders (lowercase names only; other braces are left alone).
-
-    Raises:
-        KeyError: the template names a placeholder with no value (lists the available names).
-    """
-
-    def sub(m: re.Match[str]) -> str:
-        key = m.group(1)
-        if key not in values:
-            raise KeyError(
-                f"card template placeholder {{{key}}} has no value; available: {sorted(values)}"
-            )
-        return values[key]
-
-    return _PLACEHOLDER.sub(sub, template)
-
-
 # --------------------------------------------------------------------- the stage
 # Reading-list rows built at once (survey and candidate texts): bounds the stage's memory,
 # not its output (RowGroupWriter writes the bytes of the whole table).
@@ -828,8 +558,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "files": files,
     }
     write_json(ctx.output(METADATA_FILE), meta)
-    template = (data_cards_dir() / CARD_TEMPLATE).read_text(encoding="utf-8")
-    card = render_card(template, card_values(meta, present))
+    card = render_release_card(meta, present, ctx.tmp_dir)
     ctx.output(CARD_FILE).write_text(card, encoding="utf-8")
     return {
         **{f"{s}_surveys": meta_splits[s]["surveys"] for s in S.SPLIT_NAMES},

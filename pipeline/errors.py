@@ -1,0 +1,118 @@
+"""Expected failures and the one-line messages a user can act on.
+
+The CLI (:func:`pipeline.cli.main`) turns every exception :func:`user_message` knows
+into one line on stderr and exit code 2; anything else is a bug and is reported as
+one line too, with the traceback only under ``-v``. Hub failures are told apart
+here, in one place: no token, a token the Hub refuses, a Hub that cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+
+TOKEN_HELP = "set HF_TOKEN or run `hf auth login`"
+INTERRUPTED = "interrupted; rerun the same command to resume"
+
+
+class TokenError(RuntimeError):
+    """No Hugging Face token where a command needs one (checked before any network call)."""
+
+
+def hub_endpoint() -> str:
+    """The Hub endpoint requests go to (``HF_ENDPOINT`` or huggingface.co)."""
+    return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+
+
+def require_token(command: str) -> str:
+    """The Hugging Face token, before ``command`` makes any network call.
+
+    Raises:
+        TokenError: no ``HF_TOKEN`` and no token saved by ``hf auth login``.
+    """
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise TokenError(f"{command}: no Hugging Face token; {TOKEN_HELP}")
+    return token
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+    return "; ".join(lines) if lines else type(exc).__name__
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """Exception types of a request that never got an HTTP answer (DNS, refused, timeout).
+
+    huggingface_hub 2.x sends requests with httpx2, 1.x with httpx, 0.x with requests.
+    """
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for module, name in (
+        ("httpx2", "TransportError"),
+        ("httpx", "TransportError"),
+        ("requests", "ConnectionError"),
+        ("requests", "Timeout"),
+    ):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def _hub_message(exc: BaseException) -> str | None:
+    """The message for a huggingface_hub or HTTP transport error, None for anything else."""
+    try:
+        from huggingface_hub import errors as hf
+    except ImportError:
+        return None
+    if isinstance(exc, hf.LocalTokenNotFoundError):
+        return f"no Hugging Face token; {TOKEN_HELP}"
+    if isinstance(exc, hf.OfflineModeIsEnabled):
+        return f"the Hub is needed but HF_HUB_OFFLINE is set ({_first_line(exc)})"
+    if isinstance(exc, (hf.LocalEntryNotFoundError, *transport_errors())):
+        return (
+            f"cannot reach the Hugging Face Hub at {hub_endpoint()} ({_first_line(exc)}); "
+            "check the network connection or HF_ENDPOINT"
+        )
+    if isinstance(exc, hf.HfHubHTTPError):
+        status = exc.response.status_code if exc.response is not None else None
+        if status in (401, 403):
+            return (
+                f"the Hub refused the request (HTTP {status}: {_first_line(exc)}); the token is "
+                f"missing, invalid or lacks access: {TOKEN_HELP} with a token that has it"
+            )
+        if isinstance(exc, hf.RepositoryNotFoundError):
+            return f"{_first_line(exc)} (if the repo is private: {TOKEN_HELP})"
+        return f"Hub error: {_first_line(exc)}"
+    return None
+
+
+def user_message(exc: BaseException) -> str | None:
+    """One line for an expected failure, or None when ``exc`` is a bug.
+
+    Expected: invalid input or config (``ValueError`` and its subclasses such as
+    ``InputError``, ``ConfigError``, ``EvalSetError``, ``RunError``), Hub errors,
+    ``RuntimeError`` raised by the pipeline's own checks, and operating-system errors
+    (missing files, a file where a directory belongs, a full disk).
+    """
+    hub = _hub_message(exc)
+    if hub is not None:
+        return hub
+    if isinstance(exc, NotADirectoryError):
+        return f"{exc.filename or _first_line(exc)}: a file is in the way where a directory belongs"
+    if isinstance(exc, FileNotFoundError):
+        return f"{exc.filename}: no such file or directory" if exc.filename else _one_line(exc)
+    if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+        return f"{type(exc).__name__}: {_one_line(exc)}"
+    if isinstance(exc, (ValueError, RuntimeError, TimeoutError)):
+        return _one_line(exc)
+    return None
