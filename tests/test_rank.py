@@ -214,7 +214,9 @@ def test_retrieval_mode_agrees_with_pytrec_eval(
                 assert row[mine] == pytest.approx(level1[row[SURVEY_ID]][theirs], abs=1e-9)
                 checked += 1
         if row["mrr_tier>=3"] is not None:
-            assert row["mrr_tier>=3"] == pytest.approx(level3[row[SURVEY_ID]]["recip_rank"], abs=1e-9)
+            assert row["mrr_tier>=3"] == pytest.approx(
+                level3[row[SURVEY_ID]]["recip_rank"], abs=1e-9
+            )
     assert checked > 100
 
 
