@@ -424,7 +424,8 @@ def _plugins() -> list:
         "pipeline.synth",
         "pipeline.demo",
         "pipeline.evaluate",
-        "pipeline.hub",
+        "pipeline.publish",  # push
+        "pipeline.jobs",  # job, submit
         "pipeline.rank",  # features, train
     ):
         try:

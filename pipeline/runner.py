@@ -13,6 +13,10 @@ Stage code is a transform; the runner owns I/O and resumability.
   ``_SUCCESS.json`` inside. Its key hashes its config sections, the schema version
   and the keys of the stages it reads, so changing a survey rule reruns
   ``surveys`` and everything downstream of it, and nothing upstream.
+
+On a Hugging Face Jobs bucket mount these writes are weaker than on a local disk
+(late visibility, no multi-writer support): ``MOUNTS.md`` beside this file says what
+is documented and what the markers' recorded sizes guard against.
 """
 
 from __future__ import annotations

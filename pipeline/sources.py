@@ -104,7 +104,7 @@ class InputFile:
                 name = name[: -len(suf)]
                 break
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80]
-        # never hidden, never mistaken for a temp file (push-work and cleanup skip those)
+        # never hidden, never mistaken for a temp file (publishing and cleanup skip those)
         name = re.sub(r"^\.|\.(?=tmp-)", "_", name)
         # a name that is not valid UTF-8 is keyed by its bytes
         path = _HF_REVISION.sub(r"\1", self.path).encode("utf-8", "surrogateescape")

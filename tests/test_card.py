@@ -14,7 +14,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from pipeline import schema as S
 from pipeline.card import SOURCE_DATASET, card_values, render_card, size_category
 from pipeline.cli import main
-from pipeline.hub import release_files
+from pipeline.publish import release_files
 from tests.test_negatives import synthetic_release_dir
 
 

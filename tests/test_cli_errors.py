@@ -67,7 +67,7 @@ def _one_line_failure(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    """A work directory with one file of stage outputs (enough for push-work)."""
+    """A work directory with one file of stage outputs ."""
     d = tmp_path / "work"
     (d / "extract").mkdir(parents=True)
     (d / "extract" / "part.txt").write_text("x\n")
@@ -83,7 +83,6 @@ def a_file(tmp_path: Path) -> Path:
 
 TOKEN_CASES = {
     "push": ["push", "--repo-id", "someone/data", "--release", "nowhere"],
-    "push-work": ["push-work", "--repo-id", "someone/work", "--out", "work"],
     "submit": ["submit"],  # no --namespace: whoami would be the first network call
     "job": ["job", "--step", "all", "--repo-id", "someone/data"],
 }
@@ -100,8 +99,6 @@ def test_missing_token_is_named_before_any_network_call(
 @pytest.mark.parametrize(
     "args",
     [
-        ["push-work", "--repo-id", "someone/work", "--out", "work"],
-        ["pull-work", "--repo-id", "someone/work", "--out", "work"],
         ["extract", "--input", "hf://datasets/someone/corpus/*.jsonl", "--out", "work"],
         ["evaluate", "--eval-file", "hf://datasets/someone/bench"],
     ],
@@ -145,8 +142,6 @@ def refusing_hub():
 @pytest.mark.parametrize(
     "args",
     [
-        ["push-work", "--repo-id", "someone/work", "--out", "work"],
-        ["pull-work", "--repo-id", "someone/work", "--out", "work"],
         ["submit", "--namespace", "someone"],
         ["evaluate", "--eval-file", "someone/bench"],
     ],

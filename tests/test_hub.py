@@ -3,8 +3,10 @@
 The stub (:class:`HubStub`) implements the endpoints huggingface_hub 2.x calls for
 ``create_repo``, ``create_commit`` (README metadata check, preupload, NDJSON commit
 with inline base64 files), ``create_tag``, ``list_repo_files``, ``hf_hub_download``,
-``run_job`` and ``create_scheduled_job``; it records every request and keeps
-committed files and submitted job specs in memory.
+``create_bucket``, ``dataset_info``, ``run_job`` / ``create_scheduled_job`` (as
+``run_uv_job`` / ``create_scheduled_uv_job`` call them) and ``inspect_job`` (what
+``wait_for_job`` polls); it records every request and keeps committed files, buckets
+and submitted job specs in memory.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from pipeline import hub
+from pipeline import jobs, publish
 from pipeline.cli import build_parser, main
 from tests.test_release import handmade_release
 
@@ -43,6 +45,7 @@ class HubStub:
         self.tags: list[dict[str, Any]] = []
         self.head: dict[str, str] = {}
         self.jobs: list[dict[str, Any]] = []
+        self.buckets: list[str] = []
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -148,17 +151,30 @@ class HubStub:
                 for p, b in sorted(self.repos[repo].items())
             ]
             return self._json(tree)
-        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)", path)
+        m = re.fullmatch(r"/api/buckets/([^/]+/[^/]+)", path)
+        if m and method == "POST":
+            url = f"{self.endpoint}/buckets/{m.group(1)}"
+            if m.group(1) in self.buckets:
+                return self._json({"error": "already exists", "url": url}, 409)
+            self.buckets.append(m.group(1))
+            return self._json({"url": url})
+        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)(?:/revision/[^/]+)?", path)
         if m and method == "GET":  # repo_info: the quick check before a download
             repo = m.group(1)
             if repo not in self.repos:
                 return 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "not found"}, b""
             return self._json({"id": repo, "sha": self.head.get(repo, "0" * 40), "siblings": []})
+        m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)", path)
+        if m and method == "GET":  # inspect_job, what wait_for_job polls
+            owner = {"id": "u1", "name": m.group(1), "type": "user"}
+            return self._json({"id": m.group(2), "owner": owner, "status": {"stage": "COMPLETED"}})
         m = re.fullmatch(r"/api/(jobs|scheduled-jobs)/([^/]+)", path)
         if m and method == "POST":
             kind, namespace = m.groups()
             data = json.loads(body)
-            self.jobs.append({"kind": kind, "namespace": namespace, **data})
+            # run_job posts the spec itself, create_scheduled_job {"jobSpec": ..., "schedule": ...}
+            spec = data if kind == "jobs" else data["jobSpec"]
+            self.jobs.append({"kind": kind, "namespace": namespace, **data, "jobSpec": spec})
             owner = {"id": "u1", "name": namespace, "type": "user"}
             if kind == "jobs":
                 return self._json(
@@ -286,121 +302,179 @@ def test_push_to_an_existing_repo_still_commits(
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     with HubStub() as stub:
         stub.repos[REPO] = {"old.txt": b"old"}
-        done = hub.push_release(handmade / "release", REPO, None, False, stub.endpoint)
+        done = publish.push_release(handmade / "release", REPO, None, False, stub.endpoint)
     assert done["commit"] == stub.commits[0]["oid"] and stub.tags == []
     assert "old.txt" in stub.repos[REPO] and "README.md" in stub.repos[REPO]
 
 
-# --------------------------------------------------------------------- work tables
-def test_push_work_then_pull_work_round_trip(
-    handmade: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
-    src = handmade
-    (src / "extract" / "_manifests").mkdir(parents=True, exist_ok=True)
-    (src / "extract" / "_manifests" / "hand.json").write_text(json.dumps({"revision": "abc123"}))
-    (src / "extract" / "papers").mkdir(parents=True, exist_ok=True)
-    (src / "extract" / "papers" / ".dot-named-0123456789.parquet").write_bytes(b"PAR1")
-    with HubStub() as stub:
-        pushed = hub.push_work(src, "someone/work", "extract", (0, 1), stub.endpoint)
-        assert pushed["shard_record"] and len(stub.commits) == 1
-        record = json.loads(stub.repos["someone/work"]["shards/1/0.json"])
-        assert record["input_revisions"] == ["abc123"] and record["shard"] == [0, 1]
-        dest = tmp_path / "pulled"
-        with pytest.raises(
-            TimeoutError, match=r"shard record\(s\) \[0\] of 1 missing .* revision other"
-        ):
-            hub.pull_work(
-                dest, "someone/work", "extract", shards=1, revision="other", endpoint=stub.endpoint
-            )
-        hub.pull_work(
-            dest, "someone/work", "extract", shards=1, revision="abc123", endpoint=stub.endpoint
-        )
-        all_files = tmp_path / "all"
-        hub.pull_work(all_files, "someone/work", "extract", endpoint=stub.endpoint)
-    want = sorted(
-        p.relative_to(src).as_posix() for p in (src / "extract").rglob("*") if p.is_file()
-    )
-    for d in (dest, all_files):
-        got = sorted(p.relative_to(d).as_posix() for p in (d / "extract").rglob("*") if p.is_file())
-        assert got == want
-        assert all((d / f).read_bytes() == (src / f).read_bytes() for f in want)
-
-
 # --------------------------------------------------------------------- submit
-def test_submit_dry_run_prints_five_job_specs_of_the_project_cli(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+INPUT_REPO = "ines-besrour/unarxive_2024"
+INPUT_SHA = "c0ffee" * 6 + "beef"
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+def _volumes(input_revision: str, code_revision: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "dataset",
+            "source": INPUT_REPO,
+            "mountPath": "/data",
+            "revision": input_revision,
+            "readOnly": True,
+        },
+        {
+            "type": "bucket",
+            "source": "someone/survey-reading-lists-work",
+            "mountPath": "/work",
+            "readOnly": False,
+        },
+        {
+            "type": "dataset",
+            "source": "someone/survey-reading-lists-code",
+            "mountPath": "/code",
+            "revision": code_revision,
+            "readOnly": True,
+        },
+    ]
+
+
+def _uv(script_args: list[str]) -> list[str]:
+    deps = jobs.pinned_dependencies(CONSTRAINTS)
+    return ["uv", "run", *[a for d in deps for a in ("--with", d)], "--python", "3.11"] + [
+        "python",
+        *script_args,
+    ]
+
+
+BASE = ["-m", "pipeline", "job", "--input", "/data", "--out", "/work"]
+PUBLISH = ["--repo-id", "someone/survey-reading-lists"]
+
+
+def test_dependencies_are_the_runtime_closure_pinned_from_constraints() -> None:
+    deps = jobs.pinned_dependencies(CONSTRAINTS)
+    names = {d.split("==")[0].lower() for d in deps}
+    assert {"polars", "pyarrow", "msgspec", "huggingface_hub", "regex"} <= names
+    assert not names & {"pytest", "ruff", "hypothesis"}  # dev tools stay out
+    pins = {ln.strip() for ln in CONSTRAINTS.read_text().splitlines()}
+    assert "polars==2.1.0" in deps and "pyarrow==26.0.1" in deps
+    from importlib.metadata import version
+
+    assert all(d in pins or d == f"{d.split('==')[0]}=={version(d.split('==')[0])}" for d in deps)
+
+
+def test_submit_dry_run_prints_the_full_specs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    argv = [
-        "submit",
-        "--dry-run",
-        "--fan-out",
-        "4",
-        "--schedule",
-        "@monthly",
-        "--namespace",
-        "someone",
-        "--tag",
-        "v1.0.0",
-    ]
-    assert main(argv) == 0
+    cfg = tmp_path / "my.toml"
+    cfg.write_text("[release]\nrepo_id = 'someone/survey-reading-lists'\n")
+    argv = ["submit", "--dry-run", "--namespace", "someone", "--constraints", str(CONSTRAINTS)]
+    assert main([*argv, "--fan-out", "4", "--schedule", "@monthly", "--config", str(cfg)]) == 0
     out = capsys.readouterr()
     assert TOKEN not in out.out + out.err
-    jobs = json.loads(out.out)["jobs"]
-    assert len(jobs) == 5
-    parser = build_parser()
-    for job in jobs:
-        assert job["command"][:4] == ["python", "-m", "pipeline", "job"]
-        args = parser.parse_args(job["command"][3:])  # the project's own CLI accepts it
-        assert args.input == hub.DEFAULT_INPUT
-        assert job["schedule"] == "@monthly" and job["kind"] == "scheduled job"
-        assert job["secrets"] == ["HF_TOKEN"] and all(TOKEN not in v for v in job["env"].values())
-        assert job["image"] == "hf.co/spaces/someone/survey-reading-lists-runner"
-    shards = [parser.parse_args(j["command"][3:]) for j in jobs[:4]]
-    assert [(a.step, a.shard, a.work_repo) for a in shards] == [
-        ("shard", (i, 4), "someone/survey-reading-lists-work") for i in range(4)
-    ]
-    finish = parser.parse_args(jobs[4]["command"][3:])
-    assert (finish.step, finish.shards, finish.repo_id, finish.tag) == (
-        "finish",
-        4,
-        "someone/survey-reading-lists",
-        "v1.0.0",
-    )
-
-
-def test_submit_dry_run_single_job_and_bad_schedule(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["submit", "--dry-run", "--repo-id", REPO]) == 0
-    jobs = json.loads(capsys.readouterr().out)["jobs"]
-    assert len(jobs) == 1 and jobs[0]["schedule"] is None and jobs[0]["kind"] == "job"
-    assert jobs[0]["command"][3:6] == ["job", "--input", hub.DEFAULT_INPUT]
-    assert "--step" in jobs[0]["command"] and "all" in jobs[0]["command"]
+    plan = json.loads(out.out)
+    assert f"pipeline_config (from {cfg})" in plan["code_upload"]
+    assert "pipeline/jobs.py" in plan["code_upload"] and plan["wait_for_shards"] is None
+    specs = plan["jobs"]
+    assert len(specs) == 5
+    for spec in specs:
+        assert spec["volumes"] == _volumes("main", "<commit of the code upload>")
+        assert spec["secrets"] == ["HF_TOKEN"] and spec["schedule"] == "@monthly"
+        assert spec["env"] == {"PYTHONPATH": "/code", "PYTHONUNBUFFERED": "1"}
+        assert spec["dependencies"] == jobs.pinned_dependencies(CONSTRAINTS)
+        assert spec["kind"] == "scheduled uv job"
+        # the project's own parser accepts what the Job runs
+        build_parser().parse_args(spec["command"][spec["command"].index("pipeline") + 1 :])
+    with_cfg = [*BASE, "--config", "/code/pipeline_config"]
+    assert [s["command"] for s in specs] == [
+        _uv([*with_cfg, "--step", "shard", "--shard", f"{i}/4"]) for i in range(4)
+    ] + [_uv([*with_cfg, "--step", "finish", "--wait", "43200", *PUBLISH])]
+    assert [(s["flavor"], s["timeout"], s["attempts"]) for s in specs] == [
+        ("cpu-upgrade", "1d", 2)
+    ] * 4 + [("cpu-xl", "2d", 1)]
+    # a one-off run pins the input commit when submitting; a fan-out waits with wait_for_job
+    assert main([*argv, "--fan-out", "4"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["wait_for_shards"] == "wait_for_job"
+    assert plan["jobs"][0]["volumes"][0]["revision"] == "<commit main is at when submitting>"
     with pytest.raises(SystemExit):
         main(["submit", "--dry-run", "--schedule", "every month"])
 
 
-def test_submit_sends_scheduled_jobs_with_the_token_only_as_a_secret(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def _submit(stub: HubStub, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    stub.repos[INPUT_REPO] = {}
+    stub.head[INPUT_REPO] = INPUT_SHA
+    cmd = [sys.executable, "-m", "pipeline", "submit", "--namespace", "someone"]
+    cmd += ["--constraints", str(CONSTRAINTS), *extra]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=_env(stub, tmp_path), capture_output=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert TOKEN.encode() not in proc.stdout + proc.stderr
+    assert _files_containing(tmp_path, TOKEN.encode()) == []
+    for job in stub.jobs:  # the token travels as the Job's secret, in no other field
+        assert job["jobSpec"]["secrets"] == {"HF_TOKEN": TOKEN}
+        rest = {k: v for k, v in job["jobSpec"].items() if k != "secrets"}
+        assert TOKEN not in json.dumps(rest) and TOKEN not in json.dumps(job.get("schedule"))
+    assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {TOKEN}"}
+    return json.loads(proc.stdout)["submitted"]
+
+
+def _sent(stub: HubStub) -> list[tuple[str, list[str], list[dict[str, Any]]]]:
+    return [(j["kind"], j["jobSpec"]["command"], j["jobSpec"]["volumes"]) for j in stub.jobs]
+
+
+def test_submit_one_run_uploads_code_creates_the_bucket_and_pins_the_input(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    cfg = tmp_path / "my.toml"
+    cfg.write_text("[release]\nrepo_id = 'someone/survey-reading-lists'\n")
     with HubStub() as stub:
-        argv = ["submit", "--fan-out", "2", "--schedule", "0 3 1 * *", "--namespace", "someone"]
-        assert main([*argv, "--endpoint", stub.endpoint]) == 0
-    out = capsys.readouterr()
-    assert TOKEN not in out.out + out.err
-    assert [j["kind"] for j in stub.jobs] == ["scheduled-jobs"] * 3
-    for job in stub.jobs:
-        spec = job["jobSpec"]
-        assert job["schedule"] == "0 3 1 * *" and job["namespace"] == "someone"
-        assert spec["secrets"] == {"HF_TOKEN": TOKEN}  # sent to the Hub as a secret, nowhere else
-        assert spec["command"][:4] == ["python", "-m", "pipeline", "job"]
-        assert spec["spaceId"] == "someone/survey-reading-lists-runner"
-    assert [j["jobSpec"]["labels"]["name"] for j in stub.jobs] == [
-        "survey-reading-lists-extract-0-of-2",
-        "survey-reading-lists-extract-1-of-2",
-        "survey-reading-lists-finish",
+        done = _submit(stub, tmp_path, "--config", str(cfg), "--tag", "v1")
+    code = stub.commits[0]
+    assert code["repo"] == "someone/survey-reading-lists-code"
+    assert code["files"]["pipeline_config"] == cfg.read_bytes()
+    assert code["files"]["pipeline/jobs.py"] == (ROOT / "pipeline" / "jobs.py").read_bytes()
+    assert stub.buckets == ["someone/survey-reading-lists-work"]
+    script = [*BASE, "--config", "/code/pipeline_config", "--step", "all", *PUBLISH, "--tag", "v1"]
+    assert _sent(stub) == [("jobs", _uv(script), _volumes(INPUT_SHA, code["oid"]))]
+    spec = stub.jobs[0]["jobSpec"]
+    assert spec["environment"] == {"PYTHONPATH": "/code", "PYTHONUNBUFFERED": "1"}
+    assert (spec["flavor"], spec["timeoutSeconds"], spec["labels"]) == (
+        "cpu-upgrade",
+        86400,
+        {"name": "survey-reading-lists"},
+    )
+    assert done["input"] == {"repo": INPUT_REPO, "revision": INPUT_SHA}
+
+
+def test_submit_fan_out_of_4_waits_for_the_shards_then_finishes(tmp_path: Path) -> None:
+    with HubStub() as stub:
+        _submit(stub, tmp_path, "--fan-out", "4", "--poll", "0.01")
+    code = stub.commits[0]["oid"]
+    assert _sent(stub) == [
+        ("jobs", _uv([*BASE, "--step", "shard", "--shard", f"{i}/4"]), _volumes(INPUT_SHA, code))
+        for i in range(4)
+    ] + [
+        (
+            "jobs",
+            _uv([*BASE, "--step", "finish", "--wait", "43200", *PUBLISH]),
+            _volumes(INPUT_SHA, code),
+        )
     ]
-    assert len(json.loads(out.out)["submitted"]) == 3
+    calls = [(r["method"], r["path"]) for r in stub.requests]
+    finish = calls.index(("POST", "/api/jobs/someone"), len(calls) - 1)
+    polled = {p for m, p in calls[:finish] if m == "GET" and p.startswith("/api/jobs/someone/")}
+    assert polled == {f"/api/jobs/someone/job{i}" for i in range(1, 5)}  # wait_for_job
+
+
+def test_submit_schedule_creates_scheduled_uv_jobs_on_the_input_branch(tmp_path: Path) -> None:
+    with HubStub() as stub:
+        done = _submit(stub, tmp_path, "--fan-out", "4", "--schedule", "@monthly")
+    code = stub.commits[0]["oid"]
+    assert [k for k, _, _ in _sent(stub)] == ["scheduled-jobs"] * 5
+    assert all(v == _volumes("main", code) for _, _, v in _sent(stub))
+    assert [j["schedule"] for j in stub.jobs] == ["@monthly"] * 5
+    assert _sent(stub)[4][1] == _uv([*BASE, "--step", "finish", "--wait", "43200", *PUBLISH])
+    assert not any(r["path"].startswith("/api/jobs/someone/") for r in stub.requests)
+    assert len(done["jobs"]) == 5

@@ -1,0 +1,653 @@
+"""Run the pipeline as Hugging Face Jobs: ``submit`` (the Job specs) and ``job`` (what a Job runs).
+
+A Job is built from huggingface_hub 2.4's own parts, no Docker image of ours:
+
+* ``run_uv_job`` / ``create_scheduled_uv_job`` on the uv image: the runtime
+  dependencies are ``uv run --with NAME==VERSION`` pins taken from ``constraints.txt``
+  (a release is byte-identical only under the same library versions).
+* Three volumes (``huggingface_hub.Volume``):
+  ``/data``: the input dataset repo, read-only, at a pinned revision (one-off runs
+  pin the commit ``main`` is at when submitting; a schedule mounts the revision it
+  names, so every run sees the dataset as it is then);
+  ``/work``: the work directory on a Storage Bucket, read-write, created if missing
+  (``create_bucket``), so a scheduled run resumes from what earlier runs finished;
+  ``/code``: this package's source and the ``--config`` file, uploaded in one commit
+  to a private dataset repo and mounted read-only at that commit (``PYTHONPATH=/code``).
+* The Job runs ``python -m pipeline job --step all --input /data --out /work ...``:
+  ``run`` then ``push``, the same stages a user runs locally.
+
+With ``--fan-out N``, N shard Jobs run ``job --step shard --shard I/N`` into the same
+bucket and a finishing Job runs ``job --step finish``: it waits until every input
+file has its extract marker in ``/work`` (the work directory's own markers), then
+runs the reduce stages and pushes. A one-off ``submit`` (no schedule) waits for the
+shard Jobs with ``wait_for_job`` and starts the finishing Job only when all completed.
+
+Every step first compares the input (identities of its files), the config hash and
+the code (version and source hash) with ``/work/_published.json``, written after each
+successful push: when all three are unchanged it says so and exits without work.
+
+What the bucket mount promises, and what the runner relies on: ``MOUNTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from pipeline import __version__
+from pipeline.errors import require_token
+from pipeline.publish import ENDPOINT_HELP, api, push_release
+from pipeline.sources import InputError
+
+log = logging.getLogger("pipeline")
+
+DISTRIBUTION = "survey-reading-lists"
+DEFAULT_INPUT_REPO = "ines-besrour/unarxive_2024"
+DEFAULT_RELEASE_NAME = "survey-reading-lists"
+DEFAULT_BUCKET_NAME = "survey-reading-lists-work"
+DEFAULT_CODE_NAME = "survey-reading-lists-code"
+NAMESPACE_PLACEHOLDER = "<namespace>"
+INPUT_MOUNT = "/data"
+WORK_MOUNT = "/work"
+CODE_MOUNT = "/code"
+# no .toml suffix: run_uv_job refuses arguments ending in .py/.sh/.yaml/.yml/.toml that are
+# not local files (it would upload them); the file is TOML all the same
+CONFIG_IN_CODE = "pipeline_config"
+# constraints.txt is resolved and tested under 3.11 (the venv `make` builds)
+PYTHON = "3.11"
+TOKEN_SECRET = "HF_TOKEN"
+SCHEDULE_ALIASES = ("@annually", "@yearly", "@monthly", "@weekly", "@daily", "@hourly")
+PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
+
+
+# --------------------------------------------------------------------- identity of a run
+def code_fingerprint() -> str:
+    """``<version>+<sha256 of the package's files>``: changes with any source edit."""
+    digest = hashlib.sha256()
+    for rel, data in _package_files():
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def _package_files() -> list[tuple[str, bytes]]:
+    """``(path under the package's parent, bytes)`` of every source and data file, sorted."""
+    out = []
+
+    def walk(node: Any, rel: str) -> None:
+        for child in node.iterdir():
+            name = f"{rel}/{child.name}"
+            if child.is_dir():
+                if child.name != "__pycache__":
+                    walk(child, name)
+            elif not child.name.endswith((".pyc", ".pyo")):
+                out.append((name, child.read_bytes()))
+
+    walk(resources.files("pipeline"), "pipeline")
+    return sorted(out)
+
+
+def run_identity(input_spec: str, cfg: Any) -> dict[str, str]:
+    """What a published release was built from: input files, config, code."""
+    from pipeline.sources import resolve_inputs
+
+    identities = sorted(f.identity for f in resolve_inputs([input_spec]))
+    return {
+        "input": hashlib.sha256("\n".join(identities).encode()).hexdigest()[:24],
+        "input_files": str(len(identities)),
+        "config_hash": cfg.hash,
+        "code": code_fingerprint(),
+    }
+
+
+def unchanged_since_release(out: Path, identity: dict[str, str]) -> dict[str, Any] | None:
+    """The last published record when input, config and code are all the same, else None."""
+    path = out / PUBLISHED
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    return record if {k: record.get(k) for k in identity} == identity else None
+
+
+def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
+    """Input files without a finished (or recorded failed) extract for their current identity.
+
+    What the finishing Job waits on: the markers and manifests shard Jobs write last. On
+    a bucket mount another Job's marker can become visible before the files it vouches
+    for (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
+    every output it records is there with its recorded size.
+    """
+    from pipeline.runner import MANIFESTS, MARKERS, STAGES, map_marker_key, map_output_problem
+    from pipeline.sources import resolve_inputs
+
+    stage = STAGES["extract"]
+    missing = []
+    for f in resolve_inputs([input_spec]):
+        want = map_marker_key(stage, f, cfg)
+        done = False
+        marker = out / "extract" / MARKERS / f"{f.key}.json"
+        if marker.exists():
+            data = json.loads(marker.read_text())
+            done = data.get("key") == want and not map_output_problem(out, "extract", data, False)
+        failed = out / "extract" / MANIFESTS / f"{f.key}.json"
+        if not done and failed.exists():  # a file that could not be read is an outcome too
+            data = json.loads(failed.read_text())
+            done = data.get("key") == want and data.get("status") == "failed"
+        if not done:
+            missing.append(f.name or f.path)
+    return missing
+
+
+# --------------------------------------------------------------------- job (what a Job runs)
+def _cli(argv: list[str]) -> None:
+    from pipeline.cli import main
+
+    rc = main(argv)
+    if rc != 0:
+        raise RuntimeError(f"`python -m pipeline {' '.join(argv)}` exited with {rc}")
+
+
+def run_step(
+    step: str,
+    input_spec: str,
+    out: Path,
+    config: Path | None = None,
+    repo_id: str | None = None,
+    tag: str | None = None,
+    private: bool = False,
+    shard: tuple[int, int] | None = None,
+    workers: int | None = None,
+    wait: float = 0.0,
+    poll: float = 60.0,
+    endpoint: str | None = None,
+) -> dict[str, Any]:
+    """One Job's work: ``all`` (run, push), ``shard`` (extract I/N) or ``finish``
+    (wait for every extract marker, run the reduce stages, push).
+
+    Returns:
+        ``{"step", "skipped": bool, ...}``: ``skipped`` when input, config and code are
+        unchanged since the last published release (nothing was run or pushed).
+
+    Raises:
+        TimeoutError: ``finish`` waited ``wait`` seconds and files are still missing.
+    """
+    from pipeline.config import load_config
+
+    cfg = load_config(config)
+    identity = run_identity(input_spec, cfg)
+    last = unchanged_since_release(out, identity)
+    if last is not None:
+        log.info(
+            "job: input (%s files), config and code unchanged since the release published "
+            "in commit %s%s; nothing to do",
+            identity["input_files"],
+            last.get("commit"),
+            f" (tag {last['tag']})" if last.get("tag") else "",
+        )
+        return {"step": step, "skipped": True, "published": last}
+    common = ["--out", str(out)] + (["--config", str(config)] if config else [])
+    common += ["--workers", str(workers)] if workers else []
+    if step == "shard":
+        i, n = shard or (0, 1)
+        _cli(["extract", "--input", input_spec, "--shard", f"{i}/{n}", *common])
+        return {"step": step, "skipped": False, "shard": [i, n]}
+    if step == "finish":
+        deadline = time.monotonic() + wait
+        while missing := extract_missing(out, input_spec, cfg):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"job --step finish: {len(missing)} input file(s) have no extract marker "
+                    f"in {out} after {wait:.0f} s (e.g. {missing[0]}); are the shard Jobs running?"
+                )
+            log.info(
+                "job: waiting for the extract of %d file(s), e.g. %s", len(missing), missing[0]
+            )
+            time.sleep(poll)
+        _cli(["run", *common])
+    else:
+        _cli(["run", "--input", input_spec, *common])
+    if repo_id is None:
+        raise InputError(f"job --step {step}: missing --repo-id")
+    done = push_release(out / "release", repo_id, tag, private, endpoint)
+    from pipeline.runner import write_json
+
+    write_json(out / PUBLISHED, {**identity, **done})
+    return {"step": step, "skipped": False, "published": done}
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    if args.step != "shard":
+        require_token(f"job --step {args.step}")  # these steps push at their end
+    if args.step == "shard" and args.shard is None:
+        raise InputError("job --step shard: missing --shard I/N")
+    done = run_step(
+        args.step,
+        args.input,
+        args.out,
+        args.config,
+        args.repo_id,
+        args.tag,
+        args.private,
+        args.shard,
+        args.workers,
+        args.wait,
+        args.poll,
+        args.endpoint,
+    )
+    print(json.dumps(done, indent=2))
+    return 0
+
+
+# --------------------------------------------------------------------- specs
+@dataclass
+class JobSpec:
+    """One Hugging Face Job: the arguments of ``run_uv_job`` / ``create_scheduled_uv_job``."""
+
+    name: str
+    script_args: list[str]
+    flavor: str
+    timeout: str
+    volumes: list[dict[str, Any]]
+    dependencies: list[str]
+    image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    secret_names: list[str] = field(default_factory=list)
+    schedule: str | None = None
+    attempts: int = 1
+
+    @property
+    def command(self) -> list[str]:
+        """The container command, as ``run_uv_job`` builds it (``uv run --with ... python ...``)."""
+        uv = [a for d in self.dependencies for a in ("--with", d)]
+        return ["uv", "run", *uv, "--python", PYTHON, "python", *self.script_args]
+
+    def printable(self) -> dict[str, Any]:
+        """The spec as printed by ``--dry-run``: secrets by name only."""
+        return {
+            "name": self.name,
+            "kind": "scheduled uv job" if self.schedule else "uv job",
+            "schedule": self.schedule,
+            "image": self.image or "huggingface_hub's default uv image",
+            "command": self.command,
+            "python": PYTHON,
+            "dependencies": self.dependencies,
+            "volumes": self.volumes,
+            "env": self.env,
+            "secrets": self.secret_names,
+            "flavor": self.flavor,
+            "timeout": self.timeout,
+            "attempts": self.attempts,
+        }
+
+
+def check_schedule(value: str) -> str:
+    """``@monthly``-style alias or a 5-field cron expression.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (lists the aliases).
+    """
+    if value in SCHEDULE_ALIASES or re.fullmatch(r"\S+( \S+){4}", value.strip()):
+        return value.strip()
+    raise argparse.ArgumentTypeError(
+        f"--schedule {value!r}: use one of {list(SCHEDULE_ALIASES)} or a 5-field cron"
+    )
+
+
+def pinned_dependencies(constraints: Path) -> list[str]:
+    """``NAME==VERSION`` of the package's runtime dependencies and theirs, from ``constraints``.
+
+    The closure is walked through the installed distributions' metadata (extras left
+    out); a package missing from ``constraints`` is pinned at its installed version.
+
+    Raises:
+        InputError: ``constraints`` does not exist.
+    """
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    if not constraints.is_file():
+        raise InputError(f"{constraints}: no such constraints file (run submit from a checkout)")
+    pins = {}
+    for line in constraints.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[canonicalize_name(name)] = f"{name.strip()}=={version.strip()}"
+    seen: set[str] = set()
+    todo = [DISTRIBUTION]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for req in metadata.requires(name) or []:
+            r = Requirement(req)
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(r.name)
+    seen.discard(canonicalize_name(DISTRIBUTION))
+    for name in sorted(seen - set(pins)):
+        # constraints.txt predates some transitive packages (e.g. narwhals): pin the
+        # version this environment runs, so the Job still resolves exactly
+        log.warning("submit: %s is not in %s; pinning the installed version", name, constraints)
+        pins[name] = f"{name}=={metadata.version(name)}"
+    return sorted((pins[n] for n in seen), key=str.lower)
+
+
+def job_specs(
+    args: argparse.Namespace, namespace: str, code_revision: str, input_revision: str
+) -> list[JobSpec]:
+    """The Jobs ``submit`` creates: one, or ``fan_out`` shard Jobs plus a finishing Job."""
+    repo_id = args.repo_id or f"{namespace}/{DEFAULT_RELEASE_NAME}"
+    bucket = args.bucket or f"{namespace}/{DEFAULT_BUCKET_NAME}"
+    code_repo = args.code_repo or f"{namespace}/{DEFAULT_CODE_NAME}"
+    volumes = [
+        {
+            "type": "dataset",
+            "source": args.input_repo,
+            "mountPath": INPUT_MOUNT,
+            "revision": input_revision,
+            "readOnly": True,
+        },
+        {"type": "bucket", "source": bucket, "mountPath": WORK_MOUNT, "readOnly": False},
+        {
+            "type": "dataset",
+            "source": code_repo,
+            "mountPath": CODE_MOUNT,
+            "revision": code_revision,
+            "readOnly": True,
+        },
+    ]
+    base = ["-m", "pipeline", "job", "--input", INPUT_MOUNT, "--out", WORK_MOUNT]
+    if args.config:
+        base += ["--config", f"{CODE_MOUNT}/{CONFIG_IN_CODE}"]
+    publish = (
+        ["--repo-id", repo_id]
+        + (["--tag", args.tag] if args.tag else [])
+        + (["--private"] if args.private else [])
+    )
+    workers = ["--workers", str(args.workers)] if args.workers else []
+    common = {
+        "volumes": volumes,
+        "dependencies": pinned_dependencies(args.constraints),
+        "image": args.image,
+        "env": {"PYTHONPATH": CODE_MOUNT, "PYTHONUNBUFFERED": "1"},
+        "secret_names": [TOKEN_SECRET],
+        "schedule": args.schedule,
+    }
+    if not args.fan_out or args.fan_out <= 1:
+        return [
+            JobSpec(
+                name="survey-reading-lists",
+                script_args=[*base, "--step", "all", *publish, *workers],
+                flavor=args.flavor,
+                timeout=args.timeout,
+                **common,
+            )
+        ]
+    n = args.fan_out
+    specs = [
+        JobSpec(
+            name=f"survey-reading-lists-extract-{i}-of-{n}",
+            script_args=[*base, "--step", "shard", "--shard", f"{i}/{n}", *workers],
+            flavor=args.flavor,
+            timeout=args.timeout,
+            attempts=2,  # a retried shard resumes from its own markers in the bucket
+            **common,
+        )
+        for i in range(n)
+    ]
+    finish = [*base, "--step", "finish", "--wait", str(args.wait), *publish, *workers]
+    specs.append(
+        JobSpec(
+            name="survey-reading-lists-finish",
+            script_args=finish,
+            flavor=args.finish_flavor or args.flavor,
+            timeout=args.finish_timeout,
+            **common,
+        )
+    )
+    return specs
+
+
+# --------------------------------------------------------------------- submit
+def upload_code(hf: Any, code_repo: str, config: Path | None) -> str:
+    """Upload the package's files (and ``config`` as ``pipeline_config``) in one commit; its oid."""
+    from huggingface_hub import CommitOperationAdd
+
+    ops = [
+        CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data) for rel, data in _package_files()
+    ]
+    if config is not None:
+        ops.append(
+            CommitOperationAdd(path_in_repo=CONFIG_IN_CODE, path_or_fileobj=config.read_bytes())
+        )
+    hf.create_repo(code_repo, repo_type="dataset", private=True, exist_ok=True)
+    info = hf.create_commit(
+        code_repo, ops, commit_message=f"code {code_fingerprint()}", repo_type="dataset"
+    )
+    return info.oid
+
+
+def submit(args: argparse.Namespace, namespace: str) -> dict[str, Any]:
+    """Create the bucket and the code commit, then the Jobs; wait for shards when not scheduled."""
+    from huggingface_hub import Volume
+
+    from pipeline.config import load_config
+
+    token = require_token("submit")
+    if args.config is not None:
+        load_config(args.config)  # a bad value fails here, not in the Job an hour later
+    hf = api(args.endpoint)
+    bucket = args.bucket or f"{namespace}/{DEFAULT_BUCKET_NAME}"
+    hf.create_bucket(bucket, private=True, exist_ok=True)
+    code_repo = args.code_repo or f"{namespace}/{DEFAULT_CODE_NAME}"
+    code_revision = upload_code(hf, code_repo, args.config)
+    input_revision = args.input_revision
+    if not args.schedule:  # a one-off run reads exactly the commit the input is at now
+        input_revision = hf.dataset_info(args.input_repo, revision=input_revision).sha
+    specs = job_specs(args, namespace, code_revision, input_revision)
+    for spec in specs:
+        for arg in spec.script_args:
+            # run_uv_job uploads local files named in the arguments and mounts them at /data
+            if Path(arg).is_file():
+                raise InputError(f"submit: job argument {arg!r} is a local file; refusing")
+
+    def create(spec: JobSpec) -> Any:
+        kwargs: dict[str, Any] = {
+            "script_args": spec.script_args,
+            "dependencies": spec.dependencies,
+            "python": PYTHON,
+            "image": spec.image,
+            "env": spec.env,
+            "secrets": {TOKEN_SECRET: token},
+            "flavor": spec.flavor,
+            "timeout": spec.timeout,
+            "attempts": spec.attempts,
+            "name": spec.name,
+            "volumes": [Volume(**v) for v in spec.volumes],
+            "namespace": namespace,
+        }
+        if spec.schedule:
+            return hf.create_scheduled_uv_job("python", schedule=spec.schedule, **kwargs)
+        return hf.run_uv_job("python", **kwargs)
+
+    done = []
+    shards, finish = (specs[:-1], specs[-1]) if len(specs) > 1 else ([], specs[0])
+    infos = [create(s) for s in shards]
+    done += [
+        {"name": s.name, "id": i.id, "schedule": s.schedule}
+        for s, i in zip(shards, infos, strict=True)
+    ]
+    if shards and not args.schedule:
+        # a one-off fan-out: start the finishing Job only once every shard completed
+        final = hf.wait_for_job([i.id for i in infos], namespace=namespace, poll_interval=args.poll)
+        failed = [
+            (s.name, f.status.stage)
+            for s, f in zip(shards, final, strict=True)
+            if f.status.stage != "COMPLETED"
+        ]
+        if failed:
+            raise RuntimeError(
+                f"submit: shard Job(s) did not complete: {failed}; resubmit to resume"
+            )
+    info = create(finish)
+    done.append({"name": finish.name, "id": info.id, "schedule": finish.schedule})
+    return {
+        "bucket": bucket,
+        "code": {"repo": code_repo, "revision": code_revision},
+        "input": {"repo": args.input_repo, "revision": input_revision},
+        "jobs": done,
+    }
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    namespace = args.namespace
+    if args.dry_run:
+        specs = job_specs(
+            args,
+            namespace or NAMESPACE_PLACEHOLDER,
+            "<commit of the code upload>",
+            args.input_revision
+            if args.schedule
+            else f"<commit {args.input_revision} is at when submitting>",
+        )
+        plan = {
+            "dry_run": True,
+            "bucket": f"{args.bucket or f'{namespace or NAMESPACE_PLACEHOLDER}/{DEFAULT_BUCKET_NAME}'} (created private if missing)",
+            "code_upload": sorted(rel for rel, _ in _package_files())
+            + ([f"{CONFIG_IN_CODE} (from {args.config})"] if args.config else []),
+            "code_version": code_fingerprint(),
+            "wait_for_shards": "wait_for_job" if args.fan_out > 1 and not args.schedule else None,
+            "jobs": [s.printable() for s in specs],
+        }
+        print(json.dumps(plan, indent=2))
+        return 0
+    require_token("submit")
+    if namespace is None:
+        namespace = api(args.endpoint).whoami()["name"]
+    print(json.dumps({"submitted": submit(args, namespace)}, indent=2))
+    return 0
+
+
+# --------------------------------------------------------------------- parsers
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``job`` and ``submit``."""
+    from pipeline.cli import _shard_arg, positive_int
+
+    p = sub.add_parser(
+        "job", help="what a Hugging Face Job runs: all | shard | finish (see `submit`)"
+    )
+    p.add_argument("--step", choices=("all", "shard", "finish"), required=True, help="which part")
+    p.add_argument("--input", default=INPUT_MOUNT, help=f"corpus (default: {INPUT_MOUNT})")
+    p.add_argument(
+        "--out", type=Path, default=Path(WORK_MOUNT), help=f"work dir (default: {WORK_MOUNT})"
+    )
+    p.add_argument("--config", type=Path, default=None, help="TOML config file")
+    p.add_argument(
+        "--workers", type=positive_int, default=None, help="worker processes (default: CPU count)"
+    )
+    p.add_argument("--repo-id", default=None, help="release dataset repo (steps all, finish)")
+    p.add_argument("--tag", default=None, help="tag of the release commit")
+    p.add_argument("--private", action="store_true", help="create the release repo private")
+    p.add_argument("--shard", type=_shard_arg, default=None, help="I/N (step shard)")
+    p.add_argument(
+        "--wait", type=float, default=12 * 3600, help="step finish: seconds to wait for the shards"
+    )
+    p.add_argument("--poll", type=float, default=60.0, help="step finish: seconds between checks")
+    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.set_defaults(func=cmd_job)
+
+    p = sub.add_parser(
+        "submit", help="run the whole pipeline as Hugging Face Jobs (scheduled, fanned out)"
+    )
+    p.add_argument(
+        "--input-repo",
+        default=DEFAULT_INPUT_REPO,
+        help=f"input dataset repo, mounted at {INPUT_MOUNT} (default: {DEFAULT_INPUT_REPO})",
+    )
+    p.add_argument(
+        "--input-revision",
+        default="main",
+        help="branch, tag or commit of the input (default: main; a one-off run pins its commit)",
+    )
+    p.add_argument(
+        "--repo-id", default=None, help=f"release repo (default: NAMESPACE/{DEFAULT_RELEASE_NAME})"
+    )
+    p.add_argument(
+        "--bucket",
+        default=None,
+        help=f"Storage Bucket of the work dir, mounted at {WORK_MOUNT} (default: NAMESPACE/{DEFAULT_BUCKET_NAME})",
+    )
+    p.add_argument(
+        "--code-repo",
+        default=None,
+        help=f"private dataset repo the code is uploaded to, mounted at {CODE_MOUNT} (default: NAMESPACE/{DEFAULT_CODE_NAME})",
+    )
+    p.add_argument(
+        "--config", type=Path, default=None, help="TOML config file, shipped with the code"
+    )
+    p.add_argument(
+        "--constraints",
+        type=Path,
+        default=Path("constraints.txt"),
+        help="pinned versions (default: constraints.txt)",
+    )
+    p.add_argument("--tag", default=None, help="tag of the release commit")
+    p.add_argument("--private", action="store_true", help="create the release repo private")
+    p.add_argument(
+        "--schedule",
+        type=check_schedule,
+        default=None,
+        help="@monthly, @weekly, ... or a cron expression",
+    )
+    p.add_argument(
+        "--fan-out", type=int, default=0, help="N extract shard Jobs plus one finishing Job"
+    )
+    p.add_argument(
+        "--image",
+        default=None,
+        help="another Docker image with uv (default: huggingface_hub's uv image)",
+    )
+    p.add_argument(
+        "--flavor",
+        default="cpu-upgrade",
+        help="hardware of the (shard) Jobs (default: cpu-upgrade)",
+    )
+    p.add_argument(
+        "--finish-flavor", default="cpu-xl", help="hardware of the finishing Job (default: cpu-xl)"
+    )
+    p.add_argument("--timeout", default="1d", help="max duration of each (shard) Job (default: 1d)")
+    p.add_argument(
+        "--finish-timeout", default="2d", help="max duration of the finishing Job (default: 2d)"
+    )
+    p.add_argument(
+        "--wait",
+        type=int,
+        default=12 * 3600,
+        help="finishing Job: seconds to wait for the shards' markers (default: 43200)",
+    )
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=60.0,
+        help="seconds between status checks of shard Jobs (default: 60)",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="worker processes per Job (default: CPU count)",
+    )
+    p.add_argument(
+        "--namespace", default=None, help="user or org running the Jobs (default: the token's user)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="print every Job spec, submit nothing")
+    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.set_defaults(func=cmd_submit)

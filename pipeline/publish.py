@@ -1,0 +1,193 @@
+"""Publish a release on the Hugging Face Hub: ``push`` (and what it verifies first).
+
+``push`` creates the dataset repo if needed and uploads the release folder in **one**
+commit (``HfApi.create_commit`` with a ``CommitOperationAdd`` per file), then tags
+that commit. Runner markers (``_SUCCESS.json``) and temp files are not release files
+and are never uploaded. Files that a previous release had and this one lacks stay in
+the repo (the card's ``configs`` name exact files, so they are not loaded).
+
+Authentication is huggingface_hub's own (``HF_TOKEN`` or ``hf auth login``). The
+token is never printed, logged or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pipeline.errors import require_token
+from pipeline.runner import sha256_file
+
+REPO_TYPE = "dataset"
+ENDPOINT_HELP = "Hub endpoint (default: $HF_ENDPOINT, else huggingface.co)"
+
+
+# --------------------------------------------------------------------- release files
+def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
+    """Refuse a release whose files differ from what the release stage recorded.
+
+    Parquet files are checked against ``eval_metadata.json`` (size and sha256, and no file
+    missing or extra); every file, the card and the metadata included, against the
+    runner's ``_SUCCESS.json`` when it is there.
+
+    Raises:
+        RuntimeError: names the first file that differs.
+    """
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    recorded: dict[str, dict[str, Any]] = dict(meta.get("files", {}))
+    success = release / "_SUCCESS.json"
+    by_runner = json.loads(success.read_text()).get("files") if success.exists() else None
+    recorded = {**(by_runner or {}), **recorded}
+    have = {f["path"]: f for f in files}
+    for rel, want in sorted(recorded.items()):
+        if rel == "_SUCCESS.json" or not is_publishable(PurePosixPath(rel)):
+            continue
+        got = have.get(rel)
+        if got is None:
+            raise RuntimeError(f"push: {release / rel} is missing; rebuild the release")
+        if got["bytes"] != want["bytes"] or got["sha256"] != want["sha256"]:
+            raise RuntimeError(
+                f"push: {release / rel} differs from the release record ({got['bytes']} bytes, "
+                f"sha256 {got['sha256'][:12]}...; recorded {want['bytes']} bytes, sha256 "
+                f"{want['sha256'][:12]}...); refusing to publish it: rebuild the release"
+            )
+    extra = sorted(set(have) - set(recorded))
+    if extra and (by_runner is not None or any(p.endswith(".parquet") for p in extra)):
+        raise RuntimeError(
+            f"push: {release / extra[0]} is not a file the release stage wrote; refusing to "
+            "publish it"
+        )
+
+
+def is_publishable(rel: PurePosixPath) -> bool:
+    """Release files are everything except runner markers (``_*``), hidden and temp files."""
+    return not any(p.startswith(("_", ".")) or ".tmp-" in p for p in rel.parts)
+
+
+def release_files(release: Path) -> list[tuple[str, Path]]:
+    """``(path in repo, local path)`` of every release file, sorted.
+
+    Raises:
+        FileNotFoundError: ``release`` is not a finished release directory.
+    """
+    if not (release / "README.md").is_file() or not (release / "eval_metadata.json").is_file():
+        raise FileNotFoundError(
+            f"{release}: no README.md and eval_metadata.json; run the release stage first"
+        )
+    out = []
+    for p in sorted(release.rglob("*")):
+        rel = PurePosixPath(p.relative_to(release).as_posix())
+        if p.is_file() and is_publishable(rel):
+            out.append((str(rel), p))
+    return out
+
+
+def api(endpoint: str | None = None) -> Any:
+    """An ``HfApi`` on ``endpoint`` (default: ``$HF_ENDPOINT``, else huggingface.co)."""
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
+
+
+# --------------------------------------------------------------------- push
+def push_plan(release: Path, repo_id: str, tag: str | None, private: bool) -> dict[str, Any]:
+    """What ``push`` does, as data: the repo, the one commit with its files, the tag."""
+    meta = (
+        json.loads((release / "eval_metadata.json").read_text())
+        if (release / "eval_metadata.json").exists()
+        else {}
+    )
+    files = [
+        {"path": rel, "bytes": p.stat().st_size, "sha256": sha256_file(p)}
+        for rel, p in release_files(release)
+    ]
+    verify_release(release, files)
+    version = meta.get("version", "")
+    return {
+        "repo_id": repo_id,
+        "repo_type": REPO_TYPE,
+        "private": private,
+        "create_repo": "if missing (exist_ok)",
+        "revision": "main",
+        "commit_message": f"Release {version}".strip() if version else "Release",
+        "files": files,
+        "tag": tag,
+    }
+
+
+def push_release(
+    release: Path,
+    repo_id: str,
+    tag: str | None = None,
+    private: bool = False,
+    endpoint: str | None = None,
+) -> dict[str, Any]:
+    """Create the repo if needed, upload the release in one commit, tag it; return what was done."""
+    from huggingface_hub import CommitOperationAdd
+
+    plan = push_plan(release, repo_id, tag, private)
+    hf = api(endpoint)
+    # private=None (not False) keeps the namespace's default visibility for new repos
+    hf.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+    ops = [
+        CommitOperationAdd(path_in_repo=f["path"], path_or_fileobj=str(release / f["path"]))
+        for f in plan["files"]
+    ]
+    info = hf.create_commit(
+        repo_id, ops, commit_message=plan["commit_message"], repo_type=REPO_TYPE
+    )
+    if tag:
+        hf.create_tag(
+            repo_id,
+            tag=tag,
+            revision=info.oid,
+            repo_type=REPO_TYPE,
+            tag_message=plan["commit_message"],
+        )
+    return {
+        "repo_id": repo_id,
+        "commit": info.oid,
+        "commit_url": str(info.commit_url),
+        "tag": tag,
+        "files": len(ops),
+    }
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        require_token("push")
+    plan = push_plan(args.release, args.repo_id, args.tag, args.private)
+    if args.dry_run:
+        print(json.dumps({"dry_run": True, **plan}, indent=2))
+        return 0
+    done = push_release(args.release, args.repo_id, args.tag, args.private, args.endpoint)
+    print(json.dumps(done, indent=2))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``push``."""
+    p = sub.add_parser(
+        "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
+    )
+    p.add_argument(
+        "--repo-id", required=True, help="OWNER/NAME of the dataset repo (created if missing)"
+    )
+    p.add_argument(
+        "--release",
+        type=Path,
+        default=Path("work/release"),
+        help="release folder (default: work/release)",
+    )
+    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
+    p.add_argument(
+        "--private", action="store_true", help="create the repo private (ignored if it exists)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the planned operations, change nothing"
+    )
+    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.set_defaults(func=cmd_push)
