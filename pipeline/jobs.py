@@ -508,6 +508,9 @@ def submit(args: argparse.Namespace, namespace: str) -> dict[str, Any]:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    if args.schedule and args.tag:
+        # every run that finds something changed pushes: the second would reuse the tag
+        raise InputError("submit: --tag with --schedule would tag every run's release the same")
     namespace = args.namespace
     if args.dry_run:
         specs = job_specs(

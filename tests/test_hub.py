@@ -399,6 +399,8 @@ def test_submit_dry_run_prints_the_full_specs(
     assert plan["jobs"][0]["volumes"][0]["revision"] == "<commit main is at when submitting>"
     with pytest.raises(SystemExit):
         main(["submit", "--dry-run", "--schedule", "every month"])
+    assert main([*argv, "--schedule", "@monthly", "--tag", "v1"]) == 2
+    assert "--tag with --schedule" in capsys.readouterr().err
 
 
 def _submit(stub: HubStub, tmp_path: Path, *extra: str) -> dict[str, Any]:
