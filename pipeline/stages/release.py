@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +61,13 @@ from pipeline.release_files import (
 )
 from pipeline.runner import (
     MANIFESTS,
-    STAGES,
     SUCCESS,
     ReduceContext,
     Stage,
     failed_inputs,
-    register,
     write_json,
 )
-from pipeline.stages.common import RowGroupWriter, scan_extract, write_table
+from pipeline.tables import RowGroupWriter, scan_extract, write_table
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
@@ -332,7 +331,7 @@ def writer_environment() -> dict[str, str]:
     }
 
 
-def upstream_sections(stage: str) -> list[str]:
+def upstream_sections(stages: Mapping[str, Stage], stage: str) -> list[str]:
     """Config sections of ``stage`` and of every stage it reads, transitively (sorted)."""
     seen: set[str] = set()
     sections: set[str] = set()
@@ -342,8 +341,8 @@ def upstream_sections(stage: str) -> list[str]:
         if name in seen:
             continue
         seen.add(name)
-        sections.update(STAGES[name].config_sections)
-        todo.extend(STAGES[name].reads)
+        sections.update(stages[name].config_sections)
+        todo.extend(stages[name].reads)
     return sorted(sections)
 
 
@@ -523,7 +522,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
                 f"negatives (AUC outside [{low}, {high}]): {message}"
             )
         log.warning("release: LEAK AUDIT: AUC outside [%s, %s]: %s", low, high, message)
-    sections = upstream_sections(ctx.stage.name)
+    sections = upstream_sections(ctx.stages, ctx.stage.name)
     meta = {
         "dataset": ctx.cfg.release.dataset_name,
         "version": ctx.cfg.release.version,
@@ -533,7 +532,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         # input files that could not be read to their end: not in this release
         "failed_inputs": [
             {k: f[k] for k in ("file", "reason", "lines_read")}
-            for f in failed_inputs(ctx.out, "extract", ctx.cfg)
+            for f in failed_inputs(ctx.out, ctx.stages["extract"], ctx.cfg)
         ],
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),
@@ -568,13 +567,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="release",
-        kind="reduce",
-        reads=("extract", "works", "surveys", "labels", "negatives", "split"),
-        config_sections=("release", "split", "negatives", "extract"),
-        fn=build_release,
-        help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
-    )
+STAGE = Stage(
+    name="release",
+    kind="reduce",
+    reads=("extract", "works", "surveys", "labels", "negatives", "split"),
+    config_sections=("release", "split", "negatives", "extract"),
+    fn=build_release,
+    help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
 )
