@@ -843,7 +843,8 @@ def summarize(out: Path) -> dict[str, Any]:
     """
     import json
 
-    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem, write_json
+    from pipeline.files import write_json
+    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}

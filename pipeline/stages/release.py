@@ -38,7 +38,6 @@ with sorted keys, no timestamps and no absolute paths.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Mapping
@@ -51,6 +50,7 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline import schema as S
 from pipeline.card import render_release_card
+from pipeline.files import sha256_file, write_json
 from pipeline.leak_audit import audit_values, feature_values, outside
 from pipeline.release_files import (
     BEIR_FILE,
@@ -65,7 +65,6 @@ from pipeline.runner import (
     ReduceContext,
     Stage,
     failed_inputs,
-    write_json,
 )
 from pipeline.tables import RowGroupWriter, scan_extract, write_table
 
@@ -348,11 +347,7 @@ def upstream_sections(stages: Mapping[str, Stage], stage: str) -> list[str]:
 
 def file_entry(path: Path) -> dict[str, Any]:
     """sha256, size and (for Parquet) row count of a release file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    entry: dict[str, Any] = {"sha256": digest.hexdigest(), "bytes": path.stat().st_size}
+    entry: dict[str, Any] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
     if path.suffix == ".parquet":
         entry["rows"] = pq.ParquetFile(path).metadata.num_rows
     return entry
