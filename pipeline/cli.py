@@ -15,6 +15,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.config import describe, load_config
 from pipeline.errors import INTERRUPTED, user_message
+from pipeline.progress import redirect_logging
 from pipeline.runner import (
     DEFAULT_MAX_FAILED,
     MANIFESTS,
@@ -489,7 +490,8 @@ def _log_to_stderr(level: int) -> Iterator[None]:
 
     A handler on the ``pipeline`` logger, not the root logger: records still propagate
     (pytest's capture sees them), and a command run from inside another (``demo`` runs
-    ``run``) does not print every line twice.
+    ``run``) does not print every line twice. On a terminal the lines go through
+    ``tqdm.write``, so they do not tear a progress bar.
     """
     previous = log.level
     log.setLevel(level)
@@ -500,7 +502,8 @@ def _log_to_stderr(level: int) -> Iterator[None]:
         handler.pipeline_cli = True  # type: ignore[attr-defined]
         log.addHandler(handler)
     try:
-        yield
+        with redirect_logging(log) if handler is not None else contextlib.nullcontext():
+            yield
     finally:
         if handler is not None:
             log.removeHandler(handler)

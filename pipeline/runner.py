@@ -25,7 +25,6 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -47,6 +46,7 @@ from pipeline.files import (  # noqa: F401 - also re-exported for older callers
     temp_tag,
     write_json,
 )
+from pipeline.progress import Progress
 from pipeline.schema import SCHEMA_VERSION
 from pipeline.sources import InputFile, display, source_name
 
@@ -349,41 +349,6 @@ def reduce_done(
 
 
 # --------------------------------------------------------------------- progress
-class Progress:
-    """tqdm on a terminal; a plain log line every ``every`` seconds otherwise."""
-
-    def __init__(self, total_bytes: int, desc: str, every: float = 30.0):
-        self.papers = self.bytes = self.rejects = 0
-        self.start = time.monotonic()
-        self.last = self.start
-        self.every = every
-        self.desc = desc
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=desc, smoothing=0.1)
-
-    def update(self, papers: int, nbytes: int, rejects: int) -> None:
-        self.papers += papers
-        self.bytes += nbytes
-        self.rejects += rejects
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        rate = f"{self.papers / elapsed:,.0f} papers/s, {self.bytes / elapsed / 1e6:,.1f} MB/s, {self.rejects} rejects"
-        if self.bar is not None:
-            self.bar.update(nbytes)
-            self.bar.set_postfix_str(rate, refresh=False)
-        elif time.monotonic() - self.last >= self.every:
-            self.last = time.monotonic()
-            log.info(
-                "%s: %s papers, %.1f MB (%s)", self.desc, f"{self.papers:,}", self.bytes / 1e6, rate
-            )
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 _QUEUE: Any = None
 
 
@@ -734,6 +699,7 @@ def run_reduce(
         return None
     if problem not in (None, "not done", "stale"):
         log.warning("%s: redo: %s", stage.name, problem)
+    log.info("%s: running (reads %s)", stage.name, ", ".join(stage.reads))
     final = out / stage.name
     tmp = out / f".{stage.name}.{temp_tag()}"
     tmp.mkdir(parents=True)

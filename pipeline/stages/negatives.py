@@ -63,6 +63,7 @@ from pipeline import schema as S
 from pipeline import titles as T
 from pipeline import visible as V
 from pipeline.config import NEGATIVE_SAMPLINGS as SAMPLINGS
+from pipeline.progress import steps
 from pipeline.runner import ReduceContext, Stage
 from pipeline.tables import scan_extract, write_table
 from pipeline.visible import (
@@ -561,7 +562,8 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         )
 
     chosen, n_candidates = [], []
-    for batch_ids in survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS):
+    batches = survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS)
+    for batch_ids in steps(batches, "negatives: survey batches"):
         batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
         pairs = hashed(candidate_pairs(batch, eligible, excluded, works, prior)).with_columns(

@@ -52,6 +52,7 @@ from pipeline import schema as S
 from pipeline.card import render_release_card
 from pipeline.files import sha256_file, write_json
 from pipeline.leak_audit import audit_values, feature_values, outside
+from pipeline.progress import steps
 from pipeline.release_files import (
     BEIR_FILE,
     CANDIDATES_FILE,
@@ -404,7 +405,7 @@ def _write_split(
         ),
     }  # fmt: skip
     light, values, corpus = [], [], []
-    for ids in survey_batches(per_survey, BATCH_ROWS):
+    for ids in steps(survey_batches(per_survey, BATCH_ROWS), f"release: {split} survey batches"):
         part = (
             reading_lists(ctx, ids)
             .filter(pl.col(S.SPLIT) == split)

@@ -63,6 +63,7 @@ from pipeline import aliases as A
 from pipeline import schema as S
 from pipeline import titles as T
 from pipeline.aliases import ALIAS, ARXIV_PREFIX, OTHER
+from pipeline.progress import steps
 from pipeline.runner import ReduceContext, Stage
 from pipeline.tables import (
     RowGroupWriter,
@@ -330,7 +331,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     paper_aliases = A.paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
     link_parts = [A.paper_links(paper_aliases.lazy()).collect(engine="streaming")]
     alias_parts = [paper_aliases.select(ALIAS).unique()]
-    for i, refs in enumerate(ref_files):
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 1/3 (aliases), reference files", unit="file")
+    ):
         aliases_i = A.entry_aliases(refs).collect(engine="streaming")
         aliases_i.write_parquet(part("entry_aliases", i))
         link_parts.append(A.entry_links(aliases_i.lazy()).collect(engine="streaming"))
@@ -387,7 +390,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
 
     # pass 2, per file: resolution by identifier, title keys
     known_parts = []
-    for i, refs in enumerate(ref_files):
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 2/3 (by identifier), reference files", unit="file")
+    ):
         entry_work = (
             pl.scan_parquet(part("entry_aliases", i))
             .join(alias_work.lazy(), on=ALIAS)
@@ -427,7 +432,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     citing: list[pl.DataFrame] = []
     raw_bytes = pl.col(S.RAW).str.len_bytes()
     ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
-    for i, refs in enumerate(ref_files):
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 3/3 (by title), reference files", unit="file")
+    ):
         entry_work = pl.scan_parquet(part("entry_work", i))
         hits, more_keys = resolve_by_title(
             pl.scan_parquet(part("entry_keys", i)), entry_work, titles.lazy()
