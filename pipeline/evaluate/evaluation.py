@@ -63,6 +63,7 @@ from pipeline.evaluate.columns import (
 )
 from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
 from pipeline.evaluate.metrics import (
     TIE_BREAKING,
@@ -569,7 +570,8 @@ def evaluate(
         tmp.write_text(text, encoding="utf-8")
     with atomic_path(target / PER_SURVEY_FILE) as tmp:
         per_survey.write_parquet(tmp)
-    report = render_report(results)
+    figures = write_figures(json.loads(text), per_survey, target)
+    report = render_report(results, figures)
     with atomic_path(target / REPORT_FILE) as tmp:
         tmp.write_text(report, encoding="utf-8")
     return results
