@@ -170,8 +170,8 @@ def main() -> int:
                 [
                     sys.executable,
                     "-c",
-                    "from pipeline.runner import load_stages; import json; "
-                    "print(json.dumps([n for n, s in load_stages().items() if s.kind == 'reduce']))",
+                    "from pipeline.stages import STAGES; import json; "
+                    "print(json.dumps([s.name for s in STAGES if s.kind == 'reduce']))",
                 ],
                 cwd=ROOT,
                 capture_output=True,

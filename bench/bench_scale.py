@@ -56,10 +56,10 @@ EXTRA_COUNTS = {"works": ("bib_entries", "aliases"), "negatives": ("negative_can
 
 
 def reduce_stages() -> list[str]:
-    """Reduce stages in run order, from the runner's registry."""
-    from pipeline.runner import load_stages
+    """Reduce stages in run order, from the stage list."""
+    from pipeline.stages import STAGES
 
-    return [name for name, s in load_stages().items() if s.kind == "reduce"]
+    return [s.name for s in STAGES if s.kind == "reduce"]
 
 
 def extract_mb_s(readme: Path = ROOT / "README.md") -> float | None:

@@ -27,7 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.config import load_config  # noqa: E402
-from pipeline.runner import load_stages, run_reduce  # noqa: E402
+from pipeline.runner import run_reduce  # noqa: E402
+from pipeline.stages import GRAPH  # noqa: E402
 
 CALLS: list[dict[str, Any]] = []
 
@@ -93,9 +94,9 @@ def main() -> int:
     for name in ("collect", "sink_parquet"):
         _wrap(pl.LazyFrame, name)
     _wrap(pl, "collect_all")
-    stage = load_stages()[args.stage]
+    stage = GRAPH[args.stage]
     t0 = time.perf_counter()
-    run_reduce(stage, args.out, load_config(args.config), force=True)
+    run_reduce(stage, args.out, load_config(args.config), force=True, stages=GRAPH)
     total = time.perf_counter() - t0
     print(f"{args.stage}: {total:.1f} s, {len(CALLS)} materialisations")
     print(f"{'seconds':>8} {'peak MB':>8} {'before':>8} {'after':>8}  site")

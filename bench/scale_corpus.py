@@ -58,8 +58,9 @@ if str(ROOT) not in sys.path:
 
 from pipeline import schema as S  # noqa: E402
 from pipeline.config import Config  # noqa: E402
-from pipeline.runner import INPUTS, load_stages, run_map, write_json  # noqa: E402
+from pipeline.runner import INPUTS, run_map, write_json  # noqa: E402
 from pipeline.sources import InputFile  # noqa: E402
+from pipeline.stages import GRAPH  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
@@ -871,18 +872,12 @@ def _generate_file(corpus: ScaleCorpus):
 
 @contextlib.contextmanager
 def _extract_generating(corpus: ScaleCorpus) -> Iterator[Any]:
-    """The registry's ``extract`` stage with the generator as its per-file function.
+    """The ``extract`` stage with the generator as its per-file function.
 
-    The runner looks stages up by name, so with one in-process worker its own code
-    writes the outputs, manifests and markers exactly as for a real extract.
+    The runner is handed this stage, so with one in-process worker its own code writes
+    the outputs, manifests and markers exactly as for a real extract.
     """
-    stages = load_stages()
-    real = stages["extract"]
-    stages["extract"] = dataclasses.replace(real, fn=_generate_file(corpus), fn_many=None)
-    try:
-        yield stages["extract"]
-    finally:
-        stages["extract"] = real
+    yield dataclasses.replace(GRAPH["extract"], fn=_generate_file(corpus), fn_many=None)
 
 
 def build(

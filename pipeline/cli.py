@@ -15,16 +15,15 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.config import describe, load_config
 from pipeline.errors import INTERRUPTED, user_message
+from pipeline.progress import redirect_logging
 from pipeline.runner import (
     DEFAULT_MAX_FAILED,
     MANIFESTS,
     MARKERS,
-    STAGES,
     check_failures,
     clean_stale_temps,
     disagreement,
     failed_inputs,
-    load_stages,
     reduce_done,
     run_map,
     run_reduce,
@@ -34,6 +33,7 @@ from pipeline.runner import (
     write_shard_record,
 )
 from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.stages import GRAPH
 from pipeline.stages.extract import summarize
 
 log = logging.getLogger("pipeline")
@@ -143,7 +143,7 @@ def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
     _check_foreign_outputs(args.out, every, args.prune)
     clean_stale_temps(args.out / "extract")
     verify = verify or args.verify
-    run_map(STAGES["extract"], files, args.out, cfg, args.workers, args.force, verify)
+    run_map(GRAPH["extract"], files, args.out, cfg, args.workers, args.force, verify)
     totals = summarize(args.out)
     log.info(
         "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
@@ -156,7 +156,7 @@ def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
         args.out / "extract",
     )
     keys = {f.key for f in every}
-    failed = [f for f in failed_inputs(args.out, "extract", cfg) if f["source_key"] in keys]
+    failed = [f for f in failed_inputs(args.out, GRAPH["extract"], cfg) if f["source_key"] in keys]
     check_failures(failed, len(every), args.max_failed_files, "extract")
     return 0
 
@@ -209,7 +209,7 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
             "or add --prune to delete them."
         )
     for key in foreign:
-        for table in STAGES["extract"].tables:
+        for table in GRAPH["extract"].tables:
             (base / table / f"{key}.parquet").unlink(missing_ok=True)
         (base / MANIFESTS / f"{key}.json").unlink(missing_ok=True)
         (base / MARKERS / f"{key}.json").unlink(missing_ok=True)
@@ -218,7 +218,15 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
 
 def _reduce(name: str):
     def cmd(args: argparse.Namespace, cfg) -> int:
-        run_reduce(STAGES[name], args.out, cfg, args.force, args.max_failed_files, args.verify)
+        run_reduce(
+            GRAPH[name],
+            args.out,
+            cfg,
+            args.force,
+            args.max_failed_files,
+            args.verify,
+            stages=GRAPH,
+        )
         log.info("%s: outputs in %s", name, args.out / name)
         return 0
 
@@ -231,12 +239,20 @@ def _run(args: argparse.Namespace, cfg) -> int:
         # checksums of the extract outputs now: the reduce stages would check them before
         # reading them anyway, and here a damaged file can still be redone from its input
         _extract(args, cfg, verify=True)
-    elif stage_key(args.out, "extract", cfg) is None:
+    elif stage_key(args.out, "extract", cfg, GRAPH) is None:
         raise InputError("run needs --input (no finished extract outputs in --out)")
     clean_stale_temps(args.out)
-    for stage in STAGES.values():
+    for stage in GRAPH.values():
         if stage.kind == "reduce":
-            run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify)
+            run_reduce(
+                stage,
+                args.out,
+                cfg,
+                args.force,
+                args.max_failed_files,
+                args.verify,
+                stages=GRAPH,
+            )
     _evaluate_release(args.out, cfg)
     log.info("run: every stage's outputs in %s; the release in %s", args.out, args.out / "release")
     return 0
@@ -266,7 +282,7 @@ def _evaluate_release(out: Path, cfg) -> None:
 def status_report(out: Path, cfg) -> dict[str, dict]:
     """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts."""
     report: dict[str, dict] = {}
-    for name, stage in STAGES.items():
+    for name, stage in GRAPH.items():
         d = out / name
         if stage.kind == "map":
             manifests = [json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))]
@@ -278,16 +294,16 @@ def status_report(out: Path, cfg) -> dict[str, dict]:
                         totals[k] = totals.get(k, 0) + v
             report[name] = {
                 "files_done": len(manifests),
-                "current": stage_key(out, name, cfg) is not None,
+                "current": stage_key(out, name, cfg, GRAPH) is not None,
                 "files_failed": [
                     {k: f[k] for k in ("file", "reason", "lines_read")}
-                    for f in failed_inputs(out, name, cfg)
+                    for f in failed_inputs(out, stage, cfg)
                 ],
                 **totals,
             }
         else:
             success = d / "_SUCCESS.json"
-            entry = {"done": reduce_done(out, name, cfg)}
+            entry = {"done": reduce_done(out, name, cfg, GRAPH)}
             if success.exists():
                 entry["counts"] = json.loads(success.read_text())["counts"]
             report[name] = entry
@@ -329,7 +345,7 @@ def _status(args: argparse.Namespace, cfg) -> int:
         width = [max(len(r[i]) for r in rows) for i in range(2)]
         for name, state, detail in rows:
             print(f"{name:<{width[0]}}  {state:<{width[1]}}  {detail}".rstrip())
-    if not any((args.out / name).is_dir() for name in STAGES):
+    if not any((args.out / name).is_dir() for name in GRAPH):
         log.warning(
             "%s holds no pipeline work (no stage outputs): is this the right --out?", args.out
         )
@@ -342,11 +358,11 @@ def _roles(args: argparse.Namespace) -> int:
 
     from pipeline.roles import heading_report, work_headings
     from pipeline.runner import ReduceContext
-    from pipeline.stages.common import scan_extract
+    from pipeline.tables import scan_extract
 
     cfg = load_config(args.config)
     if args.from_out is not None:
-        ctx = ReduceContext(args.from_out, cfg, STAGES["extract"], args.from_out)
+        ctx = ReduceContext(args.from_out, cfg, GRAPH["extract"], args.from_out, GRAPH)
         if not ctx.upstream("extract", "sections"):
             raise InputError(f"{args.from_out}: no extract sections tables (run extract first)")
         headings = work_headings(scan_extract(ctx, "sections"), scan_extract(ctx, "mentions"))
@@ -370,7 +386,6 @@ def _roles(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    load_stages()
     script = Path(sys.argv[0]).name
     prog = script if script == CONSOLE_SCRIPT else "python -m pipeline"
     parser = _Parser(prog=prog, description=__doc__)
@@ -378,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    for name, stage in STAGES.items():
+    for name, stage in GRAPH.items():
         p = sub.add_parser(name, help=stage.help)
         _common(p, inputs=stage.kind == "map")
         p.set_defaults(handler=_extract if stage.kind == "map" else _reduce(name))
@@ -476,7 +491,8 @@ def _log_to_stderr(level: int) -> Iterator[None]:
 
     A handler on the ``pipeline`` logger, not the root logger: records still propagate
     (pytest's capture sees them), and a command run from inside another (``demo`` runs
-    ``run``) does not print every line twice.
+    ``run``) does not print every line twice. On a terminal the lines go through
+    ``tqdm.write``, so they do not tear a progress bar.
     """
     previous = log.level
     log.setLevel(level)
@@ -487,7 +503,8 @@ def _log_to_stderr(level: int) -> Iterator[None]:
         handler.pipeline_cli = True  # type: ignore[attr-defined]
         log.addHandler(handler)
     try:
-        yield
+        with redirect_logging(log) if handler is not None else contextlib.nullcontext():
+            yield
     finally:
         if handler is not None:
             log.removeHandler(handler)

@@ -113,6 +113,11 @@ class LabelsConfig:
     )
 
 
+# How the negatives stage may draw its negatives (its docstring says what each does); kept
+# here, not in the stage, so config checks them without importing a stage.
+NEGATIVE_SAMPLINGS = ("hash", "hardest")
+
+
 @dataclass(frozen=True)
 class NegativesConfig:
     negatives_per_positive: float = _f(
@@ -384,12 +389,6 @@ def _roles() -> tuple[str, ...]:
     return ROLES
 
 
-def _negative_samplings() -> tuple[str, ...]:
-    from pipeline.stages.negatives import SAMPLINGS  # the stage's own registry
-
-    return tuple(SAMPLINGS)
-
-
 # codecs that both pyarrow's writer and Polars' sink_parquet accept
 PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4")
 
@@ -447,7 +446,7 @@ FIELD_CHECKS: dict[str, Check] = {
     ),
     "labels.essential_total_mentions": _int_at_least(1),
     "labels.essential_related_mentions": _int_at_least(1),
-    "negatives.negative_sampling": _one_of(_negative_samplings, ("best", "")),
+    "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
     "negatives.survey_batch_size": _int_at_least(1),
     "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     "release.dataset_name": _pattern(

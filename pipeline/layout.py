@@ -13,10 +13,10 @@ can run the same papers through both readers.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from pipeline.files import atomic_path
 
 # Top-level keys in the order the 2024 release writes them. ``sections`` goes last.
 _KEY_ORDER = (
@@ -137,28 +137,20 @@ def convert_file(src: Path, dst: Path) -> int:
         Number of records converted (copied lines are not counted).
     """
     dst = Path(dst)
-    fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
     converted = 0
-    try:
-        # mkstemp creates 0600; the result should be as readable as a normal output file.
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
-            for raw in inp:
-                line = raw.rstrip(b"\r\n")
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:  # includes UnicodeDecodeError
-                    record = None
-                if isinstance(record, dict) and isinstance(record.get("body_text"), list):
-                    out.write(_dumps(to_2024_layout(record)).encode("utf-8"))
-                    converted += 1
-                else:
-                    out.write(line)
-                out.write(b"\n")
-        os.replace(tmp, dst)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(dst) as tmp, open(tmp, "wb") as out, open(src, "rb") as inp:
+        for raw in inp:
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:  # includes UnicodeDecodeError
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("body_text"), list):
+                out.write(_dumps(to_2024_layout(record)).encode("utf-8"))
+                converted += 1
+            else:
+                out.write(line)
+            out.write(b"\n")
     return converted

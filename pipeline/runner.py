@@ -1,4 +1,4 @@
-"""The runner: stage registry, atomic writes, completion markers, manifests, progress.
+"""The runner: stage graph, atomic writes, completion markers, manifests, progress.
 
 Stage code is a transform; the runner owns I/O and resumability.
 
@@ -23,26 +23,34 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import json
 import logging
 import multiprocessing as mp
 import os
 import shutil
 import signal
-import socket
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pipeline import __version__
 from pipeline.config import Config
+from pipeline.files import (  # noqa: F401 - also re-exported for older callers
+    atomic_path,
+    file_record,
+    owner_alive,
+    sha256_file,
+    sha256_text,
+    temp_tag,
+    write_json,
+)
+from pipeline.progress import Progress
 from pipeline.schema import SCHEMA_VERSION
 from pipeline.sources import InputFile, display, source_name
 
@@ -59,71 +67,7 @@ FAILED = "failed"
 DEFAULT_MAX_FAILED = "1%"
 
 
-# --------------------------------------------------------------------- atomic writes
-_HOST = socket.gethostname().replace("-", "_")
-
-
-def temp_tag() -> str:
-    """``tmp-<host>-<pid>-<random>``: lets a later run tell its own leftovers (dead pid,
-    same host) from the live temp files of another process sharing the work dir."""
-    return f"tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-@contextlib.contextmanager
-def atomic_path(final: Path) -> Iterator[Path]:
-    """Yield a temp path beside ``final``; ``os.replace`` it into place on success.
-
-    The temp file is removed if the block raises (or was never moved).
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f"{final.name}.{temp_tag()}")
-    try:
-        yield tmp
-        os.replace(tmp, final)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomically write ``obj`` as sorted, indented JSON (stable bytes)."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(
-            json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
-        )
-
-
-def sha256_text(*parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:24]
-
-
 # --------------------------------------------------------------------- file checks
-# Markers and _SUCCESS.json record the size and sha256 of every file they vouch for.
-# sha256 is the project's one file hash (the release metadata and `push` use it too); with
-# the SHA extensions of current CPUs it hashes at 1.2 GB/s on the development machine,
-# faster than blake2b (0.6 GB/s) and within 2.3x of zlib.crc32, with no new dependency.
-_HASHED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, this process
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks (each file hashed once per process)."""
-    st = path.stat()
-    cache_key = (str(path), st.st_size, st.st_mtime_ns)
-    if cache_key not in _HASHED:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _HASHED[cache_key] = digest.hexdigest()
-    return _HASHED[cache_key]
-
-
-def file_record(path: Path) -> dict[str, Any]:
-    """What a marker records of a file it vouches for: its size and sha256."""
-    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-
-
 def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
     """The first file under ``base`` that does not match its record, as a message; else None.
 
@@ -172,36 +116,39 @@ class Stage:
     fn_many: Callable[..., Iterator[dict[str, Any]]] | None = None
 
 
-STAGES: dict[str, Stage] = {}
+def stage_graph(stages: Iterable[Stage]) -> Mapping[str, Stage]:
+    """The stages by name, in run order, for the runner's lookups of upstream stages.
 
-
-def register(stage: Stage) -> Stage:
-    """Add a stage to the registry (stages run in registration order)."""
-    STAGES[stage.name] = stage
-    return stage
-
-
-def load_stages() -> dict[str, Stage]:
-    """Import stage modules so they register themselves; return the registry."""
-    import pipeline.stages  # noqa: F401 - registration side effect
-
-    return STAGES
+    Raises:
+        ValueError: two stages share a name, or a stage reads one that does not run before it.
+    """
+    graph: dict[str, Stage] = {}
+    for stage in stages:
+        if stage.name in graph:
+            raise ValueError(f"two stages are named {stage.name!r}")
+        late = [r for r in stage.reads if r not in graph]
+        if late:
+            raise ValueError(f"stage {stage.name!r} reads {late}, which do not run before it")
+        graph[stage.name] = stage
+    return MappingProxyType(graph)
 
 
 @dataclass
 class ReduceContext:
-    """What a reduce stage sees: the work dir, the config and its own temp output dir."""
+    """What a reduce stage sees: the work dir, the config, its own temp output dir and the
+    stage graph (:func:`stage_graph`) it runs in."""
 
     out: Path
     cfg: Config
     stage: Stage
     tmp_dir: Path
+    stages: Mapping[str, Stage]
     extra: dict[str, Any] = field(default_factory=dict)
 
     def upstream(self, stage: str, table: str) -> list[Path]:
         """Parquet files of an upstream table (map: one per input file; reduce: one)."""
         d = self.out / stage
-        if STAGES[stage].kind == "map":
+        if self.stages[stage].kind == "map":
             return sorted((d / table).glob("*.parquet"))
         p = d / f"{table}.parquet"
         return [p] if p.exists() else []
@@ -223,9 +170,9 @@ def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, An
     }
 
 
-def stage_key(out: Path, name: str, cfg: Config) -> str | None:
+def stage_key(out: Path, name: str, cfg: Config, stages: Mapping[str, Stage]) -> str | None:
     """Key of a stage's current outputs as they should be; None when a map stage has none."""
-    stage = STAGES[name]
+    stage = stages[name]
     if stage.kind == "map":
         markers = sorted((out / name / MARKERS).glob("*.json"))
         if not markers:
@@ -241,7 +188,7 @@ def stage_key(out: Path, name: str, cfg: Config) -> str | None:
                 continue
             keys.append(data["key"])
         return sha256_text(name, keys) if keys else None
-    ups = [stage_key(out, r, cfg) for r in stage.reads]
+    ups = [stage_key(out, r, cfg, stages) for r in stage.reads]
     return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
 
 
@@ -298,17 +245,17 @@ def input_list(out: Path, name: str, reader: str) -> list[str] | None:
     return next(iter(records.values()))["files"]
 
 
-def failed_inputs(out: Path, name: str, cfg: Config) -> list[dict[str, Any]]:
+def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
     """Input files of a map stage that failed with the current config and have no output.
 
     Returns:
         ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
         ``file`` is the name tables would record as ``source_file``.
     """
-    want = cfg.section_hash(*STAGES[name].config_sections)
-    markers = {m.stem for m in (out / name / MARKERS).glob("*.json")}
+    want = cfg.section_hash(*stage.config_sections)
+    markers = {m.stem for m in (out / stage.name / MARKERS).glob("*.json")}
     failed = []
-    for p in sorted((out / name / MANIFESTS).glob("*.json")):
+    for p in sorted((out / stage.name / MANIFESTS).glob("*.json")):
         m = json.loads(p.read_text())
         if m.get("status") != FAILED or p.stem in markers:
             continue
@@ -352,22 +299,23 @@ def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, re
 
 
 def _check_map_complete(
-    out: Path, name: str, cfg: Config, reader: str, max_failed: str = DEFAULT_MAX_FAILED
+    out: Path, stage: Stage, cfg: Config, reader: str, max_failed: str = DEFAULT_MAX_FAILED
 ) -> None:
     """Refuse to reduce over part of a corpus: every file of the map stage's input list
     (written by each shard) must be done with the current config, or have failed (at most
     ``max_failed`` of them: later stages then run on the files that succeeded)."""
+    name = stage.name
     listed = input_list(out, name, reader)
     if listed is None:
         return
     want = set(listed)
-    config_hash = cfg.section_hash(*STAGES[name].config_sections)
+    config_hash = cfg.section_hash(*stage.config_sections)
     done = set()
     for m in (out / name / MARKERS).glob("*.json"):
         key = json.loads(m.read_text())["key"]
         if key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION:
             done.add(m.stem)
-    failed = [f for f in failed_inputs(out, name, cfg) if f["source_key"] in want]
+    failed = [f for f in failed_inputs(out, stage, cfg) if f["source_key"] in want]
     missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
         raise RuntimeError(
@@ -377,7 +325,9 @@ def _check_map_complete(
     check_failures(failed, len(want), max_failed, reader)
 
 
-def reduce_problem(out: Path, name: str, cfg: Config, checksum: bool = False) -> str | None:
+def reduce_problem(
+    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
+) -> str | None:
     """Why a reduce stage's outputs are not usable as they are, or None.
 
     ``"not done"``, ``"stale"`` (key differs from config and upstream), or a message naming
@@ -388,54 +338,21 @@ def reduce_problem(out: Path, name: str, cfg: Config, checksum: bool = False) ->
     if not marker.exists():
         return "not done"
     data = json.loads(marker.read_text())
-    if data.get("key") != stage_key(out, name, cfg):
+    if data.get("key") != stage_key(out, name, cfg, stages):
         return "stale"
     if "files" not in data:
         return f"{marker} records no file sizes (written by an older version)"
     return check_files(out / name, data["files"], checksum)
 
 
-def reduce_done(out: Path, name: str, cfg: Config, checksum: bool = False) -> bool:
+def reduce_done(
+    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
+) -> bool:
     """Whether a reduce stage is done with the current config and its files are intact."""
-    return reduce_problem(out, name, cfg, checksum) is None
+    return reduce_problem(out, name, cfg, stages, checksum) is None
 
 
 # --------------------------------------------------------------------- progress
-class Progress:
-    """tqdm on a terminal; a plain log line every ``every`` seconds otherwise."""
-
-    def __init__(self, total_bytes: int, desc: str, every: float = 30.0):
-        self.papers = self.bytes = self.rejects = 0
-        self.start = time.monotonic()
-        self.last = self.start
-        self.every = every
-        self.desc = desc
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=desc, smoothing=0.1)
-
-    def update(self, papers: int, nbytes: int, rejects: int) -> None:
-        self.papers += papers
-        self.bytes += nbytes
-        self.rejects += rejects
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        rate = f"{self.papers / elapsed:,.0f} papers/s, {self.bytes / elapsed / 1e6:,.1f} MB/s, {self.rejects} rejects"
-        if self.bar is not None:
-            self.bar.update(nbytes)
-            self.bar.set_postfix_str(rate, refresh=False)
-        elif time.monotonic() - self.last >= self.every:
-            self.last = time.monotonic()
-            log.info(
-                "%s: %s papers, %.1f MB (%s)", self.desc, f"{self.papers:,}", self.bytes / 1e6, rate
-            )
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 _QUEUE: Any = None
 
 
@@ -502,14 +419,13 @@ def _report(papers: int, nbytes: int, rejects: int) -> None:
 
 # --------------------------------------------------------------------- map execution
 def _run_files(
-    stage_name: str, todo: list[tuple[InputFile, dict[str, Any]]], out: str, cfg: Config
+    stage: Stage, todo: list[tuple[InputFile, dict[str, Any]]], out: str, cfg: Config
 ) -> list[dict[str, Any]]:
     """Process input files in a worker; each file's outputs and marker appear only on success.
 
     Outputs are written to temp paths; when the stage reports a file complete, its
     tables are moved into place, then its manifest, then (last) its marker.
     """
-    stage = load_stages()[stage_name]
     base = Path(out) / stage.name
     jobs = []
     for source, key in todo:
@@ -646,7 +562,7 @@ def run_map(
             global _QUEUE
             _QUEUE = _LocalQueue(progress)
             try:
-                results = _run_files(stage.name, todo, str(out), cfg)
+                results = _run_files(stage, todo, str(out), cfg)
             finally:
                 _QUEUE = None
         else:
@@ -664,8 +580,7 @@ def run_map(
                 # traceback), then _init_worker makes it end them quietly
                 with _sigint_ignored():
                     pending: set[Future[list[dict[str, Any]]]] = {
-                        pool.submit(_run_files, stage.name, chunk, str(out), cfg)
-                        for chunk in chunks
+                        pool.submit(_run_files, stage, chunk, str(out), cfg) for chunk in chunks
                     }
                 try:
                     while pending:
@@ -753,10 +668,14 @@ def run_reduce(
     force: bool,
     max_failed: str = DEFAULT_MAX_FAILED,
     verify: bool = False,
+    *,
+    stages: Mapping[str, Stage],
     **extra: Any,
 ) -> dict[str, Any] | None:
     """Run a reduce stage unless it is done and intact; return its manifest.
 
+    ``stages``: the stage graph (:func:`stage_graph`) ``stage`` belongs to, for its upstream
+    stages.
     ``max_failed`` (``--max-failed-files``): how many input files of an upstream map stage
     may have failed (a count, or a share such as ``"1%"``). ``verify``: also compare this
     stage's own files with the sha256 its ``_SUCCESS.json`` records (sizes always are).
@@ -764,32 +683,33 @@ def run_reduce(
     # every upstream file is checked (size and sha256) before this stage reads it; a file
     # is hashed once per process, so a run hashes each upstream file once
     for up in stage.reads:
-        if STAGES[up].kind == "reduce":
-            problem = reduce_problem(out, up, cfg, checksum=True)
+        if stages[up].kind == "reduce":
+            problem = reduce_problem(out, up, cfg, stages, checksum=True)
             if problem in ("not done", "stale"):
                 raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
                 log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
-                run_reduce(STAGES[up], out, cfg, True, max_failed, **extra)
-        if STAGES[up].kind == "map":
-            if stage_key(out, up, cfg) is None:
+                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, **extra)
+        if stages[up].kind == "map":
+            if stage_key(out, up, cfg, stages) is None:
                 raise RuntimeError(
                     f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
                 )
-            _check_map_complete(out, up, cfg, stage.name, max_failed)
+            _check_map_complete(out, stages[up], cfg, stage.name, max_failed)
             _check_map_outputs(out, up, stage.name)
-    problem = None if force else reduce_problem(out, stage.name, cfg, checksum=verify)
+    problem = None if force else reduce_problem(out, stage.name, cfg, stages, checksum=verify)
     if not force and problem is None:
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
     if problem not in (None, "not done", "stale"):
         log.warning("%s: redo: %s", stage.name, problem)
+    log.info("%s: running (reads %s)", stage.name, ", ".join(stage.reads))
     final = out / stage.name
     tmp = out / f".{stage.name}.{temp_tag()}"
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
-        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, extra=extra)
+        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages, extra=extra)
         counts = stage.fn(ctx)
         files = {
             p.relative_to(tmp).as_posix(): file_record(p)
@@ -798,7 +718,7 @@ def run_reduce(
         }
         manifest = {
             "stage": stage.name,
-            "key": stage_key(out, stage.name, cfg),
+            "key": stage_key(out, stage.name, cfg, stages),
             "files": files,
             "counts": counts,
             "seconds": round(time.monotonic() - t0, 3),
@@ -824,24 +744,6 @@ def _short(counts: dict[str, Any]) -> str:
     ]
 
 
-def _owner_alive(name: str) -> bool:
-    """Whether the process that made temp file/dir ``name`` may still be writing it."""
-    tag = name.rsplit(".tmp-", 1)[-1] if ".tmp-" in name else ""
-    parts = tag.split("-")
-    if len(parts) != 3 or not parts[1].isdigit():
-        return False  # not ours to judge by name: an old-style or foreign temp, left by a dead run
-    host, pid = parts[0], int(parts[1])
-    if host != _HOST:
-        return True  # another machine on a shared disk: leave its files alone
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clean_stale_temps(out: Path) -> None:
     """Remove temp files/dirs that killed runs left behind (they are never read).
 
@@ -852,7 +754,7 @@ def clean_stale_temps(out: Path) -> None:
     if not out.exists():
         return
     for p in out.rglob("*.tmp-*"):
-        if _owner_alive(p.name):
+        if owner_alive(p.name):
             continue
         if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)

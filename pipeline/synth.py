@@ -32,16 +32,15 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
-import os
 import random
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipeline.files import atomic_path
 from pipeline.layout import to_2024_layout
 
 LAYOUTS = ("2022", "2024")
@@ -1763,49 +1762,40 @@ def generate(
         todo = sorted(schedule.get(f, []), key=lambda x: x[0])
         keep = {src for _, _, src in todo if src >= 0}
         kept: dict[int, bytes] = {}
-        fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".tmp")
-        tmp = Path(tmp_name)
-        try:
-            os.chmod(tmp, 0o644)
-            with os.fdopen(fd, "wb") as out:
-                buf: list[bytes] = []
-                size = 0
-                t_i = 0
-                for pos in range(bounds[f + 1] - bounds[f] + 1):
-                    while t_i < len(todo) and todo[t_i][0] == pos:
-                        _, kind, src = todo[t_i]
-                        if kind == "array":
-                            line = b"[]"
-                        elif kind == "duplicate":
-                            line = kept[src]
-                        else:
-                            line = _malformed_line(kind, corpus, bad_rng, layout, serial)
-                            serial += 1
-                        buf.append(line + b"\n")
-                        t_i += 1
-                    if pos == bounds[f + 1] - bounds[f]:
-                        break
-                    p = order[bounds[f] + pos]
-                    record = _build_record(corpus, p, rng, small)
-                    salt = f"{rng.getrandbits(32):08x}"
-                    if layout == "2024":
-                        record = to_2024_layout(record)
-                        count = int(extra_rng.paretovariate(1.1)) - 1
-                        record["metadata"]["cited_by_count"] = count * (
-                            4 if p.kind == "survey" else 1
-                        )
-                    line = _dumps(record, salt).encode("utf-8")
-                    if pos in keep:
-                        kept[pos] = line
+        with atomic_path(path) as tmp, open(tmp, "wb") as out:
+            buf: list[bytes] = []
+            size = 0
+            t_i = 0
+            for pos in range(bounds[f + 1] - bounds[f] + 1):
+                while t_i < len(todo) and todo[t_i][0] == pos:
+                    _, kind, src = todo[t_i]
+                    if kind == "array":
+                        line = b"[]"
+                    elif kind == "duplicate":
+                        line = kept[src]
+                    else:
+                        line = _malformed_line(kind, corpus, bad_rng, layout, serial)
+                        serial += 1
                     buf.append(line + b"\n")
-                    size += len(line)
-                    if size > 8 << 20:
-                        out.writelines(buf)
-                        buf, size = [], 0
-                out.writelines(buf)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+                    t_i += 1
+                if pos == bounds[f + 1] - bounds[f]:
+                    break
+                p = order[bounds[f] + pos]
+                record = _build_record(corpus, p, rng, small)
+                salt = f"{rng.getrandbits(32):08x}"
+                if layout == "2024":
+                    record = to_2024_layout(record)
+                    count = int(extra_rng.paretovariate(1.1)) - 1
+                    record["metadata"]["cited_by_count"] = count * (4 if p.kind == "survey" else 1)
+                line = _dumps(record, salt).encode("utf-8")
+                if pos in keep:
+                    kept[pos] = line
+                buf.append(line + b"\n")
+                size += len(line)
+                if size > 8 << 20:
+                    out.writelines(buf)
+                    buf, size = [], 0
+            out.writelines(buf)
         paths.append(path)
     return paths
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline import schema as S
+from pipeline.runner import ReduceContext
+from pipeline.tables import scan_extract
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"
@@ -193,3 +195,54 @@ def latest_possible_date() -> pl.Expr:
         .then(pl.date(pl.col(S.KNOWN_DATE).dt.year(), 12, 31))
         .otherwise(pl.col(S.KNOWN_DATE))
     )
+
+
+# --------------------------------------------------------------------- survey tables
+def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey.
+
+    ``survey_date`` is the survey's text date (:mod:`pipeline.visible`).
+    """
+    return S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(
+        pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
+        S.PRIMARY_CATEGORY,
+        S.FIRST_VERSION_DATE,
+        survey_date_expr().alias(S.SURVEY_DATE),
+    )
+
+
+def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
+    """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites."""
+    surveys = surveys_frame(ctx).drop(S.SURVEY_DATE).collect(engine="streaming")
+    cites = (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        # the surveys' rows only, before the distinct: not every citation of the corpus
+        .filter(
+            pl.col(S.PAPER_ID).is_in(surveys[S.SURVEY_ID].implode())
+            & pl.col(S.WORK_ID).is_not_null()
+        )
+        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.WORK_ID)
+        .unique()
+    )
+    return cites.join(surveys.lazy(), on=S.SURVEY_ID, how="inner")
+
+
+def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
+    """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus paper."""
+    papers = scan_extract(ctx, "papers").select(
+        S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
+    )
+    return (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .filter(pl.col(S.WORK_ID).is_not_null())
+        .select(S.PAPER_ID, S.WORK_ID)
+        .unique()
+        .join(papers, on=S.PAPER_ID, how="inner")
+    )
+
+
+def prior_tables(ctx: ReduceContext) -> dict[str, pl.LazyFrame]:
+    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected."""
+    tables = prior_count_tables(survey_citations(ctx), paper_citations(ctx))
+    got = pl.collect_all(list(tables.values()), engine="streaming")
+    return {name: df.lazy() for name, df in zip(tables, got, strict=True)}

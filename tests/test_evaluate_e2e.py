@@ -29,6 +29,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
+from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
 CONFIG = EvaluateConfig(bootstrap_samples=40, random_seeds=2)
@@ -119,11 +120,16 @@ def test_results_structure_and_byte_identical_rerun(
     assert "IN/OUT gap" in report and "Tier distribution" in report and "tie key" in report
     assert "## Submitted runs\n" in report and "`noisy.trec`" in report
 
-    before = {p.name: p.read_bytes() for p in eval_dir.iterdir()}
+    def files() -> dict[str, bytes]:
+        found = [p for p in eval_dir.rglob("*") if p.is_file()]
+        return {p.relative_to(eval_dir).as_posix(): p.read_bytes() for p in found}
+
+    before = files()
     evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
-    after = {p.name: p.read_bytes() for p in eval_dir.iterdir()}
+    after = files()
     assert sorted(before) == [
         "eval_results.json",
+        *(f"{FIGURES_DIR}/{name}" for name in sorted(CAPTIONS)),
         "per_survey.parquet",
         "report.md",
     ]  # no temp files
@@ -149,7 +155,8 @@ def test_results_do_not_depend_on_the_checkout(inputs: dict[str, Path], tmp_path
             out_dir=out,
             config=CONFIG,
         )
-        outputs.append({p.name: p.read_bytes() for p in (out / "eval").iterdir()})
+        files = [p for p in (out / "eval").rglob("*") if p.is_file()]
+        outputs.append({p.relative_to(out / "eval").as_posix(): p.read_bytes() for p in files})
         text = (out / "eval" / "eval_results.json").read_text(encoding="utf-8")
         assert str(tmp_path) not in text
         assert str(tmp_path) not in (out / "eval" / "report.md").read_text(encoding="utf-8")

@@ -15,10 +15,9 @@ import pytest
 from pipeline import schema as S
 from pipeline import visible as V
 from pipeline.config import Config, load_config
-from pipeline.runner import STAGES, ReduceContext, load_stages, write_json
+from pipeline.runner import ReduceContext, write_json
+from pipeline.stages import GRAPH
 from pipeline.stages import negatives as N
-
-load_stages()
 
 # --------------------------------------------------------------------- hand-made work dir
 # Surveys (all cs.CL except S3):          S2 2021-03-01 < S1 2021-05-15 < S3 2022-01-10 < S4 2023-02-01
@@ -238,7 +237,9 @@ def run_stage(out: Path, name: str, cfg: Config) -> dict:
     """Call a reduce stage's function directly, writing into ``out/<name>/`` (as the runner would)."""
     d = out / name
     d.mkdir(parents=True, exist_ok=True)
-    counts = STAGES[name].fn(ReduceContext(out=out, cfg=cfg, stage=STAGES[name], tmp_dir=d))
+    counts = GRAPH[name].fn(
+        ReduceContext(out=out, cfg=cfg, stage=GRAPH[name], tmp_dir=d, stages=GRAPH)
+    )
     write_json(d / "_SUCCESS.json", {"counts": counts})
     return counts
 
@@ -254,7 +255,7 @@ def _negatives(out: Path) -> pl.DataFrame:
 # --------------------------------------------------------------------- hand-made tests
 def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
     build_handmade(tmp_path)
-    ctx = ReduceContext(tmp_path, _cfg(), STAGES["negatives"], tmp_path / "negatives")
+    ctx = ReduceContext(tmp_path, _cfg(), GRAPH["negatives"], tmp_path / "negatives", GRAPH)
     got = N.negative_candidates(ctx).collect()
     found: dict[str, dict[str, str]] = {s: {} for s in SURVEYS}
     for s, w, src in got.select(S.SURVEY_ID, S.WORK_ID, S.NEGATIVE_SOURCE).iter_rows():
@@ -275,7 +276,7 @@ def test_every_survey_gets_floor_ratio_times_positives_when_the_pool_allows(tmp_
     neg = _negatives(tmp_path)
     assert neg[S.LABEL].to_list() == [0] * neg.height
     n_pos = {s: sum(1 for (t, _) in LABELS if t == s) for s in SURVEYS}
-    ctx = ReduceContext(tmp_path, _cfg(), STAGES["negatives"], tmp_path / "negatives")
+    ctx = ReduceContext(tmp_path, _cfg(), GRAPH["negatives"], tmp_path / "negatives", GRAPH)
     pool = N.negative_candidates(ctx).collect()
     for s in SURVEYS:
         admissible = set(pool.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID])

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.config import ConfigError, load_config
-from pipeline.runner import atomic_path
+from pipeline.files import atomic_path
 from pipeline.sources import InputError, resolve_inputs, shard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,7 +211,8 @@ def test_moved_corpus_is_refused_then_pruned(tmp_path: Path, sample_lines: list[
 
 
 def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
-    from pipeline.runner import clean_stale_temps, temp_tag
+    from pipeline.files import temp_tag
+    from pipeline.runner import clean_stale_temps
 
     d = tmp_path / "extract" / "papers"
     d.mkdir(parents=True)

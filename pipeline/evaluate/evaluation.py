@@ -28,11 +28,8 @@ the surveys where a metric is defined.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
-import os
-import uuid
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -66,6 +63,7 @@ from pipeline.evaluate.columns import (
 )
 from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
 from pipeline.evaluate.metrics import (
     TIE_BREAKING,
@@ -85,6 +83,7 @@ from pipeline.evaluate.retrieval import (
 )
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.files import atomic_path, file_identity
 from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
 
 SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
@@ -308,15 +307,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _tier_distribution(eval_set: pl.DataFrame) -> dict[str, dict[str, Any]]:
     counts = eval_set.group_by(LABEL).agg(pl.len().alias("count"), pl.col(IN_DOMAIN).sum())
     by_label = {row[LABEL]: row for row in counts.iter_rows(named=True)}
@@ -330,13 +320,6 @@ def _tier_distribution(eval_set: pl.DataFrame) -> dict[str, dict[str, Any]]:
         }
         for label, name in sorted(LABEL_NAMES.items())
     }
-
-
-def file_identity(path: Path) -> dict[str, str]:
-    """``{"name": file name, "sha256": hex digest of its bytes}``: no directory, so no checkout path."""
-    with path.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return {"name": path.name, "sha256": digest}
 
 
 def _check_complete(run: Run, missing: list[str], n_surveys: int, require_complete: bool) -> None:
@@ -583,8 +566,12 @@ def evaluate(
     target = Path(out_dir) / EVAL_DIR
     target.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, sort_keys=True, indent=2, allow_nan=False) + "\n"
-    _write_atomic(target / RESULTS_FILE, lambda p: p.write_text(text, encoding="utf-8"))
-    _write_atomic(target / PER_SURVEY_FILE, lambda p: per_survey.write_parquet(p))
-    report = render_report(results)
-    _write_atomic(target / REPORT_FILE, lambda p: p.write_text(report, encoding="utf-8"))
+    with atomic_path(target / RESULTS_FILE) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    with atomic_path(target / PER_SURVEY_FILE) as tmp:
+        per_survey.write_parquet(tmp)
+    figures = write_figures(json.loads(text), per_survey, target)
+    report = render_report(results, figures)
+    with atomic_path(target / REPORT_FILE) as tmp:
+        tmp.write_text(report, encoding="utf-8")
     return results

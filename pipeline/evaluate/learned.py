@@ -106,7 +106,7 @@ def model_file_scores(
     Raises:
         ModelError: the model or its JSON is missing, unreadable or of another feature set.
     """
-    from pipeline.evaluate.evaluation import file_identity
+    from pipeline.files import file_identity
     from pipeline.rank.model import load_model, meta_path, score
 
     model = load_model(model_file)

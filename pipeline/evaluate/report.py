@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from pipeline.evaluate.figures import CAPTIONS
 
 _MISSING = "n/a"
 
@@ -87,11 +90,19 @@ def _runs_section(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_report(results: dict[str, Any]) -> str:
+def _figure(figures: Sequence[str], name: str) -> list[str]:
+    """A link to figure ``name`` when it was drawn (the tables above it hold its numbers)."""
+    path = next((f for f in figures if f.rsplit("/", 1)[-1] == name), None)
+    return [] if path is None else ["", f"![{CAPTIONS[name]}]({path})"]
+
+
+def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
     """The evaluation report as Markdown.
 
     Args:
         results: the dict written to ``eval_results.json`` by :func:`pipeline.evaluate.evaluate`.
+        figures: PNG paths relative to the report (:func:`pipeline.evaluate.figures.write_figures`),
+            each linked under the table it draws; none: a report of tables only.
     """
     systems = results["baselines"] + results["submitted"]
     main = results["main_metrics"]
@@ -112,6 +123,8 @@ def render_report(results: dict[str, Any]) -> str:
     if systems:
         rows.append(["n (surveys)"] + [str(overall[systems[0]][m]["n"]) for m in main])
     lines += _table(["system", *main], rows)
+    lines += _figure(figures, "main_metrics.png")
+    lines += _figure(figures, "recall_by_tier.png")
     lines += _learned_section(results)
     lines += _runs_section(results)
 
@@ -138,6 +151,7 @@ def render_report(results: dict[str, Any]) -> str:
         )
     else:
         lines.append("No submitted runs.")
+    lines += _figure(figures, "paired_difference.png")
 
     inside, outside = results["subsets"]["IN"], results["subsets"]["OUT"]
     lines += [
@@ -157,6 +171,7 @@ def render_report(results: dict[str, Any]) -> str:
             cells.append(f"{_num(a)} / {_num(b)} ({_num(gap, signed=True)})")
         gap_rows.append([_label(results, s), *cells])
     lines += _table(["system", *main], gap_rows)
+    lines += _figure(figures, "in_out.png")
 
     years = sorted(k for k in results["subsets"] if k.startswith("year="))
     selection = results["selection_metric"]
@@ -178,6 +193,7 @@ def render_report(results: dict[str, Any]) -> str:
             for label, t in sorted(tiers.items(), key=lambda kv: int(kv[0]))
         ],
     )
+    lines += _figure(figures, "tier_distribution.png")
 
     lines += ["", "## Definitions of the main metrics", ""]
     lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in main]

@@ -200,7 +200,7 @@ def meta_path(model_file: Path) -> Path:
 
 def write_model(model: TrainedModel, model_file: Path) -> None:
     """Write the model text and its JSON, each to a temp file renamed into place."""
-    from pipeline.runner import atomic_path, write_json
+    from pipeline.files import atomic_path, write_json
 
     with atomic_path(model_file) as tmp:
         tmp.write_text(model.model_text, encoding="utf-8")

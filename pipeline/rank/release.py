@@ -33,9 +33,9 @@ MODEL_NAME = "model"
 
 
 def _identity(path: Path) -> dict[str, str]:
-    from pipeline.runner import sha256_file
+    from pipeline.files import file_identity
 
-    return {"name": path.name, "sha256": sha256_file(path)}
+    return file_identity(path)
 
 
 def split_view_file(release: Path, split: str) -> Path:
@@ -70,7 +70,7 @@ def write_features(release: str | Path, out: str | Path) -> dict[str, Any]:
     Returns:
         The content of ``features.json``: feature definitions, version and row counts.
     """
-    from pipeline.runner import atomic_path, write_json
+    from pipeline.files import atomic_path, write_json
 
     release, out = Path(release), Path(out)
     out.mkdir(parents=True, exist_ok=True)

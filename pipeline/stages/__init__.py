@@ -1,10 +1,20 @@
-# ruff: noqa: I001 - import order is run order
-"""Stage modules; importing this package registers them in run order."""
+"""The pipeline's stages, declared once, in run order.
 
-from pipeline.stages import extract  # noqa: F401
-from pipeline.stages import works  # noqa: F401
-from pipeline.stages import surveys  # noqa: F401
-from pipeline.stages import labels  # noqa: F401
-from pipeline.stages import negatives  # noqa: F401
-from pipeline.stages import split  # noqa: F401
-from pipeline.stages import release  # noqa: F401
+Each stage module defines ``STAGE`` (a :class:`pipeline.runner.Stage`) and nothing
+registers itself: :data:`STAGES` is the list the runner is handed, and :data:`GRAPH`
+the same stages by name (each stage reads only stages listed before it).
+"""
+
+from pipeline.runner import Stage, stage_graph
+from pipeline.stages import extract, labels, negatives, release, split, surveys, works
+
+STAGES: tuple[Stage, ...] = (
+    extract.STAGE,
+    works.STAGE,
+    surveys.STAGE,
+    labels.STAGE,
+    negatives.STAGE,
+    split.STAGE,
+    release.STAGE,
+)
+GRAPH = stage_graph(STAGES)

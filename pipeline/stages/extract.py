@@ -26,7 +26,7 @@ Cite spans whose ref_id has no bib entry are counted (``cite_spans_missing_bib``
 not written. A paper seen twice in one file keeps its first copy; later copies are
 rejected as ``duplicate_paper``. Across files, readers keep the copy from the file
 whose ``source_file`` (its path relative to its ``--input``) sorts first
-(``pipeline.stages.common.papers_winner``).
+(``pipeline.tables.papers_winner``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ import regex
 from pipeline import schema as S
 from pipeline.config import Config
 from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
-from pipeline.runner import FAILED, Stage, register
+from pipeline.runner import FAILED, Stage
 from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
 
 
@@ -823,17 +823,15 @@ def extract_file(
     return counts
 
 
-STAGE = register(
-    Stage(
-        name="extract",
-        kind="map",
-        reads=(),
-        config_sections=("extract",),
-        fn=extract_file,
-        fn_many=extract_files,
-        tables=tuple(S.EXTRACT_TABLES),
-        help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
-    )
+STAGE = Stage(
+    name="extract",
+    kind="map",
+    reads=(),
+    config_sections=("extract",),
+    fn=extract_file,
+    fn_many=extract_files,
+    tables=tuple(S.EXTRACT_TABLES),
+    help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
 )
 
 
@@ -845,7 +843,8 @@ def summarize(out: Path) -> dict[str, Any]:
     """
     import json
 
-    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem, write_json
+    from pipeline.files import write_json
+    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}

@@ -40,8 +40,8 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline.roles import OTHER, role_distribution, section_roles
-from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import scan_extract, write_table
+from pipeline.runner import ReduceContext, Stage
+from pipeline.tables import scan_extract, write_table
 
 
 def _n(role: str) -> str:
@@ -155,13 +155,11 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="labels",
-        kind="reduce",
-        reads=("extract", "works", "surveys"),
-        config_sections=("works", "surveys", "roles", "labels"),
-        fn=build_labels,
-        help="relevance tiers 1-4 for every (survey, cited work) pair from where the survey cites it",
-    )
+STAGE = Stage(
+    name="labels",
+    kind="reduce",
+    reads=("extract", "works", "surveys"),
+    config_sections=("works", "surveys", "roles", "labels"),
+    fn=build_labels,
+    help="relevance tiers 1-4 for every (survey, cited work) pair from where the survey cites it",
 )

@@ -58,14 +58,21 @@ from typing import Any
 
 import polars as pl
 
+from pipeline import aliases as W
 from pipeline import schema as S
 from pipeline import titles as T
 from pipeline import visible as V
-from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages import works as W
-from pipeline.stages.common import scan_extract, write_table
+from pipeline.config import NEGATIVE_SAMPLINGS as SAMPLINGS
+from pipeline.progress import steps
+from pipeline.runner import ReduceContext, Stage
+from pipeline.tables import scan_extract, write_table
+from pipeline.visible import (
+    paper_citations,
+    prior_tables,
+    survey_citations,
+    surveys_frame,
+)
 
-SAMPLINGS = ("hash", "hardest")
 # Survey x pool pairs built at once. Not a setting: the output does not depend on it (and a
 # setting would change the release's recorded config).
 BATCH_PAIRS = 5_000_000
@@ -155,56 +162,6 @@ def want_negatives(n_positives: pl.Expr, per_positive: float) -> pl.Expr:
 
 
 # --------------------------------------------------------------------- inputs
-def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey.
-
-    ``survey_date`` is the survey's text date (:mod:`pipeline.visible`).
-    """
-    return S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(
-        pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
-        S.PRIMARY_CATEGORY,
-        S.FIRST_VERSION_DATE,
-        V.survey_date_expr().alias(S.SURVEY_DATE),
-    )
-
-
-def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
-    """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites."""
-    surveys = surveys_frame(ctx).drop(S.SURVEY_DATE).collect(engine="streaming")
-    cites = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
-        # the surveys' rows only, before the distinct: not every citation of the corpus
-        .filter(
-            pl.col(S.PAPER_ID).is_in(surveys[S.SURVEY_ID].implode())
-            & pl.col(S.WORK_ID).is_not_null()
-        )
-        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), S.WORK_ID)
-        .unique()
-    )
-    return cites.join(surveys.lazy(), on=S.SURVEY_ID, how="inner")
-
-
-def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
-    """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus paper."""
-    papers = scan_extract(ctx, "papers").select(
-        S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
-    )
-    return (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
-        .filter(pl.col(S.WORK_ID).is_not_null())
-        .select(S.PAPER_ID, S.WORK_ID)
-        .unique()
-        .join(papers, on=S.PAPER_ID, how="inner")
-    )
-
-
-def prior_tables(ctx: ReduceContext) -> dict[str, pl.LazyFrame]:
-    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected."""
-    tables = V.prior_count_tables(survey_citations(ctx), paper_citations(ctx))
-    got = pl.collect_all(list(tables.values()), engine="streaming")
-    return {name: df.lazy() for name, df in zip(tables, got, strict=True)}
-
-
 def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
     """:func:`pipeline.visible.work_features` of every work."""
     return V.work_features(S.scan(ctx.upstream("works", "works"), S.WORKS))
@@ -306,7 +263,7 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
         S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID
     )
     own = (
-        W._entry_aliases(refs)
+        W.entry_aliases(refs)
         .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), W.ALIAS)
         .unique()
         .collect(engine="streaming")
@@ -605,7 +562,8 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         )
 
     chosen, n_candidates = [], []
-    for batch_ids in survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS):
+    batches = survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS)
+    for batch_ids in steps(batches, "negatives: survey batches"):
         batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
         pairs = hashed(candidate_pairs(batch, eligible, excluded, works, prior)).with_columns(
@@ -690,13 +648,11 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="negatives",
-        kind="reduce",
-        reads=("extract", "works", "surveys", "labels"),
-        config_sections=("negatives", "extract"),
-        fn=build_negatives,
-        help="hard negatives per survey, matched to its positives on everything visible",
-    )
+STAGE = Stage(
+    name="negatives",
+    kind="reduce",
+    reads=("extract", "works", "surveys", "labels"),
+    config_sections=("negatives", "extract"),
+    fn=build_negatives,
+    help="hard negatives per survey, matched to its positives on everything visible",
 )

@@ -38,9 +38,9 @@ with sorted keys, no timestamps and no absolute paths.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,9 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline import schema as S
 from pipeline.card import render_release_card
+from pipeline.files import sha256_file, write_json
 from pipeline.leak_audit import audit_values, feature_values, outside
+from pipeline.progress import steps
 from pipeline.release_files import (
     BEIR_FILE,
     CANDIDATES_FILE,
@@ -60,15 +62,12 @@ from pipeline.release_files import (
 )
 from pipeline.runner import (
     MANIFESTS,
-    STAGES,
     SUCCESS,
     ReduceContext,
     Stage,
     failed_inputs,
-    register,
-    write_json,
 )
-from pipeline.stages.common import RowGroupWriter, scan_extract, write_table
+from pipeline.tables import RowGroupWriter, scan_extract, write_table
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
@@ -332,7 +331,7 @@ def writer_environment() -> dict[str, str]:
     }
 
 
-def upstream_sections(stage: str) -> list[str]:
+def upstream_sections(stages: Mapping[str, Stage], stage: str) -> list[str]:
     """Config sections of ``stage`` and of every stage it reads, transitively (sorted)."""
     seen: set[str] = set()
     sections: set[str] = set()
@@ -342,18 +341,14 @@ def upstream_sections(stage: str) -> list[str]:
         if name in seen:
             continue
         seen.add(name)
-        sections.update(STAGES[name].config_sections)
-        todo.extend(STAGES[name].reads)
+        sections.update(stages[name].config_sections)
+        todo.extend(stages[name].reads)
     return sorted(sections)
 
 
 def file_entry(path: Path) -> dict[str, Any]:
     """sha256, size and (for Parquet) row count of a release file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    entry: dict[str, Any] = {"sha256": digest.hexdigest(), "bytes": path.stat().st_size}
+    entry: dict[str, Any] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
     if path.suffix == ".parquet":
         entry["rows"] = pq.ParquetFile(path).metadata.num_rows
     return entry
@@ -410,7 +405,7 @@ def _write_split(
         ),
     }  # fmt: skip
     light, values, corpus = [], [], []
-    for ids in survey_batches(per_survey, BATCH_ROWS):
+    for ids in steps(survey_batches(per_survey, BATCH_ROWS), f"release: {split} survey batches"):
         part = (
             reading_lists(ctx, ids)
             .filter(pl.col(S.SPLIT) == split)
@@ -523,7 +518,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
                 f"negatives (AUC outside [{low}, {high}]): {message}"
             )
         log.warning("release: LEAK AUDIT: AUC outside [%s, %s]: %s", low, high, message)
-    sections = upstream_sections(ctx.stage.name)
+    sections = upstream_sections(ctx.stages, ctx.stage.name)
     meta = {
         "dataset": ctx.cfg.release.dataset_name,
         "version": ctx.cfg.release.version,
@@ -533,7 +528,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         # input files that could not be read to their end: not in this release
         "failed_inputs": [
             {k: f[k] for k in ("file", "reason", "lines_read")}
-            for f in failed_inputs(ctx.out, "extract", ctx.cfg)
+            for f in failed_inputs(ctx.out, ctx.stages["extract"], ctx.cfg)
         ],
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),
@@ -568,13 +563,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="release",
-        kind="reduce",
-        reads=("extract", "works", "surveys", "labels", "negatives", "split"),
-        config_sections=("release", "split", "negatives", "extract"),
-        fn=build_release,
-        help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
-    )
+STAGE = Stage(
+    name="release",
+    kind="reduce",
+    reads=("extract", "works", "surveys", "labels", "negatives", "split"),
+    config_sections=("release", "split", "negatives", "extract"),
+    fn=build_release,
+    help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
 )

@@ -33,9 +33,8 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline import visible as V
-from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import write_table
-from pipeline.stages.negatives import prior_tables, surveys_frame
+from pipeline.runner import ReduceContext, Stage
+from pipeline.tables import write_table
 
 TRAIN, EVAL = S.SPLIT_NAMES
 HARD_NEGATIVE_REASON = "hard negative"
@@ -62,7 +61,7 @@ def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
         ctx.upstream("negatives", "negative_surveys"), S.NEGATIVE_SURVEYS
     ).select(S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES)
     return (
-        surveys_frame(ctx)
+        V.surveys_frame(ctx)
         .filter(pl.col(S.SURVEY_DATE).is_not_null())
         .with_columns(
             pl.when(pl.col(S.SURVEY_DATE) < eval_from(ctx))
@@ -110,7 +109,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
                S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE, S.CANDIDATE_DATE]  # fmt: skip
     placed = pl.concat([positives.filter(~after).select(columns), negatives.select(columns)])
     kept = (
-        V.with_prior_counts(placed, prior_tables(ctx), pl.col(S.LABEL) >= 1)
+        V.with_prior_counts(placed, V.prior_tables(ctx), pl.col(S.LABEL) >= 1)
         .select(S.CANDIDATES.names)
         .sort(S.SURVEY_ID, S.WORK_ID)
     )
@@ -191,13 +190,11 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
     return counts
 
 
-STAGE = register(
-    Stage(
-        name="split",
-        kind="reduce",
-        reads=("works", "surveys", "labels", "negatives"),
-        config_sections=("split", "extract"),
-        fn=build_split,
-        help="train/eval split by survey date; candidates table; leakage audit",
-    )
+STAGE = Stage(
+    name="split",
+    kind="reduce",
+    reads=("works", "surveys", "labels", "negatives"),
+    config_sections=("split", "extract"),
+    fn=build_split,
+    help="train/eval split by survey date; candidates table; leakage audit",
 )

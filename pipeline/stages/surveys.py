@@ -23,9 +23,9 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
-from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import scan_extract, write_table
+from pipeline.runner import ReduceContext, Stage
 from pipeline.survey_rules import prefilter_pattern, survey_reason
+from pipeline.tables import scan_extract, write_table
 
 RESOLVED_ENTRIES = "resolved_entries"
 
@@ -104,13 +104,11 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="surveys",
-        kind="reduce",
-        reads=("extract", "works"),
-        config_sections=("works", "surveys"),
-        fn=find_surveys,
-        help="computer-science literature surveys (title/abstract cues, enough resolved references)",
-    )
+STAGE = Stage(
+    name="surveys",
+    kind="reduce",
+    reads=("extract", "works"),
+    config_sections=("works", "surveys"),
+    fn=find_surveys,
+    help="computer-science literature surveys (title/abstract cues, enough resolved references)",
 )

@@ -59,10 +59,13 @@ from typing import Any
 
 import polars as pl
 
+from pipeline import aliases as A
 from pipeline import schema as S
 from pipeline import titles as T
-from pipeline.runner import ReduceContext, Stage, register
-from pipeline.stages.common import (
+from pipeline.aliases import ALIAS, ARXIV_PREFIX, OTHER
+from pipeline.progress import steps
+from pipeline.runner import ReduceContext, Stage
+from pipeline.tables import (
     RowGroupWriter,
     duplicate_papers,
     scan_extract,
@@ -72,8 +75,6 @@ from pipeline.stages.common import (
 )
 
 # internal columns (never written)
-ALIAS = S.LINK_ALIAS
-OTHER = S.LINK_OTHER_ALIAS
 NODE = "node"
 COMPONENT = "component"
 JUNK = "junk"
@@ -95,77 +96,6 @@ DATE_FROM_CORPUS, DATE_FROM_ARXIV_ID, DATE_FROM_REFERENCE_YEAR = (
 CS_PREFIX = "cs."  # resolution rates are reported for CS papers and the others
 RESOLVED_BY_ID = "identifier"
 RESOLVED_BY_TITLE = "title"
-
-ARXIV_PREFIX = "arxiv:"
-DOI_PREFIX = "doi:"
-OPENALEX_PREFIX = "openalex:"
-# DataCite DOIs that arXiv mints for every new-style id.
-ARXIV_DOI = r"^10\.48550/arxiv\.(\d{4}\.\d{4,5})$"
-
-
-# --------------------------------------------------------------------- aliases and links
-def _entry_aliases(refs: pl.LazyFrame) -> pl.LazyFrame:
-    """``(paper_id, ref_id, alias)``: every identifier of every bib entry, deduplicated."""
-    keys = (S.PAPER_ID, S.REF_ID)
-    return (
-        pl.concat(
-            [
-                refs.select(*keys, (pl.lit(ARXIV_PREFIX) + pl.col(S.ARXIV_ID)).alias(ALIAS)),
-                refs.select(
-                    *keys,
-                    (pl.lit(ARXIV_PREFIX) + pl.col(S.DOI).str.extract(ARXIV_DOI, 1)).alias(ALIAS),
-                ),
-                refs.select(*keys, (pl.lit(DOI_PREFIX) + pl.col(S.DOI)).alias(ALIAS)),
-                refs.select(*keys, (pl.lit(OPENALEX_PREFIX) + pl.col(S.OPENALEX_ID)).alias(ALIAS)),
-            ]
-        )
-        .drop_nulls(ALIAS)
-        .unique()
-    )
-
-
-def _paper_aliases(papers: pl.LazyFrame) -> pl.LazyFrame:
-    """``(paper_id, alias)``: a corpus paper's own arXiv id and its metadata DOI."""
-    return (
-        pl.concat(
-            [
-                papers.select(S.PAPER_ID, (pl.lit(ARXIV_PREFIX) + pl.col(S.PAPER_ID)).alias(ALIAS)),
-                papers.select(
-                    S.PAPER_ID,
-                    (pl.lit(ARXIV_PREFIX) + pl.col(S.DOI).str.extract(ARXIV_DOI, 1)).alias(ALIAS),
-                ),
-                papers.select(S.PAPER_ID, (pl.lit(DOI_PREFIX) + pl.col(S.DOI)).alias(ALIAS)),
-            ]
-        )
-        .drop_nulls(ALIAS)
-        .unique()
-    )
-
-
-def _entry_links(entry_aliases: pl.LazyFrame) -> pl.LazyFrame:
-    """Distinct links ``(alias, other_alias)``, ``alias < other_alias``, of aliases of one entry.
-
-    Every pair of aliases of one entry is linked (not a star), so dropping a junk
-    alias never disconnects the others.
-    """
-    return (
-        entry_aliases.join(
-            entry_aliases.rename({ALIAS: OTHER}), on=[S.PAPER_ID, S.REF_ID], how="inner"
-        )
-        .filter(pl.col(ALIAS) < pl.col(OTHER))
-        .select(ALIAS, OTHER)
-        .unique()
-    )
-
-
-def _paper_links(paper_aliases: pl.LazyFrame) -> pl.LazyFrame:
-    """Distinct links ``(alias, other_alias)`` between the aliases of one corpus paper."""
-    return (
-        paper_aliases.join(paper_aliases.rename({ALIAS: OTHER}), on=S.PAPER_ID, how="inner")
-        .filter(pl.col(ALIAS) < pl.col(OTHER))
-        .select(ALIAS, OTHER)
-        .unique()
-    )
 
 
 def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
@@ -398,13 +328,15 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         return scratch / name / f"{i:06d}.parquet"
 
     # pass 1, per file: every identifier of every entry, and the links between them
-    paper_aliases = _paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
-    link_parts = [_paper_links(paper_aliases.lazy()).collect(engine="streaming")]
+    paper_aliases = A.paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
+    link_parts = [A.paper_links(paper_aliases.lazy()).collect(engine="streaming")]
     alias_parts = [paper_aliases.select(ALIAS).unique()]
-    for i, refs in enumerate(ref_files):
-        aliases_i = _entry_aliases(refs).collect(engine="streaming")
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 1/3 (aliases), reference files", unit="file")
+    ):
+        aliases_i = A.entry_aliases(refs).collect(engine="streaming")
         aliases_i.write_parquet(part("entry_aliases", i))
-        link_parts.append(_entry_links(aliases_i.lazy()).collect(engine="streaming"))
+        link_parts.append(A.entry_links(aliases_i.lazy()).collect(engine="streaming"))
         alias_parts.append(aliases_i.select(ALIAS).unique())
         del aliases_i
     links = pl.concat(link_parts).unique().sort(ALIAS, OTHER)
@@ -458,7 +390,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
 
     # pass 2, per file: resolution by identifier, title keys
     known_parts = []
-    for i, refs in enumerate(ref_files):
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 2/3 (by identifier), reference files", unit="file")
+    ):
         entry_work = (
             pl.scan_parquet(part("entry_aliases", i))
             .join(alias_work.lazy(), on=ALIAS)
@@ -498,7 +432,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     citing: list[pl.DataFrame] = []
     raw_bytes = pl.col(S.RAW).str.len_bytes()
     ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
-    for i, refs in enumerate(ref_files):
+    for i, refs in enumerate(
+        steps(ref_files, "works: pass 3/3 (by title), reference files", unit="file")
+    ):
         entry_work = pl.scan_parquet(part("entry_work", i))
         hits, more_keys = resolve_by_title(
             pl.scan_parquet(part("entry_keys", i)), entry_work, titles.lazy()
@@ -692,13 +628,11 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     }
 
 
-STAGE = register(
-    Stage(
-        name="works",
-        kind="reduce",
-        reads=("extract",),
-        config_sections=("works",),
-        fn=build_works,
-        help="canonical cited works (arXiv id / DOI / OpenAlex union-find) and every bib entry resolved",
-    )
+STAGE = Stage(
+    name="works",
+    kind="reduce",
+    reads=("extract",),
+    config_sections=("works",),
+    fn=build_works,
+    help="canonical cited works (arXiv id / DOI / OpenAlex union-find) and every bib entry resolved",
 )

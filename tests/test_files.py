@@ -1,0 +1,86 @@
+"""One atomic writer and one file hash (pipeline/files.py), used everywhere."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import pipeline
+from pipeline import files
+from pipeline.config import EvaluateConfig
+from pipeline.evaluate import evaluate
+from pipeline.evaluate.columns import EVAL_FILENAME
+from pipeline.evaluate.synthetic import synthetic_eval_set
+from pipeline.runner import clean_stale_temps
+
+ROOT = Path(pipeline.__file__).parent
+# Who may call these, and why. Everyone else goes through pipeline.files.
+ALLOWED = {
+    "os.replace": {
+        "files.py": "the atomic writer",
+        # a map file's tables (temp_tag names) and a reduce stage's whole directory are
+        # committed together, in the order the markers need
+        "runner.py": "multi-file commits with owner-tagged temps",
+    },
+    "hashlib.sha256": {
+        "files.py": "the file hash",
+        "config.py": "hash of the config text, not of a file",
+        "sources.py": "hash of an input path, not of a file",
+    },
+    "hashlib.file_digest": {},
+    "tempfile.mkstemp": {},
+    "tempfile.NamedTemporaryFile": {},
+}
+
+
+def _calls(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            found.add(f"{node.func.value.id}.{node.func.attr}")
+    return found
+
+
+def test_one_atomic_writer_and_one_file_hash() -> None:
+    wrong = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for call in sorted(_calls(path) & set(ALLOWED)):
+            if rel not in ALLOWED[call]:
+                wrong.append(f"{rel} calls {call}")
+    assert not wrong, wrong
+
+
+def test_atomic_path_uses_the_owner_tag(tmp_path: Path) -> None:
+    final = tmp_path / "a.json"
+    with files.atomic_path(final) as tmp:
+        assert tmp.name.startswith("a.json.tmp-") and files.owner_alive(tmp.name)
+        tmp.write_text("{}")
+    assert final.read_text() == "{}" and list(tmp_path.iterdir()) == [final]
+
+
+def test_a_concurrent_cleanup_keeps_an_evaluations_temp_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` on the same --out cleans stale temps while ``evaluate`` writes: the
+    evaluation's temp files carry the owner tag, so they are left alone."""
+    release = tmp_path / "release"
+    release.mkdir()
+    synthetic_eval_set(6, 8, seed=3, years=(2023, 2024)).write_parquet(release / EVAL_FILENAME)
+    write = pl.DataFrame.write_parquet
+
+    def write_then_clean(self: pl.DataFrame, path: Path, *args, **kwargs):  # noqa: ANN002, ANN003
+        write(self, path, *args, **kwargs)
+        clean_stale_temps(tmp_path)  # the temp file exists now, before its os.replace
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", write_then_clean)
+    config = EvaluateConfig(bootstrap_samples=10, random_seeds=1)
+    evaluate(release, baselines_only=True, out_dir=tmp_path, config=config, learned=False)
+    assert (tmp_path / "eval" / "per_survey.parquet").exists()

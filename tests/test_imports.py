@@ -1,0 +1,205 @@
+"""The package's import graph: no cycle, and no stage leaning on a sibling stage.
+
+Read from the source with ``ast`` (nothing is imported), so a cycle that import order
+happens to tolerate today is still found. Two graphs are checked:
+
+* what runs at import time (module level, class bodies), where importing ``a.b.c`` from
+  outside package ``a.b`` counts as importing ``a.b`` too (Python runs the package's
+  ``__init__`` first: that is how a shared module importing ``pipeline.stages.common``
+  would run every stage module);
+* every import, also one inside a function, module by module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pipeline
+from pipeline.stages import GRAPH, STAGES
+
+ROOT = Path(pipeline.__file__).parent
+PACKAGE = "pipeline"
+STAGE_PACKAGE = f"{PACKAGE}.stages"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _with_parents(name: str, modules: dict[str, Path], importer: str, lazy: bool) -> set[str]:
+    """``name`` and (not ``lazy``) the packages above it that are modules of ours, except
+    the root package and packages ``importer`` is inside of (Python is running those)."""
+    if lazy:
+        return {name} & set(modules)
+    parts = name.split(".")
+    found = {".".join(parts[:i]) for i in range(2, len(parts))}
+    found = {p for p in found if not importer.startswith(f"{p}.")} | {name}
+    return {m for m in found if m in modules}
+
+
+def _import_nodes(tree: ast.Module, lazy: bool) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of a module: all of them, or (not ``lazy``) those that run when
+    it is imported (not in a function body, not under ``if TYPE_CHECKING``)."""
+    if lazy:
+        return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _imports(
+    name: str, path: Path, modules: dict[str, Path], lazy: bool = True
+) -> dict[str, set[str]]:
+    """Modules of ours that ``name`` imports, each with the names it takes from it.
+
+    ``lazy``: every import, each naming only the module it names; otherwise the imports
+    that run at import time, with the packages Python initialises on the way.
+    """
+    is_package = path.name == "__init__.py"
+    here = name if is_package else name.rpartition(".")[0]
+    found: dict[str, set[str]] = {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in _import_nodes(tree, lazy):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                for m in _with_parents(alias.name, modules, name, lazy):
+                    found.setdefault(m, set())
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if not base.startswith(PACKAGE):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:  # `from pipeline import schema`: the module itself
+                    for m in _with_parents(sub, modules, name, lazy):
+                        found.setdefault(m, set())
+                else:
+                    for m in _with_parents(base, modules, name, lazy):
+                        found.setdefault(m, set())
+                    found.setdefault(base, set()).add(alias.name)
+    found.pop(name, None)
+    return found
+
+
+def _graph(lazy: bool = True) -> dict[str, dict[str, set[str]]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules, lazy) for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, dict[str, set[str]]]) -> list[str] | None:
+    """One import cycle as a list of modules, or None."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, {})):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["at-import", "every-import"])
+def test_no_import_cycle(lazy: bool) -> None:
+    cycle = _cycle(_graph(lazy))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    graph = {"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}, "d": {}}
+    assert _cycle(graph) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": set()}, "b": {}}) is None
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_takes_a_stages_private_names() -> None:
+    """Neither ``from pipeline.stages.x import _name`` nor ``x._name``, in any module."""
+    modules = _modules()
+    stage_modules = {f"{STAGE_PACKAGE}.{s.name}" for s in STAGES}
+    wrong = []
+    for name, imported in _graph().items():
+        for target, names in imported.items():
+            if target in stage_modules and target != name:
+                wrong += [f"{name} imports {target}.{n}" for n in sorted(names) if _private(n)]
+        tree = ast.parse(modules[name].read_text(encoding="utf-8"))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in modules:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in modules:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and aliases.get(node.value.id) in stage_modules - {name}
+                and _private(node.attr)
+            ):
+                wrong.append(f"{name} uses {aliases[node.value.id]}.{node.attr}")
+    assert not wrong, wrong
+
+
+def test_no_stage_imports_another_stage() -> None:
+    """Stage modules share vocabulary through shared modules, never through each other;
+    only ``pipeline.stages`` itself lists them."""
+    stage_modules = {f"{STAGE_PACKAGE}.{s.name}" for s in STAGES}
+    wrong = []
+    for name, imported in _graph().items():
+        if name == STAGE_PACKAGE:
+            continue
+        for target in imported:
+            if target in stage_modules and target != name and name in stage_modules:
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, wrong
+
+
+def test_the_stage_list_is_the_graph() -> None:
+    """Every stage module defines STAGE and is listed once, after the stages it reads."""
+    assert [s.name for s in STAGES] == list(GRAPH)
+    listed = {f"{STAGE_PACKAGE}.{s.name}" for s in STAGES}
+    defined = {
+        name
+        for name, path in _modules().items()
+        if name.startswith(f"{STAGE_PACKAGE}.") and "STAGE =" in path.read_text(encoding="utf-8")
+    }
+    assert defined == listed
+    for i, stage in enumerate(STAGES):
+        assert set(stage.reads) <= {s.name for s in STAGES[:i]}, stage.name
