@@ -124,10 +124,11 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
     for (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
     every output it records is there with its recorded size.
     """
-    from pipeline.runner import MANIFESTS, MARKERS, STAGES, map_marker_key, map_output_problem
+    from pipeline.runner import MANIFESTS, MARKERS, map_marker_key, map_output_problem
     from pipeline.sources import resolve_inputs
+    from pipeline.stages import GRAPH
 
-    stage = STAGES["extract"]
+    stage = GRAPH["extract"]
     missing = []
     for f in resolve_inputs([input_spec]):
         want = map_marker_key(stage, f, cfg)
