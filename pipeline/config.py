@@ -124,7 +124,7 @@ class NegativesConfig:
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
     survey_batch_size: int = _f(256, "surveys whose candidate pairs are built at once (memory)")
     candidates_per_negative: int = _f(
-        100,
+        25,
         "works of each pool considered per negative wanted (at least 1000; 0: the whole pool)",
     )
 
