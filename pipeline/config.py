@@ -128,6 +128,10 @@ class NegativesConfig:
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
     survey_batch_size: int = _f(256, "surveys whose candidate pairs are built at once (memory)")
+    candidates_per_negative: int = _f(
+        25,
+        "works of each pool considered per negative wanted (at least 1000; 0: the whole pool)",
+    )
 
 
 @dataclass(frozen=True)
@@ -448,6 +452,7 @@ FIELD_CHECKS: dict[str, Check] = {
     "labels.essential_related_mentions": _int_at_least(1),
     "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
     "negatives.survey_batch_size": _int_at_least(1),
+    "negatives.candidates_per_negative": _int_at_least(0),
     "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     "release.dataset_name": _pattern(
         r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",

@@ -395,6 +395,58 @@ def test_survey_batches_do_not_change_the_output(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in (tmp_path / "negatives").glob("*.parquet")} == whole
 
 
+def _pool_order() -> pl.DataFrame:
+    # one pool of 10 works in hash order: w0..w5 existed in 2019, w6..w9 only from 2021
+    return pl.DataFrame(
+        {
+            S.PRIMARY_CATEGORY: ["cs.CL"] * 10,
+            N._POOL: pl.Series([0] * 10, dtype=pl.Int8),
+            N._I: pl.Series(range(10), dtype=pl.Int64),
+            S.WORK_ID: [f"w{i}" for i in range(10)],
+            N._EXISTS_FROM: [date(2019, 1, 1)] * 6 + [date(2021, 1, 1)] * 4,
+        }
+    )
+
+
+def _windows(monkeypatch: pytest.MonkeyPatch, per_negative: int) -> dict[str, list[str]]:
+    monkeypatch.setattr(N, "WINDOW_FLOOR", 3)
+    surveys = pl.DataFrame(
+        {
+            S.SURVEY_ID: ["small", "big", "early", "undated"],
+            S.PRIMARY_CATEGORY: ["cs.CL"] * 4,
+            S.SURVEY_DATE: [date(2020, 6, 1), date(2020, 6, 1), date(2018, 1, 1), None],
+            S.N_POSITIVES: [2, 6, 2, 2],
+        }
+    )
+    order = _pool_order()
+    got = N.window_pairs(
+        N.windows(surveys, order, pl.col(S.N_POSITIVES), per_negative, 13), order
+    ).collect()
+    return {
+        s: got.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()
+        for s in ("small", "big", "early", "undated")
+    }
+
+
+def test_window_is_a_cyclic_run_of_the_hash_order_scaled_to_the_works_that_existed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    got = _windows(monkeypatch, per_negative=1)
+    # "small" wants 2 -> size max(1 * 2, floor 3) = 3 of the 6 works that existed before it:
+    # ceil(3 * 10 / 6) = 5 consecutive works of the 10, from floor(h * 10 / 2**32)
+    start = N.id_hash(13, "small") * 10 // 2**32
+    assert set(got["small"]) == {f"w{(start + j) % 10}" for j in range(5)}
+    assert len(got["small"]) == 5
+    assert set(got["big"]) == {f"w{i}" for i in range(10)}  # size 6 >= 6 that existed
+    assert got["early"] == []  # nothing existed before it
+    assert got["undated"] == []
+
+
+def test_window_zero_means_the_whole_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    got = _windows(monkeypatch, per_negative=0)
+    assert len(got["small"]) == 10 and len(set(got["small"])) == 10
+
+
 def test_pair_hash_is_pinned() -> None:
     # Values fixed once: a change here means every release's negatives change.
     assert N.id_hash(13, S1) == int.from_bytes(

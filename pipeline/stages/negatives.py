@@ -33,6 +33,16 @@ itself and nothing posted on or after ``S``'s date counts (:func:`with_prior_cou
 also used by ``split`` for the positives). The field and date rules above still use
 every citing survey as the issue defines them.
 
+**Window.** A survey does not consider the whole pool of its category (that pairs every
+survey with a pool growing with the corpus: 39M pairs at 300k papers). Of each pool
+(A, B) it considers a window of about ``max(candidates_per_negative * k, 1000)`` works
+that existed before it, ``k`` the negatives it wants (:func:`windows`): a cyclic run of
+the pool in a per-work hash order, starting where the survey's hash falls. Which works
+are in a window depends on ids only, never on a visible feature, so a window is a
+uniform sample of the pool; the candidates above are the window's (``n_negative_candidates``
+counts them). ``candidates_per_negative = 0`` considers the whole pool. With
+``"hardest"``, every co-cited work (below) is considered too, in or out of the window.
+
 Of the candidates, ``floor(negatives_per_positive * n_positives)`` are kept (a 1e-9
 tolerance absorbs float error, e.g. ``0.29 * 100``). Order: ``negative_sampling =
 "hash"`` sorts by :func:`pair_hash` of ``(seed, S, W)``; ``"hardest"`` first by the
@@ -96,6 +106,16 @@ _AGE_COARSE = "_age_coarse"
 _CITATIONS_COARSE = "_citations_coarse"
 _AGE_KNOWN = "_age_known"
 _SURVEYS_COARSE = "_surveys_coarse"
+_EXISTS_FROM = "_exists_from"
+_EXISTING = "_existing"
+_I = "_pool_position"
+_N = "_pool_size"
+_START = "_window_start"
+_LEN = "_window_len"
+# Smallest window (works of a pool that existed before the survey) a survey considers,
+# whatever few negatives it wants: fixed, so the draw never depends on a setting but
+# ``negatives.candidates_per_negative``.
+WINDOW_FLOOR = 1_000
 AFTER_SURVEY = "_after_survey"
 SOURCE_OWN, SOURCE_CITING_SURVEY, SOURCE_CITED_IN_CATEGORY = S.NEGATIVE_SOURCES
 # Matching rounds: the columns a slot and its negative must share, finest first.
@@ -297,19 +317,21 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
 
 def title_hits(ctx: ReduceContext) -> pl.LazyFrame:
     """``(survey_id, work_id)`` where a title key of the work equals a segment key of any raw
-    bib string of the survey (:mod:`pipeline.titles`), with or without identifiers."""
-    survey_keys = T.segment_keys(
-        scan_extract(ctx, "references")
-        .join(
-            surveys_frame(ctx).select(pl.col(S.SURVEY_ID).alias(S.PAPER_ID)),
-            on=S.PAPER_ID,
-            how="semi",
-        )
+    bib string of the survey (:mod:`pipeline.titles`), with or without identifiers.
+
+    Only the surveys' rows are read, once (``segment_keys`` reads its input three times):
+    reading every reference of the corpus made this the stage's peak (6.8 GB at 300k papers).
+    """
+    survey_ids = surveys_frame(ctx).select(S.SURVEY_ID).collect(engine="streaming")[S.SURVEY_ID]
+    raw = (
+        scan_extract(ctx, "references", survey_ids)
         .select(S.PAPER_ID, S.REF_ID, S.RAW)
-        .drop_nulls(S.RAW),
-        S.RAW,
-        [S.PAPER_ID, S.REF_ID],
-    ).select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), T.KEY)
+        .drop_nulls(S.RAW)
+        .collect(engine="streaming")
+    )
+    survey_keys = T.segment_keys(raw.lazy(), S.RAW, [S.PAPER_ID, S.REF_ID]).select(
+        pl.col(S.PAPER_ID).alias(S.SURVEY_ID), T.KEY
+    )
     keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
     return (
         survey_keys.unique()
@@ -338,6 +360,7 @@ def candidate_pairs(
     excluded: pl.LazyFrame,
     works: pl.LazyFrame,
     prior: dict[str, pl.LazyFrame],
+    window: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Admissible (survey, work) pairs of ``surveys`` (columns of :func:`surveys_frame`), with
     their visible features, prior counts and strata (:mod:`pipeline.visible`).
@@ -345,21 +368,36 @@ def candidate_pairs(
     Existence: the work's latest possible date is strictly before the survey's text date;
     an undated work needs an earlier first citation (``_first_cited``). A known date on or
     after the survey vetoes the work even when something earlier cites it.
+
+    ``window``: ``(survey_id, work_id)`` pairs to consider (:func:`window_pairs`); ``None``
+    considers the whole pool of each survey's category.
     """
     survey_date = pl.col(S.SURVEY_DATE)
-    pairs = (
-        surveys.filter(survey_date.is_not_null())
-        .join(eligible, on=S.PRIMARY_CATEGORY, how="inner")
-        .join(works.drop(S.KNOWN_DATE), on=S.WORK_ID, how="left")
-        .filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
-        .filter(
-            pl.when(pl.col(S.KNOWN_DATE).is_not_null())
-            .then(V.latest_possible_date() < survey_date)
-            .otherwise(pl.col(_FIRST_CITED) < survey_date)
+    dated = surveys.filter(survey_date.is_not_null())
+    pooled = (
+        dated.join(eligible, on=S.PRIMARY_CATEGORY, how="inner")
+        if window is None
+        else dated.join(window, on=S.SURVEY_ID, how="inner").join(
+            eligible, on=[S.PRIMARY_CATEGORY, S.WORK_ID], how="inner"
         )
+    )
+    pairs = (
+        pooled.join(works.drop(S.KNOWN_DATE), on=S.WORK_ID, how="left")
+        .filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
+        .filter(existed_before(survey_date))
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
     return with_strata(pairs, prior, cites_it=False)
+
+
+def existed_before(date: pl.Expr) -> pl.Expr:
+    """The existence rule: the work's latest possible date (or, undated, its first citation
+    ``_first_cited``) is strictly before ``date``."""
+    return (
+        pl.when(pl.col(S.KNOWN_DATE).is_not_null())
+        .then(V.latest_possible_date() < date)
+        .otherwise(pl.col(_FIRST_CITED) < date)
+    )
 
 
 def with_strata(
@@ -417,25 +455,129 @@ def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) 
     )
 
 
+# --------------------------------------------------------------------- windows
+def pool_order(eligible: pl.LazyFrame, works: pl.LazyFrame, seed: int) -> pl.DataFrame:
+    """Every pool (a primary category's pool A or pool B) in a per-work hash order:
+    ``(primary_category, _pool, _i, work_id, _exists_from)``, ``_i`` the 0-based position
+    in the order ``(id_hash(seed, work), work_id)``. ``_exists_from`` is the date the
+    existence rule compares with (null: never admissible)."""
+    hashes = id_hash_frame(eligible.select(S.WORK_ID), S.WORK_ID, seed)
+    return (
+        eligible.join(works.select(S.WORK_ID, S.DATE_SOURCE), on=S.WORK_ID, how="left")
+        .join(hashes, on=S.WORK_ID, how="left")
+        .with_columns(
+            (pl.col(S.NEGATIVE_SOURCE) == SOURCE_CITED_IN_CATEGORY).cast(pl.Int8).alias(_POOL),
+            pl.when(pl.col(S.KNOWN_DATE).is_not_null())
+            .then(V.latest_possible_date())
+            .otherwise(pl.col(_FIRST_CITED))
+            .alias(_EXISTS_FROM),
+        )
+        .with_columns(
+            pl.int_range(pl.len())
+            .over([S.PRIMARY_CATEGORY, _POOL], order_by=[_ID_HASH, S.WORK_ID])
+            .cast(pl.Int64)
+            .alias(_I)
+        )
+        .select(S.PRIMARY_CATEGORY, _POOL, _I, S.WORK_ID, _EXISTS_FROM)
+        .collect(engine="streaming")
+    )
+
+
+def windows(
+    surveys: pl.DataFrame, order: pl.DataFrame, wanted: pl.Expr, per_negative: int, seed: int
+) -> pl.DataFrame:
+    """Per survey and pool of its category, the window of the pool it considers:
+    ``(survey_id, primary_category, _pool, _start, _len, _n)``.
+
+    A survey wanting ``k`` negatives considers, of each pool, about
+    ``size = max(per_negative * k, WINDOW_FLOOR)`` works that existed before it: of the
+    ``e`` works of the pool that do (``n`` in all), the ``ceil(size * n / e)`` consecutive
+    ones (cyclically) from position ``floor(h * n / 2**32)`` of the pool's hash order, ``h``
+    the survey's id hash; the whole pool when ``size >= e``, and every pool when
+    ``per_negative`` is 0. The window depends on ids only, never on a visible feature.
+    """
+    counts = order.group_by(S.PRIMARY_CATEGORY, _POOL).agg(pl.len().cast(pl.Int64).alias(_N))
+    dated = (
+        order.drop_nulls(_EXISTS_FROM)
+        .group_by(S.PRIMARY_CATEGORY, _POOL, _EXISTS_FROM)
+        .agg(pl.len().cast(pl.Int64).alias(_EXISTING))
+        .with_columns(
+            pl.col(_EXISTING).cum_sum().over([S.PRIMARY_CATEGORY, _POOL], order_by=_EXISTS_FROM)
+        )
+        .sort(_EXISTS_FROM)
+    )
+    size = pl.max_horizontal(wanted * per_negative, pl.lit(WINDOW_FLOOR)).cast(pl.Int64)
+    n, e = pl.col(_N), pl.col(_EXISTING).fill_null(0)
+    return (
+        surveys.filter(pl.col(S.SURVEY_DATE).is_not_null())
+        .select(S.SURVEY_ID, S.PRIMARY_CATEGORY, S.SURVEY_DATE, size.alias("_size"))
+        .join(counts, on=S.PRIMARY_CATEGORY, how="inner")
+        .sort(S.SURVEY_DATE)
+        .join_asof(
+            dated,
+            left_on=S.SURVEY_DATE,
+            right_on=_EXISTS_FROM,
+            by=[S.PRIMARY_CATEGORY, _POOL],
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .join(
+            id_hash_frame(surveys.lazy(), S.SURVEY_ID, seed).collect().rename({_ID_HASH: "_h"}),
+            on=S.SURVEY_ID,
+            how="left",
+        )
+        .select(
+            S.SURVEY_ID,
+            S.PRIMARY_CATEGORY,
+            _POOL,
+            (pl.col("_h") * n // _U32).cast(pl.Int64).alias(_START),
+            pl.when(e == 0)
+            .then(0)
+            .when((per_negative == 0) | (pl.col("_size") >= e))
+            .then(n)
+            .otherwise(pl.min_horizontal(n, (pl.col("_size") * n + e - 1) // e))
+            .cast(pl.Int64)
+            .alias(_LEN),
+            n,
+        )
+        .sort(S.SURVEY_ID, _POOL)
+    )
+
+
+def window_pairs(survey_windows: pl.DataFrame, order: pl.DataFrame) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` of every window in ``survey_windows`` (:func:`windows`)."""
+    return (
+        survey_windows.lazy()
+        .filter(pl.col(_LEN) > 0)
+        .with_columns(pl.int_ranges(0, pl.col(_LEN), dtype=pl.Int64).alias(_I))
+        .explode(_I)
+        .with_columns(((pl.col(_START) + pl.col(_I)) % pl.col(_N)).alias(_I))
+        .join(order.lazy(), on=[S.PRIMARY_CATEGORY, _POOL, _I], how="inner")
+        .select(S.SURVEY_ID, S.WORK_ID)
+    )
+
+
 # --------------------------------------------------------------------- batches
 def survey_batches(
-    surveys: pl.DataFrame, eligible: pl.LazyFrame, max_surveys: int, max_pairs: int
+    surveys: pl.DataFrame, pairs_per_survey: pl.DataFrame, max_surveys: int, max_pairs: int
 ) -> list[pl.Series]:
     """Survey ids cut into consecutive batches (in ``surveys`` order) of at most ``max_surveys``
-    surveys and at most ``max_pairs`` survey x pool pairs (a survey's pairs: the eligible works
-    of its primary category, before the date and exclusion rules); a survey whose pool alone is
-    larger gets a batch of its own. Each survey's pairs depend on itself only, so the output
-    does not depend on the cut."""
-    pool = eligible.group_by(S.PRIMARY_CATEGORY).agg(pl.len().alias("_pool")).collect()
-    sizes = surveys.join(pool, on=S.PRIMARY_CATEGORY, how="left").select(
-        S.SURVEY_ID, pl.col("_pool").fill_null(0)
+    surveys and at most ``max_pairs`` pairs (``pairs_per_survey``: ``(survey_id, _len)``, the
+    pairs a survey's windows hold, before the date and exclusion rules); a survey with more
+    gets a batch of its own. Each survey's pairs depend on itself only, so the output does
+    not depend on the cut."""
+    sizes = (
+        surveys.select(S.SURVEY_ID)
+        .with_row_index("_row")
+        .join(pairs_per_survey, on=S.SURVEY_ID, how="left")
+        .sort("_row")
+        .select(S.SURVEY_ID, pl.col(_LEN).fill_null(0))
     )
-    order = surveys.select(S.SURVEY_ID).with_row_index("_i")
-    sizes = order.join(sizes, on=S.SURVEY_ID, how="left").sort("_i")
     batches: list[list[str]] = []
     current: list[str] = []
     pairs = 0
-    for survey_id, n in sizes.select(S.SURVEY_ID, "_pool").iter_rows():
+    for survey_id, n in sizes.iter_rows():
         if current and (len(current) >= max_surveys or pairs + n > max_pairs):
             batches.append(current)
             current, pairs = [], 0
@@ -505,9 +647,10 @@ def match(slots_df: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.Data
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     """Draw the matched hard negatives; write both outputs; return the stage counts.
 
-    Candidate pairs are built and matched in batches of surveys (:func:`survey_batches`:
-    ``negatives.survey_batch_size`` surveys, :data:`BATCH_PAIRS` pairs; a survey's
-    pairs only depend on itself), which bounds memory.
+    Candidate pairs are those of each survey's windows (:func:`windows`), built and matched
+    in batches of surveys (:func:`survey_batches`: ``negatives.survey_batch_size`` surveys,
+    :data:`BATCH_PAIRS` window pairs; a survey's pairs only depend on itself), which bounds
+    memory.
 
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
@@ -561,18 +704,40 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
             .drop(_SURVEY_HASH, _ID_HASH)
         )
 
+    wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
+    order = pool_order(eligible, works, ncfg.seed)
+    survey_windows = windows(surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
+    pairs_per_survey = survey_windows.group_by(S.SURVEY_ID).agg(pl.col(_LEN).sum())
+
     chosen, n_candidates = [], []
-    batches = survey_batches(surveys, eligible, ncfg.survey_batch_size, BATCH_PAIRS)
+    batches = survey_batches(surveys, pairs_per_survey, ncfg.survey_batch_size, BATCH_PAIRS)
     for batch_ids in steps(batches, "negatives: survey batches"):
         batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
-        pairs = hashed(candidate_pairs(batch, eligible, excluded, works, prior)).with_columns(
+        window = window_pairs(
+            survey_windows.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())), order
+        )
+        if hardest:
+            # every co-cited work is considered, in or out of the window
+            hardness = co_citation(batch, pos, sc).collect(engine="streaming").lazy()
+            window = pl.concat([window, hardness.select(S.SURVEY_ID, S.WORK_ID)]).unique()
+        window = window.collect(engine="streaming").lazy()
+        # only the window's works of the running-count tables: a join_asof reads its whole
+        # right side, once per batch
+        window_works = window.select(S.WORK_ID).unique()
+        batch_prior = {
+            name: table.join(window_works, on=S.WORK_ID, how="semi")
+            for name, table in prior.items()
+        }
+        pairs = hashed(
+            candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
+        ).with_columns(
             (pl.col(S.NEGATIVE_SOURCE) == SOURCE_CITED_IN_CATEGORY).cast(pl.Int8).alias(_POOL)
         )
         if hardest:
-            pairs = pairs.join(
-                co_citation(batch, pos, sc), on=[S.SURVEY_ID, S.WORK_ID], how="left"
-            ).with_columns(pl.col(_HARDNESS).fill_null(0))
+            pairs = pairs.join(hardness, on=[S.SURVEY_ID, S.WORK_ID], how="left").with_columns(
+                pl.col(_HARDNESS).fill_null(0)
+            )
         pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
         got = match(slots(pos_df, ncfg.negatives_per_positive), pairs_df, hardest)
         chosen.append(got.with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(S.NEGATIVES.names))
@@ -591,7 +756,6 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         if n_candidates
         else pl.DataFrame(schema={S.SURVEY_ID: pl.String, S.N_NEGATIVE_CANDIDATES: pl.Int64})
     )
-    wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
     per_survey = (
         surveys.lazy()
         .join(candidates_per_survey.lazy(), on=S.SURVEY_ID, how="left")
