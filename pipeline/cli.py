@@ -216,17 +216,13 @@ def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
     log.warning("extract: --prune removed the outputs of %d file(s) not in --input", len(foreign))
 
 
+def _run_reduce(stage, args: argparse.Namespace, cfg) -> None:
+    run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify, stages=GRAPH)
+
+
 def _reduce(name: str):
     def cmd(args: argparse.Namespace, cfg) -> int:
-        run_reduce(
-            GRAPH[name],
-            args.out,
-            cfg,
-            args.force,
-            args.max_failed_files,
-            args.verify,
-            stages=GRAPH,
-        )
+        _run_reduce(GRAPH[name], args, cfg)
         log.info("%s: outputs in %s", name, args.out / name)
         return 0
 
@@ -244,15 +240,7 @@ def _run(args: argparse.Namespace, cfg) -> int:
     clean_stale_temps(args.out)
     for stage in GRAPH.values():
         if stage.kind == "reduce":
-            run_reduce(
-                stage,
-                args.out,
-                cfg,
-                args.force,
-                args.max_failed_files,
-                args.verify,
-                stages=GRAPH,
-            )
+            _run_reduce(stage, args, cfg)
     _evaluate_release(args.out, cfg)
     log.info("run: every stage's outputs in %s; the release in %s", args.out, args.out / "release")
     return 0

@@ -137,6 +137,28 @@ class RowGroupWriter:
         return self.rows
 
 
+def id_batches(
+    sizes: pl.DataFrame, max_total: int, max_items: int | None = None
+) -> list[pl.Series]:
+    """``(id, size)`` rows cut, in order, into consecutive batches of at most ``max_total``
+    summed size and at most ``max_items`` ids; an id whose size alone is larger gets a batch
+    of its own. The ids keep their column name and dtype."""
+    name = sizes.columns[0]
+    batches: list[list[str]] = []
+    current: list[str] = []
+    total = 0
+    for item, n in sizes.iter_rows():
+        full = max_items is not None and len(current) >= max_items
+        if current and (full or total + n > max_total):
+            batches.append(current)
+            current, total = [], 0
+        current.append(item)
+        total += n
+    if current:
+        batches.append(current)
+    return [pl.Series(name, b, dtype=sizes.schema[name]) for b in batches]
+
+
 def duplicate_papers(ctx: ReduceContext) -> int:
     """Number of paper copies dropped because another input file holds the same paper."""
     lf = S.scan(ctx.upstream("extract", "papers"), S.PAPERS)

@@ -241,8 +241,14 @@ def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
     )
 
 
-def prior_tables(ctx: ReduceContext) -> dict[str, pl.LazyFrame]:
-    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected."""
-    tables = prior_count_tables(survey_citations(ctx), paper_citations(ctx))
+def prior_tables(
+    ctx: ReduceContext, citations: pl.LazyFrame | None = None
+) -> dict[str, pl.LazyFrame]:
+    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected.
+
+    ``citations``: :func:`survey_citations`, when the caller holds it already.
+    """
+    sc = survey_citations(ctx) if citations is None else citations
+    tables = prior_count_tables(sc, paper_citations(ctx))
     got = pl.collect_all(list(tables.values()), engine="streaming")
     return {name: df.lazy() for name, df in zip(tables, got, strict=True)}

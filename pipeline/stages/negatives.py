@@ -75,7 +75,7 @@ from pipeline import visible as V
 from pipeline.config import NEGATIVE_SAMPLINGS as SAMPLINGS
 from pipeline.progress import steps
 from pipeline.runner import ReduceContext, Stage
-from pipeline.tables import scan_extract, write_table
+from pipeline.tables import id_batches, scan_extract, write_table
 from pipeline.visible import (
     paper_citations,
     prior_tables,
@@ -203,7 +203,7 @@ def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFram
 
 
 # --------------------------------------------------------------------- the pools
-def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
+def eligible_works(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
     Pool A (cited by a detected survey): ``own_category`` (a corpus paper whose own
@@ -217,7 +217,7 @@ def eligible_works(ctx: ReduceContext) -> pl.LazyFrame:
     works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
         S.WORK_ID, pl.col(S.PAPER_ID).alias(_W_PAPER), S.CATEGORIES, S.KNOWN_DATE
     )
-    sc = survey_citations(ctx)
+    sc = survey_citations(ctx) if citations is None else citations
     by_survey = sc.group_by(S.WORK_ID).agg(
         pl.col(S.FIRST_VERSION_DATE).min().alias(S.EARLIEST_CITING_SURVEY_DATE)
     )
@@ -341,12 +341,13 @@ def title_hits(ctx: ReduceContext) -> pl.LazyFrame:
     )
 
 
-def excluded_pairs(ctx: ReduceContext) -> pl.LazyFrame:
+def excluded_pairs(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """``(survey_id, work_id)`` a survey cites: resolved entries, labelled positives, alias hits,
-    title hits."""
+    title hits. ``citations``: :func:`survey_citations`, when the caller holds it already."""
+    sc = survey_citations(ctx) if citations is None else citations
     return pl.concat(
         [
-            survey_citations(ctx).select(S.SURVEY_ID, S.WORK_ID),
+            sc.select(S.SURVEY_ID, S.WORK_ID),
             S.scan(ctx.upstream("labels", "labels"), S.LABELS).select(S.SURVEY_ID, S.WORK_ID),
             _alias_hits(ctx),
             title_hits(ctx),
@@ -574,18 +575,7 @@ def survey_batches(
         .sort("_row")
         .select(S.SURVEY_ID, pl.col(_LEN).fill_null(0))
     )
-    batches: list[list[str]] = []
-    current: list[str] = []
-    pairs = 0
-    for survey_id, n in sizes.iter_rows():
-        if current and (len(current) >= max_surveys or pairs + n > max_pairs):
-            batches.append(current)
-            current, pairs = [], 0
-        current.append(survey_id)
-        pairs += n
-    if current:
-        batches.append(current)
-    return [pl.Series(S.SURVEY_ID, b, dtype=pl.String) for b in batches]
+    return id_batches(sizes, max_pairs, max_surveys)
 
 
 # --------------------------------------------------------------------- matching
@@ -670,7 +660,10 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
 
     works = works_frame(ctx).collect(engine="streaming").lazy()
     surveys_all = surveys_frame(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
-    prior = prior_tables(ctx)
+    # what every survey cites: read once, used by the prior counts, the pools, the
+    # exclusions and the co-citation hardness
+    sc = survey_citations(ctx).collect(engine="streaming").lazy()
+    prior = prior_tables(ctx, sc)
     positives_all = with_strata(
         positive_pairs(ctx, surveys_all.lazy(), works), prior, cites_it=True
     ).collect(engine="streaming")
@@ -682,9 +675,8 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
-    eligible = eligible_works(ctx).collect(engine="streaming").lazy()
-    excluded = excluded_pairs(ctx).collect(engine="streaming").lazy()
-    sc = survey_citations(ctx).collect(engine="streaming").lazy()
+    eligible = eligible_works(ctx, sc).collect(engine="streaming").lazy()
+    excluded = excluded_pairs(ctx, sc).collect(engine="streaming").lazy()
     work_hashes = id_hash_frame(
         pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]),
         S.WORK_ID,

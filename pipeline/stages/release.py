@@ -67,7 +67,7 @@ from pipeline.runner import (
     Stage,
     failed_inputs,
 )
-from pipeline.tables import RowGroupWriter, scan_extract, write_table
+from pipeline.tables import RowGroupWriter, id_batches, scan_extract, write_table
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
@@ -366,18 +366,7 @@ _LIGHT_COLUMNS = (S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.LABEL_REASON, S.SURVEY
 def survey_batches(per_survey: pl.DataFrame, max_rows: int) -> list[pl.Series]:
     """``(survey_id, len)`` rows cut into consecutive batches of at most ``max_rows`` rows (a
     survey with more gets a batch of its own)."""
-    batches: list[list[str]] = []
-    current: list[str] = []
-    rows = 0
-    for survey_id, n in per_survey.select(S.SURVEY_ID, "len").iter_rows():
-        if current and rows + n > max_rows:
-            batches.append(current)
-            current, rows = [], 0
-        current.append(survey_id)
-        rows += n
-    if current:
-        batches.append(current)
-    return [pl.Series(S.SURVEY_ID, b, dtype=pl.String) for b in batches]
+    return id_batches(per_survey.select(S.SURVEY_ID, "len"), max_rows)
 
 
 def _write_split(
