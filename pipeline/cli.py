@@ -12,29 +12,14 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline import __version__
-from pipeline.config import describe, load_config
+from pipeline import __version__, api
+from pipeline.config import Config, describe, load_config
 from pipeline.errors import INTERRUPTED, user_message
 from pipeline.progress import redirect_logging
-from pipeline.runner import (
-    DEFAULT_MAX_FAILED,
-    MANIFESTS,
-    MARKERS,
-    check_failures,
-    clean_stale_temps,
-    disagreement,
-    failed_inputs,
-    reduce_done,
-    run_map,
-    run_reduce,
-    shard_record_path,
-    shard_records,
-    stage_key,
-    write_shard_record,
-)
-from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.publish import ENDPOINT_HELP
+from pipeline.runner import DEFAULT_MAX_FAILED
+from pipeline.sources import InputError
 from pipeline.stages import GRAPH
-from pipeline.stages.extract import summarize
 
 log = logging.getLogger("pipeline")
 CONSOLE_SCRIPT = "survey-reading-lists"  # [project.scripts] in pyproject.toml
@@ -96,7 +81,7 @@ def _common(
         p.add_argument(
             "--workers",
             type=positive_int,
-            default=os.cpu_count() or 1,
+            default=api.default_workers(),
             help="worker processes (default: CPU count)",
         )
         p.add_argument(
@@ -132,212 +117,109 @@ def _common(
         )
 
 
-def _extract(args: argparse.Namespace, cfg, verify: bool = False) -> int:
-    if not args.input:
-        raise InputError("extract needs --input")
-    every = resolve_inputs(args.input)
-    files = shard(every, *args.shard)
-    # every shard records the whole input list under its own name: later stages check that
-    # all shards agree on it and wait until every file of it is done
-    _check_shard_inputs(args.out, args.shard, args.input, every, args.prune)
-    _check_foreign_outputs(args.out, every, args.prune)
-    clean_stale_temps(args.out / "extract")
-    verify = verify or args.verify
-    run_map(GRAPH["extract"], files, args.out, cfg, args.workers, args.force, verify)
-    totals = summarize(args.out)
-    log.info(
-        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
-        "%s failed files; outputs in %s",
-        totals["files"],
-        totals.get("papers_written", 0),
-        totals.get("rejects_total", 0),
-        totals.get("duplicate_papers_across_files", 0),
-        len(totals["failed_files"]),
-        args.out / "extract",
+def _extract(args: argparse.Namespace, cfg: Config) -> int:
+    api.extract(
+        args.input,
+        args.out,
+        config=cfg,
+        workers=args.workers,
+        shard_of=args.shard,
+        force=args.force,
+        verify=args.verify,
+        prune=args.prune,
+        max_failed_files=args.max_failed_files,
     )
-    keys = {f.key for f in every}
-    failed = [f for f in failed_inputs(args.out, GRAPH["extract"], cfg) if f["source_key"] in keys]
-    check_failures(failed, len(every), args.max_failed_files, "extract")
     return 0
 
 
-def _check_shard_inputs(
-    out: Path, shard_arg: tuple[int, int], specs: list[str], every: list, prune: bool
-) -> None:
-    """Record this shard's whole input list; refuse (recording nothing) when another shard
-    recorded a different one. With ``--prune`` the disagreeing records are deleted instead.
-    """
-    index, count = shard_arg
-    name = f"{index}-of-{count}"
-    keys = sorted(f.key for f in every)
-    others = {k: r for k, r in shard_records(out, "extract").items() if k != name}
-    differ = {k: r for k, r in others.items() if r["files"] != keys}
-    if differ and not prune:
-        first = next(iter(differ))
-        mine = {"shard": [index, count], "input": specs, "files": keys}
-        problem = disagreement({first: differ[first], name: mine})
-        raise InputError(f"extract: {problem} (or add --prune to drop the other shards' records)")
-    for rec in differ.values():
-        shard_record_path(out, "extract", *rec["shard"]).unlink(missing_ok=True)
-    if differ:
-        log.warning(
-            "extract: --prune removed %d shard record(s) of another input list", len(differ)
-        )
-    write_shard_record(out, "extract", index, count, specs, keys)
-
-
-def _check_foreign_outputs(out: Path, inputs: list, prune: bool) -> None:
-    """Refuse to mix corpora: finished extract files in ``out`` must all be inputs.
-
-    Later stages read every finished extract file in ``out`` (that is how shards from
-    several machines come together), so outputs of files that are not in ``--input``
-    (a moved corpus, another corpus, files removed from it) would silently join the
-    benchmark. ``--prune`` deletes them instead.
-    """
-    keys = {f.key for f in inputs}
-    base = out / "extract"
-    for m in (base / MANIFESTS).glob("*.json"):
-        if m.stem not in keys and not (base / MARKERS / m.name).exists():
-            m.unlink(missing_ok=True)  # a failed file that is no longer an input: no outputs
-    foreign = sorted(m.stem for m in (base / MARKERS).glob("*.json") if m.stem not in keys)
-    if not foreign:
-        return
-    if not prune:
-        raise InputError(
-            f"{len(foreign)} finished extract file(s) in {base} are not in --input "
-            f"(e.g. {foreign[0]}); later stages would read them too. Use a fresh --out, "
-            "or add --prune to delete them."
-        )
-    for key in foreign:
-        for table in GRAPH["extract"].tables:
-            (base / table / f"{key}.parquet").unlink(missing_ok=True)
-        (base / MANIFESTS / f"{key}.json").unlink(missing_ok=True)
-        (base / MARKERS / f"{key}.json").unlink(missing_ok=True)
-    log.warning("extract: --prune removed the outputs of %d file(s) not in --input", len(foreign))
-
-
-def _run_reduce(stage, args: argparse.Namespace, cfg) -> None:
-    run_reduce(stage, args.out, cfg, args.force, args.max_failed_files, args.verify, stages=GRAPH)
-
-
 def _reduce(name: str):
-    def cmd(args: argparse.Namespace, cfg) -> int:
-        _run_reduce(GRAPH[name], args, cfg)
-        log.info("%s: outputs in %s", name, args.out / name)
+    def cmd(args: argparse.Namespace, cfg: Config) -> int:
+        api.reduce(
+            name,
+            args.out,
+            config=cfg,
+            force=args.force,
+            verify=args.verify,
+            max_failed_files=args.max_failed_files,
+        )
         return 0
 
     return cmd
 
 
-def _run(args: argparse.Namespace, cfg) -> int:
+def _run(args: argparse.Namespace, cfg: Config) -> int:
     """Every stage in order; extract is skipped when no --input is given but its outputs exist."""
-    if args.input:
-        # checksums of the extract outputs now: the reduce stages would check them before
-        # reading them anyway, and here a damaged file can still be redone from its input
-        _extract(args, cfg, verify=True)
-    elif stage_key(args.out, "extract", cfg, GRAPH) is None:
-        raise InputError("run needs --input (no finished extract outputs in --out)")
-    clean_stale_temps(args.out)
-    for stage in GRAPH.values():
-        if stage.kind == "reduce":
-            _run_reduce(stage, args, cfg)
-    _evaluate_release(args.out, cfg)
-    log.info("run: every stage's outputs in %s; the release in %s", args.out, args.out / "release")
+    result = api.run(
+        args.input,
+        args.out,
+        config=cfg,
+        workers=args.workers,
+        force=args.force,
+        verify=args.verify,
+        prune=args.prune,
+        max_failed_files=args.max_failed_files,
+    )
+    if result.evaluation is not None:
+        from pipeline.evaluate.report import render_report
+
+        print(render_report(result.evaluation.results))
     return 0
 
 
-def _evaluate_release(out: Path, cfg) -> None:
-    """Evaluate the baselines on a finished release (the last step of ``run``)."""
-    import polars as pl
-
-    from pipeline.evaluate import evaluate
-    from pipeline.evaluate.report import render_report
-
-    eval_file = out / "release" / "eval_survey_reading_lists.parquet"
-    if not (out / "release" / "_SUCCESS.json").exists():
-        return
-    if not eval_file.exists() or pl.scan_parquet(eval_file).select(pl.len()).collect().item() == 0:
-        log.warning(
-            "evaluate: the release has no eval surveys (none dated on/after %s); skipped",
-            cfg.split.eval_from,
-        )
-        return
-    results = evaluate(eval_file, runs=(), baselines_only=True, out_dir=out, config=cfg.evaluate)
-    print(render_report(results))
-    log.info("evaluate: results in %s", out / "eval")
-
-
-def status_report(out: Path, cfg) -> dict[str, dict]:
-    """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts."""
-    report: dict[str, dict] = {}
-    for name, stage in GRAPH.items():
-        d = out / name
-        if stage.kind == "map":
-            manifests = [json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))]
-            manifests = [m for m in manifests if m.get("status") != "failed"]
-            totals: dict[str, int] = {}
-            for m in manifests:
-                for k, v in m["counts"].items():
-                    if isinstance(v, int):
-                        totals[k] = totals.get(k, 0) + v
-            report[name] = {
-                "files_done": len(manifests),
-                "current": stage_key(out, name, cfg, GRAPH) is not None,
-                "files_failed": [
-                    {k: f[k] for k in ("file", "reason", "lines_read")}
-                    for f in failed_inputs(out, stage, cfg)
-                ],
-                **totals,
-            }
-        else:
-            success = d / "_SUCCESS.json"
-            entry = {"done": reduce_done(out, name, cfg, GRAPH)}
-            if success.exists():
-                entry["counts"] = json.loads(success.read_text())["counts"]
-            report[name] = entry
-    return report
-
-
-def _status_rows(report: dict[str, dict]) -> list[tuple[str, str, str]]:
-    rows = []
-    for name, entry in report.items():
-        if "files_done" in entry:
-            failed = len(entry["files_failed"])
-            if entry["current"]:
-                state = "done"
-            elif entry["files_done"] or failed:
-                state = "partial"
-            else:
-                state = "not run"
-            detail = f"{entry['files_done']} file(s) done, {failed} failed"
-            if "papers_written" in entry:
-                detail += f", {entry['papers_written']:,} papers"
-        else:
-            counts = entry.get("counts")
-            state = "done" if entry["done"] else "outdated" if counts is not None else "not run"
-            detail = ", ".join(
-                f"{k} {v:,}" for k, v in (counts or {}).items() if isinstance(v, int)
-            )[:90]
-        rows.append((name, state, detail))
-    return rows
-
-
-def _status(args: argparse.Namespace, cfg) -> int:
-    if not args.out.is_dir():
-        raise InputError(f"--out {args.out}: no such work directory")
-    report = status_report(args.out, cfg)
+def _status(args: argparse.Namespace, cfg: Config) -> int:
+    report = api.status(args.out, config=cfg)
     if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+        print(json.dumps(report.stages, indent=2, sort_keys=True, default=str))
     else:
-        rows = [("stage", "state", "counts"), *_status_rows(report)]
+        rows = [("stage", "state", "counts"), *report.rows()]
         width = [max(len(r[i]) for r in rows) for i in range(2)]
         for name, state, detail in rows:
             print(f"{name:<{width[0]}}  {state:<{width[1]}}  {detail}".rstrip())
-    if not any((args.out / name).is_dir() for name in GRAPH):
+    if not report.has_work:
         log.warning(
             "%s holds no pipeline work (no stage outputs): is this the right --out?", args.out
         )
     return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    result = api.push(
+        args.release,
+        args.repo_id,
+        tag=args.tag,
+        private=args.private,
+        endpoint=args.endpoint,
+        dry_run=args.dry_run,
+    )
+    if args.dry_run:
+        print(json.dumps({"dry_run": True, **result.plan}, indent=2))
+    else:
+        print(json.dumps(result.done, indent=2))
+    return 0
+
+
+def _add_push(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
+    )
+    p.add_argument(
+        "--repo-id", required=True, help="OWNER/NAME of the dataset repo (created if missing)"
+    )
+    p.add_argument(
+        "--release",
+        type=Path,
+        default=Path("work/release"),
+        help="release folder (default: work/release)",
+    )
+    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
+    p.add_argument(
+        "--private", action="store_true", help="create the repo private (ignored if it exists)"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the planned operations, change nothing"
+    )
+    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.set_defaults(func=_push)
 
 
 def _roles(args: argparse.Namespace) -> int:
@@ -411,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("config", help="print every config field with its default and help")
     p.set_defaults(func=lambda a: print(describe()) or 0)
 
+    _add_push(sub)
     for module in _plugins():
         module.add_parser(sub)
     for command in sub.choices.values():
@@ -426,10 +309,9 @@ def _plugins() -> list:
     for name in (
         "pipeline.synth",
         "pipeline.demo",
-        "pipeline.evaluate",
-        "pipeline.publish",  # push
+        "pipeline.evaluate.command",  # evaluate
         "pipeline.jobs",  # job, submit
-        "pipeline.rank",  # features, train
+        "pipeline.rank.command",  # features, train
     ):
         try:
             mods.append(importlib.import_module(name))

@@ -1,78 +1,34 @@
 """``python -m pipeline demo``: the whole pipeline on the bundled demo corpus.
 
-The demo corpus is built deterministically: synthetic unarXive records (one
-generated world, its last file converted to the 2024 layout, with a few malformed
-lines to show rejects) plus the real records shipped as package data in
-``pipeline/demo_data`` (49 papers in the 2022 layout, one in the 2024 layout, with
-their licences; the tests read them as ``tests/fixtures/...``, links to that folder).
-Every stage then runs into ``<out>/`` and the baselines are evaluated.
+The corpus (:mod:`pipeline.demo_corpus`) is built in ``<out>/corpus``, then every stage
+runs into ``<out>/`` and the baselines are evaluated (:func:`pipeline.api.demo`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.resources
-import logging
-import os
-import shutil
-from importlib.resources.abc import Traversable
 from pathlib import Path
 
-log = logging.getLogger("pipeline")
+from pipeline import api
+from pipeline.demo_corpus import REAL_FILES, build_corpus, demo_data
 
-
-def demo_data() -> Traversable:
-    """``pipeline/demo_data``: the real samples, package data (works from a wheel too)."""
-    return importlib.resources.files("pipeline") / "demo_data"
-
-
-REAL_FILES = (
-    "unarxive-2022-sample/arXiv_src_2212_086.jsonl.gz",
-    "unarxive-2024-preview/preview.jsonl",
-)
-
-
-def build_corpus(
-    corpus: Path, papers: int, fixtures: Traversable | Path | None = None
-) -> list[Path]:
-    """Write the demo corpus into ``corpus`` (idempotent: same bytes every time)."""
-    from pipeline.layout import convert_file
-    from pipeline.synth import generate
-
-    corpus.mkdir(parents=True, exist_ok=True)
-    # One synthetic world (so citations between its papers hold), four files; the last
-    # file is served in the 2024 layout, converted by the documented grouping rule.
-    paths = generate(corpus, papers=papers, layout="2022", seed=0, small=True, malformed=6, files=4)
-    last = paths.pop()
-    converted = last.with_name(last.name.replace("synth_2022", "synth_2024"))
-    if not converted.exists():
-        convert_file(last, converted)
-    last.unlink()
-    paths.append(converted)
-    fixtures = demo_data() if fixtures is None else fixtures
-    for rel in REAL_FILES:
-        src = fixtures.joinpath(*rel.split("/"))
-        if not src.is_file():
-            raise FileNotFoundError(f"demo: real sample {src} is missing")
-        dst = corpus / f"real_{src.name}"
-        with importlib.resources.as_file(src) as local:
-            shutil.copyfile(local, dst)
-        paths.append(dst)
-    return paths
+__all__ = ["REAL_FILES", "add_parser", "build_corpus", "demo_data", "main"]
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipeline.cli import main as cli_main
+    """The ``demo`` command: :func:`pipeline.api.demo`, then print the evaluation report."""
+    from pipeline.evaluate.report import render_report
 
-    corpus = args.out / "corpus"
-    files = build_corpus(corpus, args.papers, args.fixtures)
-    log.info("demo: corpus of %d files in %s", len(files), corpus)
-    run = ["run", "--input", str(corpus), "--out", str(args.out), "--workers", str(args.workers)]
-    if args.config:
-        run += ["--config", str(args.config)]
-    run += ["-v"] if getattr(args, "verbose", False) else []
-    run += ["-q"] if getattr(args, "quiet", False) else []
-    return cli_main(run)
+    result = api.demo(
+        args.out,
+        papers=args.papers,
+        fixtures=args.fixtures,
+        workers=args.workers,
+        config=args.config,
+    )
+    if result.evaluation is not None:
+        print(render_report(result.evaluation.results))
+    return 0
 
 
 def positive_int(value: str) -> int:
@@ -99,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="folder holding the real samples (default: the package's demo_data)",
     )
     p.add_argument(
-        "--workers", type=positive_int, default=os.cpu_count() or 1, help="worker processes"
+        "--workers", type=positive_int, default=api.default_workers(), help="worker processes"
     )
     p.add_argument("--config", type=Path, default=None, help="TOML config file")
     p.set_defaults(func=main)

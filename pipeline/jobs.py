@@ -42,9 +42,11 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from pipeline import __version__
+from pipeline import __version__, api
 from pipeline.errors import require_token
-from pipeline.publish import ENDPOINT_HELP, api, push_release
+from pipeline.evaluate.report import render_report
+from pipeline.files import write_json
+from pipeline.publish import ENDPOINT_HELP, hub_api
 from pipeline.sources import InputError
 
 log = logging.getLogger("pipeline")
@@ -147,19 +149,11 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
 
 
 # --------------------------------------------------------------------- job (what a Job runs)
-def _cli(argv: list[str]) -> None:
-    from pipeline.cli import main
-
-    rc = main(argv)
-    if rc != 0:
-        raise RuntimeError(f"`python -m pipeline {' '.join(argv)}` exited with {rc}")
-
-
 def run_step(
     step: str,
     input_spec: str,
     out: Path,
-    config: Path | None = None,
+    config: api.ConfigLike = None,
     repo_id: str | None = None,
     tag: str | None = None,
     private: bool = False,
@@ -179,9 +173,7 @@ def run_step(
     Raises:
         TimeoutError: ``finish`` waited ``wait`` seconds and files are still missing.
     """
-    from pipeline.config import load_config
-
-    cfg = load_config(config)
+    cfg = api.config_of(config)
     identity = run_identity(input_spec, cfg)
     last = unchanged_since_release(out, identity)
     if last is not None:
@@ -193,11 +185,9 @@ def run_step(
             f" (tag {last['tag']})" if last.get("tag") else "",
         )
         return {"step": step, "skipped": True, "published": last}
-    common = ["--out", str(out)] + (["--config", str(config)] if config else [])
-    common += ["--workers", str(workers)] if workers else []
     if step == "shard":
         i, n = shard or (0, 1)
-        _cli(["extract", "--input", input_spec, "--shard", f"{i}/{n}", *common])
+        api.extract(input_spec, out, config=cfg, workers=workers, shard_of=(i, n))
         return {"step": step, "skipped": False, "shard": [i, n]}
     if step == "finish":
         deadline = time.monotonic() + wait
@@ -211,14 +201,12 @@ def run_step(
                 "job: waiting for the extract of %d file(s), e.g. %s", len(missing), missing[0]
             )
             time.sleep(poll)
-        _cli(["run", *common])
-    else:
-        _cli(["run", "--input", input_spec, *common])
+    result = api.run(input_spec if step != "finish" else None, out, config=cfg, workers=workers)
+    if result.evaluation is not None:
+        print(render_report(result.evaluation.results))
     if repo_id is None:
         raise InputError(f"job --step {step}: missing --repo-id")
-    done = push_release(out / "release", repo_id, tag, private, endpoint)
-    from pipeline.runner import write_json
-
+    done = api.push(result.release, repo_id, tag=tag, private=private, endpoint=endpoint).done
     write_json(out / PUBLISHED, {**identity, **done})
     return {"step": step, "skipped": False, "published": done}
 
@@ -445,7 +433,7 @@ def submit(args: argparse.Namespace, namespace: str) -> dict[str, Any]:
     token = require_token("submit")
     if args.config is not None:
         load_config(args.config)  # a bad value fails here, not in the Job an hour later
-    hf = api(args.endpoint)
+    hf = hub_api(args.endpoint)
     bucket = args.bucket or f"{namespace}/{DEFAULT_BUCKET_NAME}"
     hf.create_bucket(bucket, private=True, exist_ok=True)
     code_repo = args.code_repo or f"{namespace}/{DEFAULT_CODE_NAME}"
@@ -535,7 +523,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 0
     require_token("submit")
     if namespace is None:
-        namespace = api(args.endpoint).whoami()["name"]
+        namespace = hub_api(args.endpoint).whoami()["name"]
     print(json.dumps({"submitted": submit(args, namespace)}, indent=2))
     return 0
 

@@ -1,4 +1,5 @@
-"""Publish a release on the Hugging Face Hub: ``push`` (and what it verifies first).
+"""Publish a release on the Hugging Face Hub: what ``push`` (:func:`pipeline.api.push`) does
+and what it verifies first.
 
 ``push`` creates the dataset repo if needed and uploads the release folder in **one**
 commit (``HfApi.create_commit`` with a ``CommitOperationAdd`` per file), then tags
@@ -12,13 +13,11 @@ token is never printed, logged or written.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pipeline.errors import require_token
 from pipeline.runner import sha256_file
 
 REPO_TYPE = "dataset"
@@ -85,7 +84,7 @@ def release_files(release: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def api(endpoint: str | None = None) -> Any:
+def hub_api(endpoint: str | None = None) -> Any:
     """An ``HfApi`` on ``endpoint`` (default: ``$HF_ENDPOINT``, else huggingface.co)."""
     from huggingface_hub import HfApi
 
@@ -129,7 +128,7 @@ def push_release(
     from huggingface_hub import CommitOperationAdd
 
     plan = push_plan(release, repo_id, tag, private)
-    hf = api(endpoint)
+    hf = hub_api(endpoint)
     # private=None (not False) keeps the namespace's default visibility for new repos
     hf.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
     ops = [
@@ -154,40 +153,3 @@ def push_release(
         "tag": tag,
         "files": len(ops),
     }
-
-
-def cmd_push(args: argparse.Namespace) -> int:
-    if not args.dry_run:
-        require_token("push")
-    plan = push_plan(args.release, args.repo_id, args.tag, args.private)
-    if args.dry_run:
-        print(json.dumps({"dry_run": True, **plan}, indent=2))
-        return 0
-    done = push_release(args.release, args.repo_id, args.tag, args.private, args.endpoint)
-    print(json.dumps(done, indent=2))
-    return 0
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``push``."""
-    p = sub.add_parser(
-        "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
-    )
-    p.add_argument(
-        "--repo-id", required=True, help="OWNER/NAME of the dataset repo (created if missing)"
-    )
-    p.add_argument(
-        "--release",
-        type=Path,
-        default=Path("work/release"),
-        help="release folder (default: work/release)",
-    )
-    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
-    p.add_argument(
-        "--private", action="store_true", help="create the repo private (ignored if it exists)"
-    )
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the planned operations, change nothing"
-    )
-    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
-    p.set_defaults(func=cmd_push)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.cli import main
+from pipeline import api
 
 
 def test_same_named_files_in_two_folders_keep_one_copy(
@@ -18,17 +18,8 @@ def test_same_named_files_in_two_folders_keep_one_copy(
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "part.jsonl").write_bytes(body)
     out = tmp_path / "out"
-    args = [
-        "extract",
-        "--input",
-        str(tmp_path / "a"),
-        "--input",
-        str(tmp_path / "b"),
-        "--out",
-        str(out),
-    ]
-    assert main([*args, "--workers", "1"]) == 0
-    assert main(["works", "--out", str(out)]) == 0
+    api.extract([tmp_path / "a", tmp_path / "b"], out, workers=1)
+    api.reduce("works", out)
     counts = json.loads((out / "works" / "_SUCCESS.json").read_text())["counts"]
     assert counts["papers"] == 4
     assert counts["duplicate_papers_dropped"] == 4

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.cli import main
+from pipeline import api
 from pipeline.layout import to_2024_layout
 
 
 def _extract(path: Path, out: Path) -> dict[str, pl.DataFrame]:
-    assert main(["extract", "--input", str(path), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(path, out, workers=1)
     return {
         t: pl.read_parquet(sorted((out / "extract" / t).glob("*.parquet"))).drop("source_file")
         for t in ("papers", "references", "mentions")

@@ -29,9 +29,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline import api
 from pipeline import schema as S
 from pipeline.layout import to_2024_layout
-from tests.test_works import run_cli, run_stages
+from tests.test_works import run_stages
 
 STAGES = ("works", "surveys", "labels")
 KEY = [S.SURVEY_ID, S.WORK_ID]
@@ -45,8 +46,7 @@ ALL_AS_SURVEYS = (
 
 
 def _labels(source: Path, out: Path, config: Path | None = None) -> pl.DataFrame:
-    extra = ["--config", str(config)] if config else []
-    run_cli("extract", "--input", str(source), "--out", str(out), "--workers", "1", *extra)
+    api.extract(source, out, config=config, workers=1)
     run_stages(out, *STAGES, config=config)
     return pl.read_parquet(out / "labels" / "labels.parquet")
 

@@ -12,6 +12,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline import api
 from pipeline import schema as S
 from pipeline import visible as V
 from pipeline.config import Config, load_config
@@ -560,10 +561,8 @@ def synthetic_corpus(root: Path) -> Path:
 
 
 def run_pipeline(corpus: Path, out: Path) -> None:
-    """``python -m pipeline run`` in-process, one worker."""
-    from pipeline.cli import main
-
-    assert main(["run", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    """Every stage and the baselines' evaluation (:func:`pipeline.api.run`), one worker."""
+    api.run(corpus, out, workers=1)
 
 
 def synthetic_release_dir(factory: pytest.TempPathFactory) -> Path:

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipeline import api
 from pipeline import card as CARD
 from pipeline import schema as S
-from pipeline.cli import main
 from pipeline.stages import release as R
 from pipeline.stages import split as SP
 from tests.conftest import SAMPLE_2022, SURVEY_ID
@@ -354,9 +354,7 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
 # --------------------------------------------------------------------- the real 2022 sample
 def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert (
-        main(["run", "--input", str(SAMPLE_2022.parent), "--out", str(out), "--workers", "1"]) == 0
-    )
+    api.run(SAMPLE_2022.parent, out, workers=1)
     split = pl.read_parquet(out / "split" / "split_surveys.parquet")
     assert split.row(0, named=True) | {S.FIRST_VERSION_DATE: None, S.SURVEY_DATE: None} == {
         S.SURVEY_ID: SURVEY_ID, S.SPLIT: "train", S.PRIMARY_CATEGORY: "cs.SE", S.FIRST_VERSION_DATE: None,

@@ -327,11 +327,12 @@ def test_roles_command_stdin() -> None:
 
 
 def test_roles_command_from_out(tmp_path, capsys) -> None:
+    from pipeline import api
     from pipeline.cli import main
     from tests.conftest import SAMPLE_2022
 
     out = tmp_path / "w"
-    assert main(["extract", "--input", str(SAMPLE_2022), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(SAMPLE_2022, out, workers=1)
     capsys.readouterr()
     cfg = tmp_path / "c.toml"
     cfg.write_text('[roles]\noverrides = {"^advantages and disadvantages$" = "discussion"}\n')

@@ -14,12 +14,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline import api
 from pipeline import schema as S
 from pipeline.config import RolesConfig
 from pipeline.roles import section_roles
 from pipeline.stages.extract import Occurrence, structure
 from tests.conftest import FIXTURES, PREVIEW_2024, SAMPLE_2022
-from tests.test_works import run_cli
 
 HEADINGS = FIXTURES / "real_headings.tsv"
 
@@ -27,10 +27,7 @@ HEADINGS = FIXTURES / "real_headings.tsv"
 @pytest.fixture(scope="module")
 def real_sections(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
     out = tmp_path_factory.mktemp("structure")
-    run_cli(
-        "extract", "--input", str(SAMPLE_2022), "--input", str(PREVIEW_2024),
-        "--out", str(out), "--workers", "1",
-    )  # fmt: skip
+    api.extract([SAMPLE_2022, PREVIEW_2024], out, workers=1)
     sections = pl.read_parquet(sorted((out / "extract" / "sections").glob("*.parquet")))
     roles = section_roles(sections.lazy(), RolesConfig()).collect()
     return sections.join(roles, on=[S.PAPER_ID, S.SECTION_INDEX]).sort(S.PAPER_ID, S.SECTION_INDEX)

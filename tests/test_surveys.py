@@ -11,12 +11,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline import api
 from pipeline import schema as S
 from pipeline.config import SurveysConfig
 from pipeline.runner import MARKERS, SUCCESS
 from pipeline.survey_rules import prefilter_pattern, survey_reason
 from tests.conftest import FIXTURES, SURVEY_ID
-from tests.test_works import counts, extract_sample, run_cli, run_stages
+from tests.test_works import counts, extract_sample, run_stages
 
 TITLES = FIXTURES / "survey_titles.tsv"
 # Title + abstract of CS papers. The abstracts are paraphrased from memory of the cited
@@ -272,7 +273,7 @@ def test_rule_change_reruns_surveys_and_later_only(
     config = tmp_path / "c.toml"
     config.write_text("[surveys]\nmin_resolved_refs = 25\n")
     extract_sample(out, source)
-    run_cli("works", "--out", str(out), "--config", str(config))
+    api.reduce("works", out, config=config)
     run_stages(out, "surveys", "labels", config=config)
     second = _mtimes(out)
     assert second["extract"] == first["extract"] and second["works"] == first["works"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import synth
+from pipeline import api, synth
 from pipeline.layout import convert_file, group_sections, to_2024_layout
 from pipeline.synth import generate
 
@@ -248,7 +248,6 @@ def test_real_section_structures(tmp_path: Path) -> None:
     """Sections that open with a subsection, paragraph-level headings, lettered
     appendices and protocol sections occur, and extract recovers the structure."""
     from pipeline import schema as S
-    from tests.test_works import run_cli
 
     records = _records(generate(tmp_path / "g", 60, seed=5, survey_share=0.3))
 
@@ -275,7 +274,7 @@ def test_real_section_structures(tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()
     (src / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    run_cli("extract", "--input", str(src), "--out", str(tmp_path / "o"), "--workers", "1")
+    api.extract(src, tmp_path / "o", workers=1)
     import polars as pl
 
     sec = pl.read_parquet(sorted((tmp_path / "o" / "extract" / "sections").glob("*.parquet")))

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline import api
 from pipeline import schema as S
-from pipeline.cli import main
 from pipeline.config import Config
 from pipeline.runner import MARKERS, file_record
 from pipeline.stages.works import arxiv_month_expr, connected_components
@@ -22,18 +22,13 @@ from tests.conftest import SAMPLE_2022, SURVEY_ID
 
 
 # --------------------------------------------------------------------- helpers (shared)
-def run_cli(*args: str) -> None:
-    """Run one CLI command in-process and require success."""
-    assert main(list(args)) == 0, args
-
-
 def run_stages(out: Path, *names: str, config: Path | None = None) -> None:
     for name in names:
-        run_cli(name, "--out", str(out), *(["--config", str(config)] if config else []))
+        api.reduce(name, out, config=config)
 
 
 def extract_sample(out: Path, source: Path = SAMPLE_2022) -> None:
-    run_cli("extract", "--input", str(source), "--out", str(out), "--workers", "1")
+    api.extract(source, out, workers=1)
 
 
 def counts(out: Path, stage: str) -> dict[str, Any]:
@@ -297,7 +292,7 @@ def test_real_sample(tmp_path: Path) -> None:
         assert aliases.to_list() == sorted(aliases) and wid == min(aliases)
     # deterministic: a forced rerun writes the same bytes
     before = {t: (out / "works" / f"{t}.parquet").read_bytes() for t in ("works", "cites")}
-    run_cli("works", "--out", str(out), "--force")
+    api.reduce("works", out, force=True)
     for t, data in before.items():
         assert (out / "works" / f"{t}.parquet").read_bytes() == data
 

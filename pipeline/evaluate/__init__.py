@@ -1,10 +1,10 @@
-"""Evaluation stage: metrics, baselines, bootstrap statistics and the ``evaluate`` command.
+"""Evaluation stage: metrics, baselines and bootstrap statistics (the ``evaluate`` command
+is :mod:`pipeline.evaluate.command`, over :func:`pipeline.api.evaluate`).
 
 Public API:
 
 * :func:`evaluate` - evaluate baselines and runs on an eval set, write
   ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``.
-* :func:`add_parser` / :func:`main` - the ``evaluate`` subcommand.
 * :func:`per_survey_metrics`, :func:`metric_registry` - the metric registry and
   its vectorised computation.
 * :class:`RunError`, :class:`RunWarning`, :func:`read_run`, :func:`load_run`,
@@ -19,7 +19,6 @@ ordered among themselves the same way. trec_eval orders ties by docid
 descending, so agreement with pytrec_eval holds for runs without ties.
 """
 
-from pipeline.evaluate.command import add_parser, main
 from pipeline.evaluate.evalset import EvalSetError, load_eval_set, resolve_eval_file
 from pipeline.evaluate.evaluation import evaluate
 from pipeline.evaluate.metrics import (
@@ -44,11 +43,9 @@ __all__ = [
     "RunError",
     "RunWarning",
     "UnknownMetricError",
-    "add_parser",
     "evaluate",
     "load_eval_set",
     "load_run",
-    "main",
     "metric_aliases",
     "metric_registry",
     "missing_surveys",

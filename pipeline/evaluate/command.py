@@ -1,4 +1,4 @@
-"""The ``evaluate`` subcommand: argument parsing and the entry point."""
+"""The ``evaluate`` subcommand: argument parsing over :func:`pipeline.api.evaluate`."""
 
 from __future__ import annotations
 
@@ -6,15 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from pipeline.config import EvaluateConfig, load_config
-from pipeline.evaluate.evalset import is_hub_spec
-from pipeline.evaluate.evaluation import (
-    EVAL_DIR,
-    PER_SURVEY_FILE,
-    REPORT_FILE,
-    RESULTS_FILE,
-    evaluate,
-)
+from pipeline import api
+from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
 
@@ -111,52 +104,30 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _learned_options(args: argparse.Namespace) -> dict:
-    from pipeline.config import TrainConfig
-
-    return {
-        "model_files": args.model_file,
-        "mode": args.mode,
-        "learned": not args.no_learned,
-        "train_config": load_config(args.config).train if args.config else TrainConfig(),
-    }
-
-
-def default_out(spec: str | Path) -> Path:
-    """Where ``evaluate`` writes without ``--out``: next to the eval file.
-
-    The folder holding the eval file; for a release folder (it has ``eval_metadata.json``)
-    the work directory holding it, as ``run`` does, so results never mix with the files a
-    ``push`` publishes; for a Hub dataset, the current directory.
-    """
-    if is_hub_spec(spec):
-        return Path(".")
-    path = Path(spec)
-    folder = path if path.is_dir() else path.parent
-    return folder.parent if (folder / "eval_metadata.json").is_file() else folder
-
-
 def main(args: argparse.Namespace) -> int:
-    """Run the evaluation for parsed arguments, print the report and say where it is.
+    """Run the evaluation for parsed arguments (:func:`pipeline.api.evaluate`), print the
+    report and say where it is.
 
     Bad input raises (``ValueError``, ``FileNotFoundError``): ``python -m pipeline``
     turns it into one line and exit code 2.
     """
-    config = load_config(args.config).evaluate if args.config else EvaluateConfig()
-    out = args.out if args.out is not None else default_out(args.eval_file)
-    evaluate(
+    result = api.evaluate(
         args.eval_file,
+        out=args.out,
         runs=args.run,
-        baselines_only=args.baselines_only or not args.run,
-        out_dir=out,
-        config=config,
+        model_files=args.model_file,
+        config=args.config,
         lenient=args.lenient,
         require_complete=args.require_complete,
-        **_learned_options(args),
+        mode=args.mode,
+        learned=not args.no_learned,
     )
-    target = Path(out) / EVAL_DIR
-    print((target / REPORT_FILE).read_text(encoding="utf-8"), end="")
+    print(result.report, end="")
     log.info(
-        "evaluate: wrote %s, %s and %s in %s", RESULTS_FILE, PER_SURVEY_FILE, REPORT_FILE, target
+        "evaluate: wrote %s, %s and %s in %s",
+        result.results_file.name,
+        result.per_survey_file.name,
+        result.report_file.name,
+        result.out,
     )
     return 0

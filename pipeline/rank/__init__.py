@@ -6,10 +6,9 @@ Public API:
 * :func:`write_features` - the ``features`` command.
 * :func:`train_release`, :func:`train_from_release`, :func:`load_model`, :func:`score` -
   the ``train`` command and scoring with a model file.
-* :func:`add_parser` - registers ``features`` and ``train`` on the CLI.
+* :mod:`pipeline.rank.command` - the ``features`` and ``train`` commands.
 """
 
-from pipeline.rank.command import add_parser
 from pipeline.rank.features import FEATURES, FeatureError, compute_features
 from pipeline.rank.model import ModelError, load_model, score
 from pipeline.rank.release import train_from_release, train_release, write_features
@@ -18,7 +17,6 @@ __all__ = [
     "FEATURES",
     "FeatureError",
     "ModelError",
-    "add_parser",
     "compute_features",
     "load_model",
     "score",

@@ -1,4 +1,5 @@
-"""The ``features`` and ``train`` subcommands: argument parsing over :mod:`pipeline.rank`."""
+"""The ``features`` and ``train`` subcommands: argument parsing over :mod:`pipeline.rank`
+and :func:`pipeline.api.train`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from pipeline.config import ConfigError, TrainConfig, load_config
+from pipeline import api
+from pipeline.config import ConfigError
 from pipeline.rank.features import FEATURE_SETS, FULL_SET, FeatureError
 from pipeline.rank.release import FEATURES_JSON, MODEL_NAME
 
@@ -59,15 +61,14 @@ def _features(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from pipeline.rank.release import train_release
-
     try:
-        config = load_config(args.config).train if args.config else TrainConfig()
-        path = train_release(args.release, args.out, args.feature_set, config, args.name)
+        result = api.train(
+            args.release, args.out, feature_set=args.feature_set, config=args.config, name=args.name
+        )
     except (FeatureError, FileNotFoundError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    path, meta = result.model, result.metadata
     print(
         json.dumps(
             {

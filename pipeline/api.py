@@ -1,0 +1,608 @@
+"""The pipeline as Python calls: what ``python -m pipeline`` runs, typed.
+
+Every command of the CLI (:mod:`pipeline.cli`) is argument parsing, one call here and
+printing; the Hugging Face Jobs entry point (:mod:`pipeline.jobs`), the demo and the
+tests call these functions too, never the CLI with argv strings::
+
+    from pipeline import api
+
+    api.run(["corpus/"], "work", config="my.toml", workers=4)
+    api.status("work").rows()
+    api.evaluate("work/release").results["main_metrics"]
+
+A ``config`` argument is a :class:`~pipeline.config.Config`, the path of a TOML file,
+or None (the defaults). Failures raise the exceptions :mod:`pipeline.errors` turns
+into one line on the CLI (``InputError``, ``ConfigError``, ``RuntimeError``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Config, load_config
+from pipeline.runner import (
+    DEFAULT_MAX_FAILED,
+    check_failures,
+    clean_stale_temps,
+    failed_inputs,
+    run_map,
+    run_reduce,
+    stage_key,
+)
+from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.stages import GRAPH
+from pipeline.stages.extract import summarize
+from pipeline.workdir import WorkDir
+
+log = logging.getLogger("pipeline")
+
+ConfigLike = Config | str | os.PathLike[str] | None
+PathLike = str | os.PathLike[str]
+
+
+def config_of(config: ConfigLike) -> Config:
+    """A :class:`Config` from a Config, a TOML path or None (the defaults).
+
+    Raises:
+        ConfigError: the file is missing, not TOML, or holds a bad value.
+    """
+    return config if isinstance(config, Config) else load_config(config)
+
+
+def default_workers() -> int:
+    """The CPU count: the default number of worker processes."""
+    return os.cpu_count() or 1
+
+
+def _specs(inputs: PathLike | Sequence[PathLike] | None) -> list[str]:
+    if inputs is None:
+        return []
+    if isinstance(inputs, (str, os.PathLike)):
+        return [os.fspath(inputs)]
+    return [os.fspath(x) for x in inputs]
+
+
+def _workers(workers: int | None) -> int:
+    if workers is None:
+        return default_workers()
+    if workers < 1:
+        raise InputError(f"workers: need a whole number >= 1; got {workers!r}")
+    return workers
+
+
+# --------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class ExtractResult:
+    """What :func:`extract` did.
+
+    Attributes:
+        out: the work directory.
+        files: finished input files in it (every shard's).
+        papers: papers written, summed over those files.
+        rejects: records rejected, summed over those files.
+        duplicate_papers: papers found in more than one file (one copy is kept).
+        failed_files: input files that could not be read to their end.
+        totals: every total of ``extract/_summary.json``.
+    """
+
+    out: Path
+    files: int
+    papers: int
+    rejects: int
+    duplicate_papers: int
+    failed_files: list[dict[str, Any]]
+    totals: dict[str, Any] = field(repr=False)
+
+    @property
+    def outputs(self) -> Path:
+        """The extract stage's folder."""
+        return WorkDir(self.out).stage_dir("extract")
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What :func:`reduce` did for one stage.
+
+    Attributes:
+        stage: its name.
+        outputs: its folder in the work directory.
+        manifest: the ``_SUCCESS.json`` it wrote; None when it was done already (skipped).
+    """
+
+    stage: str
+    outputs: Path
+    manifest: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def skipped(self) -> bool:
+        """Whether the stage was already done with this config and upstream (not rerun)."""
+        return self.manifest is None
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What :func:`evaluate` wrote.
+
+    Attributes:
+        out: the folder holding the results (``<out>/eval``).
+        results: the content of ``eval_results.json``.
+    """
+
+    out: Path
+    results: dict[str, Any] = field(repr=False)
+
+    @property
+    def results_file(self) -> Path:
+        """``eval_results.json``."""
+        from pipeline.evaluate.evaluation import RESULTS_FILE
+
+        return self.out / RESULTS_FILE
+
+    @property
+    def per_survey_file(self) -> Path:
+        """``per_survey.parquet``."""
+        from pipeline.evaluate.evaluation import PER_SURVEY_FILE
+
+        return self.out / PER_SURVEY_FILE
+
+    @property
+    def report_file(self) -> Path:
+        """``report.md``."""
+        from pipeline.evaluate.evaluation import REPORT_FILE
+
+        return self.out / REPORT_FILE
+
+    @property
+    def report(self) -> str:
+        """The text of ``report.md``."""
+        return self.report_file.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What :func:`run` did.
+
+    Attributes:
+        out: the work directory.
+        extract: the extract step; None when ``run`` had no input and used the
+            extract outputs already in ``out``.
+        stages: every reduce stage, in run order.
+        evaluation: the baselines' evaluation of the release; None when the release has
+            no eval surveys (or evaluation was not asked for).
+    """
+
+    out: Path
+    extract: ExtractResult | None
+    stages: tuple[StageResult, ...]
+    evaluation: EvalResult | None
+
+    @property
+    def release(self) -> Path:
+        """The release folder."""
+        return WorkDir(self.out).stage_dir("release")
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """Per stage, in pipeline order, whether it is done for a config, with its counts.
+
+    Attributes:
+        out: the work directory.
+        stages: ``{stage: entry}``; a map stage's entry has ``files_done``, ``current``,
+            ``files_failed`` and the totals of its counts; a reduce stage's has ``done``
+            and (when it ever finished) ``counts``.
+        has_work: whether ``out`` holds any stage's outputs.
+    """
+
+    out: Path
+    stages: dict[str, dict[str, Any]]
+    has_work: bool
+
+    def state(self, name: str) -> str:
+        """``done``, ``partial`` (map), ``outdated`` (reduce) or ``not run``."""
+        entry = self.stages[name]
+        if "files_done" in entry:
+            if entry["current"]:
+                return "done"
+            return "partial" if entry["files_done"] or entry["files_failed"] else "not run"
+        if entry["done"]:
+            return "done"
+        return "outdated" if entry.get("counts") is not None else "not run"
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """``(stage, state, counts)`` per stage, in pipeline order, for a table."""
+        rows = []
+        for name, entry in self.stages.items():
+            if "files_done" in entry:
+                detail = f"{entry['files_done']} file(s) done, {len(entry['files_failed'])} failed"
+                if "papers_written" in entry:
+                    detail += f", {entry['papers_written']:,} papers"
+            else:
+                counts = entry.get("counts") or {}
+                detail = ", ".join(f"{k} {v:,}" for k, v in counts.items() if isinstance(v, int))
+                detail = detail[:90]
+            rows.append((name, self.state(name), detail))
+        return rows
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` wrote.
+
+    Attributes:
+        model: the LightGBM text model (``<out>/<name>.txt``).
+        metadata: its ``.json`` beside it (feature set, version, training facts).
+    """
+
+    model: Path
+    metadata: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """What :func:`push` did (or, with ``dry_run``, would do).
+
+    Attributes:
+        repo_id: the dataset repo.
+        plan: the repo, the one commit with its files and the tag, as data.
+        done: ``{"repo_id", "commit", "commit_url", "tag", "files"}``; None for a dry run.
+    """
+
+    repo_id: str
+    plan: dict[str, Any] = field(repr=False)
+    done: dict[str, Any] | None = None
+
+
+# --------------------------------------------------------------------- stages
+def extract(
+    inputs: PathLike | Sequence[PathLike],
+    out: PathLike,
+    *,
+    config: ConfigLike = None,
+    workers: int | None = None,
+    shard_of: tuple[int, int] = (0, 1),
+    force: bool = False,
+    verify: bool = False,
+    prune: bool = False,
+    max_failed_files: str = DEFAULT_MAX_FAILED,
+) -> ExtractResult:
+    """Run the extract stage over the input files (or shard ``shard_of = (I, N)`` of them).
+
+    Args:
+        inputs: files, directories, globs or ``hf://datasets/...`` specs.
+        out: the work directory.
+        config: a Config, a TOML path or None.
+        workers: worker processes (default: the CPU count).
+        shard_of: take ``sorted(files)[I::N]``; every shard records the whole input list.
+        force: redo files whose markers match.
+        verify: also compare finished files with the sha256 their markers record.
+        prune: delete finished outputs (and other shards' records) of another input list
+            instead of refusing.
+        max_failed_files: input files that may fail to read: a count or a share (``"1%"``).
+
+    Raises:
+        InputError: no input, an input list that differs from the one in ``out``, or
+            finished outputs of files that are not inputs (without ``prune``).
+        RuntimeError: more files failed than ``max_failed_files`` allows.
+    """
+    cfg, specs, workers, out = config_of(config), _specs(inputs), _workers(workers), Path(out)
+    if not specs:
+        raise InputError("extract needs --input")
+    every = resolve_inputs(specs)
+    files = shard(every, *shard_of)
+    work = WorkDir(out)
+    # every shard records the whole input list under its own name: later stages check that
+    # all shards agree on it and wait until every file of it is done
+    work.record_shard_inputs("extract", shard_of, specs, every, prune)
+    work.check_foreign_outputs(GRAPH["extract"], every, prune)
+    clean_stale_temps(work.stage_dir("extract"))
+    run_map(GRAPH["extract"], files, out, cfg, workers, force, verify)
+    totals = summarize(out)
+    result = ExtractResult(
+        out=out,
+        files=totals["files"],
+        papers=totals.get("papers_written", 0),
+        rejects=totals.get("rejects_total", 0),
+        duplicate_papers=totals.get("duplicate_papers_across_files", 0),
+        failed_files=totals["failed_files"],
+        totals=totals,
+    )
+    log.info(
+        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
+        "%s failed files; outputs in %s",
+        result.files,
+        result.papers,
+        result.rejects,
+        result.duplicate_papers,
+        len(result.failed_files),
+        result.outputs,
+    )
+    keys = {f.key for f in every}
+    failed = [f for f in failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
+    check_failures(failed, len(every), max_failed_files, "extract")
+    return result
+
+
+def reduce(
+    stage: str,
+    out: PathLike,
+    *,
+    config: ConfigLike = None,
+    force: bool = False,
+    verify: bool = False,
+    max_failed_files: str = DEFAULT_MAX_FAILED,
+) -> StageResult:
+    """Run one reduce stage (``works``, ``surveys``, ... ``release``) unless it is done.
+
+    Args:
+        stage: the stage's name.
+        out: the work directory.
+        config: a Config, a TOML path or None.
+        force: rerun it even when its key matches.
+        verify: also compare its finished files with the sha256 ``_SUCCESS.json`` records.
+        max_failed_files: input files of extract that may have failed.
+
+    Raises:
+        InputError: ``stage`` is not a reduce stage.
+        RuntimeError: an upstream stage is not done (names it).
+    """
+    if stage not in GRAPH or GRAPH[stage].kind != "reduce":
+        names = [s.name for s in GRAPH.values() if s.kind == "reduce"]
+        raise InputError(f"{stage!r} is not a reduce stage; available: {', '.join(names)}")
+    cfg, out = config_of(config), Path(out)
+    manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
+    result = StageResult(stage, WorkDir(out).stage_dir(stage), manifest)
+    log.info("%s: outputs in %s", stage, result.outputs)
+    return result
+
+
+def run(
+    inputs: PathLike | Sequence[PathLike] | None,
+    out: PathLike,
+    *,
+    config: ConfigLike = None,
+    workers: int | None = None,
+    force: bool = False,
+    verify: bool = False,
+    prune: bool = False,
+    max_failed_files: str = DEFAULT_MAX_FAILED,
+    evaluate_release: bool = True,
+) -> RunResult:
+    """Every stage in order, then the baselines' evaluation of the release.
+
+    Extract is skipped when ``inputs`` is empty and ``out`` holds finished extract outputs
+    (shards run elsewhere). Arguments as for :func:`extract` and :func:`reduce`;
+    ``evaluate_release``: evaluate the baselines on the release into ``<out>/eval``.
+
+    Raises:
+        InputError: no input and no finished extract outputs in ``out``.
+    """
+    cfg, specs, out = config_of(config), _specs(inputs), Path(out)
+    extracted = None
+    if specs:
+        # checksums of the extract outputs now: the reduce stages would check them before
+        # reading them anyway, and here a damaged file can still be redone from its input
+        extracted = extract(
+            specs,
+            out,
+            config=cfg,
+            workers=workers,
+            force=force,
+            verify=True,
+            prune=prune,
+            max_failed_files=max_failed_files,
+        )
+    elif stage_key(out, "extract", cfg, GRAPH) is None:
+        raise InputError("run needs --input (no finished extract outputs in --out)")
+    clean_stale_temps(out)
+    done = []
+    for stage in GRAPH.values():
+        if stage.kind == "reduce":
+            manifest = run_reduce(stage, out, cfg, force, max_failed_files, verify, stages=GRAPH)
+            done.append(StageResult(stage.name, WorkDir(out).stage_dir(stage.name), manifest))
+    evaluation = _evaluate_release(out, cfg) if evaluate_release else None
+    log.info("run: every stage's outputs in %s; the release in %s", out, out / "release")
+    return RunResult(out, extracted, tuple(done), evaluation)
+
+
+def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
+    """Evaluate the baselines on a finished release (the last step of ``run``)."""
+    import polars as pl
+
+    from pipeline.evaluate.evaluation import EVAL_DIR
+    from pipeline.evaluate.evaluation import evaluate as evaluate_eval_set
+
+    work = WorkDir(out)
+    if not work.reduce_finished("release"):
+        return None
+    eval_file = work.eval_file()
+    if not eval_file.exists() or pl.scan_parquet(eval_file).select(pl.len()).collect().item() == 0:
+        log.warning(
+            "evaluate: the release has no eval surveys (none dated on/after %s); skipped",
+            cfg.split.eval_from,
+        )
+        return None
+    results = evaluate_eval_set(
+        eval_file, runs=(), baselines_only=True, out_dir=out, config=cfg.evaluate
+    )
+    log.info("evaluate: results in %s", out / EVAL_DIR)
+    return EvalResult(out / EVAL_DIR, results)
+
+
+def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
+    """Which stages and input files are done for ``config``, with their counts.
+
+    Raises:
+        InputError: ``out`` is not a directory.
+    """
+    cfg, out = config_of(config), Path(out)
+    if not out.is_dir():
+        raise InputError(f"--out {out}: no such work directory")
+    work = WorkDir(out)
+    return StatusReport(out, work.status(cfg, GRAPH), work.has_work(GRAPH))
+
+
+# --------------------------------------------------------------------- evaluation, training
+def evaluate(
+    eval_file: PathLike,
+    *,
+    out: PathLike | None = None,
+    runs: Sequence[PathLike] = (),
+    model_files: Sequence[PathLike] = (),
+    config: ConfigLike = None,
+    lenient: bool = False,
+    require_complete: bool = False,
+    mode: str = "rerank",
+    learned: bool = True,
+) -> EvalResult:
+    """Evaluate the baselines and the given runs and models on an eval set.
+
+    Args:
+        eval_file: eval Parquet, a release folder, or a Hub dataset (``owner/name``).
+        out: results go to ``<out>/eval/`` (default: next to the eval file, see
+            :func:`default_eval_out`).
+        runs: run files (TREC, CSV or Parquet); none: the baselines only.
+        model_files: models written by :func:`train`, each a system named by its stem.
+        config: its ``[evaluate]`` and ``[train]`` tables are used.
+        lenient: drop run rows whose ids are not in the eval set instead of failing.
+        require_complete: fail when a run has no row for some eval survey.
+        mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval`).
+        learned: also train and evaluate the learned baselines.
+
+    Raises:
+        RunError, EvalSetError, FileNotFoundError, ValueError: see
+            :func:`pipeline.evaluate.evaluation.evaluate`.
+    """
+    from pipeline.evaluate.evaluation import EVAL_DIR
+    from pipeline.evaluate.evaluation import evaluate as evaluate_eval_set
+
+    cfg = config_of(config)
+    target = Path(out) if out is not None else default_eval_out(eval_file)
+    results = evaluate_eval_set(
+        os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
+        runs=list(runs),
+        baselines_only=not runs,
+        out_dir=target,
+        config=cfg.evaluate,
+        lenient=lenient,
+        require_complete=require_complete,
+        model_files=list(model_files),
+        mode=mode,
+        learned=learned,
+        train_config=cfg.train,
+    )
+    return EvalResult(target / EVAL_DIR, results)
+
+
+def default_eval_out(spec: PathLike) -> Path:
+    """Where :func:`evaluate` writes without ``out``: next to the eval file.
+
+    The folder holding the eval file; for a release folder (it has ``eval_metadata.json``)
+    the work directory holding it, as ``run`` does, so results never mix with the files a
+    ``push`` publishes; for a Hub dataset, the current directory.
+    """
+    from pipeline.evaluate.evalset import is_hub_spec
+    from pipeline.release_files import METADATA_FILE
+
+    if is_hub_spec(os.fspath(spec)):
+        return Path(".")
+    path = Path(spec)
+    folder = path if path.is_dir() else path.parent
+    return folder.parent if (folder / METADATA_FILE).is_file() else folder
+
+
+def train(
+    release: PathLike,
+    out: PathLike,
+    *,
+    feature_set: str | None = None,
+    config: ConfigLike = None,
+    name: str | None = None,
+) -> TrainResult:
+    """Train a LightGBM lambdarank model on a release's train split.
+
+    Args:
+        release: the release folder.
+        out: writes ``<out>/<name>.txt`` and ``<out>/<name>.json``.
+        feature_set: features to train on (default: all; ``metadata``: no text feature).
+        config: its ``[train]`` table is used.
+        name: the model file stem (default ``lgbm``).
+
+    Raises:
+        FeatureError, FileNotFoundError: the release is not usable.
+    """
+    import json
+
+    from pipeline.rank.features import FULL_SET
+    from pipeline.rank.release import MODEL_NAME, train_release
+
+    cfg = config_of(config)
+    path = train_release(release, out, feature_set or FULL_SET, cfg.train, name or MODEL_NAME)
+    meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    return TrainResult(path, meta)
+
+
+# --------------------------------------------------------------------- publishing, demo
+def push(
+    release: PathLike,
+    repo_id: str,
+    *,
+    tag: str | None = None,
+    private: bool = False,
+    endpoint: str | None = None,
+    dry_run: bool = False,
+) -> PushResult:
+    """Upload a release folder to a Hub dataset repo in one commit, then tag it.
+
+    Args:
+        release: the release folder (checked against what the release stage recorded).
+        repo_id: ``OWNER/NAME``, created if missing.
+        tag: tag of the commit.
+        private: create the repo private (ignored if it exists).
+        endpoint: Hub endpoint (default: ``$HF_ENDPOINT``, else huggingface.co).
+        dry_run: plan only; needs no token and changes nothing.
+
+    Raises:
+        TokenError: no token (checked before any network call).
+        RuntimeError: a release file differs from its record.
+    """
+    from pipeline.errors import require_token
+    from pipeline.publish import push_plan, push_release
+
+    release = Path(release)
+    if dry_run:
+        return PushResult(repo_id, push_plan(release, repo_id, tag, private))
+    require_token("push")
+    plan = push_plan(release, repo_id, tag, private)
+    return PushResult(repo_id, plan, push_release(release, repo_id, tag, private, endpoint))
+
+
+def demo(
+    out: PathLike,
+    *,
+    papers: int = 1500,
+    fixtures: PathLike | None = None,
+    workers: int | None = None,
+    config: ConfigLike = None,
+) -> RunResult:
+    """Build the bundled demo corpus in ``<out>/corpus`` and :func:`run` every stage on it.
+
+    Args:
+        out: the work directory.
+        papers: synthetic papers (a quarter in the 2024 layout).
+        fixtures: folder holding the real samples (default: the package's ``demo_data``).
+        workers: worker processes (default: the CPU count).
+        config: a Config, a TOML path or None.
+    """
+    from pipeline.demo_corpus import build_corpus
+
+    out = Path(out)
+    corpus = out / "corpus"
+    files = build_corpus(corpus, papers, Path(fixtures) if fixtures is not None else None)
+    log.info("demo: corpus of %d files in %s", len(files), corpus)
+    return run([corpus], out, config=config, workers=workers)
