@@ -24,20 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import workdir as W
 from pipeline.config import Config, load_config
-from pipeline.runner import (
-    DEFAULT_MAX_FAILED,
-    check_failures,
-    clean_stale_temps,
-    failed_inputs,
-    run_map,
-    run_reduce,
-    stage_key,
-)
+from pipeline.runner import DEFAULT_MAX_FAILED, check_failures, run_map, run_reduce
 from pipeline.sources import InputError, resolve_inputs, shard
 from pipeline.stages import GRAPH
 from pipeline.stages.extract import summarize
-from pipeline.workdir import WorkDir
 
 log = logging.getLogger("pipeline")
 
@@ -101,7 +93,7 @@ class ExtractResult:
     @property
     def outputs(self) -> Path:
         """The extract stage's folder."""
-        return WorkDir(self.out).stage_dir("extract")
+        return W.stage_dir(self.out, "extract")
 
 
 @dataclass(frozen=True)
@@ -184,7 +176,7 @@ class RunResult:
     @property
     def release(self) -> Path:
         """The release folder."""
-        return WorkDir(self.out).stage_dir("release")
+        return W.release_dir(self.out)
 
 
 @dataclass(frozen=True)
@@ -295,12 +287,11 @@ def extract(
         raise InputError("extract needs --input")
     every = resolve_inputs(specs)
     files = shard(every, *shard_of)
-    work = WorkDir(out)
     # every shard records the whole input list under its own name: later stages check that
     # all shards agree on it and wait until every file of it is done
-    work.record_shard_inputs("extract", shard_of, specs, every, prune)
-    work.check_foreign_outputs(GRAPH["extract"], every, prune)
-    clean_stale_temps(work.stage_dir("extract"))
+    W.record_shard_inputs(out, "extract", shard_of, specs, every, prune)
+    W.check_foreign_outputs(out, GRAPH["extract"], every, prune)
+    W.clean_stale_temps(W.stage_dir(out, "extract"))
     run_map(GRAPH["extract"], files, out, cfg, workers, force, verify)
     totals = summarize(out)
     result = ExtractResult(
@@ -323,7 +314,7 @@ def extract(
         result.outputs,
     )
     keys = {f.key for f in every}
-    failed = [f for f in failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
+    failed = [f for f in W.failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
     check_failures(failed, len(every), max_failed_files, "extract")
     return result
 
@@ -356,7 +347,7 @@ def reduce(
         raise InputError(f"{stage!r} is not a reduce stage; available: {', '.join(names)}")
     cfg, out = config_of(config), Path(out)
     manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
-    result = StageResult(stage, WorkDir(out).stage_dir(stage), manifest)
+    result = StageResult(stage, W.stage_dir(out, stage), manifest)
     log.info("%s: outputs in %s", stage, result.outputs)
     return result
 
@@ -397,16 +388,16 @@ def run(
             prune=prune,
             max_failed_files=max_failed_files,
         )
-    elif stage_key(out, "extract", cfg, GRAPH) is None:
+    elif W.stage_key(out, "extract", cfg, GRAPH) is None:
         raise InputError("run needs --input (no finished extract outputs in --out)")
-    clean_stale_temps(out)
+    W.clean_stale_temps(out)
     done = []
     for stage in GRAPH.values():
         if stage.kind == "reduce":
             manifest = run_reduce(stage, out, cfg, force, max_failed_files, verify, stages=GRAPH)
-            done.append(StageResult(stage.name, WorkDir(out).stage_dir(stage.name), manifest))
+            done.append(StageResult(stage.name, W.stage_dir(out, stage.name), manifest))
     evaluation = _evaluate_release(out, cfg) if evaluate_release else None
-    log.info("run: every stage's outputs in %s; the release in %s", out, out / "release")
+    log.info("run: every stage's outputs in %s; the release in %s", out, W.release_dir(out))
     return RunResult(out, extracted, tuple(done), evaluation)
 
 
@@ -417,10 +408,9 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
     from pipeline.evaluate.evaluation import EVAL_DIR
     from pipeline.evaluate.evaluation import evaluate as evaluate_eval_set
 
-    work = WorkDir(out)
-    if not work.reduce_finished("release"):
+    if not W.reduce_finished(out, W.RELEASE):
         return None
-    eval_file = work.eval_file()
+    eval_file = W.eval_file(out)
     if not eval_file.exists() or pl.scan_parquet(eval_file).select(pl.len()).collect().item() == 0:
         log.warning(
             "evaluate: the release has no eval surveys (none dated on/after %s); skipped",
@@ -443,8 +433,7 @@ def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
     cfg, out = config_of(config), Path(out)
     if not out.is_dir():
         raise InputError(f"--out {out}: no such work directory")
-    work = WorkDir(out)
-    return StatusReport(out, work.status(cfg, GRAPH), work.has_work(GRAPH))
+    return StatusReport(out, W.status(out, cfg, GRAPH), W.has_work(out, GRAPH))
 
 
 # --------------------------------------------------------------------- evaluation, training

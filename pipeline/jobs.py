@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
+from pipeline import workdir as W
 from pipeline.errors import require_token
 from pipeline.evaluate.report import render_report
 from pipeline.files import write_json
@@ -67,7 +68,7 @@ CONFIG_IN_CODE = "pipeline_config"
 PYTHON = "3.11"
 TOKEN_SECRET = "HF_TOKEN"
 SCHEDULE_ALIASES = ("@annually", "@yearly", "@monthly", "@weekly", "@daily", "@hourly")
-PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
+PUBLISHED = W.PUBLISHED  # work dir root: what the last push published, and from what
 
 
 # --------------------------------------------------------------------- identity of a run
@@ -111,7 +112,7 @@ def run_identity(input_spec: str, cfg: Any) -> dict[str, str]:
 
 def unchanged_since_release(out: Path, identity: dict[str, str]) -> dict[str, Any] | None:
     """The last published record when input, config and code are all the same, else None."""
-    path = out / PUBLISHED
+    path = W.published_path(out)
     if not path.exists():
         return None
     record = json.loads(path.read_text())
@@ -126,7 +127,7 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
     for (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
     every output it records is there with its recorded size.
     """
-    from pipeline.runner import MANIFESTS, MARKERS, map_marker_key, map_output_problem
+    from pipeline.runner import map_marker_key
     from pipeline.sources import resolve_inputs
     from pipeline.stages import GRAPH
 
@@ -135,14 +136,16 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
     for f in resolve_inputs([input_spec]):
         want = map_marker_key(stage, f, cfg)
         done = False
-        marker = out / "extract" / MARKERS / f"{f.key}.json"
+        marker = W.marker_path(out, stage.name, f.key)
         if marker.exists():
             data = json.loads(marker.read_text())
-            done = data.get("key") == want and not map_output_problem(out, "extract", data, False)
-        failed = out / "extract" / MANIFESTS / f"{f.key}.json"
+            done = data.get("key") == want and not W.map_output_problem(
+                out, stage.name, data, False
+            )
+        failed = W.manifest_path(out, stage.name, f.key)
         if not done and failed.exists():  # a file that could not be read is an outcome too
             data = json.loads(failed.read_text())
-            done = data.get("key") == want and data.get("status") == "failed"
+            done = data.get("key") == want and data.get("status") == W.FAILED
         if not done:
             missing.append(f.name or f.path)
     return missing
@@ -207,7 +210,7 @@ def run_step(
     if repo_id is None:
         raise InputError(f"job --step {step}: missing --repo-id")
     done = api.push(result.release, repo_id, tag=tag, private=private, endpoint=endpoint).done
-    write_json(out / PUBLISHED, {**identity, **done})
+    write_json(W.published_path(out), {**identity, **done})
     return {"step": step, "skipped": False, "published": done}
 
 

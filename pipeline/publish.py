@@ -18,7 +18,14 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pipeline.runner import sha256_file
+from pipeline.files import sha256_file
+from pipeline.release_files import METADATA_FILE
+from pipeline.workdir import (  # noqa: F401 - release_files is also imported from here
+    SUCCESS,
+    is_publishable,
+    release_files,
+    release_records,
+)
 
 REPO_TYPE = "dataset"
 ENDPOINT_HELP = "Hub endpoint (default: $HF_ENDPOINT, else huggingface.co)"
@@ -35,14 +42,13 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
     Raises:
         RuntimeError: names the first file that differs.
     """
-    meta = json.loads((release / "eval_metadata.json").read_text())
+    meta = json.loads((release / METADATA_FILE).read_text())
     recorded: dict[str, dict[str, Any]] = dict(meta.get("files", {}))
-    success = release / "_SUCCESS.json"
-    by_runner = json.loads(success.read_text()).get("files") if success.exists() else None
+    by_runner = release_records(release)
     recorded = {**(by_runner or {}), **recorded}
     have = {f["path"]: f for f in files}
     for rel, want in sorted(recorded.items()):
-        if rel == "_SUCCESS.json" or not is_publishable(PurePosixPath(rel)):
+        if rel == SUCCESS or not is_publishable(PurePosixPath(rel)):
             continue
         got = have.get(rel)
         if got is None:
@@ -61,29 +67,6 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
         )
 
 
-def is_publishable(rel: PurePosixPath) -> bool:
-    """Release files are everything except runner markers (``_*``), hidden and temp files."""
-    return not any(p.startswith(("_", ".")) or ".tmp-" in p for p in rel.parts)
-
-
-def release_files(release: Path) -> list[tuple[str, Path]]:
-    """``(path in repo, local path)`` of every release file, sorted.
-
-    Raises:
-        FileNotFoundError: ``release`` is not a finished release directory.
-    """
-    if not (release / "README.md").is_file() or not (release / "eval_metadata.json").is_file():
-        raise FileNotFoundError(
-            f"{release}: no README.md and eval_metadata.json; run the release stage first"
-        )
-    out = []
-    for p in sorted(release.rglob("*")):
-        rel = PurePosixPath(p.relative_to(release).as_posix())
-        if p.is_file() and is_publishable(rel):
-            out.append((str(rel), p))
-    return out
-
-
 def hub_api(endpoint: str | None = None) -> Any:
     """An ``HfApi`` on ``endpoint`` (default: ``$HF_ENDPOINT``, else huggingface.co)."""
     from huggingface_hub import HfApi
@@ -95,8 +78,8 @@ def hub_api(endpoint: str | None = None) -> Any:
 def push_plan(release: Path, repo_id: str, tag: str | None, private: bool) -> dict[str, Any]:
     """What ``push`` does, as data: the repo, the one commit with its files, the tag."""
     meta = (
-        json.loads((release / "eval_metadata.json").read_text())
-        if (release / "eval_metadata.json").exists()
+        json.loads((release / METADATA_FILE).read_text())
+        if (release / METADATA_FILE).exists()
         else {}
     )
     files = [

@@ -1,6 +1,8 @@
-"""The runner: stage graph, atomic writes, completion markers, manifests, progress.
+"""The runner: executes the stages, writing their outputs, completion markers and manifests
+at the paths :mod:`pipeline.workdir` gives, with progress.
 
-Stage code is a transform; the runner owns I/O and resumability.
+Stage code is a transform; the runner owns I/O and resumability; the work directory's
+layout, and every read of it, is :mod:`pipeline.workdir`'s.
 
 * A **map** stage runs once per input file. Its outputs go to
   ``<out>/<stage>/<table>/<file key>.parquet`` and a marker
@@ -31,108 +33,57 @@ import shutil
 import signal
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from pipeline import __version__
+from pipeline import workdir as W
 from pipeline.config import Config
 from pipeline.files import (  # noqa: F401 - also re-exported for older callers
     atomic_path,
     file_record,
-    owner_alive,
     sha256_file,
     sha256_text,
     temp_tag,
     write_json,
 )
+from pipeline.graph import Stage, stage_graph  # noqa: F401 - re-exported for the stages
 from pipeline.progress import Progress
 from pipeline.schema import SCHEMA_VERSION
 from pipeline.sources import InputFile, display, source_name
 
+# The work directory's layout and its reads are pipeline.workdir's; re-exported for the
+# stage modules and older callers that import them from here.
+from pipeline.workdir import (  # noqa: F401
+    FAILED,
+    INPUTS,
+    MANIFESTS,
+    MARKERS,
+    SHARD_INPUTS,
+    SUCCESS,
+    check_files,
+    clean_stale_temps,
+    disagreement,
+    failed_inputs,
+    input_list,
+    map_output_problem,
+    reduce_done,
+    reduce_problem,
+    shard_record_path,
+    shard_records,
+    stage_key,
+    write_shard_record,
+)
+
 log = logging.getLogger("pipeline")
 
-MARKERS = "_markers"
-MANIFESTS = "_manifests"
-SUCCESS = "_SUCCESS.json"
-INPUTS = "_inputs.json"  # a map stage's full input list, by file key (older versions)
-SHARD_INPUTS = "_inputs"  # <I>-of-<N>.json per shard: the whole input list it was started with
-# A map stage reports an input file it could not read to its end as counts
-# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
-FAILED = "failed"
 DEFAULT_MAX_FAILED = "1%"
 
 
-# --------------------------------------------------------------------- file checks
-def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
-    """The first file under ``base`` that does not match its record, as a message; else None.
-
-    Sizes are always compared (a stat); contents only with ``checksum``.
-    """
-    for rel, want in sorted(records.items()):
-        path = base / rel
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return f"{path} is missing"
-        if size != want["bytes"]:
-            return f"{path} is {size} bytes, its marker says {want['bytes']}"
-        if checksum and sha256_file(path) != want["sha256"]:
-            return f"{path} has sha256 {sha256_file(path)[:12]}..., its marker says {want['sha256'][:12]}..."
-    return None
-
-
 # --------------------------------------------------------------------- stages
-@dataclass(frozen=True)
-class Stage:
-    """A pipeline stage.
-
-    Attributes:
-        name: subcommand and output directory name.
-        kind: ``"map"`` (per input file) or ``"reduce"`` (once over upstream outputs).
-        reads: stages whose outputs this stage reads.
-        config_sections: config sections that change this stage's output.
-        fn: map: ``fn(source, outputs: dict[table, temp Path], cfg, progress) -> counts``;
-            reduce: ``fn(ctx: ReduceContext) -> counts``.
-        tables: map stages: output table names (one subdirectory each).
-        help: one line for the CLI.
-        fn_many: optional map-stage form over a sequence of files:
-            ``fn_many([(source, outputs), ...], cfg, progress)`` yields each file's counts,
-            in order, once that file's outputs are complete (lets a stage overlap the
-            end of one file with the start of the next).
-    """
-
-    name: str
-    kind: str
-    reads: tuple[str, ...]
-    config_sections: tuple[str, ...]
-    fn: Callable[..., dict[str, Any]]
-    tables: tuple[str, ...] = ()
-    help: str = ""
-    fn_many: Callable[..., Iterator[dict[str, Any]]] | None = None
-
-
-def stage_graph(stages: Iterable[Stage]) -> Mapping[str, Stage]:
-    """The stages by name, in run order, for the runner's lookups of upstream stages.
-
-    Raises:
-        ValueError: two stages share a name, or a stage reads one that does not run before it.
-    """
-    graph: dict[str, Stage] = {}
-    for stage in stages:
-        if stage.name in graph:
-            raise ValueError(f"two stages are named {stage.name!r}")
-        late = [r for r in stage.reads if r not in graph]
-        if late:
-            raise ValueError(f"stage {stage.name!r} reads {late}, which do not run before it")
-        graph[stage.name] = stage
-    return MappingProxyType(graph)
-
-
 @dataclass
 class ReduceContext:
     """What a reduce stage sees: the work dir, the config, its own temp output dir and the
@@ -147,11 +98,7 @@ class ReduceContext:
 
     def upstream(self, stage: str, table: str) -> list[Path]:
         """Parquet files of an upstream table (map: one per input file; reduce: one)."""
-        d = self.out / stage
-        if self.stages[stage].kind == "map":
-            return sorted((d / table).glob("*.parquet"))
-        p = d / f"{table}.parquet"
-        return [p] if p.exists() else []
+        return W.upstream_files(self.out, self.stages, stage, table)
 
     def output(self, name: str) -> Path:
         """Path for an output file of this stage (inside the temp dir until success)."""
@@ -168,108 +115,6 @@ def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, An
         "config_hash": cfg.section_hash(*stage.config_sections),
         "schema_version": SCHEMA_VERSION,
     }
-
-
-def stage_key(out: Path, name: str, cfg: Config, stages: Mapping[str, Stage]) -> str | None:
-    """Key of a stage's current outputs as they should be; None when a map stage has none."""
-    stage = stages[name]
-    if stage.kind == "map":
-        markers = sorted((out / name / MARKERS).glob("*.json"))
-        if not markers:
-            return None
-        want = cfg.section_hash(*stage.config_sections)
-        keys = []
-        for m in markers:
-            data = json.loads(m.read_text())
-            if (
-                data["key"]["config_hash"] != want
-                or data["key"]["schema_version"] != SCHEMA_VERSION
-            ):
-                continue
-            keys.append(data["key"])
-        return sha256_text(name, keys) if keys else None
-    ups = [stage_key(out, r, cfg, stages) for r in stage.reads]
-    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
-
-
-def shard_record_path(out: Path, name: str, index: int, count: int) -> Path:
-    """Where shard ``index/count`` of a map stage records the input list it was started with."""
-    return out / name / SHARD_INPUTS / f"{index}-of-{count}.json"
-
-
-def write_shard_record(
-    out: Path, name: str, index: int, count: int, specs: list[str], keys: list[str]
-) -> None:
-    """Record a shard's whole input list (every shard's, not only its own files)."""
-    record = {"shard": [index, count], "input": [display(s) for s in specs], "files": sorted(keys)}
-    write_json(shard_record_path(out, name, index, count), record)
-
-
-def shard_records(out: Path, name: str) -> dict[str, dict[str, Any]]:
-    """Every shard record of a map stage, by shard name (``"0-of-4"``)."""
-    return {
-        p.stem: json.loads(p.read_text())
-        for p in sorted((out / name / SHARD_INPUTS).glob("*.json"))
-    }
-
-
-def disagreement(records: dict[str, dict[str, Any]]) -> str | None:
-    """A message when shard records name different input lists, else None."""
-    lists = {}
-    for shard, rec in records.items():
-        lists.setdefault(tuple(rec["files"]), []).append((shard, rec))
-    if len(lists) < 2:
-        return None
-    (a, *_), (b, *_) = list(lists.values())[:2]
-    return (
-        f"shards were started with different --input lists: shard {a[0]} with --input "
-        f"{' '.join(a[1]['input'])} ({len(a[1]['files'])} files), shard {b[0]} with --input "
-        f"{' '.join(b[1]['input'])} ({len(b[1]['files'])} files); start every shard with the "
-        "same --input, or use a fresh --out"
-    )
-
-
-def input_list(out: Path, name: str, reader: str) -> list[str] | None:
-    """The input list every shard of a map stage agrees on (None when none was recorded).
-
-    Raises:
-        RuntimeError: shards recorded different input lists (names both).
-    """
-    records = shard_records(out, name)
-    if not records:
-        legacy = out / name / INPUTS
-        return json.loads(legacy.read_text())["files"] if legacy.exists() else None
-    problem = disagreement(records)
-    if problem is not None:
-        raise RuntimeError(f"{reader}: {problem}")
-    return next(iter(records.values()))["files"]
-
-
-def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
-    """Input files of a map stage that failed with the current config and have no output.
-
-    Returns:
-        ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
-        ``file`` is the name tables would record as ``source_file``.
-    """
-    want = cfg.section_hash(*stage.config_sections)
-    markers = {m.stem for m in (out / stage.name / MARKERS).glob("*.json")}
-    failed = []
-    for p in sorted((out / stage.name / MANIFESTS).glob("*.json")):
-        m = json.loads(p.read_text())
-        if m.get("status") != FAILED or p.stem in markers:
-            continue
-        if m["key"]["config_hash"] != want or m["key"]["schema_version"] != SCHEMA_VERSION:
-            continue
-        failed.append(
-            {
-                "file": m["source_file"],
-                "source_key": p.stem,
-                "reason": m[FAILED]["reason"],
-                "lines_read": m[FAILED]["lines_read"],
-            }
-        )
-    return failed
 
 
 def allowed_failures(spec: str, total: int) -> int:
@@ -309,12 +154,7 @@ def _check_map_complete(
     if listed is None:
         return
     want = set(listed)
-    config_hash = cfg.section_hash(*stage.config_sections)
-    done = set()
-    for m in (out / name / MARKERS).glob("*.json"):
-        key = json.loads(m.read_text())["key"]
-        if key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION:
-            done.add(m.stem)
+    done = set(W.current_markers(out, stage, cfg))
     failed = [f for f in failed_inputs(out, stage, cfg) if f["source_key"] in want]
     missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
@@ -323,33 +163,6 @@ def _check_map_complete(
             f"(missing e.g. {missing[0]}); run the remaining shards first"
         )
     check_failures(failed, len(want), max_failed, reader)
-
-
-def reduce_problem(
-    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
-) -> str | None:
-    """Why a reduce stage's outputs are not usable as they are, or None.
-
-    ``"not done"``, ``"stale"`` (key differs from config and upstream), or a message naming
-    the first file that differs from what its ``_SUCCESS.json`` records (size; sha256 with
-    ``checksum``).
-    """
-    marker = out / name / SUCCESS
-    if not marker.exists():
-        return "not done"
-    data = json.loads(marker.read_text())
-    if data.get("key") != stage_key(out, name, cfg, stages):
-        return "stale"
-    if "files" not in data:
-        return f"{marker} records no file sizes (written by an older version)"
-    return check_files(out / name, data["files"], checksum)
-
-
-def reduce_done(
-    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
-) -> bool:
-    """Whether a reduce stage is done with the current config and its files are intact."""
-    return reduce_problem(out, name, cfg, stages, checksum) is None
 
 
 # --------------------------------------------------------------------- progress
@@ -429,7 +242,7 @@ def _run_files(
     base = Path(out) / stage.name
     jobs = []
     for source, key in todo:
-        finals = {t: base / t / f"{source.key}.parquet" for t in stage.tables}
+        finals = {t: W.map_output(Path(out), stage.name, t, source.key) for t in stage.tables}
         for p in finals.values():
             p.parent.mkdir(parents=True, exist_ok=True)
         temps = {t: p.with_name(f"{p.name}.{temp_tag()}") for t, p in finals.items()}
@@ -458,10 +271,10 @@ def _run_files(
                 "code_version": __version__,
                 "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
             }
-            write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+            write_json(W.manifest_path(Path(out), stage.name, source.key), manifest)
             outputs = {p.relative_to(base).as_posix(): file_record(p) for p in finals.values()}
             marker = {"key": key, "source": display(source.path), "outputs": outputs}
-            write_json(base / MARKERS / f"{source.key}.json", marker)
+            write_json(W.marker_path(Path(out), stage.name, source.key), marker)
             results.append(manifest)
             _log_done(manifest)
     finally:
@@ -487,9 +300,8 @@ def _record_failure(
     """An input file that could not be read to its end: its partial tables are discarded,
     an older output of the same file (another identity) is removed, the failure is its
     manifest (no marker, so the next run retries it)."""
-    base = Path(out) / stage.name
-    (base / MARKERS / f"{source.key}.json").unlink(missing_ok=True)
-    finals = [base / t / f"{source.key}.parquet" for t in stage.tables]
+    W.marker_path(Path(out), stage.name, source.key).unlink(missing_ok=True)
+    finals = [W.map_output(Path(out), stage.name, t, source.key) for t in stage.tables]
     for p in (*temps.values(), *finals):
         p.unlink(missing_ok=True)
     manifest = {
@@ -506,16 +318,9 @@ def _record_failure(
         "config_hash": cfg.hash,
         "code_version": __version__,
     }
-    write_json(base / MANIFESTS / f"{source.key}.json", manifest)
+    write_json(W.manifest_path(Path(out), stage.name, source.key), manifest)
     _log_done(manifest)
     return manifest
-
-
-def map_output_problem(out: Path, stage: str, marker: dict[str, Any], checksum: bool) -> str | None:
-    """Why a map marker's output files cannot be trusted, or None."""
-    if "outputs" not in marker:
-        return "its marker records no file sizes (written by an older version)"
-    return check_files(out / stage, marker["outputs"], checksum)
 
 
 def run_map(
@@ -536,7 +341,7 @@ def run_map(
     done = 0
     for s in sources:
         key = map_marker_key(stage, s, cfg)
-        path = out / stage.name / MARKERS / f"{s.key}.json"
+        path = W.marker_path(out, stage.name, s.key)
         marker = json.loads(path.read_text()) if path.exists() else {}
         if not force and marker.get("key") == key:
             problem = map_output_problem(out, stage.name, marker, verify)
@@ -651,7 +456,7 @@ def _check_map_outputs(out: Path, name: str, reader: str) -> None:
     Raises:
         RuntimeError: names the file and says how to redo it.
     """
-    for path in sorted((out / name / MARKERS).glob("*.json")):
+    for path in W.marker_paths(out, name):
         problem = map_output_problem(out, name, json.loads(path.read_text()), checksum=True)
         if problem is not None:
             path.unlink()
@@ -704,8 +509,8 @@ def run_reduce(
     if problem not in (None, "not done", "stale"):
         log.warning("%s: redo: %s", stage.name, problem)
     log.info("%s: running (reads %s)", stage.name, ", ".join(stage.reads))
-    final = out / stage.name
-    tmp = out / f".{stage.name}.{temp_tag()}"
+    final = W.stage_dir(out, stage.name)
+    tmp = W.reduce_temp_dir(out, stage.name)
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
@@ -727,7 +532,7 @@ def run_reduce(
             "code_version": __version__,
         }
         write_json(tmp / SUCCESS, manifest)
-        old = out / f".{stage.name}.old-{uuid.uuid4().hex}"
+        old = W.reduce_old_dir(out, stage.name)
         if final.exists():
             os.replace(final, old)
         os.replace(tmp, final)
@@ -742,24 +547,3 @@ def _short(counts: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in counts.items() if isinstance(v, (int, float, str)))[
         :400
     ]
-
-
-def clean_stale_temps(out: Path) -> None:
-    """Remove temp files/dirs that killed runs left behind (they are never read).
-
-    Only leftovers of dead processes on this host are removed, so concurrent runs
-    (shards on one machine, or on several machines sharing ``out``) do not delete
-    each other's work in progress.
-    """
-    if not out.exists():
-        return
-    for p in out.rglob("*.tmp-*"):
-        if owner_alive(p.name):
-            continue
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-    for p in out.glob(".*.old-*"):
-        shutil.rmtree(p, ignore_errors=True)

@@ -4,174 +4,461 @@ manifests and records are, and what can be read from them.
 ::
 
     <out>/
-      extract/                      a map stage: one file per input file
-        <table>/<file key>.parquet  its tables
-        _manifests/<file key>.json  counts, config, code version (or the failure)
-        _markers/<file key>.json    written last: input identity, config hash, schema
-                                    version, and every output's size and sha256
-        _inputs/<I>-of-<N>.json     per shard: the whole input list it started with
-        _summary.json               totals over the manifests
-      works/ surveys/ ... release/  a reduce stage: its files, and _SUCCESS.json last
-      eval/                         what ``evaluate`` (and ``run``) writes
-      _published.json               what the last ``push`` of a Job published
+      extract/                        a map stage: one file per input file
+        <table>/<file key>.parquet    its tables
+        _manifests/<file key>.json    counts, config, code version (or the failure)
+        _markers/<file key>.json      written last: input identity, config hash, schema
+                                      version, and every output's size and sha256
+        _inputs/<I>-of-<N>.json       per shard: the whole input list it started with
+        _summary.json                 totals over the manifests
+      works/ surveys/ ... release/    a reduce stage: its files, and _SUCCESS.json last
+      .<stage>.<temp tag>/            a reduce stage being written (replaces <stage>/)
+      eval/                           what ``evaluate`` (and ``run``) writes
+      _published.json                 what the last ``push`` of a Job published
 
-The runner writes these files; the CLI, the API and the Jobs ask this module where
-they are and what they say, and never rebuild a path.
+The runner (:mod:`pipeline.runner`) writes these files at the paths given here; the
+API, the CLI and the Jobs ask this module where they are and what they say. A marker
+is keyed by input identity, config hash and schema version (``runner.map_marker_key``),
+never by worker rank, so a rerun with another worker count still resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.release_files import EVAL_FILE
-from pipeline.runner import (
-    MANIFESTS,
-    MARKERS,
-    SUCCESS,
-    Stage,
-    disagreement,
-    failed_inputs,
-    reduce_done,
-    shard_record_path,
-    shard_records,
-    stage_key,
-    write_shard_record,
-)
-from pipeline.sources import InputError, InputFile
+from pipeline.files import owner_alive, sha256_file, sha256_text, temp_tag, write_json
+from pipeline.graph import Stage
+from pipeline.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
+from pipeline.schema import SCHEMA_VERSION
+from pipeline.sources import InputError, InputFile, display
 
 log = logging.getLogger("pipeline")
 
+MARKERS = "_markers"
+MANIFESTS = "_manifests"
+SUCCESS = "_SUCCESS.json"
+INPUTS = "_inputs.json"  # a map stage's full input list, by file key (older versions)
+SHARD_INPUTS = "_inputs"  # <I>-of-<N>.json per shard: the whole input list it was started with
+SUMMARY = "_summary.json"  # extract: totals over its manifests
+PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
+RELEASE = "release"  # the stage whose folder is the release
+# A map stage reports an input file it could not read to its end as counts
+# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
+FAILED = "failed"
 
-@dataclass(frozen=True)
-class WorkDir:
-    """A work directory (``--out``): paths of what the stages write, and reads of it."""
 
-    root: Path
+# --------------------------------------------------------------------- paths
+def stage_dir(out: Path, stage: str) -> Path:
+    """A stage's folder."""
+    return out / stage
 
-    def stage_dir(self, stage: str) -> Path:
-        """A stage's folder."""
-        return self.root / stage
 
-    def success(self, stage: str) -> Path:
-        """A reduce stage's ``_SUCCESS.json``."""
-        return self.root / stage / SUCCESS
+def map_output(out: Path, stage: str, table: str, key: str) -> Path:
+    """A map stage's table for one input file (by its file key)."""
+    return out / stage / table / f"{key}.parquet"
 
-    def reduce_finished(self, stage: str) -> bool:
-        """Whether a reduce stage ever finished (with any config)."""
-        return self.success(stage).exists()
 
-    def eval_file(self) -> Path:
-        """The release's eval table."""
-        return self.root / "release" / EVAL_FILE
+def marker_path(out: Path, stage: str, key: str) -> Path:
+    """A map stage's completion marker for one input file, written last."""
+    return out / stage / MARKERS / f"{key}.json"
 
-    def has_work(self, stages: Mapping[str, Stage]) -> bool:
-        """Whether any stage has a folder here."""
-        return any(self.stage_dir(name).is_dir() for name in stages)
 
-    # ----------------------------------------------------------------- map stage inputs
-    def record_shard_inputs(
-        self,
-        stage: str,
-        shard_of: tuple[int, int],
-        specs: Sequence[str],
-        every: Sequence[InputFile],
-        prune: bool,
-    ) -> None:
-        """Record this shard's whole input list; refuse (recording nothing) when another
-        shard recorded a different one. With ``prune`` the disagreeing records are deleted.
+def manifest_path(out: Path, stage: str, key: str) -> Path:
+    """A map stage's manifest for one input file (counts, or the failure)."""
+    return out / stage / MANIFESTS / f"{key}.json"
 
-        Raises:
-            InputError: another shard recorded another input list (names both).
-        """
-        index, count = shard_of
-        name = f"{index}-of-{count}"
-        keys = sorted(f.key for f in every)
-        others = {k: r for k, r in shard_records(self.root, stage).items() if k != name}
-        differ = {k: r for k, r in others.items() if r["files"] != keys}
-        if differ and not prune:
-            first = next(iter(differ))
-            mine = {"shard": [index, count], "input": list(specs), "files": keys}
-            problem = disagreement({first: differ[first], name: mine})
-            raise InputError(
-                f"{stage}: {problem} (or add --prune to drop the other shards' records)"
-            )
-        for rec in differ.values():
-            shard_record_path(self.root, stage, *rec["shard"]).unlink(missing_ok=True)
-        if differ:
-            log.warning(
-                "%s: --prune removed %d shard record(s) of another input list", stage, len(differ)
-            )
-        write_shard_record(self.root, stage, index, count, list(specs), keys)
 
-    def check_foreign_outputs(self, stage: Stage, inputs: Sequence[InputFile], prune: bool) -> None:
-        """Refuse to mix corpora: a map stage's finished files here must all be inputs.
+def marker_paths(out: Path, stage: str) -> list[Path]:
+    """Every marker of a map stage, sorted (their stems are the file keys)."""
+    return sorted((out / stage / MARKERS).glob("*.json"))
 
-        Later stages read every finished extract file in the work directory (that is how
-        shards from several machines come together), so outputs of files that are not
-        inputs (a moved corpus, another corpus, files removed from it) would silently
-        join the benchmark. ``prune`` deletes them instead.
 
-        Raises:
-            InputError: such outputs exist and ``prune`` is off.
-        """
-        keys = {f.key for f in inputs}
-        base = self.stage_dir(stage.name)
-        for m in (base / MANIFESTS).glob("*.json"):
-            if m.stem not in keys and not (base / MARKERS / m.name).exists():
-                m.unlink(missing_ok=True)  # a failed file that is no longer an input
-        foreign = sorted(m.stem for m in (base / MARKERS).glob("*.json") if m.stem not in keys)
-        if not foreign:
-            return
-        if not prune:
-            raise InputError(
-                f"{len(foreign)} finished {stage.name} file(s) in {base} are not in --input "
-                f"(e.g. {foreign[0]}); later stages would read them too. Use a fresh --out, "
-                "or add --prune to delete them."
-            )
-        for key in foreign:
-            for table in stage.tables:
-                (base / table / f"{key}.parquet").unlink(missing_ok=True)
-            (base / MANIFESTS / f"{key}.json").unlink(missing_ok=True)
-            (base / MARKERS / f"{key}.json").unlink(missing_ok=True)
+def manifest_paths(out: Path, stage: str) -> list[Path]:
+    """Every manifest of a map stage, sorted (their stems are the file keys)."""
+    return sorted((out / stage / MANIFESTS).glob("*.json"))
+
+
+def success_path(out: Path, stage: str) -> Path:
+    """A reduce stage's ``_SUCCESS.json``, written last."""
+    return out / stage / SUCCESS
+
+
+def reduce_output(out: Path, stage: str, table: str) -> Path:
+    """A finished reduce stage's table."""
+    return out / stage / f"{table}.parquet"
+
+
+def upstream_files(out: Path, stages: Mapping[str, Stage], stage: str, table: str) -> list[Path]:
+    """Parquet files of a stage's table (map: one per input file; reduce: one, if there)."""
+    if stages[stage].kind == "map":
+        return sorted((out / stage / table).glob("*.parquet"))
+    p = reduce_output(out, stage, table)
+    return [p] if p.exists() else []
+
+
+def reduce_temp_dir(out: Path, stage: str) -> Path:
+    """A fresh owner-tagged folder a reduce stage writes into before it replaces its own."""
+    return out / f".{stage}.{temp_tag()}"
+
+
+def reduce_old_dir(out: Path, stage: str) -> Path:
+    """Where a reduce stage's previous folder goes while the new one takes its place."""
+    return out / f".{stage}.old-{uuid.uuid4().hex}"
+
+
+def release_dir(out: Path) -> Path:
+    """The release folder."""
+    return out / RELEASE
+
+
+def eval_file(out: Path) -> Path:
+    """The release's eval table."""
+    return release_dir(out) / EVAL_FILE
+
+
+def published_path(out: Path) -> Path:
+    """What the last push of a Job published, and from what."""
+    return out / PUBLISHED
+
+
+# --------------------------------------------------------------------- file records
+def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
+    """The first file under ``base`` that does not match its record, as a message; else None.
+
+    Sizes are always compared (a stat); contents only with ``checksum``.
+    """
+    for rel, want in sorted(records.items()):
+        path = base / rel
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return f"{path} is missing"
+        if size != want["bytes"]:
+            return f"{path} is {size} bytes, its marker says {want['bytes']}"
+        if checksum and sha256_file(path) != want["sha256"]:
+            return f"{path} has sha256 {sha256_file(path)[:12]}..., its marker says {want['sha256'][:12]}..."
+    return None
+
+
+def map_output_problem(out: Path, stage: str, marker: dict[str, Any], checksum: bool) -> str | None:
+    """Why a map marker's output files cannot be trusted, or None."""
+    if "outputs" not in marker:
+        return "its marker records no file sizes (written by an older version)"
+    return check_files(out / stage, marker["outputs"], checksum)
+
+
+def _is_current(key: dict[str, Any], config_hash: str) -> bool:
+    return key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION
+
+
+def current_markers(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
+    """Markers of a map stage written with ``cfg``'s sections and this schema, by file key."""
+    want = cfg.section_hash(*stage.config_sections)
+    found = {}
+    for m in marker_paths(out, stage.name):
+        data = json.loads(m.read_text())
+        if _is_current(data["key"], want):
+            found[m.stem] = data
+    return found
+
+
+def stage_key(out: Path, name: str, cfg: Config, stages: Mapping[str, Stage]) -> str | None:
+    """Key of a stage's current outputs as they should be; None when a map stage has none."""
+    stage = stages[name]
+    if stage.kind == "map":
+        keys = [data["key"] for data in current_markers(out, stage, cfg).values()]
+        return sha256_text(name, keys) if keys else None
+    ups = [stage_key(out, r, cfg, stages) for r in stage.reads]
+    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
+
+
+def reduce_problem(
+    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
+) -> str | None:
+    """Why a reduce stage's outputs are not usable as they are, or None.
+
+    ``"not done"``, ``"stale"`` (key differs from config and upstream), or a message naming
+    the first file that differs from what its ``_SUCCESS.json`` records (size; sha256 with
+    ``checksum``).
+    """
+    marker = success_path(out, name)
+    if not marker.exists():
+        return "not done"
+    data = json.loads(marker.read_text())
+    if data.get("key") != stage_key(out, name, cfg, stages):
+        return "stale"
+    if "files" not in data:
+        return f"{marker} records no file sizes (written by an older version)"
+    return check_files(out / name, data["files"], checksum)
+
+
+def reduce_done(
+    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], checksum: bool = False
+) -> bool:
+    """Whether a reduce stage is done with the current config and its files are intact."""
+    return reduce_problem(out, name, cfg, stages, checksum) is None
+
+
+def reduce_finished(out: Path, stage: str) -> bool:
+    """Whether a reduce stage ever finished (with any config)."""
+    return success_path(out, stage).exists()
+
+
+def reduce_counts(out: Path, stage: str) -> dict[str, Any] | None:
+    """The counts a finished reduce stage recorded, or None."""
+    path = success_path(out, stage)
+    return json.loads(path.read_text())["counts"] if path.exists() else None
+
+
+# --------------------------------------------------------------------- map stage inputs
+def shard_record_path(out: Path, name: str, index: int, count: int) -> Path:
+    """Where shard ``index/count`` of a map stage records the input list it was started with."""
+    return out / name / SHARD_INPUTS / f"{index}-of-{count}.json"
+
+
+def write_shard_record(
+    out: Path, name: str, index: int, count: int, specs: list[str], keys: list[str]
+) -> None:
+    """Record a shard's whole input list (every shard's, not only its own files)."""
+    record = {"shard": [index, count], "input": [display(s) for s in specs], "files": sorted(keys)}
+    write_json(shard_record_path(out, name, index, count), record)
+
+
+def shard_records(out: Path, name: str) -> dict[str, dict[str, Any]]:
+    """Every shard record of a map stage, by shard name (``"0-of-4"``)."""
+    return {
+        p.stem: json.loads(p.read_text())
+        for p in sorted((out / name / SHARD_INPUTS).glob("*.json"))
+    }
+
+
+def disagreement(records: dict[str, dict[str, Any]]) -> str | None:
+    """A message when shard records name different input lists, else None."""
+    lists = {}
+    for shard, rec in records.items():
+        lists.setdefault(tuple(rec["files"]), []).append((shard, rec))
+    if len(lists) < 2:
+        return None
+    (a, *_), (b, *_) = list(lists.values())[:2]
+    return (
+        f"shards were started with different --input lists: shard {a[0]} with --input "
+        f"{' '.join(a[1]['input'])} ({len(a[1]['files'])} files), shard {b[0]} with --input "
+        f"{' '.join(b[1]['input'])} ({len(b[1]['files'])} files); start every shard with the "
+        "same --input, or use a fresh --out"
+    )
+
+
+def input_list(out: Path, name: str, reader: str) -> list[str] | None:
+    """The input list every shard of a map stage agrees on (None when none was recorded).
+
+    Raises:
+        RuntimeError: shards recorded different input lists (names both).
+    """
+    records = shard_records(out, name)
+    if not records:
+        legacy = out / name / INPUTS
+        return json.loads(legacy.read_text())["files"] if legacy.exists() else None
+    problem = disagreement(records)
+    if problem is not None:
+        raise RuntimeError(f"{reader}: {problem}")
+    return next(iter(records.values()))["files"]
+
+
+def record_shard_inputs(
+    out: Path,
+    stage: str,
+    shard_of: tuple[int, int],
+    specs: Sequence[str],
+    every: Sequence[InputFile],
+    prune: bool,
+) -> None:
+    """Record this shard's whole input list; refuse (recording nothing) when another shard
+    recorded a different one. With ``prune`` the disagreeing records are deleted instead.
+
+    Raises:
+        InputError: another shard recorded another input list (names both).
+    """
+    index, count = shard_of
+    name = f"{index}-of-{count}"
+    keys = sorted(f.key for f in every)
+    others = {k: r for k, r in shard_records(out, stage).items() if k != name}
+    differ = {k: r for k, r in others.items() if r["files"] != keys}
+    if differ and not prune:
+        first = next(iter(differ))
+        mine = {"shard": [index, count], "input": list(specs), "files": keys}
+        problem = disagreement({first: differ[first], name: mine})
+        raise InputError(f"{stage}: {problem} (or add --prune to drop the other shards' records)")
+    for rec in differ.values():
+        shard_record_path(out, stage, *rec["shard"]).unlink(missing_ok=True)
+    if differ:
         log.warning(
-            "%s: --prune removed the outputs of %d file(s) not in --input", stage.name, len(foreign)
+            "%s: --prune removed %d shard record(s) of another input list", stage, len(differ)
         )
+    write_shard_record(out, stage, index, count, list(specs), keys)
 
-    # ----------------------------------------------------------------- status
-    def status(self, cfg: Config, stages: Mapping[str, Stage]) -> dict[str, dict[str, Any]]:
-        """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts."""
-        report: dict[str, dict[str, Any]] = {}
-        for name, stage in stages.items():
-            d = self.stage_dir(name)
-            if stage.kind == "map":
-                manifests = [
-                    json.loads(p.read_text()) for p in sorted((d / MANIFESTS).glob("*.json"))
-                ]
-                manifests = [m for m in manifests if m.get("status") != "failed"]
-                totals: dict[str, int] = {}
-                for m in manifests:
-                    for k, v in m["counts"].items():
-                        if isinstance(v, int):
-                            totals[k] = totals.get(k, 0) + v
-                report[name] = {
-                    "files_done": len(manifests),
-                    "current": stage_key(self.root, name, cfg, stages) is not None,
-                    "files_failed": [
-                        {k: f[k] for k in ("file", "reason", "lines_read")}
-                        for f in failed_inputs(self.root, stage, cfg)
-                    ],
-                    **totals,
-                }
-            else:
-                success = self.success(name)
-                entry: dict[str, Any] = {"done": reduce_done(self.root, name, cfg, stages)}
-                if success.exists():
-                    entry["counts"] = json.loads(success.read_text())["counts"]
-                report[name] = entry
-        return report
+
+def check_foreign_outputs(
+    out: Path, stage: Stage, inputs: Sequence[InputFile], prune: bool
+) -> None:
+    """Refuse to mix corpora: a map stage's finished files in ``out`` must all be inputs.
+
+    Later stages read every finished extract file in the work directory (that is how
+    shards from several machines come together), so outputs of files that are not
+    inputs (a moved corpus, another corpus, files removed from it) would silently join
+    the benchmark. ``prune`` deletes them instead.
+
+    Raises:
+        InputError: such outputs exist and ``prune`` is off.
+    """
+    keys = {f.key for f in inputs}
+    for m in manifest_paths(out, stage.name):
+        if m.stem not in keys and not marker_path(out, stage.name, m.stem).exists():
+            m.unlink(missing_ok=True)  # a failed file that is no longer an input: no outputs
+    foreign = [m.stem for m in marker_paths(out, stage.name) if m.stem not in keys]
+    if not foreign:
+        return
+    if not prune:
+        raise InputError(
+            f"{len(foreign)} finished {stage.name} file(s) in {stage_dir(out, stage.name)} are "
+            f"not in --input (e.g. {foreign[0]}); later stages would read them too. Use a "
+            "fresh --out, or add --prune to delete them."
+        )
+    for key in foreign:
+        for table in stage.tables:
+            map_output(out, stage.name, table, key).unlink(missing_ok=True)
+        manifest_path(out, stage.name, key).unlink(missing_ok=True)
+        marker_path(out, stage.name, key).unlink(missing_ok=True)
+    log.warning(
+        "%s: --prune removed the outputs of %d file(s) not in --input", stage.name, len(foreign)
+    )
+
+
+def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
+    """Input files of a map stage that failed with the current config and have no output.
+
+    Returns:
+        ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
+        ``file`` is the name tables would record as ``source_file``.
+    """
+    want = cfg.section_hash(*stage.config_sections)
+    markers = {m.stem for m in marker_paths(out, stage.name)}
+    failed = []
+    for p in manifest_paths(out, stage.name):
+        m = json.loads(p.read_text())
+        if m.get("status") != FAILED or p.stem in markers or not _is_current(m["key"], want):
+            continue
+        failed.append(
+            {
+                "file": m["source_file"],
+                "source_key": p.stem,
+                "reason": m[FAILED]["reason"],
+                "lines_read": m[FAILED]["lines_read"],
+            }
+        )
+    return failed
+
+
+# --------------------------------------------------------------------- totals and status
+def map_totals(out: Path, stage: str) -> tuple[int, dict[str, int]]:
+    """Finished (not failed) manifests of a map stage, and the sum of their integer counts."""
+    manifests = [json.loads(p.read_text()) for p in manifest_paths(out, stage)]
+    manifests = [m for m in manifests if m.get("status") != FAILED]
+    totals: dict[str, int] = {}
+    for m in manifests:
+        for k, v in m["counts"].items():
+            if isinstance(v, int):
+                totals[k] = totals.get(k, 0) + v
+    return len(manifests), totals
+
+
+def status(out: Path, cfg: Config, stages: Mapping[str, Stage]) -> dict[str, dict[str, Any]]:
+    """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts.
+
+    A map stage: ``files_done``, ``current``, ``files_failed`` and its count totals; a
+    reduce stage: ``done`` and, when it ever finished, ``counts``.
+    """
+    report: dict[str, dict[str, Any]] = {}
+    for name, stage in stages.items():
+        if stage.kind == "map":
+            files_done, totals = map_totals(out, name)
+            report[name] = {
+                "files_done": files_done,
+                "current": stage_key(out, name, cfg, stages) is not None,
+                "files_failed": [
+                    {k: f[k] for k in ("file", "reason", "lines_read")}
+                    for f in failed_inputs(out, stage, cfg)
+                ],
+                **totals,
+            }
+        else:
+            entry: dict[str, Any] = {"done": reduce_done(out, name, cfg, stages)}
+            counts = reduce_counts(out, name)
+            if counts is not None:
+                entry["counts"] = counts
+            report[name] = entry
+    return report
+
+
+def has_work(out: Path, stages: Mapping[str, Stage]) -> bool:
+    """Whether any stage has a folder in ``out``."""
+    return any(stage_dir(out, name).is_dir() for name in stages)
+
+
+# --------------------------------------------------------------------- temps
+def clean_stale_temps(out: Path) -> None:
+    """Remove temp files/dirs that killed runs left behind (they are never read).
+
+    Only leftovers of dead processes on this host are removed, so concurrent runs
+    (shards on one machine, or on several machines sharing ``out``) do not delete
+    each other's work in progress.
+    """
+    if not out.exists():
+        return
+    for p in out.rglob("*.tmp-*"):
+        if owner_alive(p.name):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+    for p in out.glob(".*.old-*"):
+        shutil.rmtree(p, ignore_errors=True)
+
+
+# --------------------------------------------------------------------- the release
+def is_publishable(rel: PurePosixPath) -> bool:
+    """Release files are everything except runner markers (``_*``), hidden and temp files."""
+    return not any(p.startswith(("_", ".")) or ".tmp-" in p for p in rel.parts)
+
+
+def release_files(release: Path) -> list[tuple[str, Path]]:
+    """``(path in repo, local path)`` of every publishable file of a release folder, sorted.
+
+    Raises:
+        FileNotFoundError: ``release`` is not a finished release directory.
+    """
+    if not (release / CARD_FILE).is_file() or not (release / METADATA_FILE).is_file():
+        raise FileNotFoundError(
+            f"{release}: no {CARD_FILE} and {METADATA_FILE}; run the release stage first"
+        )
+    found = []
+    for p in sorted(release.rglob("*")):
+        rel = PurePosixPath(p.relative_to(release).as_posix())
+        if p.is_file() and is_publishable(rel):
+            found.append((str(rel), p))
+    return found
+
+
+def release_records(release: Path) -> dict[str, dict[str, Any]] | None:
+    """The files the runner recorded for a release folder (its ``_SUCCESS.json``), or None."""
+    success = release / SUCCESS
+    return json.loads(success.read_text()).get("files") if success.exists() else None
