@@ -22,9 +22,10 @@ from pipeline.evaluate import (
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SUBSET, SURVEY_ID
 from pipeline.evaluate.evaluation import SUBSET_ALL, baseline_per_survey
-from pipeline.evaluate.metrics import metric_aliases, tie_keys
+from pipeline.evaluate.measures import metric_aliases
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.evaluate.synthetic import synthetic_eval_set
+from pipeline.evaluate.ties import tie_keys
 
 KS = (1, 3, 5)
 

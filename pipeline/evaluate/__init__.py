@@ -5,11 +5,12 @@ Public API:
 
 * :func:`evaluate` - evaluate baselines and runs on an eval set, write
   ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``.
-* :func:`per_survey_metrics`, :func:`metric_registry` - the metric registry and
-  its vectorised computation.
+* :func:`metric_registry`, :func:`metric_aliases` - the metric definitions
+  (:mod:`pipeline.evaluate.measures`); :func:`per_survey_metrics` - the ranking engine
+  that computes them (:mod:`pipeline.evaluate.metrics`).
 * :class:`RunError`, :class:`RunWarning`, :func:`read_run`, :func:`load_run`,
   :func:`missing_surveys` - runs.
-* :func:`tie_key` - the tie-breaking key.
+* :func:`tie_key` - the tie-breaking key (:mod:`pipeline.evaluate.ties`).
 
 Ties: equal scores are ordered by :func:`tie_key` of (survey_id, candidate_id)
 ascending, a fixed pseudo-random key (splitmix64 of XORed BLAKE2b-64 digests of
@@ -21,18 +22,17 @@ descending, so agreement with pytrec_eval holds for runs without ties.
 
 from pipeline.evaluate.evalset import EvalSetError, load_eval_set, resolve_eval_file
 from pipeline.evaluate.evaluation import evaluate
-from pipeline.evaluate.metrics import (
+from pipeline.evaluate.measures import (
     MAIN_METRICS,
-    TIE_BREAKING,
     Metric,
     UnknownMetricError,
     metric_aliases,
     metric_registry,
-    per_survey_metrics,
     resolve_metrics,
-    tie_key,
 )
+from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys, read_run
+from pipeline.evaluate.ties import TIE_BREAKING, tie_key
 
 __all__ = [
     "MAIN_METRICS",

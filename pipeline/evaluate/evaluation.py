@@ -65,13 +65,8 @@ from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
-from pipeline.evaluate.metrics import (
-    TIE_BREAKING,
-    main_metrics,
-    metric_aliases,
-    metric_registry,
-    per_survey_metrics,
-)
+from pipeline.evaluate.measures import main_metrics, metric_aliases, metric_registry
+from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.evaluate.report import render_report
 from pipeline.evaluate.retrieval import (
     MODES,
@@ -83,6 +78,7 @@ from pipeline.evaluate.retrieval import (
 )
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.evaluate.ties import TIE_BREAKING
 from pipeline.files import atomic_path, file_identity
 from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
 
@@ -378,7 +374,7 @@ def evaluate(
     Equal scores are ordered by a fixed pseudo-random tie key of (survey_id,
     candidate_id), then candidate_id; judged candidates missing from a run rank
     below all scored ones, ordered the same way (see ``results["tie_breaking"]``
-    and :func:`pipeline.evaluate.metrics.tie_key`). A survey a run has no row for
+    and :func:`pipeline.evaluate.ties.tie_key`). A survey a run has no row for
     is counted (``runs[NAME]["missing_surveys"]``) and warned about with a
     :class:`RunWarning`.
 
