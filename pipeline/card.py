@@ -3,7 +3,9 @@
 The template is package data (``pipeline/data_cards/survey_reading_lists.md``, read
 through ``importlib.resources``); every number on the card is rendered from
 ``eval_metadata.json`` (:func:`card_values`), the field table from the schema
-(:func:`field_table`), the example row from the written release (:func:`example_row`).
+(:func:`field_table`), the example row from the written release (:func:`example_row`),
+and the tier distribution figure it links (:func:`tier_distribution_figure`) is drawn from
+the same metadata.
 Its YAML front matter is what the Hub reads: ``tests/test_card.py`` validates it with
 huggingface_hub's ``DatasetCard``.
 """
@@ -30,6 +32,7 @@ from pipeline.release_files import (
 
 CARD_TEMPLATE = "survey_reading_lists.md"
 SOURCE_DATASET = "ines-besrour/unarxive_2024"
+TIER_FIGURE = "figures/tier_distribution.png"  # beside the card, which links it
 EXAMPLE_TEXT_CHARS = 160  # long strings of the example row are cut to this many characters
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
@@ -71,11 +74,51 @@ def example_row(release: Path, splits: list[str]) -> str:
 
 
 def render_release_card(meta: dict[str, Any], splits: list[str], release: Path) -> str:
-    """The card of the release in ``release`` (its tables already written), from ``meta``."""
+    """The card of the release in ``release`` (its tables already written), from ``meta``.
+
+    Also writes the figure the card links, :data:`TIER_FIGURE`, into ``release``.
+    """
     template = (data_cards_dir() / CARD_TEMPLATE).read_text(encoding="utf-8")
     values = card_values(meta, splits)
     values["example_row"] = example_row(release, splits)
+    tier_distribution_figure(meta, release / TIER_FIGURE)
     return render_card(template, values)
+
+
+def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:
+    """Write the tier distribution per split as a PNG: for every label, its share of each
+    split's rows, with the row count beside the bar (the numbers of the card's label table).
+
+    Drawn as :mod:`pipeline.plots` draws every figure, so the same metadata gives the same
+    bytes.
+    """
+    from pipeline.plots import pyplot, save_png
+
+    labels = sorted(S.LABEL_NAMES)
+    splits = list(S.SPLIT_NAMES)
+    height = 0.8 / len(splits)
+    colors = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
+    with pyplot() as plt:
+        fig, ax = plt.subplots(figsize=(6.0, 0.5 * len(labels) + 1.0))
+        widest = 0.0
+        for i, split in enumerate(splits):
+            counts = [meta["splits"][split]["labels"][S.LABEL_NAMES[k]] for k in labels]
+            total = sum(counts)
+            shares = [c / total if total else 0.0 for c in counts]
+            widest = max(widest, *shares)
+            offset = (i - (len(splits) - 1) / 2) * height
+            y = [j + offset for j in range(len(labels))]
+            ax.barh(
+                y, shares, height, color=colors[i % len(colors)], label=f"{split} ({total:,} rows)"
+            )
+            for at, share, count in zip(y, shares, counts, strict=True):
+                ax.text(share, at, f" {count:,}", va="center", fontsize=6)
+        ax.set_yticks(range(len(labels)), [f"{k}: {S.LABEL_NAMES[k]}" for k in labels])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(widest, 0.01) * 1.2)
+        ax.set_xlabel("share of the split's rows")
+        ax.legend(loc="lower right")
+        save_png(fig, path, plt)
 
 
 def size_category(n: int) -> str:
@@ -179,6 +222,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         else "the `survey-reading-lists` package",
         "code_url_bibtex": f"\n  url          = {{{code_url}}}," if code_url else "",
         "main_metric": "ndcg@10",
+        "tier_figure": TIER_FIGURE,
         "pretty_name": cfg["release"]["dataset_name"],
         "version": meta["version"],
         "code_version": meta["code_version"],

@@ -68,6 +68,20 @@ def test_card_has_what_hub_users_look_for(release: Path) -> None:
     assert "label_reason" in card
 
 
+def test_card_links_its_tier_distribution_figure(release: Path, tmp_path: Path) -> None:
+    from pipeline.card import TIER_FIGURE, tier_distribution_figure
+
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert f"]({TIER_FIGURE})" in card
+    png = release / TIER_FIGURE
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert TIER_FIGURE in [rel for rel, _ in release_files(release)]  # push publishes it
+    # drawn from eval_metadata.json alone: the same metadata gives the same bytes
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    tier_distribution_figure(meta, tmp_path / "again.png")
+    assert (tmp_path / "again.png").read_bytes() == png.read_bytes()
+
+
 def test_repo_id_and_code_url_come_from_the_config(release: Path) -> None:
     meta = json.loads((release / "eval_metadata.json").read_text())
     meta["config"]["release"]["repo_id"] = "someone/reading-lists"

@@ -348,7 +348,9 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 12
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 13
+    # the card's tier distribution figure is rebuilt byte for byte too
+    assert CARD.TIER_FIGURE in first
 
 
 # --------------------------------------------------------------------- the real 2022 sample

@@ -1,9 +1,8 @@
 """Figures of an evaluation: PNG files next to ``report.md``, which links them.
 
 Drawn from what ``eval_results.json`` and ``per_survey.parquet`` hold, nothing else,
-with matplotlib's Agg backend (no display), a fixed size and DPI, a fixed font and no
-metadata in the PNG (no software version, no date), so the same results give the same
-bytes. The report's tables carry every number; a figure only shows them.
+the way :mod:`pipeline.plots` draws every figure (Agg backend, pinned look, PNGs without
+metadata), so the same results give the same bytes. The report's tables carry every number; a figure only shows them.
 """
 
 from __future__ import annotations
@@ -15,10 +14,9 @@ from typing import Any
 import polars as pl
 
 from pipeline.evaluate.columns import SUBSET, SURVEY_ID, SYSTEM
-from pipeline.files import atomic_path
+from pipeline.plots import pyplot, save_png
 
 FIGURES_DIR = "figures"  # beside report.md
-DPI = 100
 TIERS = ("1", "2", "3", "4", ">=3")
 # file name -> what the report says under the image link (its alt text)
 CAPTIONS = {
@@ -27,18 +25,6 @@ CAPTIONS = {
     "recall_by_tier.png": "Recall@K per tier",
     "in_out.png": "IN and OUT candidates per system",
     "tier_distribution.png": "Tier distribution of the eval set",
-}
-# pinned look, independent of the user's matplotlibrc
-_STYLE = {
-    "font.family": "DejaVu Sans",  # shipped with matplotlib
-    "font.size": 8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "figure.dpi": DPI,
-    "savefig.dpi": DPI,
-    "path.simplify": False,
 }
 
 
@@ -165,30 +151,19 @@ def write_figures(results: dict[str, Any], per_survey: pl.DataFrame, eval_dir: P
     """Write the figures into ``<eval_dir>/figures/``; return their paths relative to
     ``eval_dir`` (as ``report.md`` links them), in :data:`CAPTIONS` order. A figure with
     nothing to show (no best baseline to compare against) is left out."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    draw: dict[str, Callable[[], Any]] = {
-        "main_metrics.png": lambda: _main_metrics(results, plt),
-        "paired_difference.png": lambda: _paired_difference(results, per_survey, plt),
-        "recall_by_tier.png": lambda: _recall_by_tier(results, plt),
-        "in_out.png": lambda: _in_out(results, plt),
-        "tier_distribution.png": lambda: _tier_distribution(results, plt),
-    }
     written = []
-    with matplotlib.rc_context(_STYLE):
+    with pyplot() as plt:
+        draw: dict[str, Callable[[], Any]] = {
+            "main_metrics.png": lambda: _main_metrics(results, plt),
+            "paired_difference.png": lambda: _paired_difference(results, per_survey, plt),
+            "recall_by_tier.png": lambda: _recall_by_tier(results, plt),
+            "in_out.png": lambda: _in_out(results, plt),
+            "tier_distribution.png": lambda: _tier_distribution(results, plt),
+        }
         for name in CAPTIONS:
             fig = draw[name]()
             if fig is None:
                 continue
-            try:
-                fig.tight_layout()
-                with atomic_path(eval_dir / FIGURES_DIR / name) as tmp:
-                    # metadata None: no "Software" (matplotlib version) chunk in the PNG
-                    fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
-            finally:
-                plt.close(fig)
+            save_png(fig, eval_dir / FIGURES_DIR / name, plt)
             written.append(f"{FIGURES_DIR}/{name}")
     return written

@@ -1,0 +1,54 @@
+"""How the pipeline draws a figure: matplotlib's Agg backend, a pinned look, PNG bytes that
+depend on the data only.
+
+Used by the evaluation report's figures (:mod:`pipeline.evaluate.figures`) and the
+dataset card's (:mod:`pipeline.card`): a fixed size and DPI, a font shipped with
+matplotlib, and no metadata in the PNG (no software version, no date), so the same
+numbers give the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.files import atomic_path
+
+DPI = 100
+# pinned look, independent of the user's matplotlibrc
+STYLE = {
+    "font.family": "DejaVu Sans",  # shipped with matplotlib
+    "font.size": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "path.simplify": False,
+}
+
+
+@contextlib.contextmanager
+def pyplot() -> Iterator[Any]:
+    """``matplotlib.pyplot`` on the Agg backend, inside the pinned style."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(STYLE):
+        yield plt
+
+
+def save_png(fig: Any, path: Path, plt: Any) -> None:
+    """Lay out ``fig``, write it to ``path`` atomically as a metadata-free PNG, close it."""
+    try:
+        fig.tight_layout()
+        with atomic_path(path) as tmp:
+            # metadata None: no "Software" (matplotlib version) chunk in the PNG
+            fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
+    finally:
+        plt.close(fig)
