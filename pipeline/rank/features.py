@@ -27,12 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipeline.evaluate.baselines import (
-    bm25_by_survey,
-    candidate_text_tokens,
-    survey_query_tokens,
-    tokenize,
-)
 from pipeline.schema import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_CATEGORIES,
@@ -47,6 +41,12 @@ from pipeline.schema import (
     SURVEY_DATE,
     SURVEY_ID,
     SURVEY_TITLE,
+)
+from pipeline.text_match import (
+    bm25_by_survey,
+    candidate_text_tokens,
+    survey_query_tokens,
+    tokenize,
 )
 
 FEATURE_SET_VERSION = 1  # bump when a feature's definition changes: models name the version

@@ -22,12 +22,11 @@ from pipeline.rank.features import (
     feature_docs,
 )
 from pipeline.rank.model import TrainedModel, train_ranker, write_model
+from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 from pipeline.schema import CANDIDATE_ID, LABEL, SURVEY_ID
 
 SPLITS = ("train", "eval")
 # The release's file names (pipeline/stages/release.py writes them; spelled there).
-CANDIDATES_FILE = "candidates/{split}.parquet"
-READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 FEATURES_JSON = "features.json"
 MODEL_NAME = "model"
 

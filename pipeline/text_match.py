@@ -1,0 +1,94 @@
+"""Text matching shared by the ``bm25`` baseline (:mod:`pipeline.evaluate.baselines`) and
+the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidate's text
+and BM25 per survey.
+
+BM25 is the ``bm25s`` library's (Lucene variant, k1 = 1.5, b = 0.75) of each candidate's
+text against the survey's title + abstract. Candidate text = title + abstract, or the raw
+bibliography string when there is no abstract. Tokens are lowercase ``\\w+`` runs; the
+vocabulary is numbered in sorted order so scores do not depend on hash seeds.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import polars as pl
+
+from pipeline.schema import (
+    CANDIDATE_ABSTRACT,
+    CANDIDATE_RAW,
+    CANDIDATE_TITLE,
+    SURVEY_ABSTRACT,
+    SURVEY_TITLE,
+)
+
+TOKEN_PATTERN = r"\w+"
+
+
+def _text(*parts: pl.Expr) -> pl.Expr:
+    return pl.concat_str([p.fill_null("") for p in parts], separator=" ")
+
+
+def tokenize(texts: pl.Expr) -> pl.Expr:
+    """Lowercase word tokens (``\\w+`` runs) of a string expression, as a list."""
+    return texts.str.to_lowercase().str.extract_all(TOKEN_PATTERN)
+
+
+def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
+    import bm25s  # the index library is only needed for this baseline
+
+    # bm25s sets its logger to DEBUG on import and logs every index build
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+    vocabulary = {token: i for i, token in enumerate(sorted({t for doc in docs for t in doc}))}
+    query_ids = [vocabulary[t] for t in query if t in vocabulary]
+    if not query_ids:
+        return np.zeros(len(docs))
+    retriever = bm25s.BM25(dtype="float64")
+    retriever.index(
+        ([[vocabulary[t] for t in doc] for doc in docs], vocabulary), show_progress=False
+    )
+    return np.asarray(retriever.get_scores(query_ids), dtype=np.float64)
+
+
+def survey_query_tokens() -> pl.Expr:
+    """Tokens of the survey's title + abstract (the BM25 query)."""
+    return tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)))
+
+
+def joined_text(*parts: pl.Expr) -> pl.Expr:
+    """The parts joined by a space, nulls as empty strings."""
+    return _text(*parts)
+
+
+def candidate_text() -> pl.Expr:
+    """The candidate's text: title + abstract, or the raw string when there is no abstract."""
+    has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
+    return (
+        pl.when(has_abstract)
+        .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
+        .otherwise(pl.coalesce(pl.col(CANDIDATE_RAW), pl.col(CANDIDATE_TITLE), pl.lit("")))
+    )
+
+
+def candidate_text_tokens() -> pl.Expr:
+    """Tokens of :func:`candidate_text`."""
+    return tokenize(candidate_text())
+
+
+def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -> np.ndarray:
+    """BM25 of each row's doc tokens against its query tokens, one index per survey.
+
+    Args:
+        survey_ids: one id per row, rows of a survey contiguous.
+        queries: token lists; the first row of each survey's block is its query.
+        docs: token lists, one per row.
+    """
+    starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
+    stops = np.append(starts[1:], survey_ids.len())
+    scores = np.zeros(survey_ids.len())
+    # One small index per survey: BM25's idf is over that survey's candidates.
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        scores[start:stop] = _bm25_one(queries[start].to_list(), docs[start:stop].to_list())
+    return scores
