@@ -9,8 +9,9 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pipeline import __version__, api
 from pipeline.config import Config, describe, load_config
@@ -293,32 +294,36 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("config", help="print every config field with its default and help")
     p.set_defaults(func=lambda a: print(describe()) or 0)
 
-    _add_push(sub)
-    for module in _plugins():
-        module.add_parser(sub)
+    for add_parser in _plugins():
+        add_parser(sub)
     for command in sub.choices.values():
         _add_verbosity(command)
     return parser
 
 
-def _plugins() -> list:
-    """Subcommands that are not stages of the runner (they bring their own parsers)."""
+def _plugins() -> list[Callable[[argparse._SubParsersAction], Any]]:
+    """Registrars of the subcommands that are not stages of the runner, in help order
+    (modules that bring their own parsers, and ``push``)."""
     import importlib
 
-    mods = []
+    found: list[Callable[[argparse._SubParsersAction], Any]] = []
     for name in (
         "pipeline.synth",
         "pipeline.demo",
         "pipeline.evaluate.command",  # evaluate
+        "push",
         "pipeline.jobs",  # job, submit
         "pipeline.rank.command",  # features, train
     ):
+        if name == "push":
+            found.append(_add_push)
+            continue
         try:
-            mods.append(importlib.import_module(name))
+            found.append(importlib.import_module(name).add_parser)
         except ModuleNotFoundError as e:
             if e.name != name:
                 raise
-    return mods
+    return found
 
 
 class _Parser(argparse.ArgumentParser):

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import zstandard
 
-from pipeline import sources
+from pipeline import api, sources
 from pipeline.cli import main
 from pipeline.ids import strip_version
 from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines
@@ -153,7 +153,7 @@ def test_every_bad_line_is_a_reject(tmp_path: Path, sample_lines: list[bytes]) -
     p = tmp_path / "in.jsonl"
     p.write_bytes(b"\n".join(rows) + b"\n")
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(p), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(p, out, workers=1)
     rejects = pl.read_parquet(out / "extract" / "rejects")
     assert rejects["reason"].to_list() == ["too_deeply_nested", "invalid_paper_id"]
     (manifest,) = [json.loads(m.read_text()) for m in (out / "extract" / "_manifests").iterdir()]

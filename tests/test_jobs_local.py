@@ -101,3 +101,22 @@ def test_fan_out_shards_share_the_work_dir_and_finish_waits_on_markers(
         assert jobs.run_step("shard", str(data), work, shard=(0, 2), **kw)["skipped"]
         assert jobs.run_step("finish", str(data), work, **kw)["skipped"]
         assert len(stub.commits) == 1
+
+
+def test_a_job_step_runs_with_the_config_it_was_given(tmp_path: Path) -> None:
+    """The Job calls the API with its ``--config`` (what ``submit`` ships as pipeline_config)."""
+    import shutil
+
+    from pipeline.config import Config, load_config
+    from tests.conftest import SAMPLE_2022
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    shutil.copyfile(SAMPLE_2022, data / SAMPLE_2022.name)
+    config = tmp_path / "c.toml"
+    config.write_text("[extract]\nbatch_papers = 2\n")
+    done = jobs.run_step("shard", str(data), work, config=config, shard=(0, 1), workers=1)
+    assert done == {"step": "shard", "skipped": False, "shard": [0, 1]}
+    (manifest,) = [json.loads(p.read_text()) for p in (work / "extract" / "_manifests").iterdir()]
+    assert manifest["config_hash"] == load_config(config).hash != Config().hash
+    assert manifest["config"]["extract"]["batch_papers"] == 2

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import api
 from pipeline.cli import main
 from pipeline.config import ConfigError, load_config
 from pipeline.files import atomic_path
@@ -56,7 +57,7 @@ def test_kill_minus_9_then_resume_is_byte_identical(
 ) -> None:
     corpus = _corpus(tmp_path, sample_lines, 6)
     reference = tmp_path / "reference"
-    assert main(["extract", "--input", str(corpus), "--out", str(reference), "--workers", "1"]) == 0
+    api.extract(corpus, reference, workers=1)
 
     out = tmp_path / "killed"
     cmd = [
@@ -84,7 +85,7 @@ def test_kill_minus_9_then_resume_is_byte_identical(
     before = _mtimes(out)
     assert 2 <= len(before) < 6, "the kill should land part-way through the corpus"
 
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "2"]) == 0
+    api.extract(corpus, out, workers=2)
     after = _mtimes(out)
     assert {k: after[k] for k in before} == before, "finished files must not be redone"
     assert len(after) == 6
@@ -95,17 +96,14 @@ def test_kill_minus_9_then_resume_is_byte_identical(
 def test_rerun_skips_and_force_redoes(tmp_path: Path, sample_lines: list[bytes], caplog) -> None:
     corpus = _corpus(tmp_path, sample_lines[:5], 3)
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "2"]) == 0
+    api.extract(corpus, out, workers=2)
     first = _mtimes(out)
     caplog.clear()
     caplog.set_level(logging.INFO, logger="pipeline")
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     assert _mtimes(out) == first
     assert sum(r.message.startswith("extract: skip ") for r in caplog.records) == 3
-    assert (
-        main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1", "--force"])
-        == 0
-    )
+    api.extract(corpus, out, workers=1, force=True)
     assert all(_mtimes(out)[k] > v for k, v in first.items())
 
 
@@ -114,17 +112,17 @@ def test_changed_input_or_config_redoes_that_file(
 ) -> None:
     corpus = _corpus(tmp_path, sample_lines[:5], 2)
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     first = _mtimes(out)
     time.sleep(0.01)
     (corpus / "part_01.jsonl").write_bytes(b"\n".join(sample_lines[:4]) + b"\n")
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     second = _mtimes(out)
     changed = {k for k in first if second[k] != first[k]}
     assert len(changed) == 1 and "part_01" in changed.pop()
     cfg = tmp_path / "c.toml"
     cfg.write_text("[extract]\nbatch_papers = 2\n")
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--config", str(cfg)]) == 0
+    api.extract(corpus, out, config=cfg)
     assert all(_mtimes(out)[k] != v for k, v in second.items())
 
 
@@ -136,9 +134,7 @@ def test_shards_partition_the_sorted_files(tmp_path: Path, sample_lines: list[by
     assert [f.path for f in parts[1]] == [files[1].path, files[4].path]
     out = tmp_path / "out"
     for i in range(3):
-        assert (
-            main(["extract", "--input", str(corpus), "--out", str(out), "--shard", f"{i}/3"]) == 0
-        )
+        api.extract(corpus, out, shard_of=(i, 3))
     assert len(_mtimes(out)) == 5
     with pytest.raises(InputError):
         shard(files, 3, 3)
@@ -147,7 +143,7 @@ def test_shards_partition_the_sorted_files(tmp_path: Path, sample_lines: list[by
 def test_status_reports_counts(tmp_path: Path, sample_lines: list[bytes], capsys) -> None:
     corpus = _corpus(tmp_path, sample_lines[:4], 2)
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     capsys.readouterr()
     assert main(["status", "--json", "--out", str(out)]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -188,7 +184,7 @@ def test_duplicate_papers_across_files_are_counted(
 ) -> None:
     corpus = _corpus(tmp_path, sample_lines[:3], 2)  # the same 3 papers in two files
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     summary = json.loads((out / "extract" / "_summary.json").read_text())
     assert summary["papers_written"] == 6
     assert summary["unique_papers"] == 3
@@ -199,7 +195,7 @@ def test_moved_corpus_is_refused_then_pruned(tmp_path: Path, sample_lines: list[
     """Outputs of files not in --input would join later stages: refused, or pruned on request."""
     corpus = _corpus(tmp_path, sample_lines[:3], 2)
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
+    api.extract(corpus, out, workers=1)
     moved = tmp_path / "moved"
     corpus.rename(moved)
     assert main(["extract", "--input", str(moved), "--out", str(out), "--workers", "1"]) == 2
@@ -228,12 +224,12 @@ def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
 def test_later_stages_wait_for_every_shard(tmp_path: Path, sample_lines: list[bytes]) -> None:
     corpus = _corpus(tmp_path, sample_lines[:3], 3)
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "0/2"]) == 0
+    api.extract(corpus, out, shard_of=(0, 2))
     assert main(["works", "--out", str(out)]) == 2  # 2 of 3 files done: refused
     assert not (out / "works").exists()
     assert main(["run", "--out", str(out)]) == 2
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "1/2"]) == 0
-    assert main(["works", "--out", str(out)]) == 0
+    api.extract(corpus, out, shard_of=(1, 2))
+    api.reduce("works", out)
 
 
 def _children(pid: int) -> list[int]:
@@ -303,7 +299,7 @@ def test_shards_with_different_input_lists_are_refused(
     for p in sorted(corpus.iterdir())[:4]:
         (fewer / p.name).write_bytes(p.read_bytes())
     out = tmp_path / "out"
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--shard", "0/2"]) == 0
+    api.extract(corpus, out, shard_of=(0, 2))
     # a shard started later with another list is refused at once, naming both lists
     assert main(["extract", "--input", str(fewer), "--out", str(out), "--shard", "1/2"]) == 2
     assert str(corpus) in caplog.text and str(fewer) in caplog.text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import api
 from pipeline.cli import main
 from tests.test_negatives import synthetic_release_dir
 
@@ -91,8 +92,8 @@ def test_reduce_stage_refuses_a_damaged_extract_file(work, caplog) -> None:
     assert str(target) in caplog.text and "rerun extract" in caplog.text
     # its marker is gone, so extract redoes exactly that file
     assert not (out / "extract" / "_markers" / f"{target.stem}.json").exists()
-    assert main(["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]) == 0
-    assert main(["works", "--out", str(out)]) == 0
+    api.extract(corpus, out, workers=1)
+    api.reduce("works", out)
 
 
 def test_push_refuses_a_release_with_a_changed_file(work, capsys, caplog) -> None:
