@@ -14,7 +14,7 @@ from pipeline.config import EvaluateConfig
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import EVAL_FILENAME
 from pipeline.evaluate.synthetic import synthetic_eval_set
-from pipeline.runner import clean_stale_temps
+from pipeline.workdir import clean_stale_temps
 
 ROOT = Path(pipeline.__file__).parent
 # Who may call these, and why. Everyone else goes through pipeline.files.

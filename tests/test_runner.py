@@ -208,7 +208,7 @@ def test_moved_corpus_is_refused_then_pruned(tmp_path: Path, sample_lines: list[
 
 def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
     from pipeline.files import temp_tag
-    from pipeline.runner import clean_stale_temps
+    from pipeline.workdir import clean_stale_temps
 
     d = tmp_path / "extract" / "papers"
     d.mkdir(parents=True)
@@ -304,8 +304,8 @@ def test_shards_with_different_input_lists_are_refused(
     assert main(["extract", "--input", str(fewer), "--out", str(out), "--shard", "1/2"]) == 2
     assert str(corpus) in caplog.text and str(fewer) in caplog.text
     # shards started at the same time only meet in later stages: those refuse too
-    from pipeline.runner import write_shard_record
     from pipeline.sources import resolve_inputs
+    from pipeline.workdir import write_shard_record
 
     keys = [f.key for f in resolve_inputs([str(fewer)])]
     write_shard_record(out, "extract", 1, 2, [str(fewer)], keys)

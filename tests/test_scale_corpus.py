@@ -11,8 +11,9 @@ import pytest
 from bench.scale_corpus import REJECTS_OUT, build
 from pipeline import schema as S
 from pipeline.config import Config
-from pipeline.runner import reduce_done, run_reduce
+from pipeline.runner import run_reduce
 from pipeline.stages import GRAPH
+from pipeline.workdir import reduce_done
 
 
 @pytest.fixture(scope="module")

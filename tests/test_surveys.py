@@ -14,8 +14,8 @@ import pytest
 from pipeline import api
 from pipeline import schema as S
 from pipeline.config import SurveysConfig
-from pipeline.runner import MARKERS, SUCCESS
 from pipeline.survey_rules import prefilter_pattern, survey_reason
+from pipeline.workdir import MARKERS, SUCCESS
 from tests.conftest import FIXTURES, SURVEY_ID
 from tests.test_works import counts, extract_sample, run_stages
 

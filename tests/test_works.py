@@ -16,8 +16,9 @@ import pytest
 from pipeline import api
 from pipeline import schema as S
 from pipeline.config import Config
-from pipeline.runner import MARKERS, file_record
+from pipeline.files import file_record
 from pipeline.stages.works import arxiv_month_expr, connected_components
+from pipeline.workdir import MARKERS
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
 
