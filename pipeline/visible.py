@@ -227,28 +227,33 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
     return cites.join(surveys.lazy(), on=S.SURVEY_ID, how="inner")
 
 
-def paper_citations(ctx: ReduceContext) -> pl.LazyFrame:
-    """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus paper."""
+def paper_citations(ctx: ReduceContext, works: pl.LazyFrame | None = None) -> pl.LazyFrame:
+    """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus
+    paper; of the works in ``works`` (a ``work_id`` column) only, when given."""
     papers = scan_extract(ctx, "papers").select(
         S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
     )
-    return (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
-        .filter(pl.col(S.WORK_ID).is_not_null())
-        .select(S.PAPER_ID, S.WORK_ID)
-        .unique()
-        .join(papers, on=S.PAPER_ID, how="inner")
-    )
+    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
+    if works is not None:
+        cites = cites.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
+    return cites.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
 
 
 def prior_tables(
-    ctx: ReduceContext, citations: pl.LazyFrame | None = None
+    ctx: ReduceContext,
+    citations: pl.LazyFrame | None = None,
+    works: pl.LazyFrame | None = None,
 ) -> dict[str, pl.LazyFrame]:
     """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected.
 
-    ``citations``: :func:`survey_citations`, when the caller holds it already.
+    ``citations``: :func:`survey_citations`, when the caller holds it already. ``works``:
+    only these works' rows (a ``work_id`` column), which is all a caller that counts for
+    known works needs: the corpus-wide table has a row per cited work and date (60M rows
+    at 2.3M papers), more than a stage should hold.
     """
     sc = survey_citations(ctx) if citations is None else citations
-    tables = prior_count_tables(sc, paper_citations(ctx))
+    if works is not None:
+        sc = sc.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
+    tables = prior_count_tables(sc, paper_citations(ctx, works))
     got = pl.collect_all(list(tables.values()), engine="streaming")
     return {name: df.lazy() for name, df in zip(tables, got, strict=True)}

@@ -690,9 +690,13 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
     sc = survey_citations(ctx).collect(engine="streaming").lazy()
-    prior = prior_tables(ctx, sc)
+    # the running counts of the works it needs only: the positives' here, each batch's window's
+    # below (a join_asof reads its whole right side, once per batch)
+    labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
     positives_all = with_strata(
-        positive_pairs(ctx, surveys_all.lazy(), works), prior, cites_it=True
+        positive_pairs(ctx, surveys_all.lazy(), works),
+        prior_tables(ctx, sc, works=labelled),
+        cites_it=True,
     ).collect(engine="streaming")
     valid = positives_all.filter(~pl.col(AFTER_SURVEY))
     per_survey_pos = positives_all.group_by(S.SURVEY_ID).agg(
@@ -745,13 +749,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         window = window.collect(engine="streaming").lazy()
         batch_keys = survey_keys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         excluded = pl.concat([cited, title_hits(ctx, batch_keys, window)])
-        # only the window's works of the running-count tables: a join_asof reads its whole
-        # right side, once per batch
-        window_works = window.select(S.WORK_ID).unique()
-        batch_prior = {
-            name: table.join(window_works, on=S.WORK_ID, how="semi")
-            for name, table in prior.items()
-        }
+        batch_prior = prior_tables(ctx, sc, works=window)
         pairs = hashed(
             candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
         ).with_columns(
