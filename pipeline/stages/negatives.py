@@ -64,6 +64,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -672,6 +674,14 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
     """
+    scratch = ctx.tmp_dir / "_scratch"
+    try:
+        return _build_negatives(ctx, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     ncfg = ctx.cfg.negatives
     if ncfg.negative_sampling not in SAMPLINGS:
         raise ValueError(
@@ -693,9 +703,10 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     # the running counts of the works it needs only: the positives' here, each batch's window's
     # below (a join_asof reads its whole right side, once per batch)
     labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
+    corpus_prior = V.corpus_prior_counts(ctx, scratch / "prior")
     positives_all = with_strata(
         positive_pairs(ctx, surveys_all.lazy(), works),
-        prior_tables(ctx, sc, works=labelled),
+        prior_tables(ctx, sc, works=labelled, corpus=corpus_prior),
         cites_it=True,
     ).collect(engine="streaming")
     valid = positives_all.filter(~pl.col(AFTER_SURVEY))
@@ -749,7 +760,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         window = window.collect(engine="streaming").lazy()
         batch_keys = survey_keys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         excluded = pl.concat([cited, title_hits(ctx, batch_keys, window)])
-        batch_prior = prior_tables(ctx, sc, works=window)
+        batch_prior = prior_tables(ctx, sc, works=window, corpus=corpus_prior)
         pairs = hashed(
             candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
         ).with_columns(
