@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
+from pipeline.files import sha256_file  # noqa: E402
 
 DEFAULT_SIZES = (100_000, 300_000, 1_000_000, 2_300_000)
 FULL_CORPUS_BYTES = 500e9  # unarXive 2024 JSONL, README
@@ -123,6 +124,7 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
         entry: dict[str, Any] = {
             "papers": n,
             "seconds": round(got.seconds, 2),
+            "cpu_seconds": None if got.cpu_seconds is None else round(got.cpu_seconds, 1),
             "peak_rss_mb": round(got.peak_rss_mb, 1),
         }
         if got.returncode != 0:
@@ -149,12 +151,44 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
             entry[key] = counts.get(key)
         extra = "  ".join(f"{k}={entry[k]:,}" for k in EXTRA_COUNTS.get(stage, ()) if entry.get(k))
         print(
-            f"   {stage:<10} {got.seconds:9.1f} s {got.peak_rss_mb:9,.0f} MB "
-            f"{entry['rows_out']:>13,} rows  {extra}",
+            f"   {stage:<10} {got.seconds:9.1f} s {got.cpu_seconds or 0:9.1f} cpu-s "
+            f"{got.peak_rss_mb:9,.0f} MB {entry['rows_out']:>13,} rows  {extra}",
             flush=True,
         )
         results[stage] = entry
     return {"size": size, "stages": results}
+
+
+def _file_hashes(out: Path, stages: list[str]) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): sha256_file(p)
+        for stage in stages
+        for p in sorted((out / stage).rglob("*"))
+        if p.is_file() and not p.name.startswith("_")
+    }
+
+
+def batch_check(work: Path, stages: list[str], divide: int, max_rss_mb: float) -> dict[str, Any]:
+    """Rerun ``stages`` on a hard-linked copy of ``work`` with batch sizes divided by
+    ``divide`` (:mod:`bench.small_batches`) and compare every output file's sha256."""
+    other = work.with_name(work.name + "_batches")
+    shutil.rmtree(other, ignore_errors=True)
+    other.mkdir(parents=True)
+    for d in work.iterdir():
+        if d.is_dir() and d.name not in stages:
+            shutil.copytree(d, other / d.name, copy_function=os.link)
+    for stage in stages:
+        got = run_measured(
+            "bench/small_batches.py",
+            [stage, "--out", str(other), "--divide", str(divide)],
+            max_rss_mb=max_rss_mb,
+        )
+        if got.returncode != 0:
+            raise RuntimeError(f"small_batches {stage} failed with exit code {got.returncode}")
+    a, b = _file_hashes(work, stages), _file_hashes(other, stages)
+    differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    shutil.rmtree(other, ignore_errors=True)
+    return {"stages": stages, "divide": divide, "files": len(a), "differ": differ}
 
 
 def main() -> int:
@@ -172,6 +206,13 @@ def main() -> int:
     )
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="for the projection")
     ap.add_argument("--delete", action="store_true", help="delete each corpus after its run")
+    ap.add_argument(
+        "--batch-check",
+        default="",
+        help="comma-separated stages to rerun at every size with batch sizes divided by "
+        "--divide, comparing every output file's bytes (e.g. negatives,split,release)",
+    )
+    ap.add_argument("--divide", type=int, default=7)
     args = ap.parse_args()
 
     sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()})
@@ -183,11 +224,21 @@ def main() -> int:
     for n in sizes:
         work = args.dir / f"n{n}"
         runs.append(run_size(n, work, stages, args.max_rss_gb * 1024, args.seed))
+        checked = [s for s in args.batch_check.split(",") if s]
+        if checked:
+            got = batch_check(work, checked, args.divide, args.max_rss_gb * 1024)
+            runs[-1]["batch_check"] = got
+            verdict = "identical" if not got["differ"] else f"DIFFER: {', '.join(got['differ'])}"
+            print(
+                f"   batch check ({', '.join(checked)}; batch sizes / {args.divide}): "
+                f"{got['files']} files {verdict}",
+                flush=True,
+            )
         if args.delete:
             shutil.rmtree(work, ignore_errors=True)
 
     # ---------------------------------------------------------------- summary
-    print("\nper stage: seconds / peak RSS MB / rows out")
+    print("\nper stage: wall seconds (CPU seconds) / peak RSS MB / rows out")
     header = f"{'stage':<12}" + "".join(f"{n:>30,}" for n in sizes)
     print(header)
     for stage in stages:
@@ -195,14 +246,24 @@ def main() -> int:
         for r in runs:
             e = r["stages"][stage]
             if "rows_out" in e:
-                cells.append(f"{e['seconds']:.1f} s / {e['peak_rss_mb']:,.0f} / {e['rows_out']:,}")
+                cells.append(
+                    f"{e['seconds']:.0f} s ({e.get('cpu_seconds') or 0:.0f}) / "
+                    f"{e['peak_rss_mb']:,.0f} / {e['rows_out']:,}"
+                )
             else:
                 cells.append(e.get("error") or "skipped")
         print(f"{stage:<12}" + "".join(f"{c:>30}" for c in cells))
     totals = [
         sum(e.get("seconds", 0) for e in r["stages"].values() if "rows_out" in e) for r in runs
     ]
-    print(f"{'all reduce':<12}" + "".join(f"{f'{t:.0f} s':>30}" for t in totals))
+    cpu_totals = [
+        sum(e.get("cpu_seconds") or 0 for e in r["stages"].values() if "rows_out" in e)
+        for r in runs
+    ]
+    print(
+        f"{'all reduce':<12}"
+        + "".join(f"{f'{t:.0f} s ({c:.0f})':>30}" for t, c in zip(totals, cpu_totals, strict=True))
+    )
     projection = []
     if mb_s:
         for n in sizes:
@@ -250,6 +311,11 @@ def main() -> int:
                 "sizes": sizes,
                 "stages": {s: [r["stages"][s] for r in runs] for s in stages},
                 "inputs": [r["size"] for r in runs],
+                "batch_check": [
+                    {"papers": r["size"]["papers"], **r["batch_check"]}
+                    for r in runs
+                    if "batch_check" in r
+                ],
                 "growth": growths,
                 "extract_projection": {
                     "mb_s_per_worker": mb_s,

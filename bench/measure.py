@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 _WRAPPER = """
-import os, runpy, sys
+import os, resource, runpy, sys
 target = sys.argv[1]
 sys.argv = [target, *sys.argv[2:]]
 try:
@@ -28,9 +28,11 @@ try:
     else:
         runpy.run_module(target, run_name="__main__", alter_sys=True)
 finally:
+    use = resource.getrusage(resource.RUSAGE_SELF)
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
-            open(os.environ["BENCH_HWM_FILE"], "w").write(line.split()[1])
+            hwm = line.split()[1]
+            open(os.environ["BENCH_HWM_FILE"], "w").write(f"{hwm} {use.ru_utime + use.ru_stime}")
 """
 
 
@@ -43,12 +45,15 @@ class Measured:
         peak_rss_mb: the child's VmHWM (or the largest polled VmRSS when it was killed).
         returncode: the child's exit code (negative: killed by that signal).
         killed_over_mb: the RSS limit that made the benchmark kill it, else None.
+        cpu_seconds: the child's user + system CPU time over all its threads (None when
+            killed): steadier than wall time on a shared machine.
     """
 
     seconds: float
     peak_rss_mb: float
     returncode: int
     killed_over_mb: float | None = None
+    cpu_seconds: float | None = None
 
 
 def _rss_kb(pid: int) -> int:
@@ -95,9 +100,12 @@ def run_measured(
             proc.kill()
         time.sleep(poll_seconds)
     wall = time.perf_counter() - t0
+    cpu = None
     try:
-        peak_kb = max(int(hwm.read_text()), seen_kb)
+        fields = hwm.read_text().split()
+        peak_kb = max(int(fields[0]), seen_kb)
+        cpu = float(fields[1])
         hwm.unlink()
-    except (FileNotFoundError, ValueError):
+    except (FileNotFoundError, ValueError, IndexError):
         peak_kb = seen_kb
-    return Measured(wall, peak_kb / 1024, proc.returncode, killed)
+    return Measured(wall, peak_kb / 1024, proc.returncode, killed, cpu)

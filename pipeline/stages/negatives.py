@@ -64,6 +64,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -315,9 +317,9 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
     return near.join(aliases, on=W.ALIAS, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
 
 
-def title_hits(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, work_id)`` where a title key of the work equals a segment key of any raw
-    bib string of the survey (:mod:`pipeline.titles`), with or without identifiers.
+def survey_title_keys(ctx: ReduceContext) -> pl.LazyFrame:
+    """``(survey_id, title_key)``: every segment key of every raw bib string of every survey
+    (:mod:`pipeline.titles`), with or without identifiers.
 
     Only the surveys' rows are read, once (``segment_keys`` reads its input three times):
     reading every reference of the corpus made this the stage's peak (6.8 GB at 300k papers).
@@ -329,30 +331,57 @@ def title_hits(ctx: ReduceContext) -> pl.LazyFrame:
         .drop_nulls(S.RAW)
         .collect(engine="streaming")
     )
-    survey_keys = T.segment_keys(raw.lazy(), S.RAW, [S.PAPER_ID, S.REF_ID]).select(
-        pl.col(S.PAPER_ID).alias(S.SURVEY_ID), T.KEY
-    )
-    keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
     return (
-        survey_keys.unique()
-        .join(keys, on=T.KEY, how="inner")
-        .select(S.SURVEY_ID, S.WORK_ID)
+        T.segment_keys(raw.lazy(), S.RAW, [S.PAPER_ID, S.REF_ID])
+        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), T.KEY)
         .unique()
     )
 
 
-def excluded_pairs(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
-    """``(survey_id, work_id)`` a survey cites: resolved entries, labelled positives, alias hits,
-    title hits. ``citations``: :func:`survey_citations`, when the caller holds it already."""
+def title_hits(
+    ctx: ReduceContext,
+    survey_keys: pl.LazyFrame | None = None,
+    pairs: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` where a title key of the work equals a segment key of any raw
+    bib string of the survey (``survey_keys``: :func:`survey_title_keys`).
+
+    ``pairs``: only these ``(survey_id, work_id)`` pairs are looked at (a batch's window).
+    The hits then cost the pairs times the works' keys: joining the surveys' keys with every
+    work's keys instead grows with the square of the corpus wherever a key names many
+    works (a venue taken for a title; 7 GB at 1M bench papers).
+    """
+    survey_keys = survey_title_keys(ctx) if survey_keys is None else survey_keys
+    keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
+    if pairs is None:
+        hits = survey_keys.join(keys, on=T.KEY, how="inner")
+    else:
+        hits = (
+            pairs.select(S.SURVEY_ID, S.WORK_ID)
+            .join(keys, on=S.WORK_ID, how="inner")
+            .join(survey_keys, on=[S.SURVEY_ID, T.KEY], how="semi")
+        )
+    return hits.select(S.SURVEY_ID, S.WORK_ID).unique()
+
+
+def cited_pairs(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` a survey cites by identifier: resolved entries, labelled
+    positives, alias hits (not title hits: :func:`title_hits`). ``citations``:
+    :func:`survey_citations`, when the caller holds it already."""
     sc = survey_citations(ctx) if citations is None else citations
     return pl.concat(
         [
             sc.select(S.SURVEY_ID, S.WORK_ID),
             S.scan(ctx.upstream("labels", "labels"), S.LABELS).select(S.SURVEY_ID, S.WORK_ID),
             _alias_hits(ctx),
-            title_hits(ctx),
         ]
     ).unique()
+
+
+def excluded_pairs(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
+    """``(survey_id, work_id)`` a survey cites: :func:`cited_pairs` and :func:`title_hits`.
+    ``citations``: :func:`survey_citations`, when the caller holds it already."""
+    return pl.concat([cited_pairs(ctx, citations), title_hits(ctx)]).unique()
 
 
 def candidate_pairs(
@@ -645,6 +674,14 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
     """
+    scratch = ctx.tmp_dir / "_scratch"
+    try:
+        return _build_negatives(ctx, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     ncfg = ctx.cfg.negatives
     if ncfg.negative_sampling not in SAMPLINGS:
         raise ValueError(
@@ -663,9 +700,14 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
     sc = survey_citations(ctx).collect(engine="streaming").lazy()
-    prior = prior_tables(ctx, sc)
+    # the running counts of the works it needs only: the positives' here, each batch's window's
+    # below (a join_asof reads its whole right side, once per batch)
+    labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
+    corpus_prior = V.corpus_prior_counts(ctx, scratch / "prior")
     positives_all = with_strata(
-        positive_pairs(ctx, surveys_all.lazy(), works), prior, cites_it=True
+        positive_pairs(ctx, surveys_all.lazy(), works),
+        prior_tables(ctx, sc, works=labelled, corpus=corpus_prior),
+        cites_it=True,
     ).collect(engine="streaming")
     valid = positives_all.filter(~pl.col(AFTER_SURVEY))
     per_survey_pos = positives_all.group_by(S.SURVEY_ID).agg(
@@ -676,7 +718,9 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
     eligible = eligible_works(ctx, sc).collect(engine="streaming").lazy()
-    excluded = excluded_pairs(ctx, sc).collect(engine="streaming").lazy()
+    # the exclusions by identifier, whole; the title hits per batch, within its window
+    cited = cited_pairs(ctx, sc).collect(engine="streaming").lazy()
+    survey_keys = survey_title_keys(ctx).collect(engine="streaming")
     work_hashes = id_hash_frame(
         pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]),
         S.WORK_ID,
@@ -714,13 +758,9 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
             hardness = co_citation(batch, pos, sc).collect(engine="streaming").lazy()
             window = pl.concat([window, hardness.select(S.SURVEY_ID, S.WORK_ID)]).unique()
         window = window.collect(engine="streaming").lazy()
-        # only the window's works of the running-count tables: a join_asof reads its whole
-        # right side, once per batch
-        window_works = window.select(S.WORK_ID).unique()
-        batch_prior = {
-            name: table.join(window_works, on=S.WORK_ID, how="semi")
-            for name, table in prior.items()
-        }
+        batch_keys = survey_keys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
+        excluded = pl.concat([cited, title_hits(ctx, batch_keys, window)])
+        batch_prior = prior_tables(ctx, sc, works=window, corpus=corpus_prior)
         pairs = hashed(
             candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
         ).with_columns(

@@ -109,7 +109,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
                S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE, S.CANDIDATE_DATE]  # fmt: skip
     placed = pl.concat([positives.filter(~after).select(columns), negatives.select(columns)])
     kept = (
-        V.with_prior_counts(placed, V.prior_tables(ctx), pl.col(S.LABEL) >= 1)
+        V.with_prior_counts(placed, V.prior_tables(ctx, works=placed), pl.col(S.LABEL) >= 1)
         .select(S.CANDIDATES.names)
         .sort(S.SURVEY_ID, S.WORK_ID)
     )
