@@ -547,7 +547,10 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     return {
         **{f"{s}_surveys": meta_splits[s]["surveys"] for s in S.SPLIT_NAMES},
         **{f"{s}_rows": meta_splits[s]["rows"] for s in S.SPLIT_NAMES},
-        "files": len(files) + 2,
+        # the tables, the metadata, the card and the figures it links: what was written
+        "files": sum(
+            1 for f in ctx.tmp_dir.rglob("*") if f.is_file() and not f.name.startswith("_")
+        ),
         "input_revision": meta["input"]["revision"],
     }
 
