@@ -127,7 +127,9 @@ class NegativesConfig:
         "hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)"
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
-    survey_batch_size: int = _f(256, "surveys whose candidate pairs are built at once (memory)")
+    survey_batch_size: int = _f(
+        4096, "surveys whose candidate pairs are built at once (also capped at 5M pairs)"
+    )
     candidates_per_negative: int = _f(
         25,
         "works of each pool considered per negative wanted (at least 1000; 0: the whole pool)",
