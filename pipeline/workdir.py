@@ -86,6 +86,11 @@ def manifest_paths(out: Path, stage: str) -> list[Path]:
     return sorted((out / stage / MANIFESTS).glob("*.json"))
 
 
+def summary_path(out: Path, stage: str = "extract") -> Path:
+    """A map stage's totals over its manifests (:data:`SUMMARY`)."""
+    return stage_dir(out, stage) / SUMMARY
+
+
 def success_path(out: Path, stage: str) -> Path:
     """A reduce stage's ``_SUCCESS.json``, written last."""
     return out / stage / SUCCESS

@@ -845,6 +845,7 @@ def summarize(out: Path) -> dict[str, Any]:
 
     from pipeline.files import write_json
     from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
+    from pipeline.workdir import summary_path
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
@@ -875,5 +876,5 @@ def summarize(out: Path) -> dict[str, Any]:
         ).collect()
         totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
         totals["unique_papers"] = int(stats["unique"][0])
-    write_json(base / "_summary.json", totals)
+    write_json(summary_path(out, STAGE.name), totals)
     return totals
