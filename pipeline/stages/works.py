@@ -405,8 +405,8 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             .collect(engine="streaming")
         )
         entry_work.write_parquet(part("entry_work", i))
-        keys = T.segment_keys(
-            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW),
+        keys = T.segment_keys_per_string(
+            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
             S.RAW,
             [S.PAPER_ID, S.REF_ID],
         ).collect(engine="streaming")
