@@ -469,6 +469,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     for bound in bounds:  # the range of a paper id: how many bounds are <= it
         range_of = range_of + (pl.col(S.PAPER_ID) >= bound).cast(pl.Int32)
     title_key_parts = [corpus_title_keys(corpus).collect(engine="streaming"), known]
+    del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
     examples: list[pl.DataFrame] = []
     citing: list[pl.DataFrame] = []
     raw_bytes = pl.col(S.RAW).str.len_bytes()
@@ -570,7 +571,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             on=S.WORK_ID,
             how="left",
         )
-        .join(corpus, on=S.WORK_ID, how="left")
+        .join(corpus.select(S.WORK_ID, S.PAPER_ID, S.FIRST_VERSION_DATE), on=S.WORK_ID, how="left")
         .join(example_raw.lazy().drop(_RAW_BYTES), on=S.WORK_ID, how="left")
         .with_columns(
             pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
@@ -585,7 +586,14 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             .then(pl.lit(DATE_FROM_REFERENCE_YEAR))
             .alias(S.DATE_SOURCE),
         )
-        .sort(S.WORK_ID),
+        .sort(S.WORK_ID)
+        # the wide columns after the sort, in its order: sorting them would copy every abstract
+        .join(
+            papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT, S.CATEGORIES),
+            on=S.PAPER_ID,
+            how="left",
+            maintain_order="left",
+        ),
         S.WORKS,
         works_path,
         ctx.cfg,
