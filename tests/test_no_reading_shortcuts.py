@@ -239,3 +239,23 @@ def test_title_keys_on_60_real_references_with_hand_written_titles() -> None:
     # measured: 39 of 39 titled references right, 1 spurious key among the 21 without a title
     assert outcome["right"] >= 0.9 * titled
     assert outcome["wrong"] + outcome["spurious"] <= 2
+
+
+def test_segment_keys_per_string_equal_segment_keys() -> None:
+    """Keys computed once per distinct raw string are the rows of ``segment_keys``: the 60
+    real references, each cited by three entries (two papers), plus entries without a raw."""
+    fixture = Path(__file__).parent / "fixtures" / "reference_titles.tsv"
+    raws = pl.read_csv(fixture, separator="\t", quote_char='"')["raw"].to_list()
+    n = len(raws)
+    entries = pl.DataFrame(
+        {
+            "paper": ["p1"] * n + ["p2"] * (2 * n) + ["p3", "p3"],
+            "ref": [f"b{i}" for i in range(3 * n + 2)],
+            "raw": raws + raws + raws[::-1] + [None, ""],
+        }
+    )
+    cols = ["paper", "ref", T.KEY, T.SEGMENT_RANK]
+    want = T.segment_keys(entries.lazy(), "raw", ["paper", "ref"]).collect().sort(cols)
+    got = T.segment_keys_per_string(entries, "raw", ["paper", "ref"]).collect().sort(cols)
+    assert want.height > 2 * n
+    assert got.equals(want)

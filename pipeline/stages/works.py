@@ -85,6 +85,10 @@ _RAW_BYTES = "_raw_bytes"
 _RANGE = "_paper_range"
 _MERGE_EVERY = 8  # per-file per-work partials combined every this many files
 _EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String})
+_EMPTY_CITES = pl.DataFrame(
+    schema={S.PAPER_ID: pl.String, S.REF_ID: pl.String, S.WORK_ID: pl.String,
+            S.RESOLVED_BY: pl.String}
+)  # fmt: skip
 # A year in a raw reference: the last 19xx/20xx word of the string (the publication year
 # in every style of the real sample; arXiv ids such as 2104.06921 do not match).
 REFERENCE_YEAR = r"\b(19[5-9]\d|20[0-4]\d)\b"
@@ -294,6 +298,43 @@ def _merge_citing(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts).group_by(S.WORK_ID).agg(pl.col(S.N_CITING_PAPERS).sum())
 
 
+def _entry_counts(cites: pl.DataFrame) -> pl.DataFrame:
+    """One row: entries, unresolved entries, papers with one, entries merged within a paper."""
+    return (
+        cites.lazy()
+        .group_by(S.PAPER_ID)
+        .agg(
+            pl.len().alias("entries"),
+            pl.col(S.WORK_ID).is_null().sum().alias("unresolved"),
+            (
+                pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique()
+            ).alias("merged"),
+        )
+        .select(
+            pl.col("entries").sum().cast(pl.Int64),
+            pl.col("unresolved").sum().cast(pl.Int64),
+            (pl.col("unresolved") > 0).sum().cast(pl.Int64).alias("papers_with_unresolved"),
+            pl.col("merged").sum().cast(pl.Int64),
+        )
+        .collect()
+    )
+
+
+def _rate_counts(cites: pl.DataFrame, cs: pl.DataFrame) -> pl.DataFrame:
+    """Entries, and those resolved by identifier and by title, of CS papers and the others."""
+    return (
+        cites.lazy()
+        .join(cs.lazy(), on=S.PAPER_ID, how="left")
+        .group_by(pl.col("_cs").fill_null(False))
+        .agg(
+            pl.len().cast(pl.Int64).alias("entries"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().cast(pl.Int64).alias("by_identifier"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE).sum().cast(pl.Int64).alias("by_title"),
+        )
+        .collect()
+    )
+
+
 # --------------------------------------------------------------------- the stage
 def build_works(ctx: ReduceContext) -> dict[str, Any]:
     """Resolve every bib entry to a canonical work; write ``works``, ``cites``, ``title_keys``
@@ -405,8 +446,8 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             .collect(engine="streaming")
         )
         entry_work.write_parquet(part("entry_work", i))
-        keys = T.segment_keys(
-            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW),
+        keys = T.segment_keys_per_string(
+            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
             S.RAW,
             [S.PAPER_ID, S.REF_ID],
         ).collect(engine="streaming")
@@ -428,6 +469,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     for bound in bounds:  # the range of a paper id: how many bounds are <= it
         range_of = range_of + (pl.col(S.PAPER_ID) >= bound).cast(pl.Int32)
     title_key_parts = [corpus_title_keys(corpus).collect(engine="streaming"), known]
+    del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
     examples: list[pl.DataFrame] = []
     citing: list[pl.DataFrame] = []
     raw_bytes = pl.col(S.RAW).str.len_bytes()
@@ -493,15 +535,25 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
 
     cites_path = ctx.output("cites.parquet")
     writer = RowGroupWriter(cites_path, S.CITES, ctx.cfg, "cites")
+    cs = papers.select(
+        S.PAPER_ID,
+        pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
+    ).collect(engine="streaming")
+    # a paper's rows are all in one range, so per-paper counts summed over ranges are exact
+    entry_counts, rate_counts = [_entry_counts(_EMPTY_CITES)], [_rate_counts(_EMPTY_CITES, cs)]
     for r in range(n_ranges):
         parts = sorted((scratch / "cites").glob(f"{r:04d}-*.parquet"))
         if parts:
-            writer.write(
-                pl.scan_parquet(parts).sort(S.PAPER_ID, S.REF_ID).collect(engine="streaming")
-            )
+            rows = pl.scan_parquet(parts).sort(S.PAPER_ID, S.REF_ID).collect(engine="streaming")
+            writer.write(rows)
+            entry_counts.append(_entry_counts(rows))
+            rate_counts.append(_rate_counts(rows, cs))
+            del rows
     writer.close()
     shutil.rmtree(scratch / "cites", ignore_errors=True)
-    cites = S.scan(cites_path, S.CITES)
+    entries = pl.concat(entry_counts).sum().row(0, named=True)
+    rates = pl.concat(rate_counts).group_by("_cs").agg(pl.all().sum())
+    del cs, entry_counts, rate_counts
 
     arxiv_month = arxiv_month_expr(pl.col(S.WORK_ID))
     works_path = ctx.output("works.parquet")
@@ -519,7 +571,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             on=S.WORK_ID,
             how="left",
         )
-        .join(corpus, on=S.WORK_ID, how="left")
+        .join(corpus.select(S.WORK_ID, S.PAPER_ID, S.FIRST_VERSION_DATE), on=S.WORK_ID, how="left")
         .join(example_raw.lazy().drop(_RAW_BYTES), on=S.WORK_ID, how="left")
         .with_columns(
             pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
@@ -534,31 +586,20 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             .then(pl.lit(DATE_FROM_REFERENCE_YEAR))
             .alias(S.DATE_SOURCE),
         )
-        .sort(S.WORK_ID),
+        .sort(S.WORK_ID)
+        # the wide columns after the sort, in its order: sorting them would copy every abstract
+        .join(
+            papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT, S.CATEGORIES),
+            on=S.PAPER_ID,
+            how="left",
+            maintain_order="left",
+        ),
         S.WORKS,
         works_path,
         ctx.cfg,
     )
     del n_citing, example_raw
 
-    entries = (
-        cites.group_by(S.PAPER_ID)
-        .agg(
-            pl.len().alias("entries"),
-            pl.col(S.WORK_ID).is_null().sum().alias("unresolved"),
-            (
-                pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique()
-            ).alias("merged"),
-        )
-        .select(
-            pl.col("entries").sum(),
-            pl.col("unresolved").sum(),
-            (pl.col("unresolved") > 0).sum().alias("papers_with_unresolved"),
-            pl.col("merged").sum(),
-        )
-        .collect(engine="streaming")
-        .row(0, named=True)
-    )
     works = (
         S.scan(works_path, S.WORKS)
         .select(
@@ -576,21 +617,6 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         .head(1)
     )
     n_entries, unresolved = int(entries["entries"] or 0), int(entries["unresolved"] or 0)
-    cs = papers.select(
-        S.PAPER_ID,
-        pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
-    )
-    by_title = pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE
-    rates = (
-        cites.join(cs, on=S.PAPER_ID, how="left")
-        .group_by(pl.col("_cs").fill_null(False))
-        .agg(
-            pl.len().alias("entries"),
-            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().alias("by_identifier"),
-            by_title.sum().alias("by_title"),
-        )
-        .collect()
-    )
 
     def resolution(rows: pl.DataFrame) -> dict[str, Any]:
         n, ids, titles = (int(rows[c].sum()) for c in ("entries", "by_identifier", "by_title"))
