@@ -191,8 +191,40 @@ def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, wh
 
 
 def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -> None:
-    """Stream ``lf`` to Parquet with exactly the columns and types of ``schema``."""
+    """Stream ``lf`` to Parquet with exactly the columns and types of ``schema``.
+
+    Polars' streaming sink cuts row groups where its threads happen to, differently on
+    every run (three runs of ``works`` at 100k papers, three files), so the rows go to a
+    scratch file first and are copied, a row group at a time, into row groups of exactly
+    :data:`ROW_GROUP_ROWS` with pyarrow's writer and the options of :func:`write_table`:
+    the same rows give the same bytes, and no more than two row groups are held.
+    """
     dtypes = S.polars_schema(schema)
+    scratch = path.with_name(f"_{path.name}.sink")
     lf.select([pl.col(n).cast(t) for n, t in dtypes.items()]).sink_parquet(
-        path, compression=cfg.extract.compression
+        scratch, compression=cfg.extract.compression
     )
+    try:
+        target = schema.remove_metadata()
+        pending: list[pa.Table] = []
+        held = 0
+        with pq.ParquetWriter(
+            path,
+            target,
+            compression=cfg.extract.compression,
+            write_statistics=True,
+            store_schema=True,
+        ) as writer:
+            source = pq.ParquetFile(scratch)
+            for i in range(source.num_row_groups):
+                pending.append(source.read_row_group(i).cast(target))
+                held += pending[-1].num_rows
+                while held >= ROW_GROUP_ROWS:
+                    rows = pa.concat_tables(pending).combine_chunks()
+                    writer.write_table(rows.slice(0, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+                    pending, held = [rows.slice(ROW_GROUP_ROWS)], rows.num_rows - ROW_GROUP_ROWS
+            if held or source.metadata.num_rows == 0:
+                rows = pa.concat_tables(pending) if pending else target.empty_table()
+                writer.write_table(rows.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+    finally:
+        scratch.unlink(missing_ok=True)
