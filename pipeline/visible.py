@@ -229,41 +229,60 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
     return cites.join(surveys.lazy(), on=S.SURVEY_ID, how="inner")
 
 
-def paper_citations(ctx: ReduceContext, works: pl.LazyFrame | None = None) -> pl.LazyFrame:
+def paper_citations(
+    ctx: ReduceContext, works: pl.LazyFrame | None = None, where: pl.Expr | None = None
+) -> pl.LazyFrame:
     """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus
-    paper; of the works in ``works`` (a ``work_id`` column) only, when given."""
+    paper; of the works in ``works`` (a ``work_id`` column) only, when given, and of the
+    ``cites`` rows that pass ``where`` (a part of :func:`work_parts`)."""
     papers = scan_extract(ctx, "papers").select(
         S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
     )
     cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
+    if where is not None:
+        cites = cites.filter(where)
     if works is not None:
         cites = cites.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
     return cites.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
 
 
-# rows of ``cites`` per part of :func:`corpus_prior_counts` (what its group-by holds at once)
+# rows of ``cites`` per part of :func:`work_parts` (what a corpus-wide group-by holds at once)
 PRIOR_PART_ROWS = 10_000_000
+
+
+def work_parts(ctx: ReduceContext) -> list[pl.Expr]:
+    """Filters on ``work_id`` that cut the corpus's works into disjoint parts of about
+    :data:`PRIOR_PART_ROWS` rows of ``cites`` each (by a hash of the id; one part, no filter,
+    for a small corpus). A query whose rows of a work depend on that work's rows only
+    (a group-by or join on ``work_id``) gives the same rows part by part."""
+    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
+    n = cites.select(pl.len()).collect(engine="streaming").item()
+    k = max(1, -(-n // PRIOR_PART_ROWS))
+    if k == 1:
+        return [pl.lit(True)]
+    return [pl.col(S.WORK_ID).hash(0) % k == i for i in range(k)]
 
 
 def corpus_prior_counts(ctx: ReduceContext, directory: Path) -> pl.LazyFrame:
     """The corpus running-count table (``candidate_prior_citations``) of every cited work,
-    written to ``directory`` in parts and scanned back.
+    written to ``directory`` in parts (:func:`work_parts`) and scanned back.
 
     Its group-by over every citation of the corpus held 1.4 GB at 300k papers (10 GB
-    projected at 2.3M), so it runs in parts of about :data:`PRIOR_PART_ROWS` rows of
-    ``cites``, each a disjoint set of works (by a hash of the work id): a work's counts
-    depend on its own rows only, so the table does not depend on the parts.
+    projected at 2.3M): a work's counts depend on its own rows only, so the table does
+    not depend on the parts.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
-    n = cites.select(pl.len()).collect(engine="streaming").item()
-    k = max(1, -(-n // PRIOR_PART_ROWS))
     papers = scan_extract(ctx, "papers").select(
         S.PAPER_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
     )
-    for i in range(k):
-        part = cites.filter(pl.col(S.WORK_ID).hash(0) % k == i) if k > 1 else cites
-        rows = part.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
+    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
+    for i, where in enumerate(work_parts(ctx)):
+        rows = (
+            cites.filter(where)
+            .select(S.PAPER_ID, S.WORK_ID)
+            .unique()
+            .join(papers, on=S.PAPER_ID, how="inner")
+        )
         running_counts(rows, [S.WORK_ID]).collect(engine="streaming").write_parquet(
             directory / f"{i:05d}.parquet"
         )

@@ -205,7 +205,9 @@ def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFram
 
 
 # --------------------------------------------------------------------- the pools
-def eligible_works(ctx: ReduceContext, citations: pl.LazyFrame | None = None) -> pl.LazyFrame:
+def eligible_works(
+    ctx: ReduceContext, citations: pl.LazyFrame | None = None, where: pl.Expr | None = None
+) -> pl.LazyFrame:
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
     Pool A (cited by a detected survey): ``own_category`` (a corpus paper whose own
@@ -215,17 +217,22 @@ def eligible_works(ctx: ReduceContext, citations: pl.LazyFrame | None = None) ->
     the category (a corpus paper again only when its own categories include it).
     ``_first_cited`` is the earliest first version date of a citing survey (pool A) or
     citing paper of the category (pool B): the existence rule of undated works.
+
+    ``where``: only the works that pass it (a part of :func:`pipeline.visible.work_parts`;
+    a work's rows depend on its own rows only).
     """
     works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
         S.WORK_ID, pl.col(S.PAPER_ID).alias(_W_PAPER), S.CATEGORIES, S.KNOWN_DATE
     )
     sc = survey_citations(ctx) if citations is None else citations
+    if where is not None:
+        works, sc = works.filter(where), sc.filter(where)
     by_survey = sc.group_by(S.WORK_ID).agg(
         pl.col(S.FIRST_VERSION_DATE).min().alias(S.EARLIEST_CITING_SURVEY_DATE)
     )
     by_survey_category = sc.select(S.WORK_ID, S.PRIMARY_CATEGORY).unique()
     by_paper_category = (
-        paper_citations(ctx)
+        paper_citations(ctx, where=where)
         .group_by(S.WORK_ID, S.PRIMARY_CATEGORY)
         .agg(pl.col(S.FIRST_VERSION_DATE).min().alias(_FIRST_CITED_B))
     )
@@ -717,7 +724,13 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
-    eligible = eligible_works(ctx, sc).collect(engine="streaming").lazy()
+    # the pools, part by part (their group-by over every citation of the corpus peaked at
+    # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
+    for i, where in enumerate(V.work_parts(ctx)):
+        part = scratch / "eligible" / f"{i:05d}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        eligible_works(ctx, sc, where).collect(engine="streaming").write_parquet(part)
+    eligible = pl.scan_parquet(sorted((scratch / "eligible").glob("*.parquet")))
     # the exclusions by identifier, whole; the title hits per batch, within its window
     cited = cited_pairs(ctx, sc).collect(engine="streaming").lazy()
     survey_keys = survey_title_keys(ctx).collect(engine="streaming")
@@ -745,7 +758,8 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     survey_windows = windows(surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
     pairs_per_survey = survey_windows.group_by(S.SURVEY_ID).agg(pl.col(_LEN).sum())
 
-    chosen, n_candidates = [], []
+    chosen: list[Path] = []
+    n_candidates: list[Path] = []
     batches = survey_batches(surveys, pairs_per_survey, ncfg.survey_batch_size, BATCH_PAIRS)
     for batch_ids in steps(batches, "negatives: survey batches"):
         batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
@@ -772,19 +786,28 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             )
         pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
         got = match(slots(pos_df, ncfg.negatives_per_positive), pairs_df, hardest)
-        chosen.append(got.with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(S.NEGATIVES.names))
-        n_candidates.append(
-            pairs_df.group_by(S.SURVEY_ID).agg(
-                pl.len().cast(pl.Int64).alias(S.N_NEGATIVE_CANDIDATES)
-            )
+        # each batch's rows go to scratch files: kept in memory, their strings (views into the
+        # batch's buffers) held every batch's pairs alive, 0.6 GB a batch at 1M papers
+        part = scratch / "chosen" / f"{len(chosen):05d}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        got.with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(S.NEGATIVES.names).write_parquet(
+            part
         )
+        chosen.append(part)
+        part = scratch / "candidates" / f"{len(n_candidates):05d}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        pairs_df.group_by(S.SURVEY_ID).agg(
+            pl.len().cast(pl.Int64).alias(S.N_NEGATIVE_CANDIDATES)
+        ).write_parquet(part)
+        n_candidates.append(part)
+        del pos_df, pairs_df, got
     negatives = (
-        pl.concat(chosen, how="vertical").sort(S.SURVEY_ID, S.WORK_ID)
+        pl.read_parquet(chosen).sort(S.SURVEY_ID, S.WORK_ID)
         if chosen
         else pl.DataFrame(schema=S.polars_schema(S.NEGATIVES))
     )
     candidates_per_survey = (
-        pl.concat(n_candidates)
+        pl.read_parquet(n_candidates)
         if n_candidates
         else pl.DataFrame(schema={S.SURVEY_ID: pl.String, S.N_NEGATIVE_CANDIDATES: pl.Int64})
     )
