@@ -263,25 +263,20 @@ def work_parts(ctx: ReduceContext) -> list[pl.Expr]:
     return [pl.col(S.WORK_ID).hash(0) % k == i for i in range(k)]
 
 
-def corpus_prior_counts(ctx: ReduceContext, directory: Path) -> pl.LazyFrame:
+def corpus_prior_counts(
+    ctx: ReduceContext, directory: Path, parts: list[pl.Expr] | None = None
+) -> pl.LazyFrame:
     """The corpus running-count table (``candidate_prior_citations``) of every cited work,
-    written to ``directory`` in parts (:func:`work_parts`) and scanned back.
+    written to ``directory`` in parts (``parts``, else :func:`work_parts`) and scanned back.
 
     Its group-by over every citation of the corpus held 1.4 GB at 300k papers (10 GB
     projected at 2.3M): a work's counts depend on its own rows only, so the table does
     not depend on the parts.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    papers = scan_extract(ctx, "papers").select(
-        S.PAPER_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
-    )
-    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
-    for i, where in enumerate(work_parts(ctx)):
-        rows = (
-            cites.filter(where)
-            .select(S.PAPER_ID, S.WORK_ID)
-            .unique()
-            .join(papers, on=S.PAPER_ID, how="inner")
+    for i, where in enumerate(work_parts(ctx) if parts is None else parts):
+        rows = paper_citations(ctx, where=where).select(
+            S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
         )
         running_counts(rows, [S.WORK_ID]).collect(engine="streaming").write_parquet(
             directory / f"{i:05d}.parquet"

@@ -710,7 +710,8 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     # the running counts of the works it needs only: the positives' here, each batch's window's
     # below (a join_asof reads its whole right side, once per batch)
     labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
-    corpus_prior = V.corpus_prior_counts(ctx, scratch / "prior")
+    parts = V.work_parts(ctx)
+    corpus_prior = V.corpus_prior_counts(ctx, scratch / "prior", parts)
     positives_all = with_strata(
         positive_pairs(ctx, surveys_all.lazy(), works),
         prior_tables(ctx, sc, works=labelled, corpus=corpus_prior),
@@ -726,7 +727,7 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     )
     # the pools, part by part (their group-by over every citation of the corpus peaked at
     # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
-    for i, where in enumerate(V.work_parts(ctx)):
+    for i, where in enumerate(parts):
         part = scratch / "eligible" / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
         eligible_works(ctx, sc, where).collect(engine="streaming").write_parquet(part)
