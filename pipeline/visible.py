@@ -79,14 +79,21 @@ def prior_count_tables(
         survey_citations: distinct ``(survey_id, work_id, primary_category, first_version_date)``.
         paper_citations: distinct ``(paper_id, work_id, first_version_date)`` of every corpus paper.
     """
+    pc = paper_citations.select(S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE))
+    return {
+        **survey_prior_tables(survey_citations),
+        S.CANDIDATE_PRIOR_CITATIONS: running_counts(pc, [S.WORK_ID]),
+    }
+
+
+def survey_prior_tables(survey_citations: pl.LazyFrame) -> dict[str, pl.LazyFrame]:
+    """The two survey running-count tables of :func:`prior_count_tables`."""
     sc = survey_citations.select(
         S.SURVEY_ID, S.WORK_ID, S.PRIMARY_CATEGORY, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
     )
-    pc = paper_citations.select(S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE))
     return {
         S.N_CITING_SURVEYS: running_counts(sc, [S.WORK_ID]),
         S.N_CITING_SURVEYS_SAME_CATEGORY: running_counts(sc, [S.WORK_ID, S.PRIMARY_CATEGORY]),
-        S.CANDIDATE_PRIOR_CITATIONS: running_counts(pc, [S.WORK_ID]),
     }
 
 
@@ -302,9 +309,14 @@ def prior_tables(
     if works is not None:
         works = works.select(S.WORK_ID).unique()
         sc = sc.join(works, on=S.WORK_ID, how="semi")
-    tables = prior_count_tables(sc, paper_citations(ctx, works))
-    if corpus is not None:
+    if corpus is None:
+        tables = prior_count_tables(sc, paper_citations(ctx, works))
+    else:
+        # the corpus table as given (its work ids may be a caller's own keys, e.g. integers)
         table = corpus if works is None else corpus.join(works, on=S.WORK_ID, how="semi")
-        tables[S.CANDIDATE_PRIOR_CITATIONS] = table.sort(_DATE, S.WORK_ID)
+        tables = {
+            **survey_prior_tables(sc),
+            S.CANDIDATE_PRIOR_CITATIONS: table.sort(_DATE, S.WORK_ID),
+        }
     got = pl.collect_all(list(tables.values()), engine="streaming")
     return {name: df.lazy() for name, df in zip(tables, got, strict=True)}

@@ -94,6 +94,8 @@ _ID_HASH = "_id_hash"
 _SURVEY_HASH = "_survey_hash"
 _PAIR_HASH = "_pair_hash"
 _RANK = "_rank"
+_ROW = "_pair_row"
+_W_INDEX = "_work_index"
 _WANT = "_want"
 _W_PAPER = V.WORK_PAPER
 _FIRST_CITED = "_first_cited"
@@ -181,6 +183,54 @@ def id_hash_frame(ids: pl.LazyFrame, column: str, seed: int) -> pl.LazyFrame:
 def want_negatives(n_positives: pl.Expr, per_positive: float) -> pl.Expr:
     """``floor(per_positive * n_positives)`` with a 1e-9 tolerance for float error."""
     return (n_positives.cast(pl.Float64) * per_positive + 1e-9).floor().cast(pl.Int64)
+
+
+# --------------------------------------------------------------------- integer work keys
+def work_index(works: pl.DataFrame) -> pl.DataFrame:
+    """``(work_id, _work_index)``: every work's position (``UInt32``) in work-id order.
+
+    The batches join millions of pairs on the work; work ids are strings of 16-22 bytes
+    (hashed and compared through a pointer), the index is an integer in the same order, so
+    every sort and tie-break on ``work_id`` gives the same rows either way.
+    """
+    return works.select(S.WORK_ID).sort(S.WORK_ID).with_row_index(_W_INDEX)
+
+
+def indexed(lf: pl.LazyFrame, index: pl.DataFrame) -> pl.LazyFrame:
+    """``lf`` with ``work_id`` replaced by its :func:`work_index` (same column name and place);
+    a row whose work is not in ``index`` is dropped (the caller checks where it matters)."""
+    columns = lf.collect_schema().names()
+    return (
+        lf.join(index.lazy(), on=S.WORK_ID, how="inner")
+        .drop(S.WORK_ID)
+        .rename({_W_INDEX: S.WORK_ID})
+        .select(columns)
+    )
+
+
+def unindexed(df: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its :func:`work_index` keys turned back into work ids."""
+    columns = df.columns
+    return (
+        df.rename({S.WORK_ID: _W_INDEX})
+        .join(index, on=_W_INDEX, how="left")
+        .drop(_W_INDEX)
+        .select(columns)
+    )
+
+
+def indexed_hashes(index: pl.DataFrame, keys: pl.LazyFrame, seed: int) -> pl.LazyFrame:
+    """``(work_id, _id_hash)`` for the indexed works in ``keys``: :func:`id_hash` of the work id
+    (the string, never its index), keyed by the index."""
+    needed = keys.select(pl.col(S.WORK_ID).alias(_W_INDEX)).unique().collect(engine="streaming")
+    ids = index.join(needed, on=_W_INDEX, how="semi")
+    return pl.LazyFrame(
+        {
+            S.WORK_ID: ids[_W_INDEX],
+            _ID_HASH: [id_hash(seed, v) for v in ids[S.WORK_ID].to_list()],
+        },
+        schema={S.WORK_ID: ids.schema[_W_INDEX], _ID_HASH: pl.UInt64},
+    )
 
 
 # --------------------------------------------------------------------- inputs
@@ -349,6 +399,7 @@ def title_hits(
     ctx: ReduceContext,
     survey_keys: pl.LazyFrame | None = None,
     pairs: pl.LazyFrame | None = None,
+    keys: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """``(survey_id, work_id)`` where a title key of the work equals a segment key of any raw
     bib string of the survey (``survey_keys``: :func:`survey_title_keys`).
@@ -357,9 +408,13 @@ def title_hits(
     The hits then cost the pairs times the works' keys: joining the surveys' keys with every
     work's keys instead grows with the square of the corpus wherever a key names many
     works (a venue taken for a title; 7 GB at 1M bench papers).
+
+    ``keys``: the works' title keys (``works``' ``title_keys`` table), when the caller holds
+    them already (e.g. with integer work keys: :func:`work_index`).
     """
     survey_keys = survey_title_keys(ctx) if survey_keys is None else survey_keys
-    keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
+    if keys is None:
+        keys = S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS)
     if pairs is None:
         hits = survey_keys.join(keys, on=T.KEY, how="inner")
     else:
@@ -493,12 +548,12 @@ def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) 
 
 
 # --------------------------------------------------------------------- windows
-def pool_order(eligible: pl.LazyFrame, works: pl.LazyFrame, seed: int) -> pl.DataFrame:
+def pool_order(eligible: pl.LazyFrame, works: pl.LazyFrame, hashes: pl.LazyFrame) -> pl.DataFrame:
     """Every pool (a primary category's pool A or pool B) in a per-work hash order:
     ``(primary_category, _pool, _i, work_id, _exists_from)``, ``_i`` the 0-based position
-    in the order ``(id_hash(seed, work), work_id)``. ``_exists_from`` is the date the
+    in the order ``(id_hash(seed, work), work_id)`` (``hashes``: ``(work_id, _id_hash)`` of
+    every work of ``eligible``, :func:`id_hash_frame`). ``_exists_from`` is the date the
     existence rule compares with (null: never admissible)."""
-    hashes = id_hash_frame(eligible.select(S.WORK_ID), S.WORK_ID, seed)
     return (
         eligible.join(works.select(S.WORK_ID, S.DATE_SOURCE), on=S.WORK_ID, how="left")
         .join(hashes, on=S.WORK_ID, how="left")
@@ -645,7 +700,8 @@ def match(slots_df: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.Data
     if hardest:
         order.append(-pl.col(_HARDNESS))
     order += [pl.col(_PAIR_HASH), pl.col(S.WORK_ID)]
-    open_slots, free = slots_df, pairs
+    # a pair's row number: what a round takes is dropped by it, not by (survey, work) strings
+    open_slots, free = slots_df, pairs.with_row_index(_ROW)
     chosen = []
     for k, keys in enumerate(ROUNDS):
         if open_slots.height == 0 or free.height == 0:
@@ -662,12 +718,16 @@ def match(slots_df: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.Data
             on=[S.SURVEY_ID, _POS_RANK, _SLOT],
             how="anti",
         )
-        free = free.join(
-            got.select(S.SURVEY_ID, S.WORK_ID), on=[S.SURVEY_ID, S.WORK_ID], how="anti"
+        # only the surveys with open slots rank their candidates again (a survey's ranks
+        # depend on its own rows only): after round 0, most surveys are done
+        free = free.join(got.select(_ROW), on=_ROW, how="anti").join(
+            open_slots.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi"
         )
     if not chosen:
         return pairs.head(0).with_columns(pl.lit(0, pl.Int8).alias(S.MATCH_ROUND))
-    return pl.concat([c.drop(_RANK, _POS_RANK, _SLOT) for c in chosen], how="diagonal_relaxed")
+    return pl.concat(
+        [c.drop(_RANK, _POS_RANK, _SLOT, _ROW) for c in chosen], how="diagonal_relaxed"
+    )
 
 
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
@@ -702,22 +762,21 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         raise ValueError(f"negatives.survey_batch_size={ncfg.survey_batch_size}: need >= 1")
     hardest = ncfg.negative_sampling == "hardest"
 
-    works = works_frame(ctx).collect(engine="streaming").lazy()
+    works_by_id = works_frame(ctx).collect(engine="streaming")
     surveys_all = surveys_frame(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
-    sc = survey_citations(ctx).collect(engine="streaming").lazy()
+    sc_by_id = survey_citations(ctx).collect(engine="streaming")
     # the running counts of the works it needs only: the positives' here, each batch's window's
     # below (a join_asof reads its whole right side, once per batch)
     labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
     parts = V.work_parts(ctx)
-    corpus_prior = V.corpus_prior_counts(ctx, scratch / "prior", parts)
+    corpus_prior_by_id = V.corpus_prior_counts(ctx, scratch / "prior", parts)
     positives_all = with_strata(
-        positive_pairs(ctx, surveys_all.lazy(), works),
-        prior_tables(ctx, sc, works=labelled, corpus=corpus_prior),
+        positive_pairs(ctx, surveys_all.lazy(), works_by_id.lazy()),
+        prior_tables(ctx, sc_by_id.lazy(), works=labelled, corpus=corpus_prior_by_id),
         cites_it=True,
     ).collect(engine="streaming")
-    valid = positives_all.filter(~pl.col(AFTER_SURVEY))
     per_survey_pos = positives_all.group_by(S.SURVEY_ID).agg(
         (~pl.col(AFTER_SURVEY)).sum().cast(pl.Int64).alias(S.N_POSITIVES),
         pl.col(AFTER_SURVEY).sum().cast(pl.Int64).alias(S.N_POSITIVES_AFTER_SURVEY),
@@ -725,20 +784,44 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
+    # From here on a work is its integer index (work_index): the batches join millions of
+    # pairs on it. What is written to scratch is indexed as it is written.
+    index = work_index(works_by_id)
+    works = indexed(works_by_id.lazy(), index).collect().lazy()
+    del works_by_id
+    valid_by_id = positives_all.filter(~pl.col(AFTER_SURVEY))
+    valid = indexed(valid_by_id.lazy(), index).collect()
+    if valid.height != valid_by_id.height:
+        raise ValueError(
+            f"labels: {valid_by_id.height - valid.height} positives name a work missing "
+            "from works' table; rerun works and labels"
+        )
+    del positives_all, valid_by_id
+    sc = indexed(sc_by_id.lazy(), index).collect().lazy()
+    for i, table in enumerate(sorted((scratch / "prior").glob("*.parquet"))):
+        part = scratch / "prior_index" / f"{i:05d}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        indexed(pl.scan_parquet(table), index).collect(engine="streaming").write_parquet(part)
+    corpus_prior = pl.scan_parquet(sorted((scratch / "prior_index").glob("*.parquet")))
     # the pools, part by part (their group-by over every citation of the corpus peaked at
     # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
     for i, where in enumerate(parts):
         part = scratch / "eligible" / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        eligible_works(ctx, sc, where).collect(engine="streaming").write_parquet(part)
+        indexed(eligible_works(ctx, sc_by_id.lazy(), where), index).collect(
+            engine="streaming"
+        ).write_parquet(part)
     eligible = pl.scan_parquet(sorted((scratch / "eligible").glob("*.parquet")))
     # the exclusions by identifier, whole; the title hits per batch, within its window
-    cited = cited_pairs(ctx, sc).collect(engine="streaming").lazy()
+    cited = indexed(cited_pairs(ctx, sc_by_id.lazy()), index).collect(engine="streaming").lazy()
+    del sc_by_id
+    indexed(S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS), index).sink_parquet(
+        scratch / "title_keys.parquet"
+    )
+    work_keys = pl.scan_parquet(scratch / "title_keys.parquet")
     survey_keys = survey_title_keys(ctx).collect(engine="streaming")
-    work_hashes = id_hash_frame(
-        pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]),
-        S.WORK_ID,
-        ncfg.seed,
+    work_hashes = indexed_hashes(
+        index, pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]), ncfg.seed
     )
     survey_hashes = id_hash_frame(surveys.lazy(), S.SURVEY_ID, ncfg.seed).rename(
         {_ID_HASH: _SURVEY_HASH}
@@ -755,7 +838,7 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         )
 
     wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
-    order = pool_order(eligible, works, ncfg.seed)
+    order = pool_order(eligible, works, work_hashes)
     survey_windows = windows(surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
     pairs_per_survey = survey_windows.group_by(S.SURVEY_ID).agg(pl.col(_LEN).sum())
 
@@ -774,7 +857,7 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             window = pl.concat([window, hardness.select(S.SURVEY_ID, S.WORK_ID)]).unique()
         window = window.collect(engine="streaming").lazy()
         batch_keys = survey_keys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
-        excluded = pl.concat([cited, title_hits(ctx, batch_keys, window)])
+        excluded = pl.concat([cited, title_hits(ctx, batch_keys, window, work_keys)])
         batch_prior = prior_tables(ctx, sc, works=window, corpus=corpus_prior)
         pairs = hashed(
             candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
@@ -791,9 +874,9 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         # batch's buffers) held every batch's pairs alive, 0.6 GB a batch at 1M papers
         part = scratch / "chosen" / f"{len(chosen):05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        got.with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(S.NEGATIVES.names).write_parquet(
-            part
-        )
+        unindexed(got, index).with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(
+            S.NEGATIVES.names
+        ).write_parquet(part)
         chosen.append(part)
         part = scratch / "candidates" / f"{len(n_candidates):05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
