@@ -8,6 +8,8 @@ INPUT ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 SIZE_MB ?= 1000
 SCALE ?= 100000,300000,1000000,2300000
+# stages rerun at every bench-scale size with every batch size divided by 7 (empty: none)
+BATCH_CHECK ?= negatives,split,release
 DEMO_OUT ?= demo_out
 
 .PHONY: help venv demo test bench bench-eval bench-scale lint data eval
@@ -39,7 +41,7 @@ bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 100
 	$(BIN)/python bench/bench_extract.py --size-mb $(SIZE_MB)
 
 bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2.3M): time, peak RSS, rows, growth
-	$(BIN)/python bench/bench_scale.py --sizes $(SCALE)
+	$(BIN)/python bench/bench_scale.py --sizes $(SCALE) --batch-check "$(BATCH_CHECK)"
 
 bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval
 	$(BIN)/python bench/bench_eval.py

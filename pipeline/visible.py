@@ -32,9 +32,13 @@ surveys: 0, 1, 2-3, 4-7, 8-15, 16+).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline import schema as S
 from pipeline.runner import ReduceContext
@@ -68,6 +72,32 @@ def running_counts(cited: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
         .with_columns(pl.col(_RUNNING).cum_sum().over(keys, order_by=_DATE))
         .sort(_DATE, *keys)
     )
+
+
+def prior_rows_between(table: pl.LazyFrame, start: date | None, end: date | None) -> pl.LazyFrame:
+    """Rows of a running-count table (:func:`running_counts`) dated in ``[start, end)``
+    (``None``: unbounded). On a table written sorted by date, a scan reads only the row
+    groups of those dates."""
+    keep = pl.lit(True)
+    if start is not None:
+        keep &= pl.col(_DATE) >= start
+    if end is not None:
+        keep &= pl.col(_DATE) < end
+    return table.filter(keep)
+
+
+def sorted_prior_rows(table: pl.LazyFrame) -> pl.LazyFrame:
+    """A running-count table in its order: by date, then work (what
+    :func:`prior_rows_between` reads fastest)."""
+    return table.sort(_DATE, S.WORK_ID)
+
+
+def last_prior_rows(rows: pl.LazyFrame, keys: list[str] | None = None) -> pl.LazyFrame:
+    """Per key (default ``work_id``), the last row of a running-count table: its count up to its
+    latest date. With the rows dated before ``d`` it answers every :func:`with_prior_counts`
+    lookup at a date on or after the latest one, as the rows themselves would."""
+    keys = keys or [S.WORK_ID]
+    return rows.group_by(keys).agg(pl.col(_DATE).max(), pl.col(_RUNNING).max())
 
 
 def prior_count_tables(
@@ -237,17 +267,20 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
 
 
 def paper_citations(
-    ctx: ReduceContext, works: pl.LazyFrame | None = None, where: pl.Expr | None = None
+    ctx: ReduceContext, works: pl.LazyFrame | None = None, part: WorkPart | None = None
 ) -> pl.LazyFrame:
     """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus
     paper; of the works in ``works`` (a ``work_id`` column) only, when given, and of the
-    ``cites`` rows that pass ``where`` (a part of :func:`work_parts`)."""
+    works of ``part`` (one of :func:`work_parts`)."""
     papers = scan_extract(ctx, "papers").select(
         S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
     )
-    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
-    if where is not None:
-        cites = cites.filter(where)
+    if part is not None:
+        cites = part.cites
+    else:
+        cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(
+            pl.col(S.WORK_ID).is_not_null()
+        )
     if works is not None:
         cites = cites.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
     return cites.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
@@ -257,21 +290,68 @@ def paper_citations(
 PRIOR_PART_ROWS = 10_000_000
 
 
-def work_parts(ctx: ReduceContext) -> list[pl.Expr]:
-    """Filters on ``work_id`` that cut the corpus's works into disjoint parts of about
-    :data:`PRIOR_PART_ROWS` rows of ``cites`` each (by a hash of the id; one part, no filter,
-    for a small corpus). A query whose rows of a work depend on that work's rows only
-    (a group-by or join on ``work_id``) gives the same rows part by part."""
-    cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(pl.col(S.WORK_ID).is_not_null())
+# rows of ``cites`` read at once while it is split into parts (:func:`work_parts`)
+SPLIT_ROWS = 2_000_000
+
+
+@dataclass(frozen=True)
+class WorkPart:
+    """A disjoint part of the corpus's works (:func:`work_parts`): ``where``, the filter on
+    ``work_id`` that selects it, and ``cites``, the ``(paper_id, work_id)`` rows of ``cites``
+    with a work of the part."""
+
+    where: pl.Expr
+    cites: pl.LazyFrame
+
+
+def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPart]:
+    """The corpus's works cut into disjoint parts of about :data:`PRIOR_PART_ROWS` rows of
+    ``cites`` each, by a hash of the id (one part, no filter, for a small corpus). A query
+    whose rows of a work depend on that work's rows only (a group-by or join on
+    ``work_id``) gives the same rows part by part.
+
+    ``directory``: ``cites`` is split there into one file per part in a single pass, so
+    that each part's queries read their own rows (reading the whole table once per part
+    grows with the square of the corpus); without it a part's rows are a filter of the
+    whole table.
+    """
+    cites = (
+        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        .filter(pl.col(S.WORK_ID).is_not_null())
+        .select(S.PAPER_ID, S.WORK_ID)
+    )
     n = cites.select(pl.len()).collect(engine="streaming").item()
     k = max(1, -(-n // PRIOR_PART_ROWS))
     if k == 1:
-        return [pl.lit(True)]
-    return [pl.col(S.WORK_ID).hash(0) % k == i for i in range(k)]
+        return [WorkPart(pl.lit(True), cites)]
+    index = pl.col(S.WORK_ID).hash(0) % k
+    wheres = [index == i for i in range(k)]
+    if directory is None:
+        return [WorkPart(w, cites.filter(w)) for w in wheres]
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{i:05d}.parquet" for i in range(k)]
+    schema = pa.schema([(S.PAPER_ID, pa.string()), (S.WORK_ID, pa.string())])
+    writers = [pq.ParquetWriter(p, schema) for p in paths]
+    try:
+        for path in ctx.upstream("works", "cites"):
+            for rb in pq.ParquetFile(path).iter_batches(
+                batch_size=SPLIT_ROWS, columns=[S.PAPER_ID, S.WORK_ID]
+            ):
+                chunk = (
+                    pl.from_arrow(rb)
+                    .drop_nulls(S.WORK_ID)
+                    .with_columns(index.cast(pl.Int64).alias("_part"))
+                )
+                for (i,), rows in chunk.partition_by("_part", as_dict=True).items():
+                    writers[i].write_table(rows.drop("_part").to_arrow().cast(schema, safe=False))
+    finally:
+        for w in writers:
+            w.close()
+    return [WorkPart(w, pl.scan_parquet(p)) for w, p in zip(wheres, paths, strict=True)]
 
 
 def corpus_prior_counts(
-    ctx: ReduceContext, directory: Path, parts: list[pl.Expr] | None = None
+    ctx: ReduceContext, directory: Path, parts: list[WorkPart] | None = None
 ) -> pl.LazyFrame:
     """The corpus running-count table (``candidate_prior_citations``) of every cited work,
     written to ``directory`` in parts (``parts``, else :func:`work_parts`) and scanned back.
@@ -281,8 +361,8 @@ def corpus_prior_counts(
     not depend on the parts.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    for i, where in enumerate(work_parts(ctx) if parts is None else parts):
-        rows = paper_citations(ctx, where=where).select(
+    for i, part in enumerate(work_parts(ctx) if parts is None else parts):
+        rows = paper_citations(ctx, part=part).select(
             S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
         )
         running_counts(rows, [S.WORK_ID]).collect(engine="streaming").write_parquet(
@@ -316,7 +396,7 @@ def prior_tables(
         table = corpus if works is None else corpus.join(works, on=S.WORK_ID, how="semi")
         tables = {
             **survey_prior_tables(sc),
-            S.CANDIDATE_PRIOR_CITATIONS: table.sort(_DATE, S.WORK_ID),
+            S.CANDIDATE_PRIOR_CITATIONS: sorted_prior_rows(table),
         }
     got = pl.collect_all(list(tables.values()), engine="streaming")
     return {name: df.lazy() for name, df in zip(tables, got, strict=True)}

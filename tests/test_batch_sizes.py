@@ -2,8 +2,10 @@
 
 ``works`` merges per-file partials every ``_MERGE_EVERY`` files and sorts ``cites`` in
 paper-id ranges, ``negatives`` builds candidate pairs in batches of at most
-``BATCH_PAIRS``, ``release`` writes reading lists in batches of ``BATCH_ROWS`` rows:
-with every one of them at its smallest, every output file has the same bytes.
+``BATCH_PAIRS`` (in survey-date order, each reading its own dates' prior-count rows),
+``negatives`` and ``split`` cut the works into parts of ``PRIOR_PART_ROWS`` citations,
+``release`` writes reading lists in batches of ``BATCH_ROWS`` rows: with every one of
+them at its smallest, every output file has the same bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import visible as V
 from pipeline.stages import negatives as N
 from pipeline.stages import release as R
 from pipeline.stages import works as W
@@ -45,6 +48,9 @@ def test_outputs_do_not_depend_on_batch_sizes(
     monkeypatch.setattr(W, "_MERGE_EVERY", 1)
     monkeypatch.setattr(N, "BATCH_PAIRS", 1)  # one survey per batch
     monkeypatch.setattr(R, "BATCH_ROWS", 3)
+    # works cut into parts (cites split into files, read a chunk at a time)
+    monkeypatch.setattr(V, "PRIOR_PART_ROWS", 40)
+    monkeypatch.setattr(V, "SPLIT_ROWS", 7)
     for stage in STAGES:
         shutil.rmtree(out / stage)
         run_stage(out, stage, _cfg())

@@ -85,6 +85,9 @@ from pipeline.visible import (
     surveys_frame,
 )
 
+# Rows per row group of the scratch prior-count parts: a batch reads the row groups of its
+# dates only.
+PRIOR_ROW_GROUP = 100_000
 # Survey x pool pairs built at once. Not a setting: the output does not depend on it (and a
 # setting would change the release's recorded config).
 BATCH_PAIRS = 5_000_000
@@ -256,7 +259,7 @@ def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFram
 
 # --------------------------------------------------------------------- the pools
 def eligible_works(
-    ctx: ReduceContext, citations: pl.LazyFrame | None = None, where: pl.Expr | None = None
+    ctx: ReduceContext, citations: pl.LazyFrame | None = None, part: V.WorkPart | None = None
 ) -> pl.LazyFrame:
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
@@ -268,21 +271,21 @@ def eligible_works(
     ``_first_cited`` is the earliest first version date of a citing survey (pool A) or
     citing paper of the category (pool B): the existence rule of undated works.
 
-    ``where``: only the works that pass it (a part of :func:`pipeline.visible.work_parts`;
-    a work's rows depend on its own rows only).
+    ``part``: only the works of that part (:func:`pipeline.visible.work_parts`; a work's rows
+    depend on its own rows only).
     """
     works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
         S.WORK_ID, pl.col(S.PAPER_ID).alias(_W_PAPER), S.CATEGORIES, S.KNOWN_DATE
     )
     sc = survey_citations(ctx) if citations is None else citations
-    if where is not None:
-        works, sc = works.filter(where), sc.filter(where)
+    if part is not None:
+        works, sc = works.filter(part.where), sc.filter(part.where)
     by_survey = sc.group_by(S.WORK_ID).agg(
         pl.col(S.FIRST_VERSION_DATE).min().alias(S.EARLIEST_CITING_SURVEY_DATE)
     )
     by_survey_category = sc.select(S.WORK_ID, S.PRIMARY_CATEGORY).unique()
     by_paper_category = (
-        paper_citations(ctx, where=where)
+        paper_citations(ctx, part=part)
         .group_by(S.WORK_ID, S.PRIMARY_CATEGORY)
         .agg(pl.col(S.FIRST_VERSION_DATE).min().alias(_FIRST_CITED_B))
     )
@@ -473,10 +476,20 @@ def candidate_pairs(
             eligible, on=[S.PRIMARY_CATEGORY, S.WORK_ID], how="inner"
         )
     )
+    pooled = pooled.join(works.drop(S.KNOWN_DATE), on=S.WORK_ID, how="left")
+    return admissible(pooled, excluded, prior)
+
+
+def admissible(
+    pooled: pl.LazyFrame, excluded: pl.LazyFrame, prior: dict[str, pl.LazyFrame]
+) -> pl.LazyFrame:
+    """Of ``pooled`` (survey x pool pairs with the survey's, the pool's and the work's
+    columns), the pairs that pass the rules after the field rule (not the survey itself,
+    existence, not cited: ``excluded``), with prior counts and strata
+    (:func:`candidate_pairs`)."""
     pairs = (
-        pooled.join(works.drop(S.KNOWN_DATE), on=S.WORK_ID, how="left")
-        .filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
-        .filter(existed_before(survey_date))
+        pooled.filter(pl.col(_W_PAPER).is_null() | (pl.col(_W_PAPER) != pl.col(S.SURVEY_ID)))
+        .filter(existed_before(pl.col(S.SURVEY_DATE)))
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
     return with_strata(pairs, prior, cites_it=False)
@@ -550,10 +563,12 @@ def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) 
 # --------------------------------------------------------------------- windows
 def pool_order(eligible: pl.LazyFrame, works: pl.LazyFrame, hashes: pl.LazyFrame) -> pl.DataFrame:
     """Every pool (a primary category's pool A or pool B) in a per-work hash order:
-    ``(primary_category, _pool, _i, work_id, _exists_from)``, ``_i`` the 0-based position
-    in the order ``(id_hash(seed, work), work_id)`` (``hashes``: ``(work_id, _id_hash)`` of
-    every work of ``eligible``, :func:`id_hash_frame`). ``_exists_from`` is the date the
-    existence rule compares with (null: never admissible)."""
+    ``(primary_category, _pool, _i, work_id, _exists_from, *POOL_COLUMNS)`` sorted by
+    category, pool and ``_i``, the 0-based position in the order ``(id_hash(seed, work),
+    work_id)`` (``hashes``: ``(work_id, _id_hash)`` of every work of ``eligible``,
+    :func:`id_hash_frame`). ``_exists_from`` is the date the existence rule compares with
+    (null: never admissible); :data:`POOL_COLUMNS` are ``eligible``'s (:func:`window_rows`
+    reads them by position)."""
     return (
         eligible.join(works.select(S.WORK_ID, S.DATE_SOURCE), on=S.WORK_ID, how="left")
         .join(hashes, on=S.WORK_ID, how="left")
@@ -570,9 +585,14 @@ def pool_order(eligible: pl.LazyFrame, works: pl.LazyFrame, hashes: pl.LazyFrame
             .cast(pl.Int64)
             .alias(_I)
         )
-        .select(S.PRIMARY_CATEGORY, _POOL, _I, S.WORK_ID, _EXISTS_FROM)
+        .select(S.PRIMARY_CATEGORY, _POOL, _I, S.WORK_ID, _EXISTS_FROM, *POOL_COLUMNS)
+        .sort(S.PRIMARY_CATEGORY, _POOL, _I)
         .collect(engine="streaming")
     )
+
+
+# what a pool entry carries besides its work (eligible_works' columns)
+POOL_COLUMNS = (S.NEGATIVE_SOURCE, _FIRST_CITED, S.KNOWN_DATE, S.EARLIEST_CITING_SURVEY_DATE)
 
 
 def windows(
@@ -648,6 +668,41 @@ def window_pairs(survey_windows: pl.DataFrame, order: pl.DataFrame) -> pl.LazyFr
         .join(order.lazy(), on=[S.PRIMARY_CATEGORY, _POOL, _I], how="inner")
         .select(S.SURVEY_ID, S.WORK_ID)
     )
+
+
+def window_rows(
+    survey_windows: pl.DataFrame, order: pl.DataFrame, works: pl.DataFrame
+) -> pl.DataFrame:
+    """The pairs of :func:`window_pairs` with what :func:`candidate_pairs` joins onto them:
+    the pool entry's :data:`POOL_COLUMNS` and the work's row of ``works`` (every column but
+    ``work_id`` and ``known_date``), read by position instead of joined.
+
+    ``order`` (:func:`pool_order`) is sorted by pool and position, so a window's entries are
+    rows ``first row of the pool + (start + j) % n``; ``works`` holds one row per work
+    index, in index order (:func:`work_index`), so a work's row is its index. A batch
+    then costs its pairs, not the size of the pools and works tables it reads from.
+    """
+    firsts = (
+        order.select(S.PRIMARY_CATEGORY, _POOL, _I)
+        .with_row_index("_first")
+        .filter(pl.col(_I) == 0)
+        .drop(_I)
+    )
+    at = (
+        survey_windows.lazy()
+        .filter(pl.col(_LEN) > 0)
+        .join(firsts.lazy(), on=[S.PRIMARY_CATEGORY, _POOL], how="inner")
+        .with_columns(pl.int_ranges(0, pl.col(_LEN), dtype=pl.Int64).alias(_I))
+        .explode(_I)
+        .select(
+            S.SURVEY_ID,
+            (pl.col("_first") + (pl.col(_START) + pl.col(_I)) % pl.col(_N)).alias("_at"),
+        )
+        .collect()
+    )
+    entries = order.select(pl.col(S.WORK_ID, *POOL_COLUMNS).gather(at["_at"]))
+    features = works.drop(S.WORK_ID, S.KNOWN_DATE).select(pl.all().gather(entries[S.WORK_ID]))
+    return pl.concat([at.select(S.SURVEY_ID), entries, features], how="horizontal")
 
 
 # --------------------------------------------------------------------- batches
@@ -770,7 +825,7 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     # the running counts of the works it needs only: the positives' here, each batch's window's
     # below (a join_asof reads its whole right side, once per batch)
     labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
-    parts = V.work_parts(ctx)
+    parts = V.work_parts(ctx, scratch / "cites")
     corpus_prior_by_id = V.corpus_prior_counts(ctx, scratch / "prior", parts)
     positives_all = with_strata(
         positive_pairs(ctx, surveys_all.lazy(), works_by_id.lazy()),
@@ -801,14 +856,16 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     for i, table in enumerate(sorted((scratch / "prior").glob("*.parquet"))):
         part = scratch / "prior_index" / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        indexed(pl.scan_parquet(table), index).collect(engine="streaming").write_parquet(part)
+        V.sorted_prior_rows(indexed(pl.scan_parquet(table), index)).collect(
+            engine="streaming"
+        ).write_parquet(part, row_group_size=PRIOR_ROW_GROUP)
     corpus_prior = pl.scan_parquet(sorted((scratch / "prior_index").glob("*.parquet")))
     # the pools, part by part (their group-by over every citation of the corpus peaked at
     # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
-    for i, where in enumerate(parts):
+    for i, work_part in enumerate(parts):
         part = scratch / "eligible" / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        indexed(eligible_works(ctx, sc_by_id.lazy(), where), index).collect(
+        indexed(eligible_works(ctx, sc_by_id.lazy(), work_part), index).collect(
             engine="streaming"
         ).write_parquet(part)
     eligible = pl.scan_parquet(sorted((scratch / "eligible").glob("*.parquet")))
@@ -828,9 +885,11 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     )
 
     def hashed(lf: pl.LazyFrame) -> pl.LazyFrame:
+        """``lf`` with its pairs' hash (the work's hash joined, unless ``lf`` carries it)."""
+        if _ID_HASH not in lf.collect_schema().names():
+            lf = lf.join(work_hashes, on=S.WORK_ID, how="left")
         return (
             lf.join(survey_hashes, on=S.SURVEY_ID, how="left")
-            .join(work_hashes, on=S.WORK_ID, how="left")
             .with_columns(
                 _fmix32_expr(pl.col(_SURVEY_HASH).xor(pl.col(_ID_HASH))).alias(_PAIR_HASH)
             )
@@ -841,27 +900,66 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     order = pool_order(eligible, works, work_hashes)
     survey_windows = windows(surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
     pairs_per_survey = survey_windows.group_by(S.SURVEY_ID).agg(pl.col(_LEN).sum())
+    # one row per work index, in index order, with its hash: what window_rows reads by position
+    work_rows = works.join(work_hashes, on=S.WORK_ID, how="left").sort(S.WORK_ID).collect()
+    if work_rows.height != index.height:
+        raise AssertionError(f"{work_rows.height} work rows for {index.height} works")
 
     chosen: list[Path] = []
     n_candidates: list[Path] = []
-    batches = survey_batches(surveys, pairs_per_survey, ncfg.survey_batch_size, BATCH_PAIRS)
-    for batch_ids in steps(batches, "negatives: survey batches"):
+    # Batches in survey-date order (a survey's rows depend on itself only, so the order and
+    # cut do not change the output). Each batch reads the corpus count rows dated within its
+    # own dates, plus each work's last row before them (`base`, carried from batch to batch):
+    # the whole table (60M rows at 2.3M papers) per batch made the stage grow with the
+    # square of the corpus.
+    by_date = surveys.sort(S.SURVEY_DATE, S.SURVEY_ID, nulls_last=True)
+    batches = survey_batches(by_date, pairs_per_survey, ncfg.survey_batch_size, BATCH_PAIRS)
+    spans = [
+        by_date.filter(pl.col(S.SURVEY_ID).is_in(b.implode()))
+        .select(pl.col(S.SURVEY_DATE).min().alias("lo"), pl.col(S.SURVEY_DATE).max().alias("hi"))
+        .row(0)
+        for b in batches
+    ]
+    starts = [lo for lo, _ in spans if lo is not None]
+    base = V.last_prior_rows(
+        V.prior_rows_between(corpus_prior, None, starts[0]) if starts else corpus_prior.head(0)
+    ).collect()
+    for k, batch_ids in enumerate(steps(batches, "negatives: survey batches")):
+        lo, hi = spans[k]
+        if lo is not None:
+            rows = V.prior_rows_between(corpus_prior, lo, hi).collect()
+            table = pl.concat([base, rows])
         batch = surveys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
         pos = hashed(valid.lazy().join(batch.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"))
-        window = window_pairs(
-            survey_windows.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())), order
-        )
+        batch_windows = survey_windows.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode()))
         if hardest:
             # every co-cited work is considered, in or out of the window
             hardness = co_citation(batch, pos, sc).collect(engine="streaming").lazy()
-            window = pl.concat([window, hardness.select(S.SURVEY_ID, S.WORK_ID)]).unique()
-        window = window.collect(engine="streaming").lazy()
+            window = pl.concat(
+                [window_pairs(batch_windows, order), hardness.select(S.SURVEY_ID, S.WORK_ID)]
+            ).unique()
+            window = window.collect(engine="streaming").lazy()
+        else:
+            gathered = window_rows(batch_windows, order, work_rows).lazy()
+            window = gathered.select(S.SURVEY_ID, S.WORK_ID)
         batch_keys = survey_keys.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())).lazy()
-        excluded = pl.concat([cited, title_hits(ctx, batch_keys, window, work_keys)])
-        batch_prior = prior_tables(ctx, sc, works=window, corpus=corpus_prior)
-        pairs = hashed(
-            candidate_pairs(batch, eligible, excluded, works, batch_prior, window)
-        ).with_columns(
+        excluded = pl.concat(
+            [
+                cited.filter(pl.col(S.SURVEY_ID).is_in(batch_ids.implode())),
+                title_hits(ctx, batch_keys, window, work_keys),
+            ]
+        )
+        batch_prior = prior_tables(
+            ctx, sc, works=window, corpus=(table if lo is not None else base.head(0)).lazy()
+        )
+        if hardest:
+            pairs = hashed(candidate_pairs(batch, eligible, excluded, works, batch_prior, window))
+        else:
+            pooled = batch.filter(pl.col(S.SURVEY_DATE).is_not_null()).join(
+                gathered, on=S.SURVEY_ID, how="inner"
+            )
+            pairs = hashed(admissible(pooled, excluded, batch_prior))
+        pairs = pairs.with_columns(
             (pl.col(S.NEGATIVE_SOURCE) == SOURCE_CITED_IN_CATEGORY).cast(pl.Int8).alias(_POOL)
         )
         if hardest:
@@ -885,6 +983,12 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         ).write_parquet(part)
         n_candidates.append(part)
         del pos_df, pairs_df, got
+        later = [d for d, _ in spans[k + 1 :] if d is not None]
+        if lo is not None and later:
+            # each work's last row before the next batch's first date
+            more = V.prior_rows_between(corpus_prior, hi, later[0]).collect()
+            base = V.last_prior_rows(pl.concat([table, more]).lazy()).collect()
+            del table, rows, more
     negatives = (
         pl.read_parquet(chosen).sort(S.SURVEY_ID, S.WORK_ID)
         if chosen
