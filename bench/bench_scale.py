@@ -242,7 +242,7 @@ def main() -> int:
 
     # ---------------------------------------------------------------- summary
     print("\nper stage: wall seconds (CPU seconds) / peak RSS MB / rows out")
-    header = f"{'stage':<12}" + "".join(f"{n:>30,}" for n in sizes)
+    header = f"{'stage':<12}" + "".join(f"{n:>36,}" for n in sizes)
     print(header)
     for stage in stages:
         cells = []
@@ -255,7 +255,7 @@ def main() -> int:
                 )
             else:
                 cells.append(e.get("error") or "skipped")
-        print(f"{stage:<12}" + "".join(f"{c:>30}" for c in cells))
+        print(f"{stage:<12}" + "".join(f"{c:>36}" for c in cells))
     totals = [
         sum(e.get("seconds", 0) for e in r["stages"].values() if "rows_out" in e) for r in runs
     ]
@@ -265,7 +265,7 @@ def main() -> int:
     ]
     print(
         f"{'all reduce':<12}"
-        + "".join(f"{f'{t:.0f} s ({c:.0f})':>30}" for t, c in zip(totals, cpu_totals, strict=True))
+        + "".join(f"{f'{t:.0f} s ({c:.0f})':>36}" for t, c in zip(totals, cpu_totals, strict=True))
     )
     projection = []
     if mb_s:
@@ -276,7 +276,7 @@ def main() -> int:
                 {"papers": n, "corpus_gb": round(corpus_bytes / 1e9, 1), "seconds": round(seconds)}
             )
         cells = [f"~{p['seconds']:,} s ({p['corpus_gb']:g} GB)" for p in projection]
-        print(f"{'extract*':<12}" + "".join(f"{c:>30}" for c in cells))
+        print(f"{'extract*':<12}" + "".join(f"{c:>36}" for c in cells))
         print(
             f"* projected: {mb_s:g} MB/s per worker (README, make bench) x {args.workers} workers; "
             "reading from the Hub and decompression not included"

@@ -1,4 +1,5 @@
-"""Output bytes do not depend on the batch sizes of the reduce stages (issue 10).
+"""Output bytes depend neither on the reduce stages' batch sizes nor on Polars' thread
+count (issue 10).
 
 ``works`` merges per-file partials every ``_MERGE_EVERY`` files and sorts ``cites`` in
 paper-id ranges, ``negatives`` builds candidate pairs in batches of at most
@@ -11,7 +12,10 @@ them at its smallest, every output file has the same bytes.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,34 @@ def test_outputs_do_not_depend_on_batch_sizes(
         shutil.rmtree(out / stage)
         run_stage(out, stage, _cfg())
     assert _hashes(out) == before
+
+
+_RUN_STAGES = """
+import sys
+from pathlib import Path
+from tests.test_batch_sizes import STAGES
+from tests.test_negatives import _cfg, run_stage
+out = Path(sys.argv[1])
+for stage in STAGES:
+    run_stage(out, stage, _cfg())
+"""
+
+
+def test_outputs_do_not_depend_on_thread_count(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same stages on 1 and on 3 Polars threads (fixed when Polars is imported, so each
+    in its own process) write the same bytes."""
+    src = synthetic_release_dir(tmp_path_factory)
+    root = Path(__file__).resolve().parents[1]
+    got = {}
+    for threads in (1, 3):
+        out = tmp_path / f"threads{threads}"
+        shutil.copytree(src, out)
+        for stage in STAGES:
+            shutil.rmtree(out / stage)
+        env = {**os.environ, "POLARS_MAX_THREADS": str(threads), "PYTHONPATH": str(root)}
+        subprocess.run([sys.executable, "-c", _RUN_STAGES, str(out)], env=env, cwd=root, check=True)
+        got[threads] = _hashes(out)
+    assert any(k.endswith("negatives.parquet") for k in got[1])
+    assert got[1] == got[3]

@@ -791,7 +791,11 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     Candidate pairs are those of each survey's windows (:func:`windows`), built and matched
     in batches of surveys (:func:`survey_batches`: ``negatives.survey_batch_size`` surveys,
     :data:`BATCH_PAIRS` window pairs; a survey's pairs only depend on itself), which bounds
-    memory.
+    memory. A batch costs its pairs, not the corpus: works are integer keys
+    (:func:`work_index`), window pairs read their pool entry and work by position
+    (:func:`window_rows`), and batches run in survey-date order, each reading the
+    prior-count rows of its own dates plus each work's last row before them
+    (:func:`pipeline.visible.prior_rows_between`, :func:`pipeline.visible.last_prior_rows`).
 
     Raises:
         ValueError: a ``negatives`` setting is out of range (names it and the choices).
