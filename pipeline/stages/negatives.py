@@ -85,9 +85,6 @@ from pipeline.visible import (
     surveys_frame,
 )
 
-# Rows per row group of the scratch prior-count parts: a batch reads the row groups of its
-# dates only.
-PRIOR_ROW_GROUP = 100_000
 # Survey x pool pairs built at once. Not a setting: the output does not depend on it (and a
 # setting would change the release's recorded config).
 BATCH_PAIRS = 5_000_000
@@ -212,14 +209,9 @@ def indexed(lf: pl.LazyFrame, index: pl.DataFrame) -> pl.LazyFrame:
 
 
 def unindexed(df: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
-    """``df`` with its :func:`work_index` keys turned back into work ids."""
-    columns = df.columns
-    return (
-        df.rename({S.WORK_ID: _W_INDEX})
-        .join(index, on=_W_INDEX, how="left")
-        .drop(_W_INDEX)
-        .select(columns)
-    )
+    """``df`` with its :func:`work_index` keys turned back into work ids (read by position:
+    the index's row ``i`` is work ``i``)."""
+    return df.with_columns(index.get_column(S.WORK_ID).gather(df.get_column(S.WORK_ID)))
 
 
 def indexed_hashes(index: pl.DataFrame, keys: pl.LazyFrame, seed: int) -> pl.LazyFrame:
@@ -826,16 +818,34 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
     sc_by_id = survey_citations(ctx).collect(engine="streaming")
+    # From here on a work is its integer index (work_index): the batches join millions of
+    # pairs on it. What is written to scratch is indexed as it is written.
+    index = work_index(works_by_id)
+    works = indexed(works_by_id.lazy(), index).collect().lazy()
+    sc = indexed(sc_by_id.lazy(), index).collect().lazy()
+    parts = V.work_parts(ctx, scratch / "cites")
+    corpus_prior = V.corpus_prior_counts(
+        ctx, scratch / "prior", parts, rekey=lambda lf: indexed(lf, index)
+    )
+    positives_by_id = positive_pairs(ctx, surveys_all.lazy(), works_by_id.lazy()).collect(
+        engine="streaming"
+    )
+    del works_by_id
+    positives = indexed(positives_by_id.lazy(), index).collect()
+    if positives.height != positives_by_id.height:
+        raise ValueError(
+            f"labels: {positives_by_id.height - positives.height} positives name a work "
+            "missing from works' table; rerun works and labels"
+        )
+    del positives_by_id
     # the running counts of the works it needs only: the positives' here, each batch's window's
     # below (a join_asof reads its whole right side, once per batch)
-    labelled = S.scan(ctx.upstream("labels", "labels"), S.LABELS).filter(pl.col(S.LABEL) >= 1)
-    parts = V.work_parts(ctx, scratch / "cites")
-    corpus_prior_by_id = V.corpus_prior_counts(ctx, scratch / "prior", parts)
     positives_all = with_strata(
-        positive_pairs(ctx, surveys_all.lazy(), works_by_id.lazy()),
-        prior_tables(ctx, sc_by_id.lazy(), works=labelled, corpus=corpus_prior_by_id),
+        positives.lazy(),
+        prior_tables(ctx, sc, works=positives.lazy(), corpus=corpus_prior),
         cites_it=True,
     ).collect(engine="streaming")
+    del positives
     per_survey_pos = positives_all.group_by(S.SURVEY_ID).agg(
         (~pl.col(AFTER_SURVEY)).sum().cast(pl.Int64).alias(S.N_POSITIVES),
         pl.col(AFTER_SURVEY).sum().cast(pl.Int64).alias(S.N_POSITIVES_AFTER_SURVEY),
@@ -843,27 +853,8 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
-    # From here on a work is its integer index (work_index): the batches join millions of
-    # pairs on it. What is written to scratch is indexed as it is written.
-    index = work_index(works_by_id)
-    works = indexed(works_by_id.lazy(), index).collect().lazy()
-    del works_by_id
-    valid_by_id = positives_all.filter(~pl.col(AFTER_SURVEY))
-    valid = indexed(valid_by_id.lazy(), index).collect()
-    if valid.height != valid_by_id.height:
-        raise ValueError(
-            f"labels: {valid_by_id.height - valid.height} positives name a work missing "
-            "from works' table; rerun works and labels"
-        )
-    del positives_all, valid_by_id
-    sc = indexed(sc_by_id.lazy(), index).collect().lazy()
-    for i, table in enumerate(sorted((scratch / "prior").glob("*.parquet"))):
-        part = scratch / "prior_index" / f"{i:05d}.parquet"
-        part.parent.mkdir(parents=True, exist_ok=True)
-        V.sorted_prior_rows(indexed(pl.scan_parquet(table), index)).collect(
-            engine="streaming"
-        ).write_parquet(part, row_group_size=PRIOR_ROW_GROUP)
-    corpus_prior = pl.scan_parquet(sorted((scratch / "prior_index").glob("*.parquet")))
+    valid = positives_all.filter(~pl.col(AFTER_SURVEY))
+    del positives_all
     # the pools, part by part (their group-by over every citation of the corpus peaked at
     # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
     for i, work_part in enumerate(parts):
