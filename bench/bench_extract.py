@@ -6,7 +6,10 @@ On one synthetic corpus (``--size-mb``, default 1000) it measures, in one run:
 (b) msgspec typed decode alone of the same lines (same reader, no tables),
 (c) a plain orjson + dict-walk implementation of the same extraction,
 and the peak RSS of one worker process extracting a quarter of the corpus and all
-of it (must stay flat). With ``--stages`` it also times every later stage on the
+of it (must stay flat). Then, on the same files packed as the Hub publishes the corpus
+(a tar.gz split into 3 parts, ``bench/archive_bench.py``): decompression alone with each
+installed library, and extract MB/s from the plain files and from the parts at 1 and 2
+workers. With ``--stages`` it also times every later stage on the
 extracted corpus (wall time and peak RSS each, one subprocess per stage).
 
 Ends with one JSON line: extract_mb_s, decode_only_mb_s, naive_mb_s,
@@ -119,6 +122,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dir", type=Path, default=ROOT / "bench_out")
     ap.add_argument("--stages", action="store_true", help="also time every later stage")
+    ap.add_argument(
+        "--no-archive",
+        action="store_true",
+        help="skip the split tar.gz figures (decompression per library, extract from it)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
     args = ap.parse_args()
 
@@ -162,6 +170,11 @@ def main() -> int:
     print(
         f"peak RSS of one worker: {rss_small:,.0f} MB on {res['quarter_mb']:,.0f} MB, {rss_full:,.0f} MB on {size:,.0f} MB  target <= 1024, flat"
     )
+
+    if not args.no_archive:
+        from bench.archive_bench import measure
+
+        res.update(measure(files, args.dir, args.repeat))
 
     if args.stages:
         work = args.dir / "rss_full"

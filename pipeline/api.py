@@ -285,14 +285,14 @@ def extract(
     cfg, specs, workers, out = config_of(config), _specs(inputs), _workers(workers), Path(out)
     if not specs:
         raise InputError("extract needs --input")
-    every = resolve_inputs(specs)
+    every = resolve_inputs(specs, exclude=_not_input(out, specs))
     files = shard(every, *shard_of)
     # every shard records the whole input list under its own name: later stages check that
     # all shards agree on it and wait until every file of it is done
     W.record_shard_inputs(out, "extract", shard_of, specs, every, prune)
     W.check_foreign_outputs(out, GRAPH["extract"], every, prune)
     W.clean_stale_temps(W.stage_dir(out, "extract"))
-    run_map(GRAPH["extract"], files, out, cfg, workers, force, verify)
+    run_map(GRAPH["extract"], files, out, cfg, workers, force, verify, shard_of)
     totals = summarize(out)
     result = ExtractResult(
         out=out,
@@ -317,6 +317,19 @@ def extract(
     failed = [f for f in W.failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
     check_failures(failed, len(every), max_failed_files, "extract")
     return result
+
+
+def _not_input(out: Path, specs: Sequence[str]) -> list[Path]:
+    """Folders input discovery must not read: the work directory (its markers and
+    manifests are ``.json``), or only its stage folders when an input lies inside it (the
+    demo's corpus is ``<out>/corpus``)."""
+    root = out.resolve()
+    inside = any(
+        not s.startswith("hf://") and Path(s).resolve().is_relative_to(root) for s in specs
+    )
+    if not inside:
+        return [out]
+    return [W.stage_dir(out, name) for name in GRAPH] + [out / "eval", out / "model"]
 
 
 def reduce(

@@ -46,6 +46,18 @@ class ExtractConfig:
 
 
 @dataclass(frozen=True)
+class ArchiveConfig:
+    # Not among extract's config sections: a unit's marker is keyed by its members' header
+    # fields, so units of another size are redone by that alone.
+    unit_mb: int = _f(
+        64,
+        "an archive's members are extracted in units of consecutive members holding at least "
+        "this many MB of JSONL (each unit: one set of outputs, one marker); 1.5 units per "
+        "worker are buffered while the archive streams",
+    )
+
+
+@dataclass(frozen=True)
 class WorksConfig:
     max_alias_partners: int = _f(
         3,
@@ -197,6 +209,7 @@ class TrainConfig:
 @dataclass(frozen=True)
 class Config:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
+    archive: ArchiveConfig = field(default_factory=ArchiveConfig)
     works: WorksConfig = field(default_factory=WorksConfig)
     surveys: SurveysConfig = field(default_factory=SurveysConfig)
     roles: RolesConfig = field(default_factory=RolesConfig)
@@ -450,6 +463,7 @@ FIELD_CHECKS: dict[str, Check] = {
         lambda v: all(r in _roles() for r in v),
         (("not_a_role",),),
     ),
+    "archive.unit_mb": _int_at_least(1),
     "labels.essential_total_mentions": _int_at_least(1),
     "labels.essential_related_mentions": _int_at_least(1),
     "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),

@@ -1,10 +1,23 @@
 """The bundled demo corpus that ``python -m pipeline demo`` runs every stage on.
 
-The demo corpus is built deterministically: synthetic unarXive records (one
-generated world, its last file converted to the 2024 layout, with a few malformed
-lines to show rejects) plus the real records shipped as package data in
-``pipeline/demo_data`` (49 papers in the 2022 layout, one in the 2024 layout, with
-their licences; the tests read them as ``tests/fixtures/...``, links to that folder).
+It comes in the form unarXive 2024 is published in on the Hub: one gzip-compressed tar of
+``processed_unarxive_extended_data/.../*.jsonl`` members in the 2024 layout, byte-split
+into ``unarXive_2024.tar.gz.part_aa``, ``_ab``, ``_ac`` (:func:`pipeline.archive.pack`).
+Its members, built deterministically:
+
+* synthetic unarXive records (one generated world in four members, each holding many
+  papers, with a few malformed lines to show rejects), converted from the generator's
+  2022 layout by the publisher's grouping rule (:func:`pipeline.layout.group_sections`:
+  stripped paragraphs with unshifted spans, ``"null"`` for a null heading); every 40th
+  paper has a paragraph without a heading, which the publisher files under
+  ``"Unknown Section"``;
+* the real records shipped as package data in ``pipeline/demo_data``: 49 papers of the
+  2022 sample in one member (converted the same way: 9 of their paragraphs have a null
+  heading) and the 2024-layout preview paper in another, with their licences as
+  non-JSONL members;
+* one empty member, as the corpus has.
+
+The tests read the real samples as ``tests/fixtures/...`` (a link to that folder).
 ``demo`` (:func:`pipeline.api.demo`) then runs every stage into ``<out>/`` and
 evaluates the baselines.
 """
@@ -12,7 +25,6 @@ evaluates the baselines.
 from __future__ import annotations
 
 import importlib.resources
-import shutil
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -28,30 +40,85 @@ REAL_FILES = (
 )
 
 
-def build_corpus(
-    corpus: Path, papers: int, fixtures: Traversable | Path | None = None
-) -> list[Path]:
-    """Write the demo corpus into ``corpus`` (idempotent: same bytes every time)."""
-    from pipeline.layout import convert_file
+ROOT = "processed_unarxive_extended_data/unarXive_01981221"
+ARCHIVE = "unarXive_2024.tar.gz"
+NO_HEADING_EVERY = 40  # every 40th synthetic paper loses one paragraph's heading
+
+
+def _to_2024(data: bytes, drop_heading_every: int = 0) -> bytes:
+    """JSONL in the 2022 layout -> the 2024 layout (malformed lines kept as they are)."""
+    import json
+
+    from pipeline.layout import to_2024_layout
+
+    out = []
+    for i, line in enumerate(data.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("body_text"), list):
+            if drop_heading_every and i % drop_heading_every == 0 and record["body_text"]:
+                body = [dict(p) for p in record["body_text"]]
+                body[-1].pop("section", None)
+                record = {**record, "body_text": body}
+            line = json.dumps(to_2024_layout(record), ensure_ascii=False).encode("utf-8")
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+def corpus_members(
+    papers: int, fixtures: Traversable | Path | None = None, scratch: Path | None = None
+) -> list[tuple[str, bytes | None]]:
+    """The demo archive's members, in archive order (see the module docstring)."""
+    import gzip
+    import tempfile
+
     from pipeline.synth import generate
 
-    corpus.mkdir(parents=True, exist_ok=True)
-    # One synthetic world (so citations between its papers hold), four files; the last
-    # file is served in the 2024 layout, converted by the documented grouping rule.
-    paths = generate(corpus, papers=papers, layout="2022", seed=0, small=True, malformed=6, files=4)
-    last = paths.pop()
-    converted = last.with_name(last.name.replace("synth_2022", "synth_2024"))
-    if not converted.exists():
-        convert_file(last, converted)
-    last.unlink()
-    paths.append(converted)
     fixtures = demo_data() if fixtures is None else fixtures
+    members: list[tuple[str, bytes | None]] = [
+        ("processed_unarxive_extended_data", None),
+        (ROOT, None),
+    ]
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+        paths = generate(
+            Path(tmp), papers=papers, layout="2022", seed=0, small=True, malformed=6, files=4
+        )
+        members.append((f"{ROOT}/synthetic", None))
+        for p in paths:
+            data = _to_2024(p.read_bytes(), NO_HEADING_EVERY)
+            members.append((f"{ROOT}/synthetic/{p.name}", data))
     for rel in REAL_FILES:
         src = fixtures.joinpath(*rel.split("/"))
         if not src.is_file():
             raise FileNotFoundError(f"demo: real sample {src} is missing")
-        dst = corpus / f"real_{src.name}"
+        folder, leaf = rel.split("/")
         with importlib.resources.as_file(src) as local:
-            shutil.copyfile(local, dst)
-        paths.append(dst)
-    return paths
+            data = Path(local).read_bytes()
+        if leaf.endswith(".gz"):
+            data = gzip.decompress(data)
+            leaf = leaf[: -len(".gz")]
+        if "2022" in folder:
+            data = _to_2024(data)
+        members.append((f"{ROOT}/{folder}", None))
+        members.append((f"{ROOT}/{folder}/{leaf}", data))
+        lic = fixtures.joinpath(folder, "LICENSE")
+        if lic.is_file():
+            with importlib.resources.as_file(lic) as local:
+                members.append((f"{ROOT}/{folder}/LICENSE", Path(local).read_bytes()))
+    members.append((f"{ROOT}/synthetic/arXiv_src_empty.jsonl", b""))
+    return members
+
+
+def build_corpus(
+    corpus: Path, papers: int, fixtures: Traversable | Path | None = None
+) -> list[Path]:
+    """Write the demo corpus into ``corpus`` as the 3 parts of one tar.gz (idempotent: same
+    bytes every time); returns the parts' paths."""
+    from pipeline.archive import pack
+
+    corpus.mkdir(parents=True, exist_ok=True)
+    return pack(corpus_members(papers, fixtures, scratch=corpus), corpus, ARCHIVE, parts=3)

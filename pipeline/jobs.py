@@ -133,11 +133,23 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
 
     stage = GRAPH["extract"]
     missing = []
+    records = W.archive_records(out, stage, cfg)
     for f in resolve_inputs([input_spec]):
         want = map_marker_key(stage, f, cfg)
         done = False
+        if f.is_archive:
+            # read to its end by some shard, and every unit it lists finished
+            record = records.get(f.key)
+            done = record is not None and record.get("key") == want
+            for unit in record.get("units", []) if done else []:
+                marker = W.marker_path(out, stage.name, unit)
+                if not marker.exists() or W.map_output_problem(
+                    out, stage.name, json.loads(marker.read_text()), False
+                ):
+                    done = False
+                    break
         marker = W.marker_path(out, stage.name, f.key)
-        if marker.exists():
+        if not done and marker.exists():
             data = json.loads(marker.read_text())
             done = data.get("key") == want and not W.map_output_problem(
                 out, stage.name, data, False
@@ -149,6 +161,71 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
         if not done:
             missing.append(f.name or f.path)
     return missing
+
+
+# --------------------------------------------------------------------- planning
+# Measured with `make bench` on the 2-core development machine (one core each), on the
+# 2022 sample replicated to 1,000 MB and packed as the Hub packs the corpus (README,
+# "Reading the published corpus"). Flavours' vCPUs are the Hub's published sizes, not
+# checked here (`HfApi().list_jobs_hardware()`).
+GZIP_MB_S = 1150.0  # ISA-L decompression of the tar.gz, MB of output per second
+EXTRACT_MB_S_PER_WORKER = 520.0  # extract from the archive stream, per worker
+ARCHIVE_RATIO = 371 / 105  # unarXive 2024: 371 GB of JSONL in 105 GB of parts
+PUBLISHED_ARCHIVE_GB = 104.8  # the three parts' sizes on the Hub (39.8 + 39.8 + 25.2 GB)
+FLAVOR_VCPUS = {"cpu-basic": 2, "cpu-upgrade": 8, "cpu-performance": 8, "cpu-xl": 16}
+
+
+def input_summary(input_spec: str) -> dict[str, Any]:
+    """What ``--input`` names: its archives with their parts, and its JSONL files."""
+    from pipeline.sources import display, resolve_inputs
+
+    found = resolve_inputs([input_spec])
+    archives = [
+        {
+            "name": display(f.name),
+            "bytes": f.size,
+            "parts": [
+                {"name": display(p.name), "bytes": p.size, "sha256": p.sha256 or None}
+                for p in f.parts
+            ],
+        }
+        for f in found
+        if f.is_archive
+    ]
+    plain = [f for f in found if not f.is_archive]
+    return {
+        "input": input_spec,
+        "archives": archives,
+        "jsonl_files": len(plain),
+        "jsonl_bytes": sum(f.size for f in plain),
+    }
+
+
+def extract_projection(
+    archive_bytes: int, flavor: str, fan_out: int = 1, workers: int | None = None
+) -> dict[str, Any]:
+    """Projected wall time of extract over ``archive_bytes`` of tar.gz parts: every Job
+    decompresses the whole stream (one core), its other cores decode its units; the
+    slower of the two sets the pace."""
+    vcpus = FLAVOR_VCPUS.get(flavor, 2)
+    decoders = workers or max(1, vcpus - 1)
+    jsonl = archive_bytes * ARCHIVE_RATIO
+    read_s = jsonl / (GZIP_MB_S * 1e6)
+    decode_s = jsonl / max(fan_out, 1) / (EXTRACT_MB_S_PER_WORKER * 1e6 * decoders)
+    return {
+        "flavor": flavor,
+        "vcpus": vcpus,
+        "decoding_workers": decoders,
+        "jsonl_gb": round(jsonl / 1e9, 1),
+        "decompress_hours": round(read_s / 3600, 2),
+        "decode_hours_per_job": round(decode_s / 3600, 2),
+        "projected_hours": round(max(read_s, decode_s) / 3600, 2),
+        "rates": {
+            "gzip_mb_s": GZIP_MB_S,
+            "extract_mb_s_per_worker": EXTRACT_MB_S_PER_WORKER,
+            "source": "make bench on the 2-core development machine, not measured on Jobs",
+        },
+    }
 
 
 # --------------------------------------------------------------------- job (what a Job runs)
@@ -215,6 +292,19 @@ def run_step(
 
 
 def cmd_job(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        cfg = api.config_of(args.config)
+        found = input_summary(args.input)
+        identity = run_identity(args.input, cfg)
+        plan = {
+            "dry_run": True,
+            "step": args.step,
+            "found": found,
+            "identity": identity,
+            "unchanged_since_release": unchanged_since_release(args.out, identity) is not None,
+        }
+        print(json.dumps(plan, indent=2))
+        return 0
     if args.step != "shard":
         require_token(f"job --step {args.step}")  # these steps push at their end
     if args.step == "shard" and args.shard is None:
@@ -513,8 +603,20 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if args.schedule
             else f"<commit {args.input_revision} is at when submitting>",
         )
+        archive_gb = PUBLISHED_ARCHIVE_GB
+        try:
+            found: dict[str, Any] = input_summary(
+                f"hf://datasets/{args.input_repo}@{args.input_revision}"
+            )
+            archive_gb = sum(a["bytes"] for a in found["archives"]) / 1e9 or archive_gb
+        except Exception as e:  # noqa: BLE001 - a dry run plans without the Hub too
+            found = {"input": args.input_repo, "not_listed": f"{type(e).__name__}: {e}"[:300]}
         plan = {
             "dry_run": True,
+            "input_found": found,
+            "extract_projection": extract_projection(
+                int(archive_gb * 1e9), args.flavor, max(args.fan_out, 1), args.workers or None
+            ),
             "bucket": f"{args.bucket or f'{namespace or NAMESPACE_PLACEHOLDER}/{DEFAULT_BUCKET_NAME}'} (created private if missing)",
             "code_upload": sorted(rel for rel, _ in _package_files())
             + ([f"{CONFIG_IN_CODE} (from {args.config})"] if args.config else []),
@@ -540,6 +642,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "job", help="what a Hugging Face Job runs: all | shard | finish (see `submit`)"
     )
     p.add_argument("--step", choices=("all", "shard", "finish"), required=True, help="which part")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the input found (archives and their parts), its identity and whether "
+        "it is unchanged since the last release; run nothing",
+    )
     p.add_argument("--input", default=INPUT_MOUNT, help=f"corpus (default: {INPUT_MOUNT})")
     p.add_argument(
         "--out", type=Path, default=Path(WORK_MOUNT), help=f"work dir (default: {WORK_MOUNT})"

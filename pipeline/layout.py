@@ -38,7 +38,8 @@ def _shift(spans: list[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
 
 
 def group_sections(body_text: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Group 2022 ``body_text`` paragraphs into the 2024 ``sections`` dict.
+    """Group 2022 ``body_text`` paragraphs into the 2024 ``sections`` dict, as the
+    publisher's ``group_sections.py`` (UnarXive-2024 repository) does, quirks included.
 
     Args:
         body_text: paragraphs with ``section``, ``text``, ``cite_spans`` and ``ref_spans``.
@@ -46,18 +47,21 @@ def group_sections(body_text: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     Returns:
         ``{heading: {"text", "cite_spans", "ref_spans"}}`` in order of first appearance;
         paragraphs with the same heading are concatenated without separator, wherever
-        they occur, and their span offsets are shifted by the text already collected
-        under that heading. A missing heading (``None``) is grouped under ``""``.
+        they occur. Each paragraph's text is stripped first, but its spans are shifted
+        only by the text already collected under that heading, not by what the strip
+        removed (so a span can be off by the paragraph's leading whitespace). A paragraph
+        without a ``section`` field goes under ``"Unknown Section"``, one whose heading
+        is null under ``"null"`` (the key JSON gives Python's None).
     """
     texts: dict[str, list[str]] = {}
     lengths: dict[str, int] = {}
     cites: dict[str, list[dict[str, Any]]] = {}
     refs: dict[str, list[dict[str, Any]]] = {}
     for para in body_text:
-        key = para.get("section")
+        key = para.get("section", "Unknown Section")
         if key is None:
-            key = ""
-        text = para.get("text") or ""
+            key = "null"
+        text = (para.get("text") or "").strip()
         if key not in texts:
             texts[key], lengths[key], cites[key], refs[key] = [], 0, [], []
         offset = lengths[key]

@@ -76,6 +76,11 @@ PROTOCOL = (
 )
 
 # A 2024-layout key that opens a survey's core (ends a run of background keys).
+# The keys unarXive 2024's grouping gives paragraphs without a heading: "Unknown Section"
+# (no ``section`` field) and "null" (a null one, as JSON writes a None key). They say
+# nothing of where a citation sits, so in a survey they are never its curated core.
+PLACEHOLDER = r"^(?:unknown section|null)$"
+
 CORE_OPENER = (
     r"^(?:an )?overview\b|\b(?:survey|taxonomy|classification|categori[sz]ation)\b"
     r"|\b(?:approaches|techniques)$"
@@ -207,13 +212,17 @@ def role_expr(heading: pl.Expr, cfg: RolesConfig | None = None) -> pl.Expr:
     return expr.otherwise(pl.lit(OTHER))
 
 
-def survey_role_expr(cfg: RolesConfig, protocol: pl.Expr | None = None) -> pl.Expr:
+def survey_role_expr(
+    cfg: RolesConfig, protocol: pl.Expr | None = None, placeholder: pl.Expr | None = None
+) -> pl.Expr:
     """Role used for labelling a mention inside a survey.
 
     Works on rows with ``role`` (the role of the mention's top-level section),
     ``section_index`` and ``paper_id``; ``protocol`` (default: false everywhere) marks
     rows whose top-level heading is one of the survey's own protocol headings
-    (:data:`PROTOCOL`). When ``roles.survey_core_is_related_work`` is set:
+    (:data:`PROTOCOL`), ``placeholder`` rows whose heading is a publisher placeholder
+    (:data:`PLACEHOLDER`: they keep their role, ``other``, and count as no core). When
+    ``roles.survey_core_is_related_work`` is set:
 
     * roles in ``roles.survey_core_roles`` (default ``other`` and ``discussion``: the
       topical sections, the survey's discussion of what it reviewed, its open
@@ -239,7 +248,9 @@ def survey_role_expr(cfg: RolesConfig, protocol: pl.Expr | None = None) -> pl.Ex
         )
     if protocol is None:
         protocol = pl.lit(False)
-    core = role.is_in(list(cfg.survey_core_roles))
+    if placeholder is None:
+        placeholder = pl.lit(False)
+    core = role.is_in(list(cfg.survey_core_roles)) & ~placeholder
     expr = pl.when(core).then(pl.lit("related_work"))
     if cfg.survey_late_method_is_core:
         first_core = pl.col(S.SECTION_INDEX).filter(core).min().over(S.PAPER_ID)
@@ -337,7 +348,8 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
     )
     if survey:
         protocol = norm.str.contains(PROTOCOL)
-        tops = tops.with_columns(survey_role_expr(cfg, protocol))
+        placeholder = norm.str.contains(PLACEHOLDER)
+        tops = tops.with_columns(survey_role_expr(cfg, protocol, placeholder))
     tops = tops.select(
         S.PAPER_ID, pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX), pl.col(S.ROLE).alias("_top")
     )
@@ -364,7 +376,10 @@ def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     if not cfg.survey_core_is_related_work:
         return role
     protocol = normalize_expr(heading).str.contains(PROTOCOL)
-    expr = pl.when(role.is_in(list(cfg.survey_core_roles))).then(pl.lit("related_work"))
+    placeholder = normalize_expr(heading).str.contains(PLACEHOLDER)
+    expr = pl.when(role.is_in(list(cfg.survey_core_roles)) & ~placeholder).then(
+        pl.lit("related_work")
+    )
     if cfg.survey_late_method_is_core:
         expr = expr.when(role.is_in(["method", "experiment"]) & ~protocol).then(
             role + pl.lit("|related_work")

@@ -41,6 +41,15 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline import workdir as W
+from pipeline.archive import (
+    CHUNK,
+    READ_ERRORS,
+    ArchiveError,
+    ArchiveReader,
+    Unit,
+    unit_identity,
+    unit_key,
+)
 from pipeline.config import Config
 from pipeline.files import (  # noqa: F401 - also re-exported for older callers
     atomic_path,
@@ -53,7 +62,7 @@ from pipeline.files import (  # noqa: F401 - also re-exported for older callers
 from pipeline.graph import Stage, stage_graph  # noqa: F401 - re-exported for the stages
 from pipeline.progress import Progress
 from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import InputFile, display, source_name
+from pipeline.sources import InputFile, InputReadError, display, source_name, stream_lines
 
 # The work directory's layout and its reads are pipeline.workdir's; re-exported for the
 # stage modules and older callers that import them from here.
@@ -155,6 +164,10 @@ def _check_map_complete(
         return
     want = set(listed)
     done = set(W.current_markers(out, stage, cfg))
+    # an archive is done when it was read to its end and every unit it holds is done
+    for key, record in W.archive_records(out, stage, cfg).items():
+        if set(record.get("units", [])) <= done:
+            done.add(key)
     failed = [f for f in failed_inputs(out, stage, cfg) if f["source_key"] in want]
     missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
@@ -232,12 +245,18 @@ def _report(papers: int, nbytes: int, rejects: int) -> None:
 
 # --------------------------------------------------------------------- map execution
 def _run_files(
-    stage: Stage, todo: list[tuple[InputFile, dict[str, Any]]], out: str, cfg: Config
+    stage: Stage,
+    todo: list[tuple[InputFile, dict[str, Any]]] | list[tuple[Any, dict[str, Any]]],
+    out: str,
+    cfg: Config,
+    record_failures: bool = True,
 ) -> list[dict[str, Any]]:
     """Process input files in a worker; each file's outputs and marker appear only on success.
 
     Outputs are written to temp paths; when the stage reports a file complete, its
-    tables are moved into place, then its manifest, then (last) its marker.
+    tables are moved into place, then its manifest, then (last) its marker. A source may
+    also be an archive's unit (:class:`_UnitSource`); one that fails leaves nothing
+    (``record_failures`` off: the archive's failure is recorded once, by its reader).
     """
     base = Path(out) / stage.name
     jobs = []
@@ -255,7 +274,10 @@ def _run_files(
     try:
         for (source, key, finals, temps), counts in zip(jobs, produced, strict=False):
             if FAILED in counts:
-                results.append(_record_failure(stage, source, key, counts[FAILED], cfg, out, temps))
+                if record_failures:
+                    results.append(
+                        _record_failure(stage, source, key, counts[FAILED], cfg, out, temps)
+                    )
                 continue
             for t, final in finals.items():
                 os.replace(temps[t], final)
@@ -331,12 +353,19 @@ def run_map(
     workers: int,
     force: bool,
     verify: bool = False,
+    shard_of: tuple[int, int] = (0, 1),
 ) -> list[dict[str, Any]]:
     """Run a map stage over ``sources``, skipping files whose marker matches.
 
     A file is skipped only when its marker's key matches and its outputs have the sizes
     (and with ``verify`` the sha256) the marker records; otherwise it is redone, saying why.
+    An archive is read by :func:`run_archive` (its units are this shard's ``shard_of``
+    share, ``index % count``).
     """
+    results: list[dict[str, Any]] = []
+    for archive in (s for s in sources if s.is_archive):
+        results += run_archive(stage, archive, out, cfg, workers, force, verify, shard_of)
+    sources = [s for s in sources if not s.is_archive]
     todo: list[tuple[InputFile, dict[str, Any]]] = []
     done = 0
     for s in sources:
@@ -355,19 +384,20 @@ def run_map(
                 continue
             log.warning("%s: redo %s: %s", stage.name, display(s.path), problem)
         todo.append((s, key))
+    if not sources:
+        return results
     log.info(
         "%s: %d file(s) to do, %d already done, %d worker(s)", stage.name, len(todo), done, workers
     )
     if not todo:
-        return []
+        return results
     progress = Progress(sum(s.size for s, _ in todo), stage.name)
-    results: list[dict[str, Any]] = []
     try:
         if workers <= 1 or len(todo) == 1:
             global _QUEUE
             _QUEUE = _LocalQueue(progress)
             try:
-                results = _run_files(stage, todo, str(out), cfg)
+                results += _run_files(stage, todo, str(out), cfg)
             finally:
                 _QUEUE = None
         else:
@@ -429,10 +459,12 @@ def _log_done(manifest: dict[str, Any]) -> None:
     if manifest.get("status") == FAILED:
         f = manifest[FAILED]
         log.warning(
-            "%s: FAILED %s after %s lines: %s (partial output discarded; a rerun retries it)",
+            "%s: FAILED %s after %s lines (%s bytes): %s (partial output discarded; a rerun "
+            "retries it)",
             manifest["stage"],
             manifest["source_file"],
             f["lines_read"],
+            f"{f.get('bytes_read', 0):,}",
             f["reason"],
         )
         return
@@ -446,6 +478,526 @@ def _log_done(manifest: dict[str, Any]) -> None:
         c.get("rejects_total"),
         c.get("seconds", 0.0),
     )
+
+
+# --------------------------------------------------------------------- archive execution
+# One reader streams an archive (decompression, tar parsing) in a thread of the parent
+# and hands each unit to the least busy worker through a bounded queue, so workers
+# never wait on a file and memory stays bounded however large a member is: at most
+# ~1.5 units of data per worker are queued, and a unit is decided (skip or decode)
+# at its last member's header, before that member's data is read.
+UNIT_QUEUE_SHARE = 1.5  # units of data queued per worker
+POLL_SECONDS = 0.5
+
+
+class _UnitSource:
+    """An archive's unit as a worker receives it: messages ``("member", name)``, data
+    chunks, ``("end", None)`` per member, then ``("unit_end", key fields)``; or
+    ``("abort", reason)`` when the archive is damaged mid-unit."""
+
+    def __init__(self, recv: Any, meta: dict[str, Any]):
+        self.path = meta["path"]
+        self.key = meta["key"]
+        self.revision = meta["revision"]
+        self.name = meta["name"]
+        self.size = 0
+        self.marker_key: dict[str, Any] = meta["marker_key"]  # completed by "unit_end"
+        self._recv = recv
+        self._lines = [0, 0]
+
+    def _abort(self, reason: str) -> InputReadError:
+        return InputReadError(self.path, reason, self._lines[0], self._lines[1])
+
+    def read(self, n: int = 0) -> bytes:
+        """The current member's next data chunk; ``b""`` at its end."""
+        kind, item = self._recv()
+        if kind == "data":
+            return item
+        if kind == "end":
+            return b""
+        if kind == "abort":
+            raise self._abort(item)
+        raise RuntimeError(f"archive unit {self.key}: unexpected message {kind!r}")
+
+    def documents(self, max_line_bytes: int) -> Iterator[tuple[str, Iterator[Any]]]:
+        """``(member path, lines)`` per member, as ``extract`` reads a file."""
+        while True:
+            kind, item = self._recv()
+            if kind == "member":
+                self._lines = [0, 0]
+                yield item, stream_lines(self, max_line_bytes, self._lines)
+            elif kind == "unit_end":
+                self.marker_key.update(item)
+                return
+            elif kind == "abort":
+                raise self._abort(item)
+            else:
+                raise RuntimeError(f"archive unit {self.key}: unexpected message {kind!r}")
+
+
+def _serve_units(recv: Any, results: Any, stage: Stage, out: str, cfg: Config, worker: int) -> None:
+    """A worker's loop: extract each unit it is sent, until told to stop."""
+    while True:
+        kind, meta = recv()
+        if kind == "stop":
+            return
+        source = _UnitSource(recv, meta)
+        try:
+            done = _run_files(stage, [(source, source.marker_key)], out, cfg, record_failures=False)
+        except BaseException as e:  # reported to the parent, which stops the run
+            results.put(("error", worker, meta["key"], f"{type(e).__name__}: {e}"))
+            raise
+        results.put(("done", worker, meta["key"], done[0] if done else None))
+
+
+def _unit_process(
+    conn: Any,
+    results: Any,
+    stage: Stage,
+    out: str,
+    cfg: Config,
+    worker: int,
+    queue: Any,
+    parent: int,
+    end_on_sigint: bool,
+) -> None:
+    _init_worker(queue, parent, end_on_sigint)
+    _serve_units(conn.recv, results, stage, out, cfg, worker)
+
+
+def _unit_marker_key(stage: Stage, cfg: Config) -> dict[str, Any]:
+    return {
+        "stage": stage.name,
+        "identity": None,  # set when the unit is read to its end (unit_identity)
+        "parts_end": None,
+        "config_hash": cfg.section_hash(*stage.config_sections),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _unit_done(
+    stage: Stage, archive: InputFile, unit: Unit, out: Path, cfg: Config, verify: bool
+) -> str | None:
+    """None when the unit's marker matches it and its outputs are intact; else why not."""
+    path = W.marker_path(out, stage.name, unit_key(archive, unit.index))
+    if not path.exists():
+        return "not done"
+    try:
+        marker = json.loads(path.read_text())
+        key = marker["key"]
+        end = key["parts_end"]
+    except (ValueError, KeyError, TypeError) as e:
+        return f"its marker {path} is damaged ({type(e).__name__})"
+    if not isinstance(end, int) or not 0 <= end < len(archive.parts):
+        return "its marker names no part"
+    want = _unit_marker_key(stage, cfg) | {
+        "identity": unit_identity(archive, unit, end),
+        "parts_end": end,
+    }
+    if key != want:
+        return "its members, a part it was read from, or the config changed"
+    return map_output_problem(out, stage.name, marker, verify)
+
+
+class _Feed:
+    """The reader's side of the workers: bounded queues, and who is busy with what."""
+
+    def __init__(self, n: int, capacity: int):
+        import queue as q
+
+        self.queues = [q.Queue(maxsize=capacity) for _ in range(n)]
+        self.busy = [0] * n  # units sent and not yet reported
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def pick(self) -> int:
+        with self.lock:
+            w = min(range(len(self.busy)), key=lambda i: (self.busy[i], i))
+            self.busy[w] += 1
+            return w
+
+    def finished(self, w: int) -> None:
+        with self.lock:
+            self.busy[w] -= 1
+
+    def put(self, w: int, item: tuple[str, Any]) -> None:
+        import queue as q
+
+        while True:
+            if self.stop.is_set():
+                raise _Stopped
+            try:
+                self.queues[w].put(item, timeout=POLL_SECONDS)
+                return
+            except q.Full:
+                continue
+
+
+class _Stopped(Exception):
+    """The run is stopping (a worker failed, or Ctrl-C): the reader ends."""
+
+
+@dataclass
+class _ReadState:
+    units: list[str] = field(default_factory=list)  # every unit's key, in order
+    sent: int = 0
+    skipped: int = 0
+    skipped_members: int = 0
+    others: int = 0
+    members: dict[str, int] = field(default_factory=dict)
+    decompressed: int = 0
+    error: ArchiveError | None = None
+    crash: BaseException | None = None
+    ended: bool = False
+
+
+def _read_archive(
+    stage: Stage,
+    archive: InputFile,
+    out: Path,
+    cfg: Config,
+    force: bool,
+    verify: bool,
+    shard_of: tuple[int, int],
+    feed: _Feed,
+    state: _ReadState,
+) -> None:
+    """The reader thread: every unit of ``archive`` in order, to a worker or skipped."""
+    reader = ArchiveReader(archive, cfg.archive.unit_mb << 20)
+    index, count = shard_of
+    current: int | None = None
+    try:
+        for unit in reader.units():
+            key = unit_key(archive, unit.index)
+            state.units.append(key)
+            if unit.index % count != index:
+                unit.drain()
+                state.others += 1
+                continue
+            why = "forced" if force else _unit_done(stage, archive, unit, out, cfg, verify)
+            if why is None:
+                unit.drain()
+                state.skipped += 1
+                state.skipped_members += len(unit.members)
+                continue
+            if why not in ("not done", "forced"):
+                log.warning("%s: redo %s: %s", stage.name, key, why)
+            w = current = feed.pick()
+            first, last = unit.members[0].name, unit.members[-1].name
+            meta = {
+                "key": key,
+                "path": f"{archive.path}#{first}" + (f"..{last}" if last != first else ""),
+                "revision": archive.revision,
+                "name": first,
+                "marker_key": _unit_marker_key(stage, cfg),
+            }
+            feed.put(w, ("unit", meta))
+            for member, stream in unit.members_data():
+                feed.put(w, ("member", member.name))
+                while True:
+                    chunk = stream.read(CHUNK)
+                    if not chunk:
+                        break
+                    feed.put(w, ("data", chunk))
+                feed.put(w, ("end", None))
+            end = unit.parts_end
+            feed.put(
+                w, ("unit_end", {"identity": unit_identity(archive, unit, end), "parts_end": end})
+            )
+            state.sent += 1
+            current = None
+        state.ended = True
+    except _Stopped:
+        pass
+    except READ_ERRORS + (ArchiveError,) as e:
+        state.error = reader.damage(e)
+        if current is not None:
+            with contextlib.suppress(_Stopped):
+                feed.put(current, ("abort", str(state.error)))
+    except BaseException as e:  # the parent reports it and stops the run
+        state.crash = e
+        if current is not None:
+            with contextlib.suppress(_Stopped):
+                feed.put(current, ("abort", f"{type(e).__name__}: {e}"))
+    finally:
+        state.members = dict(sorted(reader.members.items()))
+        state.decompressed = reader.decompressed
+
+
+def run_archive(
+    stage: Stage,
+    archive: InputFile,
+    out: Path,
+    cfg: Config,
+    workers: int,
+    force: bool,
+    verify: bool = False,
+    shard_of: tuple[int, int] = (0, 1),
+) -> list[dict[str, Any]]:
+    """Run a map stage over the units of one archive (this shard's share of them).
+
+    Finished units are skipped without being decoded (the stream still passes through
+    them). When the archive is read to its end, its record lists every unit; units of
+    an older composition beyond them are removed. A damaged archive keeps every unit
+    finished before the damage and is recorded as a failed input, named by its part.
+    """
+    record_path = W.archive_record_path(out, stage.name, archive.key)
+    _forget_changed_parts(stage, archive, out, record_path)
+    n = max(1, workers)
+    capacity = max(2, int(UNIT_QUEUE_SHARE * (cfg.archive.unit_mb << 20) / CHUNK))
+    feed = _Feed(n, capacity)
+    state = _ReadState()
+    progress = Progress(archive.size, f"{stage.name} {display(archive.name)}")
+    log.info(
+        "%s: reading archive %s (%d part(s), %s bytes), %d worker(s)%s",
+        stage.name,
+        display(archive.name),
+        len(archive.parts),
+        f"{archive.size:,}",
+        n,
+        f", shard {shard_of[0]}/{shard_of[1]}" if shard_of[1] > 1 else "",
+    )
+    t0 = time.monotonic()
+    results: list[dict[str, Any]] = []
+    reader = threading.Thread(
+        target=_read_archive,
+        args=(stage, archive, out, cfg, force, verify, shard_of, feed, state),
+        name="archive-reader",
+        daemon=True,
+    )
+    global _QUEUE
+    threads: list[threading.Thread] = []
+    procs: list[Any] = []
+    import queue as q
+
+    if workers <= 1:
+        done_q: Any = q.Queue()
+        _QUEUE = _LocalQueue(progress)
+        t = threading.Thread(
+            target=_serve_units,
+            args=(feed.queues[0].get, done_q, stage, str(out), cfg, 0),
+            name="archive-worker",
+            daemon=True,
+        )
+        threads.append(t)
+        progress_q = None
+    else:
+        ctx = mp.get_context("spawn")
+        done_q = ctx.Queue()
+        progress_q = ctx.Queue()
+        end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        with _sigint_ignored():
+            for w in range(n):
+                recv, send = ctx.Pipe(duplex=False)
+                p = ctx.Process(
+                    target=_unit_process,
+                    args=(
+                        recv,
+                        done_q,
+                        stage,
+                        str(out),
+                        cfg,
+                        w,
+                        progress_q,
+                        os.getpid(),
+                        end_on_sigint,
+                    ),
+                    daemon=True,
+                )
+                p.start()
+                procs.append(p)
+                threads.append(
+                    threading.Thread(
+                        target=_pump,
+                        args=(feed.queues[w], send, feed),
+                        name=f"feed-{w}",
+                        daemon=True,
+                    )
+                )
+    failure: str | None = None
+    try:
+        for t in threads:
+            t.start()
+        reader.start()
+        stopping = False
+        while True:
+            try:
+                kind, w, key, item = done_q.get(timeout=POLL_SECONDS)
+            except q.Empty:
+                kind = ""
+            if progress_q is not None:
+                _drain(progress_q, progress)
+            if kind == "done":
+                feed.finished(w)
+                if item is not None:
+                    results.append(item)
+                    _log_done(item)
+            elif kind == "error":
+                failure = f"{stage.name}: a worker failed on {key}: {item}"
+                break
+            if not reader.is_alive() and not stopping:
+                stopping = True
+                for w in range(n):
+                    feed.put(w, ("stop", None))
+            if stopping and all(b == 0 for b in feed.busy):
+                break
+            dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+            if dead and not stopping:
+                failure = f"{stage.name}: a worker process died (exit code {dead[0].exitcode})"
+                break
+            if stopping and procs and all(not p.is_alive() for p in procs) and any(feed.busy):
+                failure = f"{stage.name}: a worker process ended with units unfinished"
+                break
+    except BaseException:
+        feed.stop.set()
+        for p in procs:
+            p.kill()
+        raise
+    finally:
+        feed.stop.set()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+        reader.join(timeout=5)
+        for t in threads:
+            t.join(timeout=1)
+        if workers <= 1:
+            _QUEUE = None
+        progress.close()
+    if failure is not None:
+        raise RuntimeError(failure)
+    if state.crash is not None:
+        raise state.crash
+    seconds = time.monotonic() - t0
+    log.info(
+        "%s: archive %s: %d unit(s) extracted, %d skipped as done (%d members not decoded "
+        "again), %d of other shards; %s bytes decompressed in %.1f s; members %s",
+        stage.name,
+        display(archive.name),
+        state.sent,
+        state.skipped,
+        state.skipped_members,
+        state.others,
+        f"{state.decompressed:,}",
+        seconds,
+        state.members,
+    )
+    if state.error is not None or not state.ended:
+        reason = str(state.error) if state.error is not None else "the reader stopped early"
+        record_path.unlink(missing_ok=True)
+        if state.error is not None and state.error.checksum:
+            results = _discard_units_from(stage, out, results, state.error.index)
+        failed = {
+            "reason": reason,
+            "lines_read": sum(m["counts"].get("lines_read", 0) for m in results),
+            "bytes_read": state.decompressed,
+            "units_kept_this_run": len(results),
+            "part": state.error.part if state.error is not None else "",
+        }
+        key = {**map_marker_key(stage, archive, cfg)}
+        results.append(_record_failure(stage, archive, key, failed, cfg, str(out), {}))
+        return results
+    _close_archive(stage, archive, out, cfg, state, record_path)
+    return results
+
+
+def _discard_units_from(
+    stage: Stage, out: Path, results: list[dict[str, Any]], part: int
+) -> list[dict[str, Any]]:
+    """Remove the units of this run read from part ``part`` on: a checksum found that the
+    part (with ``part`` 0: some part) is wrong, after their data was decoded."""
+    kept = []
+    for manifest in results:
+        if manifest["key"].get("parts_end", -1) < part:
+            kept.append(manifest)
+            continue
+        key = manifest["source_key"]
+        W.marker_path(out, stage.name, key).unlink(missing_ok=True)
+        for table in stage.tables:
+            W.map_output(out, stage.name, table, key).unlink(missing_ok=True)
+        W.manifest_path(out, stage.name, key).unlink(missing_ok=True)
+    if len(kept) < len(results):
+        log.warning(
+            "%s: %d unit(s) of this run were read from a part a checksum rejects: discarded",
+            stage.name,
+            len(results) - len(kept),
+        )
+    return kept
+
+
+def _pump(source: Any, send: Any, feed: _Feed) -> None:
+    """A feeder thread: one worker's queue into its pipe."""
+    import queue as q
+
+    while not feed.stop.is_set():
+        try:
+            item = source.get(timeout=POLL_SECONDS)
+        except q.Empty:
+            continue
+        try:
+            send.send(item)
+        except (OSError, ValueError):  # the worker is gone; the parent notices
+            return
+        if item[0] == "stop":
+            return
+
+
+def _forget_changed_parts(stage: Stage, archive: InputFile, out: Path, record_path: Path) -> None:
+    """Say which parts changed since the archive was last read to its end; its record
+    goes (it is written again at the next end), its units are checked one by one."""
+    if not record_path.exists():
+        return
+    try:
+        old = json.loads(record_path.read_text())
+        before = [p["identity"] for p in old["parts"]]
+    except (ValueError, KeyError, TypeError):
+        record_path.unlink(missing_ok=True)
+        return
+    now = [p.identity for p in archive.parts]
+    if before == now:
+        return
+    changed = [
+        display(p.name)
+        for i, p in enumerate(archive.parts)
+        if i >= len(before) or before[i] != now[i]
+    ]
+    log.warning(
+        "%s: %s changed since it was last read (%s); units read from it on are redone",
+        stage.name,
+        display(archive.name),
+        ", ".join(changed) or "fewer parts",
+    )
+    record_path.unlink(missing_ok=True)
+
+
+def _close_archive(
+    stage: Stage, archive: InputFile, out: Path, cfg: Config, state: _ReadState, record_path: Path
+) -> None:
+    """The archive was read to its end: record its units; drop older units beyond them and
+    its failure, if any."""
+    keep = set(state.units)
+    for marker in W.marker_paths(out, stage.name):
+        key = marker.stem
+        if W.unit_archive(key) == archive.key and key not in keep:
+            for table in stage.tables:
+                W.map_output(out, stage.name, table, key).unlink(missing_ok=True)
+            W.manifest_path(out, stage.name, key).unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
+    W.manifest_path(out, stage.name, archive.key).unlink(missing_ok=True)
+    record = {
+        "key": map_marker_key(stage, archive, cfg),
+        "archive": display(archive.path),
+        "name": display(archive.name),
+        "parts": [
+            {"name": display(p.name), "bytes": p.size, "identity": p.identity}
+            for p in archive.parts
+        ],
+        "units": state.units,
+        "members": state.members,
+        "bytes_decompressed": state.decompressed,
+    }
+    write_json(record_path, record)
 
 
 # --------------------------------------------------------------------- reduce execution

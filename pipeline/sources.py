@@ -1,28 +1,42 @@
 """Input resolution and line streaming.
 
 ``--input`` takes files, directories, globs and
-``hf://datasets/<owner>/<name>[@revision]/<glob>``. Hub inputs are streamed through
+``hf://datasets/<owner>/<name>[@revision][/<glob>]``. Hub inputs are streamed through
 huggingface_hub's ``HfFileSystem`` (no full download); the revision is resolved to
 a commit sha once and every file is read at that sha, so a release records exactly
 what it was built from.
+
+Besides JSONL files, an input can be an archive of them (``.tar``, ``.tar.gz``/``.tgz``,
+``.tar.zst``), whole or byte-split into parts (``NAME.part_aa``, ``NAME.part_ab``, ... or
+``NAME.001``, ``NAME.002``, ...): the form unarXive 2024 is published in. Parts are found
+beside each other, checked to be complete, and read as one stream in part order
+(:mod:`pipeline.archive`).
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import glob
-import gzip
 import hashlib
-import io
 import lzma
+import os
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
+
+from pipeline.compression import Decompressed, StreamError, compression_of
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.xz", ".jsonl.bz2", ".json")
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tzst")
+# NAME.part_aa, NAME.part_ab, ... (split's default with a "part_" prefix, as the Hub
+# publishes unarXive 2024) and NAME.001, NAME.002, ... (split -d -a 3, 7-Zip)
+_PART = re.compile(
+    r"^(?P<base>.+\.(?:tar|tar\.gz|tgz|tar\.zst|tar\.zstd|tzst))\.(?:part_(?P<alpha>[a-z]+)|(?P<num>[0-9]{3,}))$"
+)
 _HF = re.compile(r"^hf://datasets/(?P<repo>[^/@]+/[^/@]+)(?:@(?P<rev>[^/]+))?(?:/(?P<glob>.*))?$")
 _HF_REVISION = re.compile(r"^(hf://datasets/[^/]+/[^/@]+)@[^/]+")
 READ_BUFFER = 8 * 1024 * 1024
@@ -34,6 +48,28 @@ class InputError(ValueError):
     """An ``--input`` spec matched nothing or could not be read."""
 
 
+def _part_number(alpha: str | None, num: str | None) -> int:
+    """``aa`` -> 0, ``ab`` -> 1, ``ba`` -> 26; ``001`` -> 1."""
+    if num is not None:
+        return int(num)
+    n = 0
+    for ch in alpha or "":
+        n = n * 26 + ord(ch) - ord("a")
+    return n
+
+
+def _part_label(alpha: str | None, num: str | None, index: int) -> str:
+    """The suffix the part numbered ``index`` would have, in the naming of ``alpha``/``num``."""
+    if num is not None:
+        return str(index).zfill(len(num))
+    width = len(alpha or "aa")
+    chars = []
+    for _ in range(width):
+        index, r = divmod(index, 26)
+        chars.append(chr(ord("a") + r))
+    return "part_" + "".join(reversed(chars))
+
+
 class InputReadError(Exception):
     """An input file could not be read to its end (corrupt compression, I/O or network error).
 
@@ -42,10 +78,13 @@ class InputReadError(Exception):
         lines_read: lines read before the failure.
     """
 
-    def __init__(self, path: str, reason: str, lines_read: int):
-        super().__init__(f"{display(path)}: {reason} (after {lines_read} lines)")
+    def __init__(self, path: str, reason: str, lines_read: int, bytes_read: int = 0):
+        super().__init__(
+            f"{display(path)}: {reason} (after {lines_read} lines, {bytes_read:,} bytes)"
+        )
         self.reason = reason
         self.lines_read = lines_read
+        self.bytes_read = bytes_read
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
@@ -53,7 +92,7 @@ def _read_errors() -> tuple[type[BaseException], ...]:
     BadGzipFile, bz2 and Hub HTTP errors after huggingface_hub's own retries)."""
     import zstandard
 
-    return (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+    return (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError, StreamError)
 
 
 class LongLine(NamedTuple):
@@ -82,6 +121,12 @@ class InputFile:
         name: the file's path relative to the ``--input`` it was found under (a
             directory, a glob's fixed prefix, the repo root for Hub files): what
             tables record as ``source_file``, independent of where a corpus is mounted.
+        sha256: a part's published sha256, checked as it is read: the Hub's LFS hash,
+            or a ``SHA256SUMS`` / ``<part>.sha256`` file beside local parts.
+        parts: for an archive, its files in stream order (one for a whole archive,
+            several for a byte-split one); empty for a JSONL file. An archive's ``path``
+            and ``name`` are its first part's without the part suffix, its ``size`` the
+            parts' total and its ``identity`` theirs joined.
     """
 
     path: str
@@ -89,6 +134,13 @@ class InputFile:
     identity: str
     revision: str = ""
     name: str = ""
+    parts: tuple[InputFile, ...] = ()
+    sha256: str = ""  # the published sha256 of an archive's part (Hub LFS, SHA256SUMS)
+
+    @property
+    def is_archive(self) -> bool:
+        """Whether this input is an archive (its members are the input units)."""
+        return bool(self.parts)
 
     @property
     def key(self) -> str:
@@ -99,7 +151,7 @@ class InputFile:
         decides whether they are redone).
         """
         name = self.path.rstrip("/").rsplit("/", 1)[-1]
-        for suf in SUFFIXES:
+        for suf in SUFFIXES if not self.parts else ():
             if name.endswith(suf):
                 name = name[: -len(suf)]
                 break
@@ -115,24 +167,167 @@ def _is_data_file(name: str) -> bool:
     return name.endswith(SUFFIXES)
 
 
-def _local(spec: str) -> list[InputFile]:
+def _is_archive_file(name: str) -> bool:
+    return name.endswith(ARCHIVE_SUFFIXES) or _PART.match(name) is not None
+
+
+def _walk(root: Path, exclude: tuple[Path, ...]) -> list[Path]:
+    """Every file under ``root``, following symlinked folders (once each).
+
+    Raises:
+        InputError: a folder under ``root`` cannot be entered (permissions, a broken
+            mount): its files would be lost without a word.
+    """
+    found: list[Path] = []
+    problems: list[str] = []
+    seen: set[tuple[int, int]] = set()
+
+    def refuse(err: OSError) -> None:
+        problems.append(f"{display(str(err.filename))} ({err.strerror or type(err).__name__})")
+
+    for folder, dirs, files in os.walk(root, onerror=refuse, followlinks=True):
+        here = Path(folder)
+        try:
+            st = here.stat()
+        except OSError as e:
+            refuse(e)
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen or any(_within(here, x) for x in exclude):
+            dirs[:] = []  # a symlink loop, or the work directory inside the input
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()
+        found.extend(here / f for f in sorted(files))
+    if problems:
+        raise InputError(
+            f"--input {display(str(root))}: cannot enter {len(problems)} folder(s): "
+            + "; ".join(problems[:5])
+            + " (fix the permissions, or give the readable folders as --input)"
+        )
+    return found
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder)
+    except OSError:
+        return False
+
+
+def _local(spec: str, exclude: tuple[Path, ...] = ()) -> list[InputFile]:
     p = Path(spec)
     if p.is_dir():
         root = p
-        paths = [q for q in p.rglob("*") if q.is_file() and _is_data_file(q.name)]
+        paths = [q for q in _walk(p, exclude) if _is_data_file(q.name) or _is_archive_file(q.name)]
     elif p.is_file():
         root = p.parent
         paths = [p]
+        m = _PART.match(p.name)
+        if m is not None:  # a part stands for its archive: find its siblings
+            paths = [q for q in sorted(p.parent.iterdir()) if _base_of(q.name) == m["base"]]
     else:
         # names are relative to the part of the glob before its first wildcard
         root = _glob_root(spec)
         paths = [Path(q) for q in glob.glob(spec, recursive=True) if Path(q).is_file()]
     out = []
+    sums: dict[Path, dict[str, str]] = {}
     for q in paths:
+        if any(_within(q, x) for x in exclude):
+            continue
         st = q.stat()
         path = str(q.resolve())
         name = q.relative_to(root).as_posix() if q.is_relative_to(root) else q.name
-        out.append(InputFile(path, st.st_size, f"{path}|{st.st_size}|{st.st_mtime_ns}", "", name))
+        digest = ""
+        if _is_archive_file(q.name):
+            if q.parent not in sums:
+                sums[q.parent] = _published_sums(q.parent)
+            digest = sums[q.parent].get(q.name, "")
+        identity = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+        out.append(InputFile(path, st.st_size, identity, "", name, sha256=digest))
+    return _group_parts(out)
+
+
+_SUM_LINE = re.compile(r"^([0-9a-fA-F]{64})\s+\*?(.+?)\s*$")
+
+
+def _published_sums(folder: Path) -> dict[str, str]:
+    """sha256 by file name from ``SHA256SUMS`` and ``<file>.sha256`` files in ``folder``
+    (``sha256sum``'s format), for checking archive parts as they are read."""
+    found: dict[str, str] = {}
+    files = sorted(folder.glob("*.sha256"))
+    if (folder / "SHA256SUMS").is_file():
+        files.insert(0, folder / "SHA256SUMS")
+    for f in files:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in f.read_text().splitlines():
+                m = _SUM_LINE.match(line)
+                if m:
+                    found[m.group(2).rsplit("/", 1)[-1]] = m.group(1).lower()
+    return found
+
+
+def _base_of(name: str) -> str | None:
+    m = _PART.match(name)
+    return m["base"] if m else None
+
+
+def _group_parts(files: list[InputFile]) -> list[InputFile]:
+    """JSONL files as they are; archives, whole or in parts, as one input each.
+
+    Raises:
+        InputError: an archive's parts are incomplete (a missing part names itself) or
+            mix two namings.
+    """
+    out: list[InputFile] = []
+    groups: dict[str, list[tuple[int, InputFile, re.Match[str]]]] = {}
+    for f in files:
+        base_name = f.path.rsplit("/", 1)[-1]
+        m = _PART.match(base_name)
+        if m is not None:
+            key = f.path[: len(f.path) - len(base_name)] + m["base"]
+            groups.setdefault(key, []).append((_part_number(m["alpha"], m["num"]), f, m))
+        elif base_name.endswith(ARCHIVE_SUFFIXES):
+            out.append(replace(f, parts=(f,)))
+        elif _is_data_file(base_name):
+            out.append(f)
+    wholes = {f.path for f in out if f.is_archive}
+    for key, members in sorted(groups.items()):
+        if key in wholes:
+            raise InputError(
+                f"{display(key)} is there whole and in parts: give one of them as --input"
+            )
+        members.sort(key=lambda t: t[0])
+        numbers = [n for n, _, _ in members]
+        first = members[0][2]
+        kinds = {m["alpha"] is None for _, _, m in members}
+        if len(kinds) > 1:
+            raise InputError(f"{display(key)}: parts named both NAME.part_xx and NAME.NNN")
+        start = 0 if first["alpha"] is not None else min(numbers[0], 1)
+        want = list(range(start, start + len(members) + 1))
+        missing = [n for n in want if n not in numbers and n < numbers[-1]]
+        if numbers[0] != start:
+            missing = list(range(start, numbers[0])) + missing
+        if missing:
+            label = _part_label(first["alpha"], first["num"], missing[0])
+            raise InputError(
+                f"{display(key)}.{label} is missing: the archive's parts are "
+                f"{', '.join(_part_label(first['alpha'], first['num'], n) for n in numbers)} "
+                "and each part continues the one before it; add the missing part"
+            )
+        parts = tuple(f for _, f, _ in members)
+        head = parts[0]
+        name = head.name[: len(head.name) - len(head.path) + len(key)] if head.name else ""
+        out.append(
+            InputFile(
+                key,
+                sum(p.size for p in parts),
+                "||".join(p.identity for p in parts),
+                head.revision,
+                name or key.rsplit("/", 1)[-1],
+                parts,
+            )
+        )
     return out
 
 
@@ -159,41 +354,57 @@ def _hub(spec: str) -> list[InputFile]:
     base = f"datasets/{repo}@{sha}"
     out = []
     for path, info in sorted(fs.glob(f"{base}/{pattern}", detail=True).items()):
-        if info.get("type") != "file" or not _is_data_file(path):
+        leaf = path.rsplit("/", 1)[-1]
+        if info.get("type") != "file" or not (_is_data_file(leaf) or _is_archive_file(leaf)):
             continue
         etag = (info.get("lfs") or {}).get("sha256") or info.get("blob_id") or ""
         name = path[len(base) + 1 :]
         # identity without the commit: an unchanged file (same etag) in a new revision
         # of the dataset is not extracted again
         identity = f"hf://datasets/{repo}/{name}|{info['size']}|{etag}"
-        out.append(InputFile(f"hf://{path}", int(info["size"]), identity, sha, name))
-    return out
+        lfs = (info.get("lfs") or {}).get("sha256") or ""
+        out.append(InputFile(f"hf://{path}", int(info["size"]), identity, sha, name, sha256=lfs))
+    return _group_parts(out)
 
 
-def resolve_inputs(specs: list[str]) -> list[InputFile]:
-    """All input files named by ``specs``, deduplicated and sorted by path.
+def resolve_inputs(specs: list[str], exclude: list[Path] | None = None) -> list[InputFile]:
+    """All input files (and archives) named by ``specs``, deduplicated and sorted by path.
+
+    ``exclude``: folders never read as input (the work directory, when it lies inside
+    an input folder: its own markers are ``.json`` files).
 
     Raises:
-        InputError: a spec matches no data file.
+        InputError: a spec matches no data file, or a folder under it cannot be entered.
     """
     found: dict[str, InputFile] = {}
+    skip = tuple(Path(x).resolve() for x in exclude or ())
     for spec in specs:
-        files = _hub(spec) if spec.startswith("hf://") else _local(spec)
+        files = _hub(spec) if spec.startswith("hf://") else _local(spec, skip)
         if not files:
-            raise InputError(f"--input {spec}: no {'/'.join(SUFFIXES)} file found")
+            raise InputError(
+                f"--input {spec}: no {'/'.join(SUFFIXES)} file and no "
+                f"{'/'.join(ARCHIVE_SUFFIXES)} archive (or NAME.part_aa, NAME.001 parts) found"
+            )
         for f in files:
             found[f.path] = f
     return [found[k] for k in sorted(found)]
 
 
 def shard(files: list[InputFile], index: int, count: int) -> list[InputFile]:
-    """``sorted(files)[index::count]`` so ``count`` machines split one corpus."""
+    """``sorted(files)[index::count]`` so ``count`` machines split one corpus.
+
+    Archives are not split by file: every shard reads each archive and takes its own
+    share of the archive's units (``pipeline.archive``: unit ``u`` is shard ``u % count``'s).
+    """
     if not 0 <= index < count:
         raise InputError(f"--shard {index}/{count}: need 0 <= I < N")
-    return sorted(files, key=lambda f: f.path)[index::count]
+    plain = sorted((f for f in files if not f.is_archive), key=lambda f: f.path)
+    archives = sorted((f for f in files if f.is_archive), key=lambda f: f.path)
+    return plain[index::count] + archives
 
 
-def _open_raw(f: InputFile) -> IO[bytes]:
+def open_raw(f: InputFile) -> IO[bytes]:
+    """The file's bytes as stored (compressed or not), from a local path or the Hub."""
     if f.path.startswith("hf://"):
         from huggingface_hub import HfFileSystem
 
@@ -201,23 +412,20 @@ def _open_raw(f: InputFile) -> IO[bytes]:
     return open(f.path, "rb", buffering=READ_BUFFER)  # noqa: SIM115 - closed by caller
 
 
-def open_binary(f: InputFile) -> IO[bytes]:
-    """Decompressed byte stream of an input file (by suffix)."""
-    raw = _open_raw(f)
+def open_binary(f: InputFile) -> IO[bytes] | Decompressed:
+    """Decompressed byte stream of an input file (by suffix).
+
+    gzip and zstd end only where their decompressor says the stream ends
+    (:class:`pipeline.compression.Decompressed`): a cut file is an error, not a short read.
+    """
+    raw = open_raw(f)
     name = f.path
-    if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw)
     if name.endswith(".xz"):
         return lzma.LZMAFile(raw)
     if name.endswith(".bz2"):
         return bz2.BZ2File(raw)
-    if name.endswith(".zst"):
-        import zstandard
-
-        return io.BufferedReader(
-            zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), READ_BUFFER
-        )
-    return raw
+    kind = compression_of(name)
+    return Decompressed(raw, kind) if kind else raw
 
 
 def iter_lines(
@@ -238,11 +446,11 @@ def iter_lines(
         InputReadError: the file cannot be read to its end.
     """
     limit = max_line_bytes if max_line_bytes is not None else 1 << 62
-    counter = [0]
+    counter = [0, 0]  # lines, decompressed bytes
     try:
         yield from _lines(f, limit, counter)
     except _read_errors() as e:
-        raise InputReadError(f.path, f"{type(e).__name__}: {e}", counter[0]) from e
+        raise InputReadError(f.path, f"{type(e).__name__}: {e}", counter[0], counter[1]) from e
 
 
 def _head(parts: list[bytes]) -> bytes:
@@ -259,85 +467,124 @@ def _lines(
     f: InputFile, limit: int, counter: list[int]
 ) -> Iterator[tuple[int, bytes | memoryview | LongLine]]:
     with open_binary(f) as stream:
-        if f.path.endswith(".json"):
-            data = stream.read(min(limit, 1 << 40) + 1)
-            data = data[len(BOM) :] if data.startswith(BOM) else data
-            counter[0] = 1
-            if len(data) > limit:
-                length = len(data) + sum(
-                    len(c) for c in iter(lambda: stream.read(READ_BUFFER), b"")
-                )
-                yield 1, LongLine(data[:LONG_LINE_HEAD], length)
-            elif data.strip():
-                yield 1, data
-            return
-        number = 0
-        pieces: list[bytes] = []  # the current line so far, when it spans chunks
-        held = 0  # bytes in pieces
-        long_head: bytes | None = None  # set once the current line is over the limit
-        first = True
-        while True:
-            chunk = stream.read(READ_BUFFER)
-            if not chunk:
-                break
-            if first:
-                first = False
-                if chunk.startswith(BOM):
-                    chunk = chunk[len(BOM) :]
-            start = 0
-            if held:
-                end = chunk.find(b"\n")
-                stop = len(chunk) if end < 0 else end
-                held += stop
-                if long_head is None and held > limit:
-                    long_head = _head([*pieces, chunk[:stop]])
-                    pieces = []  # dropped: the line is only counted from here on
-                if long_head is None and end < 0:
-                    pieces.append(chunk)
-                if end < 0:
-                    continue
-                number += 1
-                counter[0] = number
-                if long_head is not None:
-                    yield number, LongLine(long_head, held)
-                else:
-                    pieces.append(chunk[:end])
-                    line = b"".join(pieces)
-                    if line.strip():
-                        yield number, line
-                pieces, held, long_head = [], 0, None
-                start = end + 1
-            view = memoryview(chunk)
-            while True:
-                end = chunk.find(b"\n", start)
-                if end < 0:
-                    break
-                number += 1
-                counter[0] = number
-                if end - start > limit:
-                    yield (
-                        number,
-                        LongLine(chunk[start : min(end, start + LONG_LINE_HEAD)], end - start),
-                    )
-                # a line that starts with a non-space byte is not blank (no copy needed)
-                elif (end > start and chunk[start] > 32) or chunk[start:end].strip():
-                    yield number, view[start:end]
-                start = end + 1
-            if start < len(chunk):
-                held = len(chunk) - start
-                if held > limit:
-                    long_head = chunk[start : start + LONG_LINE_HEAD]
-                else:
-                    pieces = [chunk[start:]]
+        yield from stream_lines(stream, limit, counter, whole=f.path.endswith(".json"))
+
+
+_NOT_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
+
+
+def _read_up_to(stream: Any, n: int) -> bytes:
+    """``n`` bytes, or all there are (a decompressing stream returns less per read)."""
+    parts = []
+    while n > 0:
+        data = stream.read(min(n, READ_BUFFER))
+        if not data:
+            break
+        parts.append(data)
+        n -= len(data)
+    return b"".join(parts)
+
+
+def stream_lines(
+    stream: IO[bytes] | Decompressed | Any,
+    limit: int,
+    counter: list[int],
+    whole: bool = False,
+) -> Iterator[tuple[int, bytes | memoryview | LongLine]]:
+    """The lines of a byte stream with ``read(n)``, as :func:`iter_lines` describes them.
+
+    ``whole``: the stream holds one JSON object (a ``.json`` file), yielded as line 1.
+    ``counter[0]`` holds the number of the last line read, for error messages.
+    """
+    if whole:
+        data = _read_up_to(stream, min(limit, 1 << 40) + 1)
+        counter[1] = len(data)
+        data = data[len(BOM) :] if data.startswith(BOM) else data
+        counter[0] = 1
+        if len(data) > limit:
+            length = len(data) + sum(len(c) for c in iter(lambda: stream.read(READ_BUFFER), b""))
+            yield 1, LongLine(data[:LONG_LINE_HEAD], length)
+        elif data.strip():
+            yield 1, data
+        return
+    number = 0
+    pieces: list[bytes] = []  # the current line so far, when it spans chunks
+    held = 0  # bytes in pieces
+    long_head: bytes | None = None  # set once the current line is over the limit
+    first = True
+    while True:
+        chunk = stream.read(READ_BUFFER)
+        if not chunk:
+            break
+        counter[1] += len(chunk)
+        if first:
+            first = False
+            if chunk.startswith(BOM):
+                chunk = chunk[len(BOM) :]
+        start = 0
         if held:
+            end = chunk.find(b"\n")
+            stop = len(chunk) if end < 0 else end
+            held += stop
+            if long_head is None and held > limit:
+                long_head = _head([*pieces, chunk[:stop]])
+                pieces = []  # dropped: the line is only counted from here on
+            if long_head is None and end < 0:
+                pieces.append(chunk)
+            if end < 0:
+                continue
             number += 1
             counter[0] = number
             if long_head is not None:
                 yield number, LongLine(long_head, held)
             else:
+                pieces.append(chunk[:end])
                 line = b"".join(pieces)
                 if line.strip():
                     yield number, line
+            pieces, held, long_head = [], 0, None
+            start = end + 1
+        view = memoryview(chunk)
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
+            if end == start or chunk[start] <= 32:
+                # blank lines are skipped in one step, whatever their number (a
+                # compressed file of nothing but newlines took minutes line by line)
+                hit = _NOT_BLANK.search(chunk, start)
+                stop = chunk.rfind(b"\n", start, hit.start() if hit else len(chunk)) + 1
+                if stop > start:
+                    number += chunk.count(b"\n", start, stop)
+                    counter[0] = number
+                    start = stop
+                    continue
+            number += 1
+            counter[0] = number
+            if end - start > limit:
+                yield (
+                    number,
+                    LongLine(chunk[start : min(end, start + LONG_LINE_HEAD)], end - start),
+                )
+            # a line that starts with a non-space byte is not blank (no copy needed)
+            elif (end > start and chunk[start] > 32) or chunk[start:end].strip():
+                yield number, view[start:end]
+            start = end + 1
+        if start < len(chunk):
+            held = len(chunk) - start
+            if held > limit:
+                long_head = chunk[start : start + LONG_LINE_HEAD]
+            else:
+                pieces = [chunk[start:]]
+    if held:
+        number += 1
+        counter[0] = number
+        if long_head is not None:
+            yield number, LongLine(long_head, held)
+        else:
+            line = b"".join(pieces)
+            if line.strip():
+                yield number, line
 
 
 def source_name(f: InputFile) -> str:

@@ -4,11 +4,14 @@ manifests and records are, and what can be read from them.
 ::
 
     <out>/
-      extract/                        a map stage: one file per input file
+      extract/                        a map stage: one file per input file (per unit of
+                                      an archive: ``<archive key>.<index>``)
         <table>/<file key>.parquet    its tables
         _manifests/<file key>.json    counts, config, code version (or the failure)
         _markers/<file key>.json      written last: input identity, config hash, schema
                                       version, and every output's size and sha256
+        _archives/<archive key>.json  an archive read to its end: its parts, its units,
+                                      its member counts
         _inputs/<I>-of-<N>.json       per shard: the whole input list it started with
         _summary.json                 totals over the manifests
       works/ surveys/ ... release/    a reduce stage: its files, and _SUCCESS.json last
@@ -48,6 +51,7 @@ SUCCESS = "_SUCCESS.json"
 INPUTS = "_inputs.json"  # a map stage's full input list, by file key (older versions)
 SHARD_INPUTS = "_inputs"  # <I>-of-<N>.json per shard: the whole input list it was started with
 SUMMARY = "_summary.json"  # extract: totals over its manifests
+ARCHIVES = "_archives"  # a map stage's archive inputs read to their end, by archive key
 PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
 RELEASE = "release"  # the stage whose folder is the release
 # A map stage reports an input file it could not read to its end as counts
@@ -84,6 +88,29 @@ def marker_paths(out: Path, stage: str) -> list[Path]:
 def manifest_paths(out: Path, stage: str) -> list[Path]:
     """Every manifest of a map stage, sorted (their stems are the file keys)."""
     return sorted((out / stage / MANIFESTS).glob("*.json"))
+
+
+def archive_record_path(out: Path, stage: str, key: str) -> Path:
+    """What a map stage found in an archive it read to the end (its units, its members)."""
+    return out / stage / ARCHIVES / f"{key}.json"
+
+
+def archive_records(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
+    """Archive records written with ``cfg``'s sections and this schema, by archive key."""
+    want = cfg.section_hash(*stage.config_sections)
+    found = {}
+    for p in sorted((out / stage.name / ARCHIVES).glob("*.json")):
+        with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+            data = json.loads(p.read_text())
+            if _is_current(data["key"], want):
+                found[p.stem] = data
+    return found
+
+
+def unit_archive(key: str) -> str:
+    """The archive key of a unit's file key (``<archive key>.<index>``); else ``key``."""
+    head, dot, tail = key.rpartition(".")
+    return head if dot and tail.isdigit() else key
 
 
 def summary_path(out: Path, stage: str = "extract") -> Path:
@@ -324,10 +351,18 @@ def check_foreign_outputs(
         InputError: such outputs exist and ``prune`` is off.
     """
     keys = {f.key for f in inputs}
+    archives = {f.key for f in inputs if f.is_archive}
+
+    def ours(key: str) -> bool:
+        return key in keys or unit_archive(key) in archives
+
     for m in manifest_paths(out, stage.name):
-        if m.stem not in keys and not marker_path(out, stage.name, m.stem).exists():
+        if not ours(m.stem) and not marker_path(out, stage.name, m.stem).exists():
             m.unlink(missing_ok=True)  # a failed file that is no longer an input: no outputs
-    foreign = [m.stem for m in marker_paths(out, stage.name) if m.stem not in keys]
+    for p in sorted((out / stage.name / ARCHIVES).glob("*.json")):
+        if p.stem not in archives:
+            p.unlink(missing_ok=True)
+    foreign = [m.stem for m in marker_paths(out, stage.name) if not ours(m.stem)]
     if not foreign:
         return
     if not prune:

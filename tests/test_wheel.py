@@ -11,6 +11,7 @@ checks that ``pipeline`` was imported from the fresh venv.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,5 +70,8 @@ def test_wheel_in_a_fresh_venv_runs_demo(tmp_path: Path) -> None:
     )
     card = (out / "release" / "README.md").read_text(encoding="utf-8")
     assert card.startswith("---\n") and "{" not in card.split("---")[1]
-    assert (out / "corpus" / "real_preview.jsonl").is_file()
+    # the corpus in the Hub's form, the real samples among its members (package data)
+    assert (out / "corpus" / "unarXive_2024.tar.gz.part_ac").is_file()
+    summary = json.loads((out / "extract" / "_summary.json").read_text())
+    assert summary["archive_members"]["jsonl"] == 6
     assert (out / "eval" / "report.md").is_file()

@@ -175,15 +175,31 @@ def _classify(err: Exception) -> str:
 class Tables:
     """Column buffers for one batch of papers (plain lists; Arrow is built in the writer)."""
 
-    __slots__ = ("papers", "references", "mentions", "sections", "rejects")
+    __slots__ = ("papers", "references", "mentions", "sections", "rejects", "runs")
 
-    def __init__(self) -> None:
-        # source_file is constant per file: the writer adds it, not every row.
+    def __init__(self, source: str) -> None:
+        # source_file is constant per input file (per member of an archive's unit): the
+        # writer adds it from ``runs``, not every row.
         self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
         self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
         self.mentions: dict[str, list[Any]] = _buffers(S.MENTIONS)
         self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS)
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
+        self.runs: list[tuple[str, dict[str, int]]] = []
+        self.start(source)
+
+    def start(self, source: str) -> None:
+        """Rows from here on come from ``source`` (the next member of a unit)."""
+        self.runs.append((source, {name: _rows(getattr(self, name)) for name in S.EXTRACT_TABLES}))
+
+    def run_lengths(self, name: str) -> list[tuple[str, int]]:
+        """``(source_file, rows)`` runs of table ``name``, in row order."""
+        ends = [start[name] for _, start in self.runs[1:]] + [_rows(getattr(self, name))]
+        return [(src, end - start[name]) for (src, start), end in zip(self.runs, ends, strict=True)]
+
+
+def _rows(cols: dict[str, list[Any]]) -> int:
+    return len(next(iter(cols.values())))
 
 
 _CONTAINED = "_contained_arxiv_ids"
@@ -552,7 +568,7 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
     return pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
 
 
-def _finish(name: str, frame: pl.DataFrame | pa.Table, source: str) -> pa.Table:
+def _finish(name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int]]) -> pa.Table:
     """Normalise identifiers, add ``source_file``, cast to the schema (mostly outside the GIL)."""
     schema = _REJECTS_OUT if name == "rejects" else S.EXTRACT_TABLES[name]
     if name == "papers":
@@ -564,9 +580,9 @@ def _finish(name: str, frame: pl.DataFrame | pa.Table, source: str) -> pa.Table:
             openalex_expr(S.OPENALEX_ID).alias(S.OPENALEX_ID),
         ).drop(_CONTAINED)
     table = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
-    table = table.append_column(
-        S.SOURCE_FILE, pa.repeat(pa.scalar(source, pa.string()), len(table))
-    )
+    sources = [pa.repeat(pa.scalar(src, pa.string()), n) for src, n in runs if n]
+    column = pa.concat_arrays(sources) if sources else pa.array([], pa.string())
+    table = table.append_column(S.SOURCE_FILE, column)
     # one chunk per column, whatever Polars' thread count: identical Parquet bytes anywhere
     return table.select(schema.names).cast(schema).combine_chunks()
 
@@ -600,13 +616,14 @@ class _Writer(threading.Thread):
         self.q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
         self.error: BaseException | None = None
         self.outputs: dict[str, Path] = {}
-        self.source = ""
         self.writers: dict[str, pq.ParquetWriter] = {}
 
-    def _write(self, name: str, frame: pl.DataFrame | pa.Table) -> None:
+    def _write(
+        self, name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int]]
+    ) -> None:
         if len(frame) == 0 and name in self.writers:
             return
-        table = _finish(name, frame, self.source)
+        table = _finish(name, frame, runs)
         if name not in self.writers:
             self.writers[name] = pq.ParquetWriter(
                 self.outputs[name],
@@ -632,10 +649,10 @@ class _Writer(threading.Thread):
                 if self.error is not None:
                     raise self.error
                 if kind == "open":
-                    self.outputs, self.source = item
+                    self.outputs = item
                 elif kind == "batch":
-                    for name, frame in item.items():
-                        self._write(name, frame)
+                    for name, (frame, runs) in item.items():
+                        self._write(name, frame, runs)
                 elif kind == "end":
                     self._close_file()
                     item.event.set()
@@ -647,14 +664,20 @@ class _Writer(threading.Thread):
                     item.error = e
                     item.event.set()
 
-    def open(self, outputs: dict[str, Path], source: str) -> None:
-        self.q.put(("open", (outputs, source)))
+    def open(self, outputs: dict[str, Path]) -> None:
+        self.q.put(("open", outputs))
 
     def put(self, batch: Tables) -> None:
         if self.error is not None:
             raise self.error
         self.q.put(
-            ("batch", {name: _columns(name, getattr(batch, name)) for name in S.EXTRACT_TABLES})
+            (
+                "batch",
+                {
+                    name: (_columns(name, getattr(batch, name)), batch.run_lengths(name))
+                    for name in S.EXTRACT_TABLES
+                },
+            )
         )
 
     def end(self) -> _FileDone:
@@ -670,10 +693,23 @@ class _Writer(threading.Thread):
 _REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
 
 
+def _documents(
+    source: InputFile | Any, max_line_bytes: int
+) -> Iterable[tuple[str, Iterable[tuple[int, bytes | memoryview | LongLine]]]]:
+    """``(source_file, lines)`` per document: one for an input file, one per member for an
+    archive's unit (``pipeline.archive_runner``), whose line numbers restart per member."""
+    if isinstance(source, InputFile):
+        return [(source_name(source), iter_lines(source, max_line_bytes))]
+    return source.documents(max_line_bytes)
+
+
 def _decode_file(
-    source: InputFile, cfg: Config, progress: Callable[[int, int, int], None], writer: _Writer
+    source: InputFile | Any,
+    cfg: Config,
+    progress: Callable[[int, int, int], None],
+    writer: _Writer,
 ) -> dict[str, Any]:
-    """Decode one input file and hand its batches to ``writer``; return its counts."""
+    """Decode one input file (or unit) and hand its batches to ``writer``; return its counts."""
     ecfg = cfg.extract
     counts: dict[str, Any] = {
         "lines_read": 0,
@@ -687,64 +723,76 @@ def _decode_file(
         "layouts": {"2022": 0, "2024": 0},
         "rejects": {},
     }
-    seen: set[str] = set()
-    batch = Tables()
+    batch: Tables | None = None
     in_batch = 0
     last_report = time.monotonic()
     pending = [0, 0, 0]
-    for line_number, line in iter_lines(source, ecfg.max_line_bytes):
-        n_bytes = line.length if isinstance(line, LongLine) else len(line)
-        counts["lines_read"] += 1
-        counts["bytes_read"] += n_bytes + 1
-        pending[1] += n_bytes + 1
-        try:
-            if isinstance(line, LongLine):
-                line = line.head
-                raise Reject("line_too_long", f"{n_bytes} bytes > {ecfg.max_line_bytes}")
+    members = 0
+    for name, lines in _documents(source, ecfg.max_line_bytes):
+        members += 1
+        seen: set[str] = set()
+        if batch is None:
+            batch = Tables(name)
+        else:
+            batch.start(name)
+        for line_number, line in lines:
+            n_bytes = line.length if isinstance(line, LongLine) else len(line)
+            counts["lines_read"] += 1
+            counts["bytes_read"] += n_bytes + 1
+            pending[1] += n_bytes + 1
             try:
-                rec = DECODER.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                raise Reject(_classify(e), str(e)) from None
-            except RecursionError:
-                raise Reject(
-                    "too_deeply_nested", "nesting deeper than the decoder allows"
-                ) from None
-            except Exception as e:  # noqa: BLE001 - whatever one line does, it is that line's reject
-                raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
-            counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
-            counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
-            counts["papers_written"] += 1
-            pending[0] += 1
-        except Reject as rj:
-            rjs = batch.rejects
-            rjs[S.LINE_NUMBER].append(line_number)
-            rjs[S.REASON].append(rj.reason)
-            rjs[S.HEAD].append(bytes(line[: ecfg.reject_head_bytes]))
-            rjs["detail"].append(str(rj)[:500])
-            counts["rejects"][rj.reason] = counts["rejects"].get(rj.reason, 0) + 1
-            pending[2] += 1
-        in_batch += 1
-        if in_batch >= ecfg.batch_papers:
-            counts["dois_cut_at_control_chars"] += _control_dois(batch)
-            counts["references"] += len(batch.references[S.REF_ID])
-            counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
-            counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
-            writer.put(batch)
-            batch, in_batch = Tables(), 0
-            now = time.monotonic()
-            if now - last_report > 0.5:
-                progress(*pending)
-                pending, last_report = [0, 0, 0], now
+                if isinstance(line, LongLine):
+                    line = line.head
+                    raise Reject("line_too_long", f"{n_bytes} bytes > {ecfg.max_line_bytes}")
+                try:
+                    rec = DECODER.decode(line)
+                except (msgspec.DecodeError, msgspec.ValidationError) as e:
+                    raise Reject(_classify(e), str(e)) from None
+                except RecursionError:
+                    raise Reject(
+                        "too_deeply_nested", "nesting deeper than the decoder allows"
+                    ) from None
+                except Exception as e:  # noqa: BLE001 - whatever one line does, it is that line's reject
+                    raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
+                counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
+                counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
+                counts["papers_written"] += 1
+                pending[0] += 1
+            except Reject as rj:
+                rjs = batch.rejects
+                rjs[S.LINE_NUMBER].append(line_number)
+                rjs[S.REASON].append(rj.reason)
+                rjs[S.HEAD].append(bytes(line[: ecfg.reject_head_bytes]))
+                rjs["detail"].append(str(rj)[:500])
+                counts["rejects"][rj.reason] = counts["rejects"].get(rj.reason, 0) + 1
+                pending[2] += 1
+            in_batch += 1
+            if in_batch >= ecfg.batch_papers:
+                _count_batch(batch, counts)
+                writer.put(batch)
+                batch, in_batch = Tables(name), 0
+                now = time.monotonic()
+                if now - last_report > 0.5:
+                    progress(*pending)
+                    pending, last_report = [0, 0, 0], now
+    if batch is None:
+        batch = Tables(source_name(source) if isinstance(source, InputFile) else "")
+    _count_batch(batch, counts)
+    writer.put(batch)
+    progress(*pending)
+    counts["rejects_total"] = sum(counts["rejects"].values())
+    if not isinstance(source, InputFile):
+        counts["members"] = members
+    if counts["lines_read"] != counts["papers_written"] + counts["rejects_total"]:
+        raise RuntimeError(f"{source.path}: lines read != papers written + rejects: {counts}")
+    return counts
+
+
+def _count_batch(batch: Tables, counts: dict[str, Any]) -> None:
     counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
     counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
     counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
-    writer.put(batch)
-    progress(*pending)
-    counts["rejects_total"] = sum(counts["rejects"].values())
-    if counts["lines_read"] != counts["papers_written"] + counts["rejects_total"]:
-        raise RuntimeError(f"{source.path}: lines read != papers written + rejects: {counts}")
-    return counts
 
 
 _CONTROL_CHAR = regex.compile(r"\p{Cc}")
@@ -787,12 +835,18 @@ def extract_files(
     try:
         for source, outputs in jobs:
             t0 = time.monotonic()
-            writer.open(outputs, source_name(source))
+            writer.open(outputs)
             try:
                 counts = _decode_file(source, cfg, progress, writer)
             except InputReadError as e:
                 # the file is a failed outcome; its partial tables are discarded by the runner
-                counts = {FAILED: {"reason": e.reason, "lines_read": e.lines_read}}
+                counts = {
+                    FAILED: {
+                        "reason": e.reason,
+                        "lines_read": e.lines_read,
+                        "bytes_read": e.bytes_read,
+                    }
+                }
             done = writer.end()
             if waiting is not None:
                 yield _settle(*waiting)
@@ -845,7 +899,7 @@ def summarize(out: Path) -> dict[str, Any]:
 
     from pipeline.files import write_json
     from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
-    from pipeline.workdir import summary_path
+    from pipeline.workdir import ARCHIVES, summary_path
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
@@ -876,5 +930,14 @@ def summarize(out: Path) -> dict[str, Any]:
         ).collect()
         totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
         totals["unique_papers"] = int(stats["unique"][0])
+    members: dict[str, int] = {}
+    for record in sorted((base / ARCHIVES).glob("*.json")):
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            for kind, n in json.loads(record.read_text())["members"].items():
+                members[kind] = members.get(kind, 0) + int(n)
+    if members:
+        # archives' members by kind: JSONL members (read), empty and non-JSONL members and
+        # directories (skipped), over every archive read to its end
+        totals["archive_members"] = dict(sorted(members.items()))
     write_json(summary_path(out, STAGE.name), totals)
     return totals

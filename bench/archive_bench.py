@@ -1,0 +1,162 @@
+"""The published form in `make bench`: decompression alone per library, and extract from
+the split tar.gz against extract from the same JSONL as plain files, at 1 and 2 workers.
+
+The bench corpus's files are packed as unarXive 2024 is on the Hub: one tar (gzip level
+6, the ``tar -czf`` default) of ``processed_unarxive_extended_data/.../*.jsonl`` members,
+cut into three parts (cached in ``<dir>/archive``). Rates are MB of uncompressed JSONL
+per second, on the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pipeline.archive import PACK_MTIME
+from pipeline.compression import Decompressed
+from pipeline.config import Config
+from pipeline.runner import run_map
+from pipeline.sources import resolve_inputs
+from pipeline.stages import GRAPH
+
+MEMBER_ROOT = "processed_unarxive_extended_data/unarXive_01981221/bench"
+READ = 4 << 20
+
+
+def pack_split(files: list[Path], dest: Path, parts: int = 3) -> list[Path]:
+    """``files`` as one tar.gz cut into ``parts`` (streamed: the corpus need not fit in memory)."""
+    stamp = dest / f".done-{len(files)}-{sum(f.stat().st_size for f in files)}"
+    if stamp.exists():
+        return sorted(dest.glob("*.part_*"))
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    whole = whole_path(dest)
+    whole.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with (
+        open(whole, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz,
+    ):
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
+            for f in files:
+                info = tarfile.TarInfo(f"{MEMBER_ROOT}/{f.name}")
+                info.size, info.mtime, info.mode = f.stat().st_size, PACK_MTIME, 0o644
+                with open(f, "rb") as src:
+                    tf.addfile(info, src)
+    size = whole.stat().st_size
+    step = -(-size // parts)
+    out = []
+    with open(whole, "rb") as src:
+        for i in range(parts):
+            part = dest / f"bench.tar.gz.part_a{chr(97 + i)}"
+            with open(part, "wb") as dst:
+                left = step
+                while left > 0:
+                    chunk = src.read(min(left, 64 << 20))
+                    if not chunk:
+                        break
+                    dst.write(chunk)
+                    left -= len(chunk)
+            out.append(part)
+    print(f"packed {size / 1e6:,.0f} MB of tar.gz in {time.perf_counter() - t0:.1f} s", flush=True)
+    stamp.touch()
+    return out
+
+
+def whole_path(parts_dir: Path) -> Path:
+    """The uncut archive, kept apart from its parts (one folder holding both would name
+    one archive twice)."""
+    return parts_dir.parent / f"{parts_dir.name}_whole" / "bench.tar.gz"
+
+
+def _drain(open_stream: Callable[[], Any]) -> int:
+    n = 0
+    with open_stream() as f:
+        while True:
+            data = f.read(READ)
+            if not data:
+                return n
+            n += len(data)
+
+
+def decompressors(whole: Path, parts_dir: Path) -> dict[str, Callable[[], Any]]:
+    """Each library's stream over the same tar.gz (the libraries that are installed)."""
+    found: dict[str, Callable[[], Any]] = {"stdlib gzip": lambda: gzip.open(whole, "rb")}
+    try:
+        from isal import igzip, isal_zlib
+
+        found["isal igzip"] = lambda: igzip.open(whole, "rb")
+        (archive,) = resolve_inputs([str(parts_dir)])
+
+        def ours() -> Any:
+            from pipeline.archive import PartsReader
+
+            return Decompressed(PartsReader(archive), "gzip", (isal_zlib, None))
+
+        found["isal, the parts (ours)"] = ours
+    except ImportError:
+        pass
+    try:
+        from zlib_ng import gzip_ng
+
+        found["zlib-ng gzip_ng"] = lambda: gzip_ng.open(whole, "rb")
+    except ImportError:
+        pass
+    try:
+        import rapidgzip
+
+        found["rapidgzip, 1 thread"] = lambda: rapidgzip.open(str(whole), parallelization=1)
+        found["rapidgzip, 2 threads"] = lambda: rapidgzip.open(str(whole), parallelization=2)
+    except ImportError:
+        pass
+    return found
+
+
+def time_run_map(spec: Path, out: Path, workers: int, cfg: Config) -> float:
+    """Wall seconds of the extract stage over ``spec`` (worker start-up included)."""
+    shutil.rmtree(out, ignore_errors=True)
+    inputs = resolve_inputs([str(spec)])
+    t0 = time.perf_counter()
+    run_map(GRAPH["extract"], inputs, out, cfg, workers, force=True)
+    return time.perf_counter() - t0
+
+
+def measure(files: list[Path], work: Path, repeat: int) -> dict[str, Any]:
+    """The archive figures of `make bench` (printed, and returned for its JSON line)."""
+    size = sum(f.stat().st_size for f in files)
+    parts = pack_split(files, work / "archive")
+    whole = whole_path(work / "archive")
+    res: dict[str, Any] = {"archive_mb": round(sum(p.stat().st_size for p in parts) / 1e6, 1)}
+    res["decompress_mb_s"] = {}
+    for name, opener in decompressors(whole, work / "archive").items():
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            n = _drain(opener)
+            best = min(best, time.perf_counter() - t0)
+        res["decompress_mb_s"][name] = round(n / best / 1e6, 1)
+        print(f"decompress {name:<26} {n / best / 1e6:>8,.0f} MB/s", flush=True)
+    plain_dir = files[0].parent
+    cfg = Config()
+    for workers in (1, 2):
+        plain = min(time_run_map(plain_dir, work / "x_plain", workers, cfg) for _ in range(repeat))
+        arch = min(
+            time_run_map(work / "archive", work / "x_arch", workers, cfg) for _ in range(repeat)
+        )
+        res[f"extract_plain_mb_s_{workers}w"] = round(size / plain / 1e6, 1)
+        res[f"extract_archive_mb_s_{workers}w"] = round(size / arch / 1e6, 1)
+        res[f"archive_vs_plain_{workers}w"] = round(plain / arch, 3)
+        print(
+            f"extract, {workers} worker(s): plain JSONL {size / plain / 1e6:>7,.0f} MB/s, "
+            f"split tar.gz {size / arch / 1e6:>7,.0f} MB/s   archive/plain = {plain / arch:.2f}"
+            + ("  target >= 0.6" if workers == 2 else ""),
+            flush=True,
+        )
+    shutil.rmtree(work / "x_plain", ignore_errors=True)
+    shutil.rmtree(work / "x_arch", ignore_errors=True)
+    return res
