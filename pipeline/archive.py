@@ -196,6 +196,25 @@ def _member_name(info: tarfile.TarInfo) -> str:
     return name.lstrip("/")
 
 
+class _MemberData:
+    """``read(n)`` of a member's data straight from tarfile's stream (``tf.fileobj``):
+    ``extractfile`` would copy every chunk once more through its buffered reader. tarfile
+    moves to the next header by the member's size, whatever was read here."""
+
+    def __init__(self, stream: Any, size: int):
+        self._stream = stream
+        self._left = size
+
+    def read(self, n: int = CHUNK) -> bytes:
+        if self._left <= 0:
+            return b""
+        data = self._stream.read(min(n, self._left))
+        if not data:
+            raise tarfile.ReadError("unexpected end of data inside a member")
+        self._left -= len(data)
+        return data
+
+
 class _Buffered:
     """``read(n)`` over member data already read."""
 
@@ -357,7 +376,7 @@ class ArchiveReader:
                 continue
             member = Member(name, info.size, int(info.mtime), kind)
             members.append(member)
-            f = tf.extractfile(info)
+            f = _MemberData(tf.fileobj, info.size)
             held += info.size
             if held < self.unit_bytes:
                 buffered.append(_read_all(f))

@@ -29,6 +29,7 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import pickle
 import shutil
 import signal
 import threading
@@ -490,19 +491,61 @@ UNIT_QUEUE_SHARE = 1.5  # units of data queued per worker
 POLL_SECONDS = 0.5
 
 
+class _Abort(Exception):
+    """The archive is damaged mid-unit (the reader's message)."""
+
+
+class _QueueInbox:
+    """A worker thread's messages from the reader (workers = 1): tuples on a queue."""
+
+    def __init__(self, q: Any):
+        self.q = q
+
+    def control(self) -> tuple[str, Any]:
+        return self.q.get()
+
+    def data(self) -> bytes:
+        kind, item = self.q.get()
+        if kind == "data":
+            return item
+        if kind == "end":
+            return b""
+        if kind == "abort":
+            raise _Abort(item)
+        raise RuntimeError(f"archive unit: unexpected message {kind!r}")
+
+
+class _PipeInbox:
+    """A worker process's messages from the reader: member data as raw byte messages (no
+    pickling: each chunk is copied once less on either side), ``b""`` ending a member;
+    everything else pickled (see :func:`_pump`)."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def control(self) -> tuple[str, Any]:
+        while True:
+            raw = self.conn.recv_bytes()
+            if raw:  # an empty message ends a member a damaged archive cut short
+                return pickle.loads(raw)
+
+    def data(self) -> bytes:
+        return self.conn.recv_bytes()
+
+
 class _UnitSource:
-    """An archive's unit as a worker receives it: messages ``("member", name)``, data
-    chunks, ``("end", None)`` per member, then ``("unit_end", key fields)``; or
+    """An archive's unit as a worker receives it: ``("member", name)``, that member's
+    data chunks and its end, for each member; then ``("unit_end", key fields)``; or
     ``("abort", reason)`` when the archive is damaged mid-unit."""
 
-    def __init__(self, recv: Any, meta: dict[str, Any]):
+    def __init__(self, inbox: _QueueInbox | _PipeInbox, meta: dict[str, Any]):
         self.path = meta["path"]
         self.key = meta["key"]
         self.revision = meta["revision"]
         self.name = meta["name"]
         self.size = 0
         self.marker_key: dict[str, Any] = meta["marker_key"]  # completed by "unit_end"
-        self._recv = recv
+        self._inbox = inbox
         self._lines = [0, 0]
 
     def _abort(self, reason: str) -> InputReadError:
@@ -510,19 +553,15 @@ class _UnitSource:
 
     def read(self, n: int = 0) -> bytes:
         """The current member's next data chunk; ``b""`` at its end."""
-        kind, item = self._recv()
-        if kind == "data":
-            return item
-        if kind == "end":
-            return b""
-        if kind == "abort":
-            raise self._abort(item)
-        raise RuntimeError(f"archive unit {self.key}: unexpected message {kind!r}")
+        try:
+            return self._inbox.data()
+        except _Abort as e:
+            raise self._abort(str(e)) from None
 
     def documents(self, max_line_bytes: int) -> Iterator[tuple[str, Iterator[Any]]]:
         """``(member path, lines)`` per member, as ``extract`` reads a file."""
         while True:
-            kind, item = self._recv()
+            kind, item = self._inbox.control()
             if kind == "member":
                 self._lines = [0, 0]
                 yield item, stream_lines(self, max_line_bytes, self._lines)
@@ -535,13 +574,15 @@ class _UnitSource:
                 raise RuntimeError(f"archive unit {self.key}: unexpected message {kind!r}")
 
 
-def _serve_units(recv: Any, results: Any, stage: Stage, out: str, cfg: Config, worker: int) -> None:
+def _serve_units(
+    inbox: _QueueInbox | _PipeInbox, results: Any, stage: Stage, out: str, cfg: Config, worker: int
+) -> None:
     """A worker's loop: extract each unit it is sent, until told to stop."""
     while True:
-        kind, meta = recv()
+        kind, meta = inbox.control()
         if kind == "stop":
             return
-        source = _UnitSource(recv, meta)
+        source = _UnitSource(inbox, meta)
         try:
             done = _run_files(stage, [(source, source.marker_key)], out, cfg, record_failures=False)
         except BaseException as e:  # reported to the parent, which stops the run
@@ -562,7 +603,7 @@ def _unit_process(
     end_on_sigint: bool,
 ) -> None:
     _init_worker(queue, parent, end_on_sigint)
-    _serve_units(conn.recv, results, stage, out, cfg, worker)
+    _serve_units(_PipeInbox(conn), results, stage, out, cfg, worker)
 
 
 def _unit_marker_key(stage: Stage, cfg: Config) -> dict[str, Any]:
@@ -775,7 +816,7 @@ def run_archive(
         _QUEUE = _LocalQueue(progress)
         t = threading.Thread(
             target=_serve_units,
-            args=(feed.queues[0].get, done_q, stage, str(out), cfg, 0),
+            args=(_QueueInbox(feed.queues[0]), done_q, stage, str(out), cfg, 0),
             name="archive-worker",
             daemon=True,
         )
@@ -927,7 +968,8 @@ def _discard_units_from(
 
 
 def _pump(source: Any, send: Any, feed: _Feed) -> None:
-    """A feeder thread: one worker's queue into its pipe."""
+    """A feeder thread: one worker's queue into its pipe (the format :class:`_PipeInbox`
+    reads: member data raw, ``b""`` for a member's end, the rest pickled)."""
     import queue as q
 
     while not feed.stop.is_set():
@@ -935,11 +977,19 @@ def _pump(source: Any, send: Any, feed: _Feed) -> None:
             item = source.get(timeout=POLL_SECONDS)
         except q.Empty:
             continue
+        kind = item[0]
         try:
-            send.send(item)
+            if kind == "data":
+                send.send_bytes(item[1])
+            elif kind == "end":
+                send.send_bytes(b"")
+            else:
+                if kind == "abort":
+                    send.send_bytes(b"")  # ends a member it cuts short
+                send.send_bytes(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, ValueError):  # the worker is gone; the parent notices
             return
-        if item[0] == "stop":
+        if kind == "stop":
             return
 
 
