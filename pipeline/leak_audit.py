@@ -128,3 +128,143 @@ def outside(table: dict[str, dict[str, float | None]], low: float, high: float) 
             if v is not None and not (low <= v <= high):
                 bad.append(f"{name} ({scope}) = {v}")
     return bad
+
+
+# --------------------------------------------------------------------- relative audit
+# A real bibliography is written in one style (quotes, title case, "In:", "pp.", URL tails,
+# numbering), so a candidate whose text came from the survey's own bib entry looks like the
+# survey's other such candidates. The single-column audit above cannot see that: these
+# features place a candidate within its own survey's list.
+SHAPE_PREFIX_CHARS = 300  # of the candidate text (an abstract's opening is its shape)
+SHAPE_CHARS = 120  # of the shape
+SHAPE_NGRAM = 3
+RELATIVE_SHAPE = "relative_shape_similarity"
+RELATIVE_LENGTH = "relative_length_gap"
+RELATIVE_DATE = "relative_date_gap_days"
+RELATIVE_KIND = "relative_text_kind_share"
+RELATIVE_FEATURES = (RELATIVE_SHAPE, RELATIVE_LENGTH, RELATIVE_DATE, RELATIVE_KIND)
+RELATIVE_DOCS = {
+    RELATIVE_SHAPE: "cosine of the candidate text's character-class shape 3-grams (letters, "
+    "digits and spaces collapsed to classes, punctuation kept: reads no word) with those of "
+    "the survey's other candidates together (leave one out)",
+    RELATIVE_LENGTH: "|log(1 + characters of the candidate text) - its mean over the survey's "
+    "other candidates|",
+    RELATIVE_DATE: "|candidate_date - the mean candidate_date of the survey's other dated "
+    "candidates| in days",
+    RELATIVE_KIND: "share of the survey's other candidates with the same text kind (abstract, "
+    "title only, no text; times the id's form)",
+}
+_ROW, _G, _SHAPE, _GRAM = "_row", "_g", "_shape", "_gram"
+
+
+def shape(text: pl.Expr) -> pl.Expr:
+    """The character-class shape of a text: a run of capitals -> ``A``, of other letters -> ``a``,
+    of digits -> ``0``, of whitespace -> one space; punctuation kept as it is.
+
+    ``“Legion: Massively Composable Fuzzing,” in Proc. ASE, pp. 1–12, 2020.`` ->
+    ``“Aa: Aa Aa Aa,” a Aa. A, a. 0–0, 0.`` It reads no word.
+    """
+    return (
+        text.str.slice(0, SHAPE_PREFIX_CHARS)
+        .str.replace_all(r"\p{Lu}+", "A")
+        .str.replace_all(r"[\p{Ll}\p{Lt}\p{Lm}\p{Lo}]+", "a")
+        .str.replace_all(r"\p{N}+", "0")
+        .str.replace_all(r"\s+", " ")
+        .str.slice(0, SHAPE_CHARS)
+    )
+
+
+def shape_similarity(groups: pl.Series, texts: pl.Series) -> pl.Series:
+    """:data:`RELATIVE_SHAPE` of each row: cosine of its shape 3-gram counts with the summed
+    counts of the other rows of its group (null for a text shorter than 3 shape characters,
+    or a group with nothing else to compare with)."""
+    rows = pl.DataFrame({_G: groups, _SHAPE: texts}).select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW),
+        pl.col(_G),
+        shape(pl.col(_SHAPE).fill_null("")).alias(_SHAPE),
+    )
+    grams = (
+        rows.with_columns(
+            pl.int_ranges(
+                0, (pl.col(_SHAPE).str.len_chars().cast(pl.Int64) - SHAPE_NGRAM + 1).clip(0)
+            ).alias("_o")
+        )  # fmt: skip
+        .explode("_o")
+        .drop_nulls("_o")
+        .select(_G, _ROW, pl.col(_SHAPE).str.slice(pl.col("_o"), SHAPE_NGRAM).alias(_GRAM))
+        .group_by(_G, _ROW, _GRAM)
+        .agg(pl.len().cast(pl.Float64).alias("_c"))
+    )
+    totals = grams.group_by(_G, _GRAM).agg(pl.col("_c").sum().alias("_t"))
+    squares = totals.group_by(_G).agg((pl.col("_t") ** 2).sum().alias("_s2"))
+    per = (
+        grams.join(totals, on=[_G, _GRAM])
+        .group_by(_G, _ROW)
+        .agg(
+            (pl.col("_c") * pl.col("_t")).sum().alias("_ct"), (pl.col("_c") ** 2).sum().alias("_cc")
+        )
+        .join(squares, on=_G)
+        .with_columns((pl.col("_s2") - 2 * pl.col("_ct") + pl.col("_cc")).alias("_oo"))
+        .select(
+            _ROW,
+            pl.when((pl.col("_cc") > 0) & (pl.col("_oo") > 0))
+            .then((pl.col("_ct") - pl.col("_cc")) / (pl.col("_cc") * pl.col("_oo")).sqrt())
+            .alias(RELATIVE_SHAPE),
+        )
+    )
+    return rows.select(_ROW).join(per, on=_ROW, how="left").sort(_ROW)[RELATIVE_SHAPE].round(9)
+
+
+def _leave_one_out_gap(x: pl.Expr, group: str) -> pl.Expr:
+    """|x - the mean of x over the other rows of the group where x is defined|."""
+    n = x.count().over(group)
+    others = (x.sum().over(group) - x) / (n - 1)
+    return pl.when(x.is_not_null() & (n > 1)).then((x - others).abs())
+
+
+def text_kind(text_of: dict[str, pl.Expr], candidate_id: pl.Expr) -> pl.Expr:
+    """What text a candidate shows (``abstract``, ``title``, ``none``) and the id's form."""
+    kind = (
+        pl.when(text_of["abstract"].fill_null("").str.strip_chars() != "")
+        .then(pl.lit("abstract"))
+        .when(text_of["title"].fill_null("").str.strip_chars() != "")
+        .then(pl.lit("title"))
+        .otherwise(pl.lit("none"))
+    )
+    return kind + pl.lit("_") + candidate_id.str.extract(r"^([a-z]+):", 1).fill_null("other")
+
+
+def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataFrame:
+    """The :data:`RELATIVE_FEATURES` of each row of a ``candidates`` frame (same order).
+
+    Each compares a candidate with the other candidates of its own survey only.
+
+    Args:
+        rows: ``candidates`` rows (``survey_id``, ``candidate_id``, ``candidate_title``,
+            ``candidate_abstract``, ``candidate_date``); the rows of a survey all present.
+        text: the candidate text the formatting and length features read; the text
+            systems are given (:func:`pipeline.text_match.candidate_text`) when None.
+    """
+    from pipeline.text_match import candidate_text
+
+    text = candidate_text() if text is None else text
+    frame = rows.select(
+        pl.col(S.SURVEY_ID),
+        text.alias("_text"),
+        pl.col(S.CANDIDATE_DATE).cast(pl.Int32).cast(pl.Float64).alias("_date"),
+        text_kind(
+            {"abstract": pl.col(S.CANDIDATE_ABSTRACT), "title": pl.col(S.CANDIDATE_TITLE)},
+            pl.col(S.CANDIDATE_ID),
+        ).alias("_kind"),
+    )
+    n = pl.len().over(S.SURVEY_ID)
+    return frame.select(
+        shape_similarity(frame[S.SURVEY_ID], frame["_text"]).alias(RELATIVE_SHAPE),
+        _leave_one_out_gap(
+            pl.col("_text").fill_null("").str.len_chars().cast(pl.Float64).log1p(), S.SURVEY_ID
+        ).alias(RELATIVE_LENGTH),
+        _leave_one_out_gap(pl.col("_date"), S.SURVEY_ID).alias(RELATIVE_DATE),
+        pl.when(n > 1)
+        .then((pl.len().over(S.SURVEY_ID, "_kind") - 1).cast(pl.Float64) / (n - 1))
+        .alias(RELATIVE_KIND),
+    )
