@@ -1452,6 +1452,30 @@ class _RolePicker:
 
 
 # ---------------------------------------------------------------------- papers
+# Share of a paper's outside citations that no other paper cites (True: a survey).
+PRIVATE_SHARE = {True: 0.6, False: 0.4}
+
+
+def _private_work(rng: random.Random, p: _Paper, t: _Topic, j: int) -> _Work:
+    """A work only paper ``p`` cites: its topic's vocabulary, a year before the paper, a DOI
+    unique to (paper, j) (never a pool's or a corpus paper's)."""
+    fams = CS_FAMILIES if t.cs else NONCS_FAMILIES
+    year = max(1985, p.when.year - 1 - int(rng.expovariate(1 / 5)))
+    title = f"{_pick(rng, ADJECTIVES)} {_pick(rng, fams).lower()} for {t.name.lower()}"
+    suffix = _pick(rng, ("", "", " revisited", ": a case study", " in practice"))
+    return _Work(
+        title=title[0].upper() + title[1:] + suffix,
+        authors=_bib_authors(rng, rng.randint(1, 5)),
+        venue=_pick(rng, CS_VENUES if t.cs else NONCS_VENUES),
+        year=year,
+        key=year * 12 + rng.randrange(12),
+        doi=f"10.5555/p{p.idx}.{j}",
+        arxiv="",
+        openalex=0,
+        discipline=_discipline(t.category),
+    )
+
+
 def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -> dict[str, Any]:
     survey = p.kind in ("survey", "review")
     t = TOPICS[p.topic]
@@ -1495,6 +1519,14 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         short = k + short - len(got)
         cited += got
         is_corpus += [False] * len(got)
+    # The long tail: in real bibliographies most cited works are cited by no other survey,
+    # so a work's only bib string is often its survey's own. Replace a share of the outside
+    # works drawn with works only this paper cites (a DOI of their own).
+    n_private = round(n_out * PRIVATE_SHARE[survey])
+    for j, i in enumerate(
+        rng.sample(range(k_corpus, len(cited)), min(n_private, len(cited) - k_corpus))
+    ):
+        cited[i] = _private_work(rng, p, t, j)
     order = list(range(len(cited)))
     rng.shuffle(order)
     style = CITATION_STYLES[rng.randrange(len(CITATION_STYLES))]  # one per bibliography

@@ -201,9 +201,15 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
         S3: False,
     }
     corpus = pl.read_parquet(release / "corpus" / "train.parquet")
-    # text = abstract, else the raw bib string
+    # text = abstract, else the title parsed from the bib strings; never a raw bib string
     assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[A] == f"Abstract of {A}."
-    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"Raw {G}"
+    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"parsed title of {G}"
+    assert not corpus[S.BEIR_TEXT].str.contains("Raw ").any()
+    view = pl.read_parquet(release / "candidates" / "train.parquet")
+    assert S.CANDIDATE_RAW not in view.columns
+    assert view.filter(pl.col(S.CANDIDATE_ID) == G)[S.CANDIDATE_TITLE].to_list()[0] == (
+        f"parsed title of {G}"
+    )
 
 
 def test_card_placeholders() -> None:
