@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline import schema as S
+from pipeline.leak_audit import RELATIVE_DOCS
 from pipeline.release_files import (
     BEIR_FILE,
     BEIR_VIEWS,
@@ -291,6 +292,12 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "splits_present": ", ".join(splits) or "none",
         "field_table": field_table(),
         "leak_audit_table": leak_audit_table(meta.get("leak_audit", {})),
+        "relative_audit_table": leak_audit_table(meta.get("leak_audit", {}).get("relative", {})),
+        "relative_features_list": "\n".join(
+            f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
+        ),
+        "probe_table": probe_table(meta.get("leak_audit", {}).get("reading_free_probe") or {}),
+        "candidate_text_table": candidate_text_table(meta.get("candidate_text") or {}),
         "leak_low": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[0]),
         "leak_high": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[1]),
         "leak_verdict": "passed: every audited AUC is within the bounds"
@@ -298,7 +305,16 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         else "FAILED: "
         + "; ".join(
             f"{split}: {', '.join(bad)}"
-            for split, bad in sorted(meta.get("leak_audit", {}).get("outside_bounds", {}).items())
+            for table in (
+                meta.get("leak_audit", {}).get("outside_bounds", {}),
+                meta.get("leak_audit", {}).get("relative", {}).get("outside_bounds", {}),
+            )
+            for split, bad in sorted(table.items())
+        )
+        + (
+            "; the reading-free probe beats BM25"
+            if (meta.get("leak_audit", {}).get("reading_free_probe") or {}).get("flagged")
+            else ""
         ),
         "resolution_by_title_table": _table(
             [
@@ -366,6 +382,28 @@ def leak_audit_table(leak: dict[str, Any]) -> str:
         for n in names
     ]
     return _table(header, rows)
+
+
+def probe_table(probe: dict[str, Any]) -> str:
+    """The reading-free probe against BM25 on the eval split, or why it was not trained."""
+    if not probe.get("metrics"):
+        return f"Not trained: {probe.get('skipped', 'no train split')}."
+    rows = [
+        [f"`{m}`", r[probe["probe"]], r[probe["reference"]], "**yes**" if r["beats"] else "no"]
+        for m, r in probe["metrics"].items()
+    ]
+    return _table(["metric (eval)", f"`{probe['probe']}`", f"`{probe['reference']}`", "beats"],
+                  rows)  # fmt: skip
+
+
+def candidate_text_table(texts: dict[str, Any]) -> str:
+    """Split x text source: positives, hard negatives, share of the split's rows."""
+    rows = [
+        [split, f"`{source}`", c["positives"], c["negatives"], c["share"]]
+        for split, by_source in sorted(texts.items())
+        for source, c in by_source.items()
+    ]
+    return _table(["split", "text", "positives", "hard negatives", "share"], rows)
 
 
 def render_card(template: str, values: dict[str, str]) -> str:

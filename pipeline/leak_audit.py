@@ -20,6 +20,8 @@ own. ``release`` writes the table into ``eval_metadata.json`` and the card, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from pipeline import schema as S
@@ -50,8 +52,6 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
         "candidate_title_missing": pl.col(S.CANDIDATE_TITLE).is_null(),
         "candidate_abstract_length": length(S.CANDIDATE_ABSTRACT),
         "candidate_abstract_missing": pl.col(S.CANDIDATE_ABSTRACT).is_null(),
-        "candidate_raw_length": length(S.CANDIDATE_RAW),
-        "candidate_raw_missing": pl.col(S.CANDIDATE_RAW).is_null(),
         "candidate_categories_count": pl.col(S.CANDIDATE_CATEGORIES).list.len().fill_null(0),
         S.SURVEY_DATE: pl.col(S.SURVEY_DATE).cast(pl.Int32),
         "survey_title_length": length(S.SURVEY_TITLE),
@@ -128,3 +128,199 @@ def outside(table: dict[str, dict[str, float | None]], low: float, high: float) 
             if v is not None and not (low <= v <= high):
                 bad.append(f"{name} ({scope}) = {v}")
     return bad
+
+
+# --------------------------------------------------------------------- relative audit
+# A real bibliography is written in one style (quotes, title case, "In:", "pp.", URL tails,
+# numbering), so a candidate whose text came from the survey's own bib entry looks like the
+# survey's other such candidates. The single-column audit above cannot see that: these
+# features place a candidate within its own survey's list. The two formatting features read
+# no word, and compare a candidate with the survey's candidates of its own text kind (an
+# abstract with abstracts, a title with titles: the kinds are matched by ``negatives``).
+SHAPE_PREFIX_CHARS = 300  # of the candidate text (an abstract's opening is its shape)
+SHAPE_CHARS = 120  # of the shape
+SHAPE_NGRAM = 3
+PUNCTUATION_NGRAM = 4
+RELATIVE_SHAPE = "relative_shape_similarity"
+RELATIVE_PUNCTUATION = "relative_punctuation_similarity"
+RELATIVE_LENGTH = "relative_length_gap"
+RELATIVE_DATE = "relative_date_gap_days"
+RELATIVE_KIND = "relative_text_kind_share"
+RELATIVE_FEATURES = (
+    RELATIVE_SHAPE,
+    RELATIVE_PUNCTUATION,
+    RELATIVE_LENGTH,
+    RELATIVE_DATE,
+    RELATIVE_KIND,
+)
+RELATIVE_DOCS = {
+    RELATIVE_SHAPE: "cosine of the character-class shape 3-grams of the candidate text "
+    "(letters, digits and spaces collapsed to classes, punctuation kept: reads no word) with "
+    "those of the survey's other candidates of the same text kind together (leave one out)",
+    RELATIVE_PUNCTUATION: "the same with the punctuation 4-grams of the text (every letter, "
+    "digit and space removed); missing when the text has no punctuation",
+    RELATIVE_LENGTH: "|log(1 + characters of the candidate text) - its mean over the survey's "
+    "other candidates of the same text kind|",
+    RELATIVE_DATE: "|candidate_date - the mean candidate_date of the survey's other dated "
+    "candidates| in days",
+    RELATIVE_KIND: "share of the survey's other candidates with the same text kind (abstract, "
+    "title only, no text; times the id's form)",
+}
+_ROW, _G, _SHAPE, _GRAM = "_row", "_g", "_shape", "_gram"
+
+
+def shape(text: pl.Expr) -> pl.Expr:
+    """The character-class shape of a text: a run of capitals -> ``A``, of other letters -> ``a``,
+    of digits -> ``0``, of whitespace -> one space; punctuation kept as it is.
+
+    ``“Legion: Massively Composable Fuzzing,” in Proc. ASE, pp. 1–12, 2020.`` ->
+    ``“Aa: Aa Aa Aa,” a Aa. A, a. 0–0, 0.`` It reads no word.
+    """
+    return (
+        text.str.slice(0, SHAPE_PREFIX_CHARS)
+        .str.replace_all(r"\p{Lu}+", "A")
+        .str.replace_all(r"[\p{Ll}\p{Lt}\p{Lm}\p{Lo}]+", "a")
+        .str.replace_all(r"\p{N}+", "0")
+        .str.replace_all(r"\s+", " ")
+        .str.slice(0, SHAPE_CHARS)
+    )
+
+
+def punctuation(text: pl.Expr) -> pl.Expr:
+    """The punctuation of a text, in order (every letter, digit and space removed):
+    ``“Legion: Massively Composable Fuzzing,” in Proc. ASE, pp. 1–12, 2020.`` -> ``“:,”.,.–,.``."""
+    return (
+        text.str.slice(0, SHAPE_PREFIX_CHARS)
+        .str.replace_all(r"[\p{L}\p{M}\p{N}\s]+", "")
+        .str.slice(0, SHAPE_CHARS)
+    )
+
+
+def shape_similarity(
+    groups: pl.Series, texts: pl.Series, form: Callable[[pl.Expr], pl.Expr] = shape,
+    ngram: int = SHAPE_NGRAM,
+) -> pl.Series:  # fmt: skip
+    """Cosine of each row's ``form`` (:func:`shape`, :func:`punctuation`) n-gram counts with the
+    summed counts of the other rows of its group (null for a form shorter than ``ngram``
+    characters, or a group with nothing else to compare with)."""
+    rows = pl.DataFrame({_G: groups, _SHAPE: texts}).select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW),
+        pl.col(_G),
+        form(pl.col(_SHAPE).fill_null("")).alias(_SHAPE),
+    )
+    starts = (pl.col(_SHAPE).str.len_chars().cast(pl.Int64) - ngram + 1).clip(0)
+    grams = (
+        rows.with_columns(pl.int_ranges(0, starts).alias("_o"))
+        .explode("_o")
+        .drop_nulls("_o")
+        .select(_G, _ROW, pl.col(_SHAPE).str.slice(pl.col("_o"), ngram).alias(_GRAM))
+        .group_by(_G, _ROW, _GRAM)
+        .agg(pl.len().cast(pl.Float64).alias("_c"))
+    )
+    totals = grams.group_by(_G, _GRAM).agg(pl.col("_c").sum().alias("_t"))
+    squares = totals.group_by(_G).agg((pl.col("_t") ** 2).sum().alias("_s2"))
+    per = (
+        grams.join(totals, on=[_G, _GRAM])
+        .group_by(_G, _ROW)
+        .agg(
+            (pl.col("_c") * pl.col("_t")).sum().alias("_ct"),
+            (pl.col("_c") ** 2).sum().alias("_cc"),
+        )
+        .join(squares, on=_G)
+        .with_columns((pl.col("_s2") - 2 * pl.col("_ct") + pl.col("_cc")).alias("_oo"))
+        .select(
+            _ROW,
+            pl.when((pl.col("_cc") > 0) & (pl.col("_oo") > 0))
+            .then((pl.col("_ct") - pl.col("_cc")) / (pl.col("_cc") * pl.col("_oo")).sqrt())
+            .alias("_sim"),
+        )
+    )
+    return rows.select(_ROW).join(per, on=_ROW, how="left").sort(_ROW)["_sim"].round(9)
+
+
+def _leave_one_out_gap(x: pl.Expr, group: str) -> pl.Expr:
+    """|x - the mean of x over the other rows of the group where x is defined|."""
+    n = x.count().over(group)
+    others = (x.sum().over(group) - x) / (n - 1)
+    return pl.when(x.is_not_null() & (n > 1)).then((x - others).abs())
+
+
+def text_kind(text_of: dict[str, pl.Expr], candidate_id: pl.Expr) -> pl.Expr:
+    """What text a candidate shows (``abstract``, ``title``, ``none``) and the id's form."""
+    kind = (
+        pl.when(text_of["abstract"].fill_null("").str.strip_chars() != "")
+        .then(pl.lit("abstract"))
+        .when(text_of["title"].fill_null("").str.strip_chars() != "")
+        .then(pl.lit("title"))
+        .otherwise(pl.lit("none"))
+    )
+    return kind + pl.lit("_") + candidate_id.str.extract(r"^([a-z]+):", 1).fill_null("other")
+
+
+def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataFrame:
+    """The :data:`RELATIVE_FEATURES` of each row of a ``candidates`` frame (same order).
+
+    Each compares a candidate with the other candidates of its own survey only.
+
+    Args:
+        rows: ``candidates`` rows (``survey_id``, ``candidate_id``, ``candidate_title``,
+            ``candidate_abstract``, ``candidate_date``); the rows of a survey all present.
+        text: the candidate text the formatting and length features read; the text
+            systems are given (:func:`pipeline.text_match.candidate_text`) when None.
+    """
+    from pipeline.text_match import candidate_text
+
+    text = candidate_text() if text is None else text
+    kind = text_kind(
+        {"abstract": pl.col(S.CANDIDATE_ABSTRACT), "title": pl.col(S.CANDIDATE_TITLE)},
+        pl.col(S.CANDIDATE_ID),
+    )
+    frame = rows.select(
+        pl.col(S.SURVEY_ID),
+        text.alias("_text"),
+        pl.col(S.CANDIDATE_DATE).cast(pl.Int32).cast(pl.Float64).alias("_date"),
+        kind.alias("_kind"),
+        pl.concat_str([pl.col(S.SURVEY_ID), kind], separator="\x1f").alias("_survey_kind"),
+    )
+    n = pl.len().over(S.SURVEY_ID)
+    return frame.select(
+        shape_similarity(frame["_survey_kind"], frame["_text"]).alias(RELATIVE_SHAPE),
+        shape_similarity(
+            frame["_survey_kind"], frame["_text"], punctuation, PUNCTUATION_NGRAM
+        ).alias(RELATIVE_PUNCTUATION),
+        _leave_one_out_gap(
+            pl.col("_text").fill_null("").str.len_chars().cast(pl.Float64).log1p(), "_survey_kind"
+        ).alias(RELATIVE_LENGTH),
+        _leave_one_out_gap(pl.col("_date"), S.SURVEY_ID).alias(RELATIVE_DATE),
+        pl.when(n > 1)
+        .then((pl.len().over(S.SURVEY_ID, "_kind") - 1).cast(pl.Float64) / (n - 1))
+        .alias(RELATIVE_KIND),
+    )
+
+
+WITHOUT_ABSTRACT = "_without_abstract"
+# the scope of the relative audit over the rows that show no abstract (a title or nothing):
+# where a citing paper's string could show, so where a formatting shortcut would live
+WITHOUT_ABSTRACT_SCOPE = "without_abstract"
+
+
+def relative_feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame:
+    """``(survey_id, _y, <relative feature>..., _without_abstract)`` of a ``candidates`` frame
+    holding whole surveys: what :func:`relative_audit` needs."""
+    no_abstract = pl.col(S.CANDIDATE_ABSTRACT).fill_null("").str.strip_chars() == ""
+    return pl.concat(
+        [
+            rows.select(S.SURVEY_ID, (labels >= 1).alias(_Y)),
+            relative_values(rows),
+            rows.select(no_abstract.alias(WITHOUT_ABSTRACT)),
+        ],
+        how="horizontal",
+    )
+
+
+def relative_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """:func:`audit_values` of the :func:`relative_feature_values` of a split: each feature over
+    all rows, and as ``<feature>@without_abstract`` over the rows that show no abstract."""
+    table = audit_values(values.drop(WITHOUT_ABSTRACT))
+    subset = audit_values(values.filter(pl.col(WITHOUT_ABSTRACT)).drop(WITHOUT_ABSTRACT))
+    return table | {f"{k}@{WITHOUT_ABSTRACT_SCOPE}": v for k, v in subset.items()}

@@ -11,7 +11,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # 2: extract sections table; 3: text_version_date, title keys, resolved_by
+SCHEMA_VERSION = 4  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
+# 4: works.parsed_title, candidate text without its citer's string (issue 20)
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -34,6 +35,7 @@ REF_ID = "ref_id"
 ARXIV_ID = "arxiv_id"
 OPENALEX_ID = "openalex_id"
 RAW = "raw"
+PARSED_TITLE = "parsed_title"
 
 SECTION = "section"
 TOP_SECTION = "top_section"
@@ -183,6 +185,9 @@ WORKS = pa.schema(
         (CATEGORIES, pa.list_(pa.string())),
         (FIRST_VERSION_DATE, pa.date32()),
         (RAW, pa.string()),
+        # works outside the corpus: the title parsed from the bib strings citing it, as a
+        # title key (pipeline.titles): what the release shows, whoever cited it
+        (PARSED_TITLE, pa.string()),
         (KNOWN_DATE, pa.date32()),
         (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (stages/works.py)
         (N_CITING_PAPERS, pa.int64()),
@@ -437,7 +442,6 @@ CANDIDATES_VIEW = pa.schema(
         (CANDIDATE_ABSTRACT, pa.string()),
         (CANDIDATE_CATEGORIES, pa.list_(pa.string())),
         (CANDIDATE_DATE, pa.date32()),
-        (CANDIDATE_RAW, pa.string()),
         (IN_DOMAIN, pa.bool_()),
         (N_CITING_SURVEYS, pa.int64()),
         (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
@@ -456,5 +460,8 @@ JUDGMENT_COLUMNS = frozenset(
         NEGATIVE_SOURCE,
         BEIR_SCORE,
         HAS_NEGATIVES,
+        # not an answer, but one citing paper's bib string: its style tells whose
+        # bibliography it came from, often the survey's own (issue 20)
+        CANDIDATE_RAW,
     }
 )

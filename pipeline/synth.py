@@ -878,6 +878,104 @@ def _bib_authors_of(authors: list[tuple[str, str]]) -> str:
     return ", ".join(names[:-1]) + (", and " if len(names) > 2 else " and ") + names[-1]
 
 
+# ------------------------------------------------------------------ citation styles
+# A real bibliography is written in one style (one BibTeX style file): every entry of a
+# paper has its quotes, title case, author form, "In:", "pp.", volume/issue and tails.
+# Each synthetic paper draws one of these for its whole bibliography. The features are
+# those of the real strings of the 2022 sample (tests/fixtures; examples in comments).
+CITATION_STYLES = ("ieee", "acm", "aaai", "apa", "plainnat", "lncs", "export")
+
+
+def _author_names(authors: str) -> tuple[list[tuple[str, str]], bool]:
+    """``"J. Smith, A. Lee, and K. Wu"`` -> ``[("J.", "Smith"), ...]`` and whether "et al." ends it."""
+    et_al = authors.endswith(", et al.")
+    text = authors.removesuffix(", et al.").replace(", and ", ", ").replace(" and ", ", ")
+    names = []
+    for name in text.split(", "):
+        first, _, last = name.partition(" ")
+        names.append((first, last or first))
+    return names, et_al
+
+
+def _styled_authors(authors: str, style: str) -> str:
+    names, et_al = _author_names(authors)
+    if style in ("ieee", "acm", "plainnat"):  # J. Smith, A. Lee, and K. Wu
+        text = authors.removesuffix(", et al.")
+        return text + (", et al." if et_al else "")
+    inverted = [f"{last}, {first}" for first, last in names]
+    if style == "aaai":  # Ghosal, D.; Akhtar, M. S.; and Poria, S.
+        head = "; ".join(inverted[:-1])
+        text = f"{head}; and {inverted[-1]}" if len(inverted) > 1 else inverted[0]
+        return text + ("; et al." if et_al else "")
+    if style == "apa":  # Smith, J., Lee, A., & Wu, K.
+        head = ", ".join(inverted[:-1])
+        text = f"{head}, & {inverted[-1]}" if len(inverted) > 1 else inverted[0]
+        return text + (", et al." if et_al else "")
+    # lncs / export: Chen, H., Wang, Y., Xu, C.
+    return ", ".join(inverted) + (", et al." if et_al else "")
+
+
+def _styled_raw(rng: random.Random, w: _Work, style: str, venue: str, pages: bool) -> str:
+    """The raw string of ``w`` in ``style`` (before identifier tails)."""
+    a = _styled_authors(w.authors, style)
+    first, last = rng.randint(1, 900), 0
+    last = first + rng.randint(3, 18)
+    vol, no = rng.randint(1, 60), rng.randint(1, 12)
+    journal = not venue.startswith(("Proc", "In ", "Workshop")) and rng.random() < 0.4
+    if style == "ieee":
+        # “Title,” in Proc. Venue, 2020, pp. 1–10.  /  “Title,” Venue, vol. 4, no. 2, pp. 45–66, 2014.
+        if journal:
+            loc = f", vol. {vol}, no. {no}" + (f", pp. {first}–{last}" if pages else "")
+            return f"{a}, “{w.title},” {venue}{loc}, {w.year}."
+        return f"{a}, “{w.title},” in {venue}, {w.year}" + (
+            f", pp. {first}–{last}." if pages else "."
+        )
+    if style == "acm":
+        # Max Bain and Andrew Zisserman. 2021. Title. In ICCV. 1–10.
+        if journal:
+            return f"{a}. {w.year}. {w.title}. {venue} {vol}, {no} ({w.year})" + (
+                f", {first}–{last}." if pages else "."
+            )
+        return f"{a}. {w.year}. {w.title}. In {venue}." + (f" {first}–{last}." if pages else "")
+    if style == "aaai":
+        # He, K.; Zhang, X.; and Sun, J. 2016. Title. In Proceedings of ..., 770–778.
+        return f"{a} {w.year}. {w.title}. In {venue}" + (f", {first}–{last}." if pages else ".")
+    if style == "apa":
+        # Smith, J., & Lee, A. (2020). Title. Venue, 12(3), 45–67.
+        if journal:
+            return f"{a} ({w.year}). {w.title}. {venue}, {vol}({no})" + (
+                f", {first}–{last}." if pages else "."
+            )
+        return f"{a} ({w.year}). {w.title}. In {venue}" + (
+            f" (pp. {first}–{last})." if pages else "."
+        )
+    if style == "plainnat":
+        # Sidi Lu and Weinan Zhang. Cot: cooperative training for ... In ICML, pages 4164–4172, 2019.
+        title = w.title[0] + w.title[1:].lower()
+        if journal:
+            return f"{a}. {title}. {venue}, {vol}({no})" + (
+                f":{first}–{last}, {w.year}." if pages else f", {w.year}."
+            )
+        return (
+            f"{a}. {title}. In {venue}"
+            + (f", pages {first}–{last}" if pages else "")
+            + (f", {w.year}.")
+        )
+    if style == "lncs":
+        # Chen, H., Xu, C.: Title. In: Proceedings of ..., pp. 1468–1477 (2020)
+        if journal:
+            return f"{a}: {w.title}. {venue} {vol}({no}), {first}–{last} ({w.year})"
+        return (
+            f"{a}: {w.title}. In: {venue}"
+            + (f", pp. {first}–{last}" if pages else "")
+            + (f" ({w.year})")
+        )
+    # export (Zotero / arXiv): Smith, J., Lee, A.: Title (2021). arXiv:2104.06921 [cs]
+    if w.arxiv:
+        return f"{a}: {w.title} ({w.year})"
+    return f"{a}: {w.title}. {venue} ({w.year})"
+
+
 # ------------------------------------------------------------------ bib entries
 # Extra share of bib entries unarXive could not match to any identifier, by the citing
 # paper's field (True: CS). With the presentations below (~11% and ~24% without any
@@ -887,17 +985,13 @@ ID_LESS_EXTRA = {True: 0.21, False: 0.47}
 
 
 def _bib_entry(
-    rng: random.Random, w: _Work, style: int, corpus: bool, id_less: float = 0.0
+    rng: random.Random, w: _Work, style: str, corpus: bool, id_less: float = 0.0
 ) -> dict[str, Any]:
-    """One bib entry for ``w`` with a randomly chosen identifier presentation; with
-    probability ``id_less`` it carries no identifier at all (raw string only)."""
+    """One bib entry for ``w`` in the citing paper's ``style`` (:data:`CITATION_STYLES`) with
+    a randomly chosen identifier presentation; with probability ``id_less`` it carries no
+    identifier at all (raw string only)."""
     if rng.random() < id_less:
-        venue = w.venue or "Preprint"
-        raw = (
-            f"{w.authors}. {w.title}. In {venue}, {w.year}."
-            if style == 0
-            else f"{w.authors}, “{w.title},” {venue}, {w.year}."
-        )
+        raw = _styled_raw(rng, w, style, w.venue or "Preprint", pages=False)
         return {"bib_entry_raw": raw, "contained_arXiv_ids": [], "contained_links": []}
     has_doi, has_arxiv = bool(w.doi), bool(w.arxiv)
     r = rng.random()
@@ -947,10 +1041,7 @@ def _bib_entry(
         use_contained = True  # the raw string mentions it too
 
     venue = w.venue or rng.choice(("Preprint", "Technical report", "CoRR"))
-    if style == 0:
-        raw = f"{w.authors}. {w.title}. In {venue}, {w.year}."
-    else:
-        raw = f"{w.authors}, “{w.title},” {venue}, pp. {rng.randint(1, 900)}–{rng.randint(901, 1800)}, {w.year}."
+    raw = _styled_raw(rng, w, style, venue, pages=rng.random() < 0.7)
     contained: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
     if use_contained:
@@ -961,13 +1052,25 @@ def _bib_entry(
             f"https://arxiv.org/abs/{w.arxiv}",
             f"http://arxiv.org/abs/{w.arxiv}.",
         )[form]
-        lead = " arXiv preprint " if form == 1 else " "
+        if style == "export":  # a Zotero / arXiv export's tail: arXiv:2104.06921 [cs]
+            form, text = 1, f"arXiv:{w.arxiv}"
+        lead = (
+            " arXiv preprint "
+            if form == 1 and style != "export"
+            else ". "
+            if style == "export"
+            else " "
+        )
         start = len(raw) + len(lead)
-        raw = f"{raw}{lead}{text}" + ("" if text.endswith(".") else ".")
+        tail = " [cs]" if style == "export" else "" if text.endswith(".") else "."
+        raw = f"{raw}{lead}{text}{tail}"
         contained.append({"id": w.arxiv, "text": text, "start": start, "end": start + len(text)})
     if use_doi and rng.random() < 0.2:
-        start = len(raw) + len(" doi: ")
-        raw = f"{raw} doi: {w.doi}"
+        # the DOI tail of the style: IEEE's "[Online]. Available:", ACM/APA's URL, "doi:"
+        lead = {"ieee": " [Online]. Available: https://doi.org/", "acm": " https://doi.org/",
+                "apa": " https://doi.org/"}.get(style, " doi: ")  # fmt: skip
+        start = len(raw) + len(lead)
+        raw = f"{raw}{lead}{w.doi}"
         links.append(
             {
                 "url": f"http://doi.org/{w.doi}",
@@ -1349,6 +1452,30 @@ class _RolePicker:
 
 
 # ---------------------------------------------------------------------- papers
+# Share of a paper's outside citations that no other paper cites (True: a survey).
+PRIVATE_SHARE = {True: 0.6, False: 0.4}
+
+
+def _private_work(rng: random.Random, p: _Paper, t: _Topic, j: int) -> _Work:
+    """A work only paper ``p`` cites: its topic's vocabulary, a year before the paper, a DOI
+    unique to (paper, j) (never a pool's or a corpus paper's)."""
+    fams = CS_FAMILIES if t.cs else NONCS_FAMILIES
+    year = max(1985, p.when.year - 1 - int(rng.expovariate(1 / 5)))
+    title = f"{_pick(rng, ADJECTIVES)} {_pick(rng, fams).lower()} for {t.name.lower()}"
+    suffix = _pick(rng, ("", "", " revisited", ": a case study", " in practice"))
+    return _Work(
+        title=title[0].upper() + title[1:] + suffix,
+        authors=_bib_authors(rng, rng.randint(1, 5)),
+        venue=_pick(rng, CS_VENUES if t.cs else NONCS_VENUES),
+        year=year,
+        key=year * 12 + rng.randrange(12),
+        doi=f"10.5555/p{p.idx}.{j}",
+        arxiv="",
+        openalex=0,
+        discipline=_discipline(t.category),
+    )
+
+
 def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -> dict[str, Any]:
     survey = p.kind in ("survey", "review")
     t = TOPICS[p.topic]
@@ -1392,9 +1519,17 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         short = k + short - len(got)
         cited += got
         is_corpus += [False] * len(got)
+    # The long tail: in real bibliographies most cited works are cited by no other survey,
+    # so a work's only bib string is often its survey's own. Replace a share of the outside
+    # works drawn with works only this paper cites (a DOI of their own).
+    n_private = round(n_out * PRIVATE_SHARE[survey])
+    for j, i in enumerate(
+        rng.sample(range(k_corpus, len(cited)), min(n_private, len(cited) - k_corpus))
+    ):
+        cited[i] = _private_work(rng, p, t, j)
     order = list(range(len(cited)))
     rng.shuffle(order)
-    style = rng.randrange(2)
+    style = CITATION_STYLES[rng.randrange(len(CITATION_STYLES))]  # one per bibliography
     ref_ids = [_hex(rng) for _ in order]
     bib = {
         rid: _bib_entry(rng, cited[i], style, is_corpus[i], ID_LESS_EXTRA[t.cs])

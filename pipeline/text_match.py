@@ -3,8 +3,9 @@ the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidat
 and BM25 per survey.
 
 BM25 is the ``bm25s`` library's (Lucene variant, k1 = 1.5, b = 0.75) of each candidate's
-text against the survey's title + abstract. Candidate text = title + abstract, or the raw
-bibliography string when there is no abstract. Tokens are lowercase ``\\w+`` runs; the
+text against the survey's title + abstract. Candidate text = title + abstract, or the title
+alone when there is no abstract (for a work outside the corpus, the title parsed from the
+bib strings citing it; never a citing paper's raw string, whose style tells who cited it). Tokens are lowercase ``\\w+`` runs; the
 vocabulary is numbered in sorted order so scores do not depend on hash seeds.
 """
 
@@ -17,7 +18,6 @@ import polars as pl
 
 from pipeline.schema import (
     CANDIDATE_ABSTRACT,
-    CANDIDATE_RAW,
     CANDIDATE_TITLE,
     SURVEY_ABSTRACT,
     SURVEY_TITLE,
@@ -63,12 +63,12 @@ def joined_text(*parts: pl.Expr) -> pl.Expr:
 
 
 def candidate_text() -> pl.Expr:
-    """The candidate's text: title + abstract, or the raw string when there is no abstract."""
+    """The candidate's text: title + abstract, or the title alone when there is no abstract."""
     has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
     return (
         pl.when(has_abstract)
         .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
-        .otherwise(pl.coalesce(pl.col(CANDIDATE_RAW), pl.col(CANDIDATE_TITLE), pl.lit("")))
+        .otherwise(pl.col(CANDIDATE_TITLE).fill_null(""))
     )
 
 

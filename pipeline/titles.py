@@ -26,9 +26,15 @@ commas (first on ties; ``A, B, and C. Yuan, Title, Journal`` would otherwise glu
 name to the title); all its title-like segments of every cut are its *segment keys*.
 The LNCS author end ``D.A.: Title`` is a cut too.
 
-Measured on 60 real raw references of the 2022 sample, titles written by hand
-(``tests/fixtures/reference_titles.tsv``; ``tests/test_no_reading_shortcuts.py``
-prints the figures).
+Measured on 100 real raw references of the 2022 sample, titles written by hand
+(``tests/fixtures/reference_titles.tsv``, ``reference_titles_2.tsv``;
+``tests/test_no_reading_shortcuts.py`` prints the figures): 55 of the 56 titled ones
+right, one missed, one spurious key among the 44 without a title. On all 1,786 real bib
+strings of the sample 59% give a title key.
+
+**Display.** The title key of a work outside the corpus (the most common one among its
+citing entries: ``works.parsed_title``) is also the text the release shows for it: it
+keeps no citing paper's quotes, casing, authors, venue or tails (issue 20).
 
 **Use.** ``works`` links an entry without identifier to a work when one of its
 segment keys equals the key of a corpus paper's title, or when its title key equals

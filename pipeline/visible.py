@@ -22,9 +22,11 @@ Popularity as of the survey (no information from after it):
   posted strictly before the survey's text date.
 
 Strata (:func:`stratum_columns`): ``text_kind`` (``abstract`` when the candidate has
-an abstract, i.e. a corpus paper; otherwise ``raw_arxiv``, ``raw_doi`` or
-``raw_openalex`` by the form of its id: what text a system gets, and the id's
-form), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
+an abstract, i.e. a corpus paper; otherwise ``title_`` when it shows a title (a corpus
+title, or the title parsed from the bib strings citing it) and ``none_`` when its
+strings gave none, then the form of its id: ``title_doi``, ``none_arxiv``, ...: what
+text a system gets, and the id's form; so a failed title parse is matched like any
+other text kind, never a sign of who cited the work), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
 text date: unknown, <1, 1-2, 2-4, 4-8, 8-16, 16+), ``citations_bin`` (prior corpus
 citations: 0, 1, 2-3, 4-7, 8-15, 16-31, 32+) and ``surveys_bin`` (prior citing
 surveys: 0, 1, 2-3, 4-7, 8-15, 16+).
@@ -171,6 +173,7 @@ def with_prior_counts(
 def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
     """``(work_id, _work_paper_id, known_date, candidate categories, text_kind)`` of every work."""
     has_abstract = pl.col(S.ABSTRACT).str.strip_chars().fill_null("") != ""
+    has_title = shown_title().str.strip_chars().fill_null("") != ""
     kind = pl.col(S.WORK_ID).str.extract(r"^([a-z]+):", 1)
     return works.select(
         S.WORK_ID,
@@ -180,9 +183,18 @@ def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
         pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
         pl.when(has_abstract)
         .then(pl.lit("abstract"))
-        .otherwise(pl.lit("raw_") + kind.fill_null("other"))
+        .otherwise(
+            pl.when(has_title).then(pl.lit("title_")).otherwise(pl.lit("none_"))
+            + kind.fill_null("other")
+        )
         .alias(TEXT_KIND),
     )
+
+
+def shown_title() -> pl.Expr:
+    """The title a candidate is shown with (over ``works``): a corpus paper's own title, else
+    the title parsed from the bib strings citing it (``works.parsed_title``)."""
+    return pl.coalesce(pl.col(S.TITLE), pl.col(S.PARSED_TITLE))
 
 
 def in_domain_expr() -> pl.Expr:

@@ -187,6 +187,7 @@ def build_handmade(out: Path) -> None:
                 S.CATEGORIES: cats,
                 S.FIRST_VERSION_DATE: known if pid else None,
                 S.RAW: None if pid else f"Raw {w}",
+                S.PARSED_TITLE: None if pid else f"parsed title of {w}",
                 S.KNOWN_DATE: known,
                 S.DATE_SOURCE: None if known is None else "corpus" if pid else "arxiv_id",
                 S.N_CITING_PAPERS: sum(1 for c in cites if c[S.WORK_ID] == w),

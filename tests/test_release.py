@@ -201,9 +201,15 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
         S3: False,
     }
     corpus = pl.read_parquet(release / "corpus" / "train.parquet")
-    # text = abstract, else the raw bib string
+    # text = abstract, else the title parsed from the bib strings; never a raw bib string
     assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[A] == f"Abstract of {A}."
-    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"Raw {G}"
+    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"parsed title of {G}"
+    assert not corpus[S.BEIR_TEXT].str.contains("Raw ").any()
+    view = pl.read_parquet(release / "candidates" / "train.parquet")
+    assert S.CANDIDATE_RAW not in view.columns
+    assert view.filter(pl.col(S.CANDIDATE_ID) == G)[S.CANDIDATE_TITLE].to_list()[0] == (
+        f"parsed title of {G}"
+    )
 
 
 def test_card_placeholders() -> None:
@@ -397,8 +403,61 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
             rows[S.CANDIDATE_DATE].drop_nulls()
             < rows[S.SURVEY_DATE].filter(rows[S.CANDIDATE_DATE].is_not_null())
         ).all()
+    # the relative audit and the reading-free probe (issue 20)
+    from pipeline.leak_audit import RELATIVE_FEATURES, WITHOUT_ABSTRACT_SCOPE
+
+    assert leak["relative"]["outside_bounds"] == {}
+    for split in S.SPLIT_NAMES:
+        table = leak["relative"]["splits"][split]
+        assert set(RELATIVE_FEATURES) <= set(table)
+        assert f"{RELATIVE_FEATURES[0]}@{WITHOUT_ABSTRACT_SCOPE}" in table
+        for name, row in table.items():
+            for scope in ("pooled", "per_survey"):
+                assert row[scope] is None or 0.4 <= row[scope] <= 0.6, (split, name, row)
+    probe = leak["reading_free_probe"]
+    assert probe["feature_set"] == "reading-free" and not probe["flagged"], probe
+    assert set(RELATIVE_FEATURES) <= set(probe["features"])
+    assert not {"bm25", "query_coverage"} & set(probe["features"])
+    for metric in ("ndcg@10", "hard_negative_auc"):
+        row = probe["metrics"][metric]
+        assert row["lgbm-reading-free"] <= row["bm25"], (metric, row)
+    texts = meta["candidate_text"]
+    assert set(texts) == set(S.SPLIT_NAMES)
+    assert texts["eval"]["parsed_title"]["positives"] > 0
     card = (release / "README.md").read_text()
     assert "## Leak audit" in card and "passed" in card
+    assert "## Relative audit" in card and "| `relative_shape_similarity` |" in card
+    assert "| `ndcg@10` |" in card and "### Candidate text" in card
     for f in S.CANDIDATES_VIEW:
         assert f"| `candidates` | `{f.name}` | {f.type} | input |" in card
     assert f"| `reading_lists` | `{S.LABEL}` | int8 | **judgment** |" in card
+
+
+@pytest.mark.parametrize("which", ["relative", "probe"])
+def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
+    synthetic_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """Under ``release.leak_audit = "error"`` a relative feature outside the bounds, or a
+    reading-free probe that beats BM25, fails the release (issue 20)."""
+    import shutil
+
+    from pipeline import api
+    from pipeline.stages import release as stage
+
+    out = tmp_path / "work"
+    shutil.copytree(synthetic_release, out)
+    config = tmp_path / "error.toml"
+    config.write_text('[release]\nleak_audit = "error"\n')
+    if which == "relative":
+        monkeypatch.setattr(stage, "relative_audit", lambda values: {
+            "relative_shape_similarity": {"pooled": 0.81, "per_survey": 0.83, "surveys": 3}})  # fmt: skip
+        expected = "relative_shape_similarity (pooled) = 0.81"
+    else:
+        row = {"lgbm-reading-free": 0.7, "bm25": 0.6, "beats": True}
+        monkeypatch.setattr(stage, "reading_free_probe", lambda release, cfg: {
+            "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"ndcg@10": row},
+            "flagged": True})  # fmt: skip
+        expected = "the reading-free probe beats BM25: ndcg@10 0.7 > 0.6"
+    with pytest.raises(RuntimeError, match="leak audit") as err:
+        api.reduce("release", out, config=config, force=True)
+    assert expected in str(err.value)

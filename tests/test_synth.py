@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import random
 import re
 from collections import Counter
 from datetime import datetime
@@ -595,3 +596,56 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert bad.func(bad) == 2
     with pytest.raises(SystemExit):
         parser.parse_args(["synth", "--out", str(tmp_path), "--papers", "5", "--layout", "2023"])
+
+
+def _style_signature(raw: str) -> tuple[bool, ...]:
+    """Marks that tell the citation styles apart: IEEE quotes, an inverted first author
+    ("Smith, J."), LNCS/export's "Smith, J.:", ACM/AAAI's year after the authors, APA's
+    "(2016). "."""
+    return (
+        "“" in raw,
+        bool(re.match(r"^[^,\s.]+, \S{1,4}\.", raw)),
+        bool(re.match(r"^[^:“]*[^\s,:]\.(?:, et al\.)?: ", raw)),
+        bool(re.search(r"\. (?:19|20)\d\d\. ", raw)),
+        bool(re.match(r"^[^:“(]*\. \((?:19|20)\d\d\)\. ", raw)),
+    )
+
+
+def test_each_bibliography_is_written_in_one_style(records: list[dict]) -> None:
+    """A real paper's bib entries come from one BibTeX style (issue 20): every entry of a
+    synthetic paper carries the same style marks, and the corpus uses every style."""
+    seen: set[tuple[bool, ...]] = set()
+    papers = 0
+    for r in records:
+        raws = [e["bib_entry_raw"] for e in r["bib_entries"].values()]
+        if len(raws) < 2:
+            continue
+        papers += 1
+        signatures = {_style_signature(raw) for raw in raws}
+        assert len(signatures) == 1, (r["paper_id"], raws[:3])
+        seen |= signatures
+    assert papers > 50
+    assert len(seen) >= 5, seen  # ieee, acm/plainnat, aaai, apa, lncs/export
+
+
+def test_citation_styles_carry_the_real_marks() -> None:
+    """Each style's raw string has the marks of the real strings of that style."""
+    w = synth._Work("Deep residual learning for image recognition", "K. He, X. Zhang, and J. Sun",
+                    "Proceedings of CVPR", 2016, 0, "10.1109/cvpr.2016.90", "1512.03385", 0, "cs")  # fmt: skip
+    got = {
+        s: synth._styled_raw(random.Random(0), w, s, w.venue, True) for s in synth.CITATION_STYLES
+    }
+    assert got["ieee"].startswith("K. He, X. Zhang, and J. Sun, “Deep residual learning")
+    assert "” in Proceedings of CVPR, 2016, pp. " in got["ieee"].replace(",”", "”")
+    assert got["acm"].startswith("K. He, X. Zhang, and J. Sun. 2016. Deep residual")
+    assert got["aaai"].startswith("He, K.; Zhang, X.; and Sun, J. 2016. Deep residual")
+    assert got["apa"].startswith("He, K., Zhang, X., & Sun, J. (2016). Deep residual")
+    assert ", pages " in got["plainnat"] and "image recognition" in got["plainnat"]
+    assert (
+        got["lncs"].startswith("He, K., Zhang, X., Sun, J.: Deep residual")
+        and "In: " in got["lncs"]
+    )
+    assert (
+        got["export"]
+        == "He, K., Zhang, X., Sun, J.: Deep residual learning for image recognition (2016)"
+    )

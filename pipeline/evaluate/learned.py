@@ -3,6 +3,9 @@
 * ``lgbm``: LightGBM lambdarank on every feature of :mod:`pipeline.rank.features`,
   trained on the release's own train split (``[train]`` config), when the eval file
   sits in a release folder with a train split of at least two surveys.
+* ``lgbm-reading-free``: metadata plus the ``format`` features (a candidate's shape,
+  length, date and text kind against its survey's other candidates): the probe of the
+  release's relative audit (issue 20), which the release itself trains and checks.
 * ``lgbm-metadata``: the same without any text feature. It is the **leak probe**:
   the hard negatives are matched to the positives on everything visible without
   reading, so a model that never reads should not beat BM25. :func:`leak_probe`
@@ -32,7 +35,9 @@ from pipeline.schema import CANDIDATES_VIEW
 
 LGBM = "lgbm"
 LGBM_METADATA = "lgbm-metadata"
-LEARNED_BASELINES = {LGBM: "full", LGBM_METADATA: "metadata"}  # name -> feature set
+LGBM_READING_FREE = "lgbm-reading-free"
+# name -> feature set
+LEARNED_BASELINES = {LGBM: "full", LGBM_METADATA: "metadata", LGBM_READING_FREE: "reading-free"}
 LEAK_PROBE = LGBM_METADATA
 LEAK_REFERENCE = "bm25"
 LEAK_METRICS = ("ndcg@10", "hard_negative_auc")

@@ -210,6 +210,7 @@ SEED_TABLE = (
     ("dense (all-MiniLM-L6-v2)", "dense", None, None),
     ("LightGBM (reading-path labels)", "lgbm", 0.65, 0.75),
     ("LightGBM, metadata only (leak probe)", "lgbm-metadata", None, None),
+    ("LightGBM, reading-free (relative audit probe)", "lgbm-reading-free", None, None),
     ("cross-encoder", None, 0.70, None),
     ("oracle", "oracle", None, None),
 )

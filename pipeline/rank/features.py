@@ -15,8 +15,13 @@ citation-graph information it publishes is the prior in-degree of each candidate
 
 Feature kinds: ``text`` reads the survey's or the candidate's words; ``metadata``
 reads dates, categories, what text exists and the id's form; ``citations`` reads the
-prior popularity counts. The ``metadata`` feature set (:data:`METADATA_SET`) is every
-feature that is not ``text``: a model on it is the leak probe of the report.
+prior popularity counts; ``format`` places the candidate within its own survey's list
+without reading a word (:data:`pipeline.leak_audit.RELATIVE_FEATURES`: the shape of its
+text, its length, date and text kind against the survey's other candidates). The
+``metadata`` feature set (:data:`METADATA_SET`) is every ``metadata`` and ``citations``
+feature: a model on it is the leak probe of the report. The ``reading-free`` set
+(:data:`READING_FREE_SET`) adds the ``format`` features: a model on it is the probe of
+the release's relative audit (issue 20), which must not beat BM25 either.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipeline.leak_audit import RELATIVE_DOCS, RELATIVE_FEATURES, relative_values
 from pipeline.schema import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_CATEGORIES,
@@ -49,9 +55,9 @@ from pipeline.text_match import (
     tokenize,
 )
 
-FEATURE_SET_VERSION = 1  # bump when a feature's definition changes: models name the version
-TEXT, METADATA, CITATIONS = "text", "metadata", "citations"
-FULL_SET, METADATA_SET = "full", "metadata"
+FEATURE_SET_VERSION = 2  # bump when a feature changes (2: text without the raw string, issue 20)
+TEXT, METADATA, CITATIONS, FORMAT = "text", "metadata", "citations", "format"
+FULL_SET, METADATA_SET, READING_FREE_SET = "full", "metadata", "reading-free"
 ID_KINDS = ("arxiv", "doi", "openalex")  # id_kind = index in this tuple, len(ID_KINDS) otherwise
 
 _QUERY, _TITLE_QUERY, _DOC = "_query", "_title_query", "_doc"
@@ -75,7 +81,7 @@ FEATURES: tuple[Feature, ...] = (
         "bm25",
         TEXT,
         "BM25 (bm25s, Lucene, k1=1.5, b=0.75, idf over this survey's candidates) of the candidate "
-        "text (title + abstract, else the raw bibliography string) against the survey title + "
+        "text (title + abstract, else the title alone) against the survey title + "
         "abstract; the bm25 baseline's score",
     ),
     Feature("bm25_title", TEXT, "the same BM25 with the survey title alone as the query"),
@@ -125,11 +131,13 @@ FEATURES: tuple[Feature, ...] = (
         METADATA,
         f"form of the candidate id: index in {list(ID_KINDS)} of its prefix, {len(ID_KINDS)} otherwise",
     ),
+    *(Feature(name, FORMAT, RELATIVE_DOCS[name]) for name in RELATIVE_FEATURES),
 )
 FEATURE_NAMES = tuple(f.name for f in FEATURES)
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     FULL_SET: FEATURE_NAMES,
-    METADATA_SET: tuple(f.name for f in FEATURES if f.kind != TEXT),
+    METADATA_SET: tuple(f.name for f in FEATURES if f.kind in (METADATA, CITATIONS)),
+    READING_FREE_SET: tuple(f.name for f in FEATURES if f.kind != TEXT),
 }
 
 
@@ -256,6 +264,9 @@ def compute_features(frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES) 
         pl.col(CANDIDATE_ID),
         *[_EXPRESSIONS[n]().cast(pl.Float64).alias(n) for n in names if n in _EXPRESSIONS],
     )
+    if set(RELATIVE_FEATURES) & set(names):
+        relative = relative_values(view)
+        computed.update({n: relative[n] for n in RELATIVE_FEATURES})
     out = out.with_columns(
         [pl.Series(n, computed[n], dtype=pl.Float64) for n in names if n in computed]
     )

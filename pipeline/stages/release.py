@@ -31,6 +31,12 @@ Column rules:
   version date is strictly before the survey's (papers without a date are not
   counted); the survey itself never counts. No information from after the survey.
 * ``candidate_date`` is the work's ``known_date``.
+* ``candidate_title`` is a corpus paper's own title, else the work's ``parsed_title``
+  (``works``: the most common title key of the bib strings citing it), so a work outside
+  the corpus is shown in one canonical form whoever cited it. ``candidate_raw`` (one
+  citing paper's bib string, with that paper's style) is in the reading lists, on the
+  judgment side, and not in the ``candidates`` view or the BEIR corpus: its formatting
+  tells whose bibliography it came from (issue 20; the card, "Candidate text").
 
 Everything written is deterministic: sorted rows, Parquet with fixed options, JSON
 with sorted keys, no timestamps and no absolute paths.
@@ -49,9 +55,17 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline import schema as S
+from pipeline import visible as V
 from pipeline.card import render_release_card
+from pipeline.evaluate.probe import reading_free_probe
 from pipeline.files import sha256_file, write_json
-from pipeline.leak_audit import audit_values, feature_values, outside
+from pipeline.leak_audit import (
+    audit_values,
+    feature_values,
+    outside,
+    relative_audit,
+    relative_feature_values,
+)
 from pipeline.progress import steps
 from pipeline.release_files import (
     BEIR_FILE,
@@ -119,7 +133,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     works = works.select(
         pl.col(S.WORK_ID),
         pl.col(S.ALIASES).alias(S.CANDIDATE_ALIASES),
-        pl.col(S.TITLE).alias(S.CANDIDATE_TITLE),
+        V.shown_title().alias(S.CANDIDATE_TITLE),
         pl.col(S.ABSTRACT).alias(S.CANDIDATE_ABSTRACT),
         pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
         pl.col(S.RAW).alias(S.CANDIDATE_RAW),
@@ -172,9 +186,7 @@ def beir_views(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, pl.DataFr
         .select(
             pl.col(S.CANDIDATE_ID).alias(S.BEIR_ID),
             pl.col(S.CANDIDATE_TITLE).fill_null("").alias(S.BEIR_TITLE),
-            pl.coalesce(S.CANDIDATE_ABSTRACT, S.CANDIDATE_RAW, S.CANDIDATE_TITLE, pl.lit("")).alias(
-                S.BEIR_TEXT
-            ),
+            pl.coalesce(S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE, pl.lit("")).alias(S.BEIR_TEXT),
         )
         .sort(S.BEIR_ID)
     )
@@ -393,7 +405,7 @@ def _write_split(
             ctx.cfg, f"qrels/{split}",
         ),
     }  # fmt: skip
-    light, values, corpus = [], [], []
+    light, values, corpus, relative, texts = [], [], [], [], []
     for ids in steps(survey_batches(per_survey, BATCH_ROWS), f"release: {split} survey batches"):
         part = (
             reading_lists(ctx, ids)
@@ -405,6 +417,8 @@ def _write_split(
         view = part.select(S.CANDIDATES_VIEW.names)
         writers["view"].write(view)
         values.append(feature_values(view, part[S.LABEL]))
+        relative.append(relative_feature_values(view, part[S.LABEL]))
+        texts.append(text_counts(part))
         light.append(part.select(_LIGHT_COLUMNS))
         beir = beir_views(part, surveys)
         writers["queries"].write(beir["queries"])
@@ -420,7 +434,45 @@ def _write_split(
         ctx.cfg,
         f"corpus/{split}",
     )
-    return {"light": pl.concat(light), "audit": pl.concat(values)}
+    return {
+        "light": pl.concat(light),
+        "audit": pl.concat(values),
+        "relative": pl.concat(relative),
+        "texts": pl.concat(texts).group_by(_TEXT, _POSITIVE).agg(pl.col("len").sum()),
+    }
+
+
+_TEXT, _POSITIVE = "text", "positive"
+TEXT_SOURCES = ("abstract", "corpus_title", "parsed_title", "none")
+
+
+def text_counts(rows: pl.DataFrame) -> pl.DataFrame:
+    """``(text, positive, len)``: what text reading-list rows show (:data:`TEXT_SOURCES`: a
+    corpus abstract, a corpus paper's title alone, the title parsed from bib strings, none)."""
+    has = {c: pl.col(c).fill_null("").str.strip_chars() != "" for c in
+           (S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE)}  # fmt: skip
+    source = (
+        pl.when(has[S.CANDIDATE_ABSTRACT])
+        .then(pl.lit(TEXT_SOURCES[0]))
+        .when(has[S.CANDIDATE_TITLE] & pl.col(S.CANDIDATE_RAW).is_null())
+        .then(pl.lit(TEXT_SOURCES[1]))
+        .when(has[S.CANDIDATE_TITLE])
+        .then(pl.lit(TEXT_SOURCES[2]))
+        .otherwise(pl.lit(TEXT_SOURCES[3]))
+    )
+    return rows.group_by(source.alias(_TEXT), (pl.col(S.LABEL) >= 1).alias(_POSITIVE)).len()
+
+
+def text_summary(counts: pl.DataFrame) -> dict[str, Any]:
+    """Rows per text source, positives and hard negatives apart, and each source's share."""
+    total = int(counts["len"].sum())
+    out: dict[str, Any] = {}
+    for source in TEXT_SOURCES:
+        rows = counts.filter(pl.col(_TEXT) == source)
+        pos = int(rows.filter(pl.col(_POSITIVE))["len"].sum())
+        neg = int(rows.filter(~pl.col(_POSITIVE))["len"].sum())
+        out[source] = {"positives": pos, "negatives": neg, "share": _rate(pos + neg, total)}
+    return out
 
 
 def check_unique_pairs(rows: pl.DataFrame) -> None:
@@ -475,6 +527,8 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         )
     low, high = rcfg.leak_auc_bounds
     leak: dict[str, Any] = {}
+    relative: dict[str, Any] = {}
+    texts: dict[str, Any] = {}
     meta_splits: dict[str, Any] = {}
     present: list[str] = []
     for split in S.SPLIT_NAMES:
@@ -493,20 +547,40 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         written = _write_split(ctx, split, per_survey, surveys)
         meta_splits[split] = split_counts(written["light"], surveys)
         leak[split] = audit_values(written["audit"])
+        relative[split] = relative_audit(written["relative"])
+        texts[split] = text_summary(written["texts"])
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
     }
     flagged = {split: outside(table, low, high) for split, table in leak.items()}
     flagged = {split: bad for split, bad in flagged.items() if bad}
-    if flagged:
-        message = "; ".join(f"{split}: {', '.join(bad)}" for split, bad in sorted(flagged.items()))
-        if rcfg.leak_audit == "error":
-            raise RuntimeError(
-                f"release: leak audit: a visible feature alone separates positives from hard "
-                f"negatives (AUC outside [{low}, {high}]): {message}"
+    relative_flagged = {split: outside(table, low, high) for split, table in relative.items()}
+    relative_flagged = {split: bad for split, bad in relative_flagged.items() if bad}
+    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train)
+    problems = [
+        f"a visible feature alone separates positives from hard negatives (AUC outside "
+        f"[{low}, {high}]): " + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(flagged.items()))
+    ] if flagged else []  # fmt: skip
+    if relative_flagged:
+        problems.append(
+            f"a candidate's place in its survey's list separates them (relative AUC outside "
+            f"[{low}, {high}]): "
+            + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(relative_flagged.items()))
+        )
+    if probe.get("flagged"):
+        problems.append(
+            "the reading-free probe beats BM25: "
+            + ", ".join(
+                f"{m} {r[probe['probe']]} > {r[probe['reference']]}"
+                for m, r in probe["metrics"].items()
+                if r["beats"]
             )
-        log.warning("release: LEAK AUDIT: AUC outside [%s, %s]: %s", low, high, message)
+        )
+    if problems:
+        if rcfg.leak_audit == "error":
+            raise RuntimeError(f"release: leak audit: {'; '.join(problems)}")
+        log.warning("release: LEAK AUDIT: %s", "; ".join(problems))
     sections = upstream_sections(ctx.stages, ctx.stage.name)
     meta = {
         "dataset": ctx.cfg.release.dataset_name,
@@ -528,8 +602,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             "bounds": [low, high],
             "splits": leak,
             "outside_bounds": flagged,
-            "passed": not flagged,
+            "relative": {"splits": relative, "outside_bounds": relative_flagged},
+            "reading_free_probe": probe,
+            "passed": not problems,
         },
+        "candidate_text": texts,
         "negatives": _read_counts(ctx.out, "negatives"),
         "resolution": resolution(ctx),
         "works_resolution": _read_counts(ctx.out, "works").get("resolution", {}),
@@ -559,7 +636,7 @@ STAGE = Stage(
     name="release",
     kind="reduce",
     reads=("extract", "works", "surveys", "labels", "negatives", "split"),
-    config_sections=("release", "split", "negatives", "extract"),
+    config_sections=("release", "split", "negatives", "extract", "train"),
     fn=build_release,
     help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
 )

@@ -42,7 +42,13 @@ one kept paper, sorted by ``work_id``) and ``cites.parquet`` (schema ``CITES``, 
 row per bib entry of every kept paper, sorted by ``paper_id, ref_id``). A work whose
 component holds a corpus paper's ``arxiv:<paper_id>`` carries that paper's id, title,
 abstract, categories and first version date; any other work carries an example
-``raw`` bib string (the longest; the smallest of those on ties). ``known_date`` is
+``raw`` bib string (the longest; the smallest of those on ties; kept for the judgment
+side only) and a ``parsed_title``: of the title keys (:mod:`pipeline.titles`) of the
+entries citing it, the most common (the smallest on ties), null when no entry's string
+gives a title. That is the text the release shows for it: lower-cased, punctuation
+collapsed, with no numbering, quotes, casing, authors, venue, URL or export tail of any
+citing paper's style, the same whether the survey or another paper cited it (issue 20).
+``known_date`` is
 the paper's first version date, else the month of the work's arXiv id, else January 1
 of the earliest year its raw references give (the last 19xx/20xx word of each raw
 string), else null; ``date_source`` says which (``corpus``, ``arxiv_id``,
@@ -82,6 +88,7 @@ KIND = "kind"
 _FROM_CORPUS = "_from_corpus"
 _REF_YEAR = "_reference_year"
 _RAW_BYTES = "_raw_bytes"
+PARSED_COUNT = "_parsed_count"
 _RANGE = "_paper_range"
 _MERGE_EVERY = 8  # per-file per-work partials combined every this many files
 _EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String})
@@ -301,6 +308,23 @@ def _merge_examples(parts: list[pl.DataFrame]) -> pl.DataFrame:
     )
 
 
+def _merge_parsed(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Sum ``(work_id, title_key, _parsed_count)`` partials of disjoint sets of entries."""
+    return pl.concat(parts).group_by(S.WORK_ID, T.KEY).agg(pl.col(PARSED_COUNT).sum())
+
+
+def parsed_titles(counts: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, parsed_title)``: of the title keys the entries citing a work give, the most
+    common (the smallest on ties). A majority of citers, not the longest string (one
+    citer), decides, so the text does not tell whose bibliography it came from."""
+    return counts.group_by(S.WORK_ID).agg(
+        pl.col(T.KEY)
+        .sort_by([pl.col(PARSED_COUNT), pl.col(T.KEY)], descending=[True, False])
+        .first()
+        .alias(S.PARSED_TITLE)
+    )
+
+
 def _merge_citing(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """Sum per-work citing-paper counts of disjoint sets of papers."""
     return pl.concat(parts).group_by(S.WORK_ID).agg(pl.col(S.N_CITING_PAPERS).sum())
@@ -490,6 +514,9 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
     examples: list[pl.DataFrame] = []
     citing: list[pl.DataFrame] = []
+    parsed: list[pl.DataFrame] = [
+        pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String, PARSED_COUNT: pl.Int64})
+    ]
     raw_bytes = pl.col(S.RAW).str.len_bytes()
     ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
     for i, refs in enumerate(
@@ -532,6 +559,14 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             )
             .collect(engine="streaming")
         )
+        parsed.append(
+            pl.scan_parquet(part("entry_keys", i))
+            .filter(pl.col(T.SEGMENT_RANK) == 0)
+            .join(cited_i, on=[S.PAPER_ID, S.REF_ID])
+            .group_by(S.WORK_ID, T.KEY)
+            .agg(pl.len().cast(pl.Int64).alias(PARSED_COUNT))
+            .collect(engine="streaming")
+        )
         citing.append(
             cited_i.group_by(S.WORK_ID)
             .agg(pl.col(S.PAPER_ID).n_unique().cast(pl.Int64).alias(S.N_CITING_PAPERS))
@@ -540,10 +575,12 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         if len(examples) >= _MERGE_EVERY:
             examples = [_compact(_merge_examples(examples))]
             citing = [_compact(_merge_citing(citing))]
+            parsed = [_compact(_merge_parsed(parsed))]
         del hits, cites_i
     example_raw = _merge_examples(examples) if examples else None
     n_citing = _merge_citing(citing) if citing else None
-    del examples, citing, titles
+    parsed_title = parsed_titles(_merge_parsed(parsed).lazy()).collect()
+    del examples, citing, titles, parsed
 
     title_keys_path = ctx.output("title_keys.parquet")
     title_keys = pl.concat(title_key_parts).unique().sort(S.WORK_ID, T.KEY)
@@ -592,8 +629,12 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         )
         .join(corpus.select(S.WORK_ID, S.PAPER_ID, S.FIRST_VERSION_DATE), on=S.WORK_ID, how="left")
         .join(example_raw.lazy().drop(_RAW_BYTES), on=S.WORK_ID, how="left")
+        .join(parsed_title.lazy(), on=S.WORK_ID, how="left")
         .with_columns(
             pl.when(pl.col(S.PAPER_ID).is_null()).then(pl.col(S.RAW)).alias(S.RAW),
+            pl.when(pl.col(S.PAPER_ID).is_null())
+            .then(pl.col(S.PARSED_TITLE))
+            .alias(S.PARSED_TITLE),
             pl.coalesce(
                 pl.col(S.FIRST_VERSION_DATE), arxiv_month, pl.date(pl.col(_REF_YEAR), 1, 1)
             ).alias(S.KNOWN_DATE),
@@ -617,13 +658,16 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         works_path,
         ctx.cfg,
     )
-    del n_citing, example_raw
+    del n_citing, example_raw, parsed_title
 
     works = (
         S.scan(works_path, S.WORKS)
         .select(
             pl.len().alias("works"),
             pl.col(S.PAPER_ID).is_not_null().sum().alias("in_corpus"),
+            (pl.col(S.PAPER_ID).is_null() & pl.col(S.PARSED_TITLE).is_not_null())
+            .sum()
+            .alias("parsed"),
             (pl.col(S.ALIASES).list.len() > 1).sum().alias("merged_groups"),
         )
         .collect()
@@ -667,6 +711,8 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         "label_rounds": rounds,
         "works": int(works["works"]),
         "works_in_corpus": int(works["in_corpus"]),
+        # works outside the corpus whose bib strings gave a title (the rest show no text)
+        "works_outside_corpus_with_parsed_title": int(works["parsed"]),
         "merged_groups": int(works["merged_groups"]),
         "largest_component": int(largest["len"].item()) if largest.height else 0,
         "largest_component_work_id": largest[S.WORK_ID].item() if largest.height else None,

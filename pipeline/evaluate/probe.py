@@ -1,0 +1,76 @@
+"""The release's reading-free probe (issue 20): can a model that never reads rank as well as BM25?
+
+``release`` trains LightGBM lambdarank (:mod:`pipeline.rank.model`, ``[train]`` config) on
+the train split of the release it has just written, with the ``reading-free`` feature set
+(:data:`pipeline.rank.features.READING_FREE_SET`: metadata, prior citations and the
+``format`` features, which place a candidate within its survey's list by the shape, length,
+date and kind of its text, reading no word), and scores the eval split with it and with
+BM25. A benchmark of reading lists must reward reading: the probe is flagged when it beats
+BM25 on ``ndcg@10`` or ``hard_negative_auc`` (macro means over the eval surveys), and
+``release.leak_audit = "error"`` then fails the build. The evaluation reports the same
+model as ``lgbm-reading-free``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.config import TrainConfig
+from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
+from pipeline.evaluate.learned import LGBM_READING_FREE, train_available
+from pipeline.evaluate.metrics import per_survey_metrics
+from pipeline.rank.features import READING_FREE_SET, compute_features
+from pipeline.rank.model import score
+from pipeline.rank.release import read_judgments, read_view, train_from_release
+
+PROBE = LGBM_READING_FREE
+REFERENCE = "bm25"
+PROBE_METRICS = ("ndcg@10", "hard_negative_auc")
+
+
+def _means(judged: pl.DataFrame, run: pl.DataFrame) -> dict[str, float | None]:
+    rows = judged.join(run.select(SURVEY_ID, CANDIDATE_ID, SCORE), on=[SURVEY_ID, CANDIDATE_ID],
+                       how="left")  # fmt: skip
+    per = per_survey_metrics(rows, PROBE_METRICS)
+    return {
+        m: (round(float(per[m].mean()), 6) if per[m].drop_nulls().len() else None)
+        for m in PROBE_METRICS
+    }
+
+
+def reading_free_probe(release: Path, config: TrainConfig) -> dict[str, Any]:
+    """Train the probe on ``release``'s train split; its and BM25's eval means, and the verdict.
+
+    Returns:
+        ``{"skipped": reason}`` when the release has no usable train split or no eval
+        split; else the probe's features, the means per metric of both systems,
+        ``beats`` per metric and ``flagged`` (the probe beats BM25 on either).
+    """
+    release = Path(release)
+    reason = train_available(release / EVAL_FILENAME)
+    if reason is None and not (release / EVAL_FILENAME).is_file():
+        reason = "no eval split"
+    if reason is not None:
+        return {"skipped": reason}
+    view = read_view(release, "eval")
+    judged = read_judgments(release, "eval")
+    model = train_from_release(release, READING_FREE_SET, config)
+    bm25 = compute_features(view, ["bm25"]).rename({"bm25": SCORE})
+    means = {PROBE: _means(judged, score(model, view)), REFERENCE: _means(judged, bm25)}
+    metrics = {}
+    for m in PROBE_METRICS:
+        probe, reference = means[PROBE][m], means[REFERENCE][m]
+        beats = probe is not None and reference is not None and probe > reference
+        metrics[m] = {PROBE: probe, REFERENCE: reference, "beats": beats}
+    return {
+        "probe": PROBE,
+        "reference": REFERENCE,
+        "feature_set": READING_FREE_SET,
+        "features": list(model.meta["features"]),
+        "best_iteration": model.meta["best_iteration"],
+        "metrics": metrics,
+        "flagged": any(r["beats"] for r in metrics.values()),
+    }
