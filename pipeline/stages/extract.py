@@ -138,7 +138,7 @@ def parse_version_date(created: str | None) -> date | None:
     parts = created.replace(",", " ").split()
     try:
         return date(int(parts[3]), _MONTHS[parts[2]], int(parts[1]))
-    except (IndexError, KeyError, ValueError):
+    except (IndexError, KeyError, ValueError, OverflowError):  # a year past C long: OverflowError
         return None
 
 
@@ -196,6 +196,24 @@ class Tables:
         """``(source_file, rows)`` runs of table ``name``, in row order."""
         ends = [start[name] for _, start in self.runs[1:]] + [_rows(getattr(self, name))]
         return [(src, end - start[name]) for (src, start), end in zip(self.runs, ends, strict=True)]
+
+    def sizes(self) -> tuple[int, int, int, int]:
+        """Rows of papers, references, mentions and sections (every column of a table has
+        as many between two records)."""
+        return (
+            len(self.papers[S.PAPER_ID]),
+            len(self.references[S.REF_ID]),
+            len(self.mentions[S.REF_ID]),
+            len(self.sections[S.PAPER_ID]),
+        )
+
+    def truncate(self, sizes: tuple[int, int, int, int]) -> None:
+        """Drop the rows appended since :meth:`sizes` returned ``sizes``."""
+        for table, size in zip(
+            (self.papers, self.references, self.mentions, self.sections), sizes, strict=True
+        ):
+            for column in table.values():
+                del column[size:]
 
 
 def _rows(cols: dict[str, list[Any]]) -> int:
@@ -265,6 +283,16 @@ class Occurrence:
 
 
 _NO_HEAD = frozenset(("", "-1", "0"))  # unnumbered occurrences
+# Longest section number read as a number: longer ones are labels (no real paper has
+# more than a few sections, and int() of a long digit string costs its length squared).
+_MAX_NUMBER_DIGITS = 9
+
+
+def _section_number(head: str) -> int | None:
+    """An ASCII decimal section number ("12"), else None ("²", "٣", "A", "")."""
+    if head.isascii() and head.isdigit() and len(head) <= _MAX_NUMBER_DIGITS:
+        return int(head)
+    return None
 
 
 def structure(occs: list[Occurrence]) -> list[Occurrence]:
@@ -331,16 +359,24 @@ def structure(occs: list[Occurrence]) -> list[Occurrence]:
             j += 1
         for k in range(i, j):
             tops[k] = cur
-        if cur_head.isdigit() and j < n and occs[j].level == 1 and heads[j].isdigit():
-            missing = [
-                str(x) for x in range(int(cur_head) + 1, int(heads[j])) if str(x) not in opened
-            ]
+        low = _section_number(cur_head)
+        high = _section_number(heads[j]) if j < n and occs[j].level == 1 else None
+        if low is not None and high is not None:
+            # at most one missing section per sub-level occurrence can be filled, so at most
+            # that many (plus one, to tell "more than the groups") are listed: a number
+            # gap of 10^11 costs no more than the occurrences between
+            missing: list[str] = []
+            for x in range(low + 1, high):
+                if len(missing) > j - i:
+                    break
+                if str(x) not in opened:
+                    missing.append(str(x))
             if missing:
                 starts: list[int] = []
                 prev_sub: int | None = None
                 for k in range(i, j):
                     if occs[k].level == 2:
-                        num = int(heads[k]) if heads[k].isdigit() else None
+                        num = _section_number(heads[k])
                         if not starts or (
                             num is not None and prev_sub is not None and num <= prev_sub
                         ):
@@ -440,14 +476,14 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     md = rec.metadata
     if md is None:
         raise Reject("missing_metadata")
-    raw_id = md.id or rec.paper_id
-    if not raw_id:
+    # stripped before the emptiness check: an id of blanks is no id (then the record's own)
+    paper_id = strip_version(md.id or "") or strip_version(rec.paper_id or "")
+    if not paper_id:
         raise Reject("missing_paper_id")
     if md.categories is None or not md.categories.split():
         raise Reject("missing_categories", f"categories={md.categories!r}")
     if rec.body_text is None and rec.sections is None:
         raise Reject("unknown_layout", "neither body_text (2022) nor sections (2024)")
-    paper_id = strip_version(raw_id)
     if _BAD_ID_CHAR.search(paper_id):
         # ids end up in TREC runs and file names; an id with a tab or a newline breaks them
         raise Reject(
@@ -455,7 +491,6 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
         )
     if paper_id in seen:
         raise Reject("duplicate_paper", f"{paper_id} already extracted from this file")
-    seen.add(paper_id)
 
     bib = rec.bib_entries or {}
     cats = md.categories.split()
@@ -531,6 +566,7 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     sec[S.UNNAMED].extend([o.unnamed for o in occs])
     sec[S.APPENDIX].extend([o.appendix for o in occs])
     m[S.PAPER_ID].extend([paper_id] * rows)
+    seen.add(paper_id)  # last: a record that fails part-way is not taken as seen
     return missing
 
 
@@ -754,7 +790,16 @@ def _decode_file(
                     ) from None
                 except Exception as e:  # noqa: BLE001 - whatever one line does, it is that line's reject
                     raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
-                counts["cite_spans_missing_bib"] += extract_record(rec, line_number, batch, seen)
+                sizes = batch.sizes()
+                try:
+                    counts["cite_spans_missing_bib"] += extract_record(
+                        rec, line_number, batch, seen
+                    )
+                except Reject:
+                    raise
+                except Exception as e:  # noqa: BLE001 - whatever one record does, it is that record's reject
+                    batch.truncate(sizes)  # the rows it appended before it failed
+                    raise Reject("extract_error", f"{type(e).__name__}: {e}") from None
                 counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
                 counts["papers_written"] += 1
                 pending[0] += 1

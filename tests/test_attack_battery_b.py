@@ -1,0 +1,125 @@
+"""Issue 21, cases 1, 2, 3, 7, 9, 10, 12, 13: one hostile record or damaged work-directory
+file never stops, hangs or quietly passes a run, and neighbours on one --out do not crash
+each other."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline import api
+from pipeline import schema as S
+from pipeline import workdir as W
+from pipeline.stages import extract as E
+from pipeline.stages.extract import Occurrence, structure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(sample_lines: list[bytes], i: int, **changes: object) -> dict:
+    rec = json.loads(sample_lines[i])
+    rec["metadata"] = dict(rec["metadata"], **changes.pop("metadata", {}))  # type: ignore[arg-type]
+    rec.update(changes)
+    return rec
+
+
+def _paragraph(number: str, sec_type: str, heading: str = "Heading") -> dict:
+    return {"section": heading, "sec_number": number, "sec_type": sec_type, "cite_spans": []}
+
+
+def _extract(tmp_path: Path, records: list[dict]) -> tuple[Path, dict]:
+    """Extract ``records`` (one file) in this process; return the out dir and the manifest."""
+    p = tmp_path / "in.jsonl"
+    p.write_bytes(b"\n".join(json.dumps(r).encode() for r in records) + b"\n")
+    out = tmp_path / "out"
+    api.extract(p, out, workers=1)
+    (manifest,) = [json.loads(m.read_text()) for m in W.manifest_paths(out, "extract")]
+    return out, manifest
+
+
+# --------------------------------------------------------------------- 1: no growth beyond the record
+def test_1_a_huge_gap_in_section_numbers_costs_no_more_than_the_record() -> None:
+    """Sections 1 and 999999999 with subsections between: the subsections are the missing
+    section 2, and no list of the numbers between is built (it hung at 4 GB)."""
+    for far in ("999999999", "99999999999"):
+        occs = [Occurrence("Intro", "1", 1, {}), Occurrence("Sub", "1", 2, {})]
+        occs += [Occurrence("Sub", "2", 2, {}), Occurrence("Far", far, 1, {})]
+        t0 = time.monotonic()
+        got = structure(occs)
+        assert time.monotonic() - t0 < 1.0
+        tops = [(("u" if o.unnamed else "") + o.number, got[o.top].number) for o in got]
+        if far == "999999999":
+            assert tops == [("1", "1"), ("u2", "2"), ("1", "2"), ("2", "2"), (far, far)]
+        assert len(got) <= len(occs) + 1
+
+
+# --------------------------------------------------------------------- 2: any error is that line's reject
+def test_2_a_superscript_subsection_number_is_not_a_number(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    body = [_paragraph("1", "section"), _paragraph("²", "subsection"), _paragraph("3", "section")]
+    rec = _record(sample_lines, 0, body_text=body)
+    occs = [Occurrence("a", "1", 1, {}), Occurrence("b", "²", 2, {}), Occurrence("c", "3", 1, {})]
+    assert len(structure(occs)) >= 3
+    out, manifest = _extract(tmp_path, [rec, json.loads(sample_lines[1])])
+    assert manifest["counts"]["papers_written"] == 2
+    assert manifest["counts"]["rejects_total"] == 0
+
+
+def test_2_an_error_of_any_type_while_extracting_is_a_counted_reject(
+    tmp_path: Path, sample_lines: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever extract_record raises is that line's reject (file and line named), and the
+    rows it appended before failing are dropped."""
+    bad_id = json.loads(sample_lines[1])["metadata"]["id"]
+    real = E._occurrences
+
+    def fail_for_one(rec, bib):  # noqa: ANN001, ANN202
+        if rec.metadata.id == bad_id:
+            raise KeyError("boom")
+        return real(rec, bib)
+
+    monkeypatch.setattr(E, "_occurrences", fail_for_one)
+    records = [json.loads(line) for line in sample_lines[:3]]
+    out, manifest = _extract(tmp_path, records)
+    counts = manifest["counts"]
+    assert (counts["papers_written"], counts["rejects"]) == (2, {"extract_error": 1})
+    rejects = pl.read_parquet(out / "extract" / "rejects")
+    row = rejects.row(0, named=True)
+    assert (row[S.LINE_NUMBER], row[S.SOURCE_FILE], row["reason"]) == (
+        2,
+        "in.jsonl",
+        "extract_error",
+    )
+    assert "KeyError" in row["detail"]
+    for table in ("papers", "references", "sections"):
+        ids = pl.read_parquet(out / "extract" / table)[S.PAPER_ID].to_list()
+        assert bad_id not in ids, table
+    papers = pl.read_parquet(out / "extract" / "papers")
+    assert papers.height == 2 and papers[S.PAPER_ID].null_count() == 0
+
+
+# --------------------------------------------------------------------- 3: dates past every calendar
+def test_3_a_version_date_past_any_year_is_no_date(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    assert E.parse_version_date("Thu, 22 Dec 99999999999999999999 15:08:58 GMT") is None
+    assert E.parse_version_date("Thu, 22 Dec 2022 15:08:58 GMT").year == 2022
+    huge = [{"version": "v1", "created": "Thu, 22 Dec 99999999999999999999 15:08:58 GMT"}]
+    rec = _record(sample_lines, 0, metadata={"versions": huge})
+    out, manifest = _extract(tmp_path, [rec])
+    assert manifest["counts"]["papers_written"] == 1
+    papers = pl.read_parquet(out / "extract" / "papers")
+    assert papers[S.FIRST_VERSION_DATE].to_list() == [None]
+
+
+# --------------------------------------------------------------------- 7: an id of blanks is no id
+def test_7_a_blank_paper_id_is_missing(tmp_path: Path, sample_lines: list[bytes]) -> None:
+    rec = _record(sample_lines, 0, metadata={"id": "   "}, paper_id="   ")
+    out, manifest = _extract(tmp_path, [rec])
+    assert manifest["counts"]["rejects"] == {"missing_paper_id": 1}
+    assert pl.read_parquet(out / "extract" / "papers").height == 0
