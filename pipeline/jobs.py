@@ -112,10 +112,9 @@ def run_identity(input_spec: str, cfg: Any) -> dict[str, str]:
 
 def unchanged_since_release(out: Path, identity: dict[str, str]) -> dict[str, Any] | None:
     """The last published record when input, config and code are all the same, else None."""
-    path = W.published_path(out)
-    if not path.exists():
+    record = W.read_record(W.published_path(out))
+    if record is None:
         return None
-    record = json.loads(path.read_text())
     return record if {k: record.get(k) for k in identity} == identity else None
 
 
@@ -142,22 +141,19 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
             record = records.get(f.key)
             done = record is not None and record.get("key") == want
             for unit in record.get("units", []) if done else []:
-                marker = W.marker_path(out, stage.name, unit)
-                if not marker.exists() or W.map_output_problem(
-                    out, stage.name, json.loads(marker.read_text()), False
-                ):
+                unit_marker = W.read_record(W.marker_path(out, stage.name, unit))
+                if unit_marker is None or W.map_output_problem(out, stage.name, unit_marker, False):
                     done = False
                     break
         marker = W.marker_path(out, stage.name, f.key)
-        if not done and marker.exists():
-            data = json.loads(marker.read_text())
+        data = None if done else W.read_record(marker)
+        if data is not None:
             done = data.get("key") == want and not W.map_output_problem(
                 out, stage.name, data, False
             )
-        failed = W.manifest_path(out, stage.name, f.key)
-        if not done and failed.exists():  # a file that could not be read is an outcome too
-            data = json.loads(failed.read_text())
-            done = data.get("key") == want and data.get("status") == W.FAILED
+        failed = W.read_record(W.manifest_path(out, stage.name, f.key))
+        if not done and failed is not None:  # a file that could not be read is an outcome too
+            done = failed.get("key") == want and failed.get("status") == W.FAILED
         if not done:
             missing.append(f.name or f.path)
     return missing

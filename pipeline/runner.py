@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import logging
 import multiprocessing as mp
 import os
@@ -372,9 +371,18 @@ def run_map(
     for s in sources:
         key = map_marker_key(stage, s, cfg)
         path = W.marker_path(out, stage.name, s.key)
-        marker = json.loads(path.read_text()) if path.exists() else {}
+        marker = W.read_record(path)
+        if marker is None:  # a damaged marker is redone, as a missing one
+            if path.exists():
+                log.warning(
+                    "%s: redo %s: its marker %s is damaged", stage.name, display(s.path), path
+                )
+            marker = {}
         if not force and marker.get("key") == key:
             problem = map_output_problem(out, stage.name, marker, verify)
+            manifest = W.manifest_path(out, stage.name, s.key)
+            if problem is None and W.read_record(manifest) is None:
+                problem = f"its manifest {manifest} is missing or damaged"
             if problem is None:
                 log.info(
                     "%s: skip %s (done: marker matches input identity and config)",
@@ -623,11 +631,11 @@ def _unit_done(
     path = W.marker_path(out, stage.name, unit_key(archive, unit.index))
     if not path.exists():
         return "not done"
+    marker = W.read_record(path, "key")
     try:
-        marker = json.loads(path.read_text())
-        key = marker["key"]
+        key = marker["key"]  # type: ignore[index]
         end = key["parts_end"]
-    except (ValueError, KeyError, TypeError) as e:
+    except (KeyError, TypeError) as e:
         return f"its marker {path} is damaged ({type(e).__name__})"
     if not isinstance(end, int) or not 0 <= end < len(archive.parts):
         return "its marker names no part"
@@ -998,10 +1006,10 @@ def _forget_changed_parts(stage: Stage, archive: InputFile, out: Path, record_pa
     goes (it is written again at the next end), its units are checked one by one."""
     if not record_path.exists():
         return
+    old = W.read_record(record_path, "parts")
     try:
-        old = json.loads(record_path.read_text())
-        before = [p["identity"] for p in old["parts"]]
-    except (ValueError, KeyError, TypeError):
+        before = [p["identity"] for p in old["parts"]]  # type: ignore[index]
+    except (KeyError, TypeError):
         record_path.unlink(missing_ok=True)
         return
     now = [p.identity for p in archive.parts]
@@ -1059,7 +1067,13 @@ def _check_map_outputs(out: Path, name: str, reader: str) -> None:
         RuntimeError: names the file and says how to redo it.
     """
     for path in W.marker_paths(out, name):
-        problem = map_output_problem(out, name, json.loads(path.read_text()), checksum=True)
+        marker = W.read_record(path)
+        if marker is None:
+            problem = "its marker is damaged"
+        elif W.read_record(W.manifest_path(out, name, path.stem)) is None:
+            problem = "its manifest is missing or damaged"
+        else:
+            problem = map_output_problem(out, name, marker, checksum=True)
         if problem is not None:
             path.unlink()
             raise RuntimeError(

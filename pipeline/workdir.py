@@ -100,9 +100,9 @@ def archive_records(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str,
     want = cfg.section_hash(*stage.config_sections)
     found = {}
     for p in sorted((out / stage.name / ARCHIVES).glob("*.json")):
-        with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
-            data = json.loads(p.read_text())
-            if _is_current(data["key"], want):
+        with contextlib.suppress(OSError):
+            data = read_record(p, "key")
+            if data is not None and _is_current(data["key"], want):
                 found[p.stem] = data
     return found
 
@@ -161,6 +161,49 @@ def published_path(out: Path) -> Path:
     return out / PUBLISHED
 
 
+# --------------------------------------------------------------------- records
+_DAMAGED: set[tuple[str, int, int]] = set()  # records already warned about, this process
+
+
+def read_record(path: Path, *required: str) -> dict[str, Any] | None:
+    """A JSON record of the work directory (marker, manifest, ``_SUCCESS.json``, shard or
+    publish record), or None when it is missing or damaged.
+
+    Every read of these files goes through here. A damaged record (a write cut short: not
+    JSON, not an object, or without one of the ``required`` keys) means what a deleted one
+    means, "redo what it vouches for", with a warning naming the file, never a crash of
+    every later run and ``status``.
+
+    Raises:
+        OSError: the file exists but cannot be read (permissions, I/O); names the file.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    problem = None
+    try:
+        record = json.loads(data)
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        problem = f"not JSON: {e}"
+    else:
+        if not isinstance(record, dict):
+            problem = f"a JSON {type(record).__name__}, not an object"
+        elif any(k not in record for k in required):
+            problem = f"no {', '.join(k for k in required if k not in record)}"
+    if problem is None:
+        return record
+    with contextlib.suppress(OSError):
+        st = path.stat()
+        seen = (str(path), st.st_size, st.st_mtime_ns)
+        if seen not in _DAMAGED:
+            _DAMAGED.add(seen)
+            log.warning(
+                "%s is damaged (%s): treated as missing, what it records is redone", path, problem
+            )
+    return None
+
+
 # --------------------------------------------------------------------- file records
 def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
     """The first file under ``base`` that does not match its record, as a message; else None.
@@ -187,8 +230,12 @@ def map_output_problem(out: Path, stage: str, marker: dict[str, Any], checksum: 
     return check_files(out / stage, marker["outputs"], checksum)
 
 
-def _is_current(key: dict[str, Any], config_hash: str) -> bool:
-    return key["config_hash"] == config_hash and key["schema_version"] == SCHEMA_VERSION
+def _is_current(key: Any, config_hash: str) -> bool:
+    return (
+        isinstance(key, dict)
+        and key.get("config_hash") == config_hash
+        and key.get("schema_version") == SCHEMA_VERSION
+    )
 
 
 def current_markers(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
@@ -196,8 +243,8 @@ def current_markers(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str,
     want = cfg.section_hash(*stage.config_sections)
     found = {}
     for m in marker_paths(out, stage.name):
-        data = json.loads(m.read_text())
-        if _is_current(data["key"], want):
+        data = read_record(m, "key")
+        if data is not None and _is_current(data["key"], want):
             found[m.stem] = data
     return found
 
@@ -224,7 +271,9 @@ def reduce_problem(
     marker = success_path(out, name)
     if not marker.exists():
         return "not done"
-    data = json.loads(marker.read_text())
+    data = read_record(marker)
+    if data is None:
+        return f"{marker} is damaged"
     if data.get("key") != stage_key(out, name, cfg, stages):
         return "stale"
     if "files" not in data:
@@ -246,8 +295,8 @@ def reduce_finished(out: Path, stage: str) -> bool:
 
 def reduce_counts(out: Path, stage: str) -> dict[str, Any] | None:
     """The counts a finished reduce stage recorded, or None."""
-    path = success_path(out, stage)
-    return json.loads(path.read_text())["counts"] if path.exists() else None
+    data = read_record(success_path(out, stage), "counts")
+    return data["counts"] if data is not None else None
 
 
 # --------------------------------------------------------------------- map stage inputs
@@ -266,10 +315,12 @@ def write_shard_record(
 
 def shard_records(out: Path, name: str) -> dict[str, dict[str, Any]]:
     """Every shard record of a map stage, by shard name (``"0-of-4"``)."""
-    return {
-        p.stem: json.loads(p.read_text())
-        for p in sorted((out / name / SHARD_INPUTS).glob("*.json"))
-    }
+    found = {}
+    for p in sorted((out / name / SHARD_INPUTS).glob("*.json")):
+        record = read_record(p, "shard", "input", "files")
+        if record is not None:  # a damaged record is rewritten by its shard's next run
+            found[p.stem] = record
+    return found
 
 
 def disagreement(records: dict[str, dict[str, Any]]) -> str | None:
@@ -296,8 +347,8 @@ def input_list(out: Path, name: str, reader: str) -> list[str] | None:
     """
     records = shard_records(out, name)
     if not records:
-        legacy = out / name / INPUTS
-        return json.loads(legacy.read_text())["files"] if legacy.exists() else None
+        legacy = read_record(out / name / INPUTS, "files")
+        return legacy["files"] if legacy is not None else None
     problem = disagreement(records)
     if problem is not None:
         raise RuntimeError(f"{reader}: {problem}")
@@ -392,8 +443,10 @@ def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
     markers = {m.stem for m in marker_paths(out, stage.name)}
     failed = []
     for p in manifest_paths(out, stage.name):
-        m = json.loads(p.read_text())
-        if m.get("status") != FAILED or p.stem in markers or not _is_current(m["key"], want):
+        m = read_record(p, "key")
+        if m is None or m.get("status") != FAILED or p.stem in markers:
+            continue
+        if not _is_current(m["key"], want) or "source_file" not in m or FAILED not in m:
             continue
         failed.append(
             {
@@ -409,8 +462,8 @@ def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------- totals and status
 def map_totals(out: Path, stage: str) -> tuple[int, dict[str, int]]:
     """Finished (not failed) manifests of a map stage, and the sum of their integer counts."""
-    manifests = [json.loads(p.read_text()) for p in manifest_paths(out, stage)]
-    manifests = [m for m in manifests if m.get("status") != FAILED]
+    manifests = [read_record(p, "counts") for p in manifest_paths(out, stage)]
+    manifests = [m for m in manifests if m is not None and m.get("status") != FAILED]
     totals: dict[str, int] = {}
     for m in manifests:
         for k, v in m["counts"].items():
@@ -500,5 +553,5 @@ def release_files(release: Path) -> list[tuple[str, Path]]:
 
 def release_records(release: Path) -> dict[str, dict[str, Any]] | None:
     """The files the runner recorded for a release folder (its ``_SUCCESS.json``), or None."""
-    success = release / SUCCESS
-    return json.loads(success.read_text()).get("files") if success.exists() else None
+    record = read_record(release / SUCCESS)
+    return record.get("files") if record is not None else None

@@ -940,16 +940,16 @@ def summarize(out: Path) -> dict[str, Any]:
     Written to ``<out>/extract/_summary.json`` after each extract run. The copy kept
     for a paper found in several files is the one whose ``source_file`` sorts first.
     """
-    import json
-
     from pipeline.files import write_json
     from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
-    from pipeline.workdir import ARCHIVES, summary_path
+    from pipeline.workdir import ARCHIVES, read_record, summary_path
 
     base = out / STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
     for path in sorted((base / MANIFESTS).glob("*.json")):
-        manifest = json.loads(path.read_text())
+        manifest = read_record(path, "counts")
+        if manifest is None:  # damaged: its file is redone (runner.run_map)
+            continue
         if manifest.get("status") == FAILED:
             if not (base / MARKERS / path.name).exists():
                 totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
@@ -965,8 +965,8 @@ def summarize(out: Path) -> dict[str, Any]:
     # redone by that shard, and is checked again before any later stage reads it
     papers = []
     for marker in sorted((base / MARKERS).glob("*.json")):
-        data = json.loads(marker.read_text())
-        if map_output_problem(out, STAGE.name, data, checksum=False) is None:
+        data = read_record(marker)
+        if data is not None and map_output_problem(out, STAGE.name, data, checksum=False) is None:
             papers.append(base / "papers" / f"{marker.stem}.parquet")
     if papers:
         ids = pl.scan_parquet(papers).select(S.PAPER_ID)
@@ -976,9 +976,10 @@ def summarize(out: Path) -> dict[str, Any]:
         totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
         totals["unique_papers"] = int(stats["unique"][0])
     members: dict[str, int] = {}
-    for record in sorted((base / ARCHIVES).glob("*.json")):
-        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
-            for kind, n in json.loads(record.read_text())["members"].items():
+    for path in sorted((base / ARCHIVES).glob("*.json")):
+        record = read_record(path, "members")
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            for kind, n in (record or {}).get("members", {}).items():
                 members[kind] = members.get(kind, 0) + int(n)
     if members:
         # archives' members by kind: JSONL members (read), empty and non-JSONL members and
