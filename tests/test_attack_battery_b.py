@@ -17,10 +17,11 @@ from pipeline import api
 from pipeline import schema as S
 from pipeline import workdir as W
 from pipeline.cli import main
+from pipeline.evaluate.evalset import EvalSetError
 from pipeline.stages import extract as E
 from pipeline.stages.extract import Occurrence, structure
 from tests.test_negatives import synthetic_release_dir
-from tests.test_verify import _outputs, _run
+from tests.test_verify import _flip_byte, _outputs, _run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -179,3 +180,32 @@ def test_9_a_reduce_stage_alone_refuses_over_a_damaged_marker(work, caplog) -> N
     assert len(extract_missing(out, str(corpus), api.config_of(None))) == 1
     api.extract(corpus, out, workers=1)
     api.reduce("works", out)
+
+
+# --------------------------------------------------------------------- 10: final outputs verified on every run
+def test_10_a_same_size_flip_in_the_release_is_redone_by_a_plain_run(work, caplog) -> None:
+    original, out, corpus = work
+    target = W.eval_file(out)
+    _flip_byte(target)
+    caplog.set_level(logging.WARNING, logger="pipeline")
+    assert _run(corpus, out) == 0  # no --verify: the release is cheap to hash on every run
+    assert f"{target} has sha256" in caplog.text
+    assert _outputs(out) == _outputs(original)
+
+
+def test_10_evaluate_refuses_a_release_file_that_differs_from_its_record(
+    work, capsys, caplog
+) -> None:
+    _, out, _ = work
+    target = W.eval_file(out)
+    _flip_byte(target)
+    eval_out = out.parent / "eval_out"
+    assert main(["evaluate", "--eval-file", str(W.release_dir(out)), "--out", str(eval_out)]) == 2
+    assert f"{target} has sha256" in caplog.text and "release record" in caplog.text
+    assert not (eval_out / "eval").exists()
+    # a copy of the release folder without its _SUCCESS.json: eval_metadata.json still says
+    copy = out.parent / "copy"
+    shutil.copytree(W.release_dir(out), copy)
+    (copy / W.SUCCESS).unlink()
+    with pytest.raises(EvalSetError, match="eval_metadata.json"):
+        api.evaluate(copy, out=eval_out, learned=False)

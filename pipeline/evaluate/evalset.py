@@ -22,6 +22,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
 )
 from pipeline.schema import LABEL_NAMES
+from pipeline.workdir import release_file_problem
 
 EVAL_COLUMNS = {
     SURVEY_ID: pl.String,
@@ -120,9 +121,13 @@ def load_eval_set(path: Path) -> pl.DataFrame:
     """The eval table in canonical order (survey_id, candidate_id) with a ``survey_year`` column.
 
     Raises:
-        EvalSetError: not Parquet; a required column is missing or cannot be cast; null ids, dates
+        EvalSetError: a release file whose sha256 differs from the release's record; not
+            Parquet; a required column is missing or cannot be cast; null ids, dates
             or labels; a label outside 0-4; a repeated (survey_id, candidate_id).
     """
+    problem = release_file_problem(path)  # a damaged release file is not scored
+    if problem is not None:
+        raise EvalSetError(problem)
     try:
         schema = pl.read_parquet_schema(path)
     except (OSError, pl.exceptions.PolarsError) as e:
