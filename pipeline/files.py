@@ -1,9 +1,11 @@
 """Files: the one atomic writer and the one file hash of the project.
 
-* Every final path is written as ``<name>.tmp-<host>-<pid>-<random>`` beside it and
-  moved into place with ``os.replace`` (:func:`atomic_path`); the temp is removed if the
-  write fails. The owner tag lets :func:`owner_alive` tell a dead run's leftovers from
-  the live temp files of another process sharing the directory.
+* Every final path is written as ``<name>.tmp-<host>-<pid>-<start>-<random>`` beside it
+  and moved into place with ``os.replace`` (:func:`atomic_path`); the temp is removed if
+  the write fails. The owner tag lets :func:`owner_alive` tell a dead run's leftovers from
+  the live temp files of another process sharing the directory: ``<start>`` (the
+  process's start time and the boot) tells the owner from a later process given the
+  same pid.
 * sha256 is the one file hash (:func:`sha256_file`): markers, ``_SUCCESS.json``, the
   release metadata, ``push`` and the evaluation's file identities all use it.
 """
@@ -21,12 +23,41 @@ from pathlib import Path
 from typing import Any
 
 _HOST = socket.gethostname().replace("-", "_")
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+_STARTS: dict[int, str] = {}  # this process's own start token, by pid (a fork has another)
+
+
+def _boot() -> str:
+    try:
+        return _BOOT_ID.read_text().strip().replace("-", "")[:8]
+    except OSError:
+        return "0"
+
+
+def process_start(pid: int) -> str | None:
+    """A token that names process ``pid`` and no later process given the same pid: its
+    start time in clock ticks since boot (``/proc/<pid>/stat`` field 22) and the boot id.
+
+    ``"0"`` where there is no ``/proc`` (the owner is then judged by pid alone); None when
+    no process ``pid`` runs.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self/stat").exists() else "0"
+    except OSError:
+        return "0"
+    # the command name (field 2) may hold spaces and parentheses: fields after its last ")"
+    return f"{stat.rsplit(')', 1)[1].split()[19]}_{_boot()}"
 
 
 def temp_tag() -> str:
-    """``tmp-<host>-<pid>-<random>``: lets a later run tell its own leftovers (dead pid,
-    same host) from the live temp files of another process sharing the work dir."""
-    return f"tmp-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    """``tmp-<host>-<pid>-<start>-<random>``: lets a later run tell its own leftovers (dead
+    owner, same host) from the live temp files of another process sharing the work dir."""
+    pid = os.getpid()
+    if pid not in _STARTS:
+        _STARTS[pid] = process_start(pid) or "0"
+    return f"tmp-{_HOST}-{pid}-{_STARTS[pid]}-{uuid.uuid4().hex[:12]}"
 
 
 @contextlib.contextmanager
@@ -94,11 +125,15 @@ def owner_alive(name: str) -> bool:
     """Whether the process that made temp file/dir ``name`` may still be writing it."""
     tag = name.rsplit(".tmp-", 1)[-1] if ".tmp-" in name else ""
     parts = tag.split("-")
-    if len(parts) != 3 or not parts[1].isdigit():
+    if len(parts) not in (3, 4) or not (parts[1].isascii() and parts[1].isdigit()):
         return False  # not ours to judge by name: an old-style or foreign temp, left by a dead run
     host, pid = parts[0], int(parts[1])
     if host != _HOST:
         return True  # another machine on a shared disk: leave its files alone
+    if len(parts) == 4 and parts[2] != "0":
+        # pids are reused (pid_max is 32768 by default): the owner is alive only if the
+        # process with its pid is the one that started when the tag says
+        return process_start(pid) == parts[2]
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -209,3 +212,27 @@ def test_10_evaluate_refuses_a_release_file_that_differs_from_its_record(
     (copy / W.SUCCESS).unlink()
     with pytest.raises(EvalSetError, match="eval_metadata.json"):
         api.evaluate(copy, out=eval_out, learned=False)
+
+
+# --------------------------------------------------------------------- 12: pids are reused
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_12_a_dead_owners_temp_is_removed_when_its_pid_is_reused(tmp_path: Path) -> None:
+    """A temp of a dead process whose pid now belongs to a live one (here: this process) is
+    a leftover; it was kept forever when owners were judged by pid alone."""
+    from pipeline.files import owner_alive, temp_tag
+
+    code = "from pipeline.files import temp_tag; print(temp_tag())"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    dead_tag = child.stdout.strip()
+    host, dead_pid = dead_tag.split("-")[1:3]
+    reused = dead_tag.replace(f"-{host}-{dead_pid}-", f"-{host}-{os.getpid()}-", 1)
+    assert reused != dead_tag
+    d = tmp_path / "extract" / "papers"
+    d.mkdir(parents=True)
+    leftover = d / f"x.parquet.{reused}"
+    live = d / f"y.parquet.{temp_tag()}"
+    for p in (leftover, live):
+        p.write_text("partial")
+    assert not owner_alive(leftover.name) and owner_alive(live.name)
+    W.clean_stale_temps(tmp_path)
+    assert live.exists() and not leftover.exists()
