@@ -381,8 +381,8 @@ def run_map(
         if not force and marker.get("key") == key:
             problem = map_output_problem(out, stage.name, marker, verify)
             manifest = W.manifest_path(out, stage.name, s.key)
-            if problem is None and W.read_record(manifest) is None:
-                problem = f"its manifest {manifest} is missing or damaged"
+            if problem is None and W.is_damaged(manifest):
+                problem = f"its manifest {manifest} is damaged"
             if problem is None:
                 log.info(
                     "%s: skip %s (done: marker matches input identity and config)",
@@ -1070,8 +1070,8 @@ def _check_map_outputs(out: Path, name: str, reader: str) -> None:
         marker = W.read_record(path)
         if marker is None:
             problem = "its marker is damaged"
-        elif W.read_record(W.manifest_path(out, name, path.stem)) is None:
-            problem = "its manifest is missing or damaged"
+        elif W.is_damaged(W.manifest_path(out, name, path.stem)):
+            problem = "its manifest is damaged"
         else:
             problem = map_output_problem(out, name, marker, checksum=True)
         if problem is not None:

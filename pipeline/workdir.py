@@ -204,6 +204,11 @@ def read_record(path: Path, *required: str) -> dict[str, Any] | None:
     return None
 
 
+def is_damaged(path: Path) -> bool:
+    """Whether a record is there but cannot be read (:func:`read_record`)."""
+    return path.exists() and read_record(path) is None
+
+
 # --------------------------------------------------------------------- file records
 def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) -> str | None:
     """The first file under ``base`` that does not match its record, as a message; else None.
