@@ -17,6 +17,7 @@ into one line on the CLI (``InputError``, ``ConfigError``, ``RuntimeError``, ...
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -287,35 +288,36 @@ def extract(
         raise InputError("extract needs --input")
     every = resolve_inputs(specs, exclude=_not_input(out, specs))
     files = shard(every, *shard_of)
-    # every shard records the whole input list under its own name: later stages check that
-    # all shards agree on it and wait until every file of it is done
-    W.record_shard_inputs(out, "extract", shard_of, specs, every, prune)
-    W.check_foreign_outputs(out, GRAPH["extract"], every, prune)
-    W.clean_stale_temps(W.stage_dir(out, "extract"))
-    run_map(GRAPH["extract"], files, out, cfg, workers, force, verify, shard_of)
-    totals = summarize(out)
-    result = ExtractResult(
-        out=out,
-        files=totals["files"],
-        papers=totals.get("papers_written", 0),
-        rejects=totals.get("rejects_total", 0),
-        duplicate_papers=totals.get("duplicate_papers_across_files", 0),
-        failed_files=totals["failed_files"],
-        totals=totals,
-    )
-    log.info(
-        "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
-        "%s failed files; outputs in %s",
-        result.files,
-        result.papers,
-        result.rejects,
-        result.duplicate_papers,
-        len(result.failed_files),
-        result.outputs,
-    )
-    keys = {f.key for f in every}
-    failed = [f for f in W.failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
-    check_failures(failed, len(every), max_failed_files, "extract")
+    with W.run_lock(out, cfg):  # a run with another config is refused (WorkDirBusyError)
+        # every shard records the whole input list under its own name: later stages check that
+        # all shards agree on it and wait until every file of it is done
+        W.record_shard_inputs(out, "extract", shard_of, specs, every, prune)
+        W.check_foreign_outputs(out, GRAPH["extract"], every, prune)
+        W.clean_stale_temps(W.stage_dir(out, "extract"))
+        run_map(GRAPH["extract"], files, out, cfg, workers, force, verify, shard_of)
+        totals = summarize(out)
+        result = ExtractResult(
+            out=out,
+            files=totals["files"],
+            papers=totals.get("papers_written", 0),
+            rejects=totals.get("rejects_total", 0),
+            duplicate_papers=totals.get("duplicate_papers_across_files", 0),
+            failed_files=totals["failed_files"],
+            totals=totals,
+        )
+        log.info(
+            "extract: %s files, %s papers, %s rejects, %s duplicate papers across files, "
+            "%s failed files; outputs in %s",
+            result.files,
+            result.papers,
+            result.rejects,
+            result.duplicate_papers,
+            len(result.failed_files),
+            result.outputs,
+        )
+        keys = {f.key for f in every}
+        failed = [f for f in W.failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
+        check_failures(failed, len(every), max_failed_files, "extract")
     return result
 
 
@@ -359,7 +361,9 @@ def reduce(
         names = [s.name for s in GRAPH.values() if s.kind == "reduce"]
         raise InputError(f"{stage!r} is not a reduce stage; available: {', '.join(names)}")
     cfg, out = config_of(config), Path(out)
-    manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
+    # no lock where there is no work directory: the stage refuses (upstream not done)
+    with W.run_lock(out, cfg) if out.is_dir() else contextlib.nullcontext():
+        manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
     result = StageResult(stage, W.stage_dir(out, stage), manifest)
     log.info("%s: outputs in %s", stage, result.outputs)
     return result
@@ -387,29 +391,33 @@ def run(
         InputError: no input and no finished extract outputs in ``out``.
     """
     cfg, specs, out = config_of(config), _specs(inputs), Path(out)
-    extracted = None
-    if specs:
-        # checksums of the extract outputs now: the reduce stages would check them before
-        # reading them anyway, and here a damaged file can still be redone from its input
-        extracted = extract(
-            specs,
-            out,
-            config=cfg,
-            workers=workers,
-            force=force,
-            verify=True,
-            prune=prune,
-            max_failed_files=max_failed_files,
-        )
-    elif W.stage_key(out, "extract", cfg, GRAPH) is None:
-        raise InputError("run needs --input (no finished extract outputs in --out)")
-    W.clean_stale_temps(out)
-    done = []
-    for stage in GRAPH.values():
-        if stage.kind == "reduce":
-            manifest = run_reduce(stage, out, cfg, force, max_failed_files, verify, stages=GRAPH)
-            done.append(StageResult(stage.name, W.stage_dir(out, stage.name), manifest))
-    evaluation = _evaluate_release(out, cfg) if evaluate_release else None
+    # held across extract (which takes it too) and the reduce stages
+    with W.run_lock(out, cfg) if specs or out.is_dir() else contextlib.nullcontext():
+        extracted = None
+        if specs:
+            # checksums of the extract outputs now: the reduce stages would check them before
+            # reading them anyway, and here a damaged file can still be redone from its input
+            extracted = extract(
+                specs,
+                out,
+                config=cfg,
+                workers=workers,
+                force=force,
+                verify=True,
+                prune=prune,
+                max_failed_files=max_failed_files,
+            )
+        elif W.stage_key(out, "extract", cfg, GRAPH) is None:
+            raise InputError("run needs --input (no finished extract outputs in --out)")
+        W.clean_stale_temps(out)
+        done = []
+        for stage in GRAPH.values():
+            if stage.kind == "reduce":
+                manifest = run_reduce(
+                    stage, out, cfg, force, max_failed_files, verify, stages=GRAPH
+                )
+                done.append(StageResult(stage.name, W.stage_dir(out, stage.name), manifest))
+        evaluation = _evaluate_release(out, cfg) if evaluate_release else None
     log.info("run: every stage's outputs in %s; the release in %s", out, W.release_dir(out))
     return RunResult(out, extracted, tuple(done), evaluation)
 

@@ -17,6 +17,7 @@ manifests and records are, and what can be read from them.
       works/ surveys/ ... release/    a reduce stage: its files, and _SUCCESS.json last
       .<stage>.<temp tag>/            a reduce stage being written (replaces <stage>/)
       eval/                           what ``evaluate`` (and ``run``) writes
+      _locks/<config hash>.lock       held (flock, shared) by every run of that config
       _published.json                 what the last ``push`` of a Job published
 
 The runner (:mod:`pipeline.runner`) writes these files at the paths given here; the
@@ -28,11 +29,14 @@ never by worker rank, so a rerun with another worker count still resumes.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import logging
+import os
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -54,6 +58,7 @@ SUMMARY = "_summary.json"  # extract: totals over its manifests
 ARCHIVES = "_archives"  # a map stage's archive inputs read to their end, by archive key
 PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
 RELEASE = "release"  # the stage whose folder is the release
+LOCKS = "_locks"  # work dir root: one lock file per config that runs here, and the gate
 # A map stage reports an input file it could not read to its end as counts
 # ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
 FAILED = "failed"
@@ -522,6 +527,97 @@ def status(out: Path, cfg: Config, stages: Mapping[str, Stage]) -> dict[str, dic
 def has_work(out: Path, stages: Mapping[str, Stage]) -> bool:
     """Whether any stage has a folder in ``out``."""
     return any(stage_dir(out, name).is_dir() for name in stages)
+
+
+# --------------------------------------------------------------------- the lock
+class WorkDirBusyError(RuntimeError):
+    """A run with another config is using the work directory."""
+
+
+# what flock raises on a file system without locks (NFS without a lock manager, FUSE)
+_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
+
+
+@contextlib.contextmanager
+def run_lock(out: Path, cfg: Config) -> Iterator[None]:
+    """Hold ``out`` for a run with ``cfg`` while the block runs.
+
+    Runs with the same config share the work directory (shards, or one command started
+    twice, cooperate as before: markers, owner-tagged temps, atomic replaces). A run with
+    another config would replace files the first one is reading, so it is refused at once.
+    Each config's lock file is held with a shared ``flock`` and the check is made under an
+    exclusive gate, so of two runs started together exactly one is refused. The kernel
+    drops the locks of a process however it ends (kill -9 included). On a file system
+    without locks (a Jobs bucket mount, see ``MOUNTS.md``) the run goes ahead unlocked,
+    with a warning.
+
+    Raises:
+        WorkDirBusyError: a run with another config holds ``out``.
+    """
+    folder = out / LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = None
+    gate = os.open(folder / "gate", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if _lock_or_warn(gate, out):
+            try:
+                busy = _other_configs(folder, cfg.hash)
+                if busy:
+                    raise WorkDirBusyError(
+                        f"{out} is in use by a run with another config (config hash "
+                        f"{busy[0]}); wait for it to finish, or use another --out"
+                    )
+                mine = os.open(folder / f"{cfg.hash}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(mine, fcntl.LOCK_SH)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+    finally:
+        if mine is not None:
+            os.close(mine)  # releases its lock
+        os.close(gate)
+
+
+def _lock_or_warn(gate: int, out: Path) -> bool:
+    """Take the gate (waiting for another run's check); False where there are no locks."""
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+    except OSError as e:
+        if e.errno not in _NO_LOCKS:
+            raise
+        log.warning(
+            "%s: the file system has no file locks (%s): a run with another config on this "
+            "--out is not detected (see pipeline/MOUNTS.md)",
+            out,
+            os.strerror(e.errno or 0),
+        )
+        return False
+    return True
+
+
+def _other_configs(folder: Path, config_hash: str) -> list[str]:
+    """Config hashes of other runs holding their lock in ``folder`` (the gate is held).
+
+    The lock file of a config no run holds is removed: nobody can be between opening it
+    and locking it, since both happen under the gate.
+    """
+    busy = []
+    for path in sorted(folder.glob("*.lock")):
+        if path.stem == config_hash:
+            continue
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            busy.append(path.stem)
+        else:
+            path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return busy
 
 
 # --------------------------------------------------------------------- temps

@@ -236,3 +236,87 @@ def test_12_a_dead_owners_temp_is_removed_when_its_pid_is_reused(tmp_path: Path)
     assert not owner_alive(leftover.name) and owner_alive(live.name)
     W.clean_stale_temps(tmp_path)
     assert live.exists() and not leftover.exists()
+
+
+# --------------------------------------------------------------------- 13: one config at a time on one --out
+_HOLD = """
+import sys, time
+from pathlib import Path
+from pipeline import workdir as W
+from pipeline.config import load_config
+with W.run_lock(Path(sys.argv[1]), load_config(sys.argv[2])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def _other_config(tmp_path: Path) -> Path:
+    path = tmp_path / "other.toml"
+    path.write_text("[surveys]\nmin_resolved_refs = 5\n")
+    return path
+
+
+def test_13_a_run_with_another_config_is_refused_while_same_config_runs_share(
+    tmp_path: Path, sample_lines: list[bytes], caplog
+) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b"\n".join(sample_lines[:3]) + b"\n")
+    out, other = tmp_path / "out", _other_config(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(out), str(other)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        args = ["extract", "--input", str(corpus), "--out", str(out), "--workers", "1"]
+        assert main(args) == 2
+        assert "is in use by a run with another config" in caplog.text
+        assert not W.marker_paths(out, "extract")
+        assert main([*args, "--config", str(other)]) == 0  # the same config: shares it
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(args) == 0  # a killed holder holds nothing
+
+
+def test_13_runs_with_two_configs_started_together_never_crash(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two identical runs and one with another config, started together on one --out:
+    the identical ones cooperate, the other config is refused in one line (before, one of
+    them read a Parquet file the other was replacing and crashed)."""
+    corpus = synthetic_release_dir(tmp_path_factory).parent / "corpus"
+    out, other = tmp_path / "out", _other_config(tmp_path)
+    base = [sys.executable, "-m", "pipeline", "run", "--input", str(corpus), "--out", str(out)]
+    base += ["--workers", "1"]
+    commands = [base, base, [*base, "--config", str(other)]]
+    procs = [
+        subprocess.Popen(c, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for c in commands
+    ]
+    results = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+    codes = [rc for rc, _ in results]
+    assert codes in ([0, 0, 2], [2, 2, 0]), results
+    for rc, err in results:
+        if rc == 2:
+            (line,) = err.strip().splitlines()
+            assert "is in use by a run with another config" in line
+
+
+def test_13_without_file_locks_a_run_goes_ahead_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    """A Jobs bucket mount has no file locking (MOUNTS.md): flock fails there."""
+    import errno
+    import fcntl
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    ran = False
+    with W.run_lock(tmp_path / "out", api.config_of(None)):
+        ran = True
+    assert ran and "has no file locks" in caplog.text and "MOUNTS.md" in caplog.text

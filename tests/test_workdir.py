@@ -11,7 +11,7 @@ from pipeline.config import Config
 from pipeline.stages import GRAPH
 
 ROOT = Path(pipeline.__file__).parent
-LAYOUT_NAMES = (W.MARKERS, W.MANIFESTS, W.SUCCESS, W.INPUTS, W.SHARD_INPUTS, W.PUBLISHED)
+LAYOUT_NAMES = (W.MARKERS, W.MANIFESTS, W.SUCCESS, W.INPUTS, W.SHARD_INPUTS, W.PUBLISHED, W.LOCKS)
 KNOWN: set[tuple[str, str]] = set()  # (module, name) allowed to spell a layout name
 
 
