@@ -43,3 +43,31 @@ def test_no_integer_past_64_bits_passes_config_validation(
     assert main(["status", "--out", str(tmp_path / "out"), "--config", str(path)]) == 2
     (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert name in message and "\n" not in message
+
+
+# --------------------------------------------------------------------- 18: disk full
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_disk_full_inside_a_polars_write_is_one_line_and_rc_2(
+    tmp_path: Path, sample_lines: list[bytes], monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    """Polars reports ENOSPC as a ComputeError, not an OSError: still an expected failure."""
+    import polars as pl
+
+    from pipeline import api
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "part.jsonl").write_bytes(b"\n".join(sample_lines) + b"\n")
+    out = tmp_path / "out"
+    api.extract(corpus, out, workers=1)
+    real_write = pl.DataFrame.write_parquet
+
+    def disk_full(self: pl.DataFrame, file, *args, **kwargs):
+        return real_write(self, "/dev/full", *args, **kwargs)  # the real error of a full disk
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", disk_full)
+    caplog.set_level(logging.ERROR, logger="pipeline")
+    assert main(["works", "--out", str(out)]) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "No space left on device" in message and "\n" not in message
+    assert "unexpected" not in message
