@@ -15,10 +15,10 @@ from typing import Any
 
 from pipeline import __version__, api
 from pipeline.config import Config, describe, load_config
-from pipeline.errors import INTERRUPTED, user_message
+from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
 from pipeline.publish import ENDPOINT_HELP
-from pipeline.runner import DEFAULT_MAX_FAILED
+from pipeline.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
 from pipeline.sources import InputError
 from pipeline.stages import GRAPH
 
@@ -389,14 +389,14 @@ def _log_to_stderr(level: int) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every expected failure is one line on stderr and exit code 2.
 
-    Ctrl-C exits 130 with a line saying how to resume; an unexpected error exits 1 with
-    one line, and with its traceback under ``-v``.
+    Ctrl-C exits 130 and SIGTERM 143, each with a line saying how to resume; an
+    unexpected error exits 1 with one line, and with its traceback under ``-v``.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
-    with _log_to_stderr(level), warnings.catch_warnings():
+    with _log_to_stderr(level), warnings.catch_warnings(), sigterm_as_interrupt():
         warnings.showwarning = _show_warning
         try:
             _check_out(args)
@@ -404,12 +404,14 @@ def main(argv: list[str] | None = None) -> int:
                 cfg = load_config(args.config)
                 return args.handler(args, cfg)
             return args.func(args)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            terminated = isinstance(e, Terminated)
+            message = TERMINATED if terminated else INTERRUPTED
             if verbose:
-                log.exception("%s", INTERRUPTED)
+                log.exception("%s", message)
             else:
-                log.error("%s", INTERRUPTED)
-            return 130
+                log.error("%s", message)
+            return 128 + e.signum if terminated else 130
         except Exception as e:
             expected = user_message(e)
             message = expected or f"unexpected {type(e).__name__}: {' '.join(str(e).split())}"

@@ -13,6 +13,7 @@ import re
 
 TOKEN_HELP = "set HF_TOKEN or run `hf auth login`"
 INTERRUPTED = "interrupted; rerun the same command to resume"
+TERMINATED = "terminated (SIGTERM); rerun the same command to resume"
 
 
 class TokenError(RuntimeError):

@@ -194,9 +194,49 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
+# Signals that stop a run the way Ctrl-C does: a one-line message, a work directory a
+# rerun resumes. SIGTERM is what `kill`, `timeout`, systemd and job schedulers send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so it takes Ctrl-C's path (workers killed,
+    temps left for the next run to clean, markers only for finished work)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``)
+    in the main thread, as SIGINT does. A SIGTERM that is ignored (inherited SIG_IGN) stays
+    ignored; outside the main thread nothing changes (handlers can only be set there)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT while worker processes are started (they inherit the disposition)."""
+    """Ignore SIGINT while worker processes are started (they inherit the disposition).
+
+    SIGTERM is not ignored here: a scheduler sends it once, and a worker that gets it
+    while starting ends silently (its default action) anyway.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -208,18 +248,19 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def _exit_interrupted(signum: int, frame: Any) -> None:
-    os._exit(130)
+    os._exit(128 + signum)
 
 
-def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
+def _init_worker(queue: Any, parent: int, end_on: tuple[int, ...] = STOP_SIGNALS) -> None:
     global _QUEUE
     _QUEUE = queue
     _die_with_parent(parent)
-    # Ctrl-C reaches the whole process group: the parent reports it (one line, how to
-    # resume); a worker just ends, as if killed, instead of printing its own traceback.
-    # A parent that ignores SIGINT (nohup, a background job) has workers that ignore it.
-    if end_on_sigint:
-        signal.signal(signal.SIGINT, _exit_interrupted)
+    # Ctrl-C (and a SIGTERM to the process group) reaches every process: the parent reports
+    # it (one line, how to resume); a worker just ends, as if killed, instead of printing
+    # its own traceback. A parent that ignores a signal (nohup, a background job) has
+    # workers that ignore it.
+    for signum in end_on:
+        signal.signal(signum, _exit_interrupted)
     # the parent logs what workers return; without a handler here, warnings would also
     # reach stderr through logging's last-resort handler
     log.addHandler(logging.NullHandler())
@@ -378,8 +419,8 @@ def run_map(
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-            init_args = (queue, os.getpid(), end_on_sigint)
+            end_on = tuple(s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN)
+            init_args = (queue, os.getpid(), end_on)
             with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
                 # workers start with Ctrl-C ignored (a worker still importing would print a
                 # traceback), then _init_worker makes it end them quietly
@@ -395,7 +436,7 @@ def run_map(
                             for manifest in fut.result():
                                 results.append(manifest)
                                 _log_done(manifest)  # workers have no log handler of their own
-                except KeyboardInterrupt:
+                except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
                     # a worker that missed the Ctrl-C (still starting) is stopped here, so
                     # leaving the pool does not wait for its files; a rerun redoes them
                     for child in mp.active_children():

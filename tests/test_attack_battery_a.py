@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pipeline.cli import main
 from pipeline.config import Config, ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # --------------------------------------------------------------------- 16: integer ranges
@@ -71,3 +78,36 @@ def test_disk_full_inside_a_polars_write_is_one_line_and_rc_2(
     (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert "No space left on device" in message and "\n" not in message
     assert "unexpected" not in message
+
+
+# --------------------------------------------------------------------- 21: SIGTERM
+@pytest.mark.parametrize("group", [False, True], ids=["main-process", "process-group"])
+def test_sigterm_says_how_to_resume_and_the_rerun_finishes(tmp_path: Path, group: bool) -> None:
+    """SIGTERM (kill, timeout, a scheduler) mid-extract: one line, rc 143, resumable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env.update(HF_HOME=str(tmp_path / "hf_home"), PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "pipeline", "demo", "--out", "d", "--workers", "2"]
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "d" / "extract").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("rerun the same command to resume"), err
+    rerun = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (tmp_path / "d" / "release" / "_SUCCESS.json").is_file()
