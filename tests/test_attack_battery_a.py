@@ -111,3 +111,64 @@ def test_sigterm_says_how_to_resume_and_the_rerun_finishes(tmp_path: Path, group
     rerun = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert (tmp_path / "d" / "release" / "_SUCCESS.json").is_file()
+
+
+# --------------------------------------------------------------------- 11: push checks every file
+@pytest.fixture(scope="module")
+def built_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.test_release import handmade_release
+
+    return handmade_release(tmp_path_factory.mktemp("release_work")) / "release"
+
+
+def _edit_card(release: Path) -> Path:
+    card = release / "README.md"
+    card.write_text(card.read_text() + "\nedited after the release stage\n")
+    return card
+
+
+def _replace_figure(release: Path) -> Path:
+    (figure,) = sorted((release / "figures").glob("*.png"))[:1]
+    figure.write_bytes(figure.read_bytes()[::-1])
+    return figure
+
+
+def _add_script(release: Path) -> Path:
+    script = release / "notes.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    return script
+
+
+@pytest.mark.parametrize("record", ["kept", "deleted"])
+@pytest.mark.parametrize("change", [_edit_card, _replace_figure, _add_script])
+def test_push_refuses_any_file_the_release_record_does_not_list(
+    built_release: Path, tmp_path: Path, caplog, change, record: str
+) -> None:
+    import shutil
+
+    release = tmp_path / "release"
+    shutil.copytree(built_release, release)
+    args = ["push", "--repo-id", "someone/x", "--release", str(release), "--dry-run"]
+    assert main(args) == 0  # untouched: accepted
+    changed = change(release)
+    if record == "deleted":
+        (release / "_SUCCESS.json").unlink()
+    caplog.clear()
+    caplog.set_level(logging.ERROR, logger="pipeline")
+    assert main(args) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    named = changed if record == "kept" else release / "_SUCCESS.json"
+    assert str(named) in message and "\n" not in message
+
+
+def test_push_refuses_a_damaged_release_record(built_release: Path, tmp_path: Path, caplog) -> None:
+    import shutil
+
+    release = tmp_path / "release"
+    shutil.copytree(built_release, release)
+    success = release / "_SUCCESS.json"
+    success.write_text(success.read_text()[:40])
+    caplog.set_level(logging.ERROR, logger="pipeline")
+    assert main(["push", "--repo-id", "someone/x", "--release", str(release), "--dry-run"]) == 2
+    (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert str(success) in message and "damaged" in message
