@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
+from pipeline.arg_types import repo_id
 from pipeline.config import Config, describe, load_config
 from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
@@ -204,7 +205,10 @@ def _add_push(sub: argparse._SubParsersAction) -> None:
         "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
     )
     p.add_argument(
-        "--repo-id", required=True, help="OWNER/NAME of the dataset repo (created if missing)"
+        "--repo-id",
+        type=repo_id,
+        required=True,
+        help="OWNER/NAME of the dataset repo (created if missing)",
     )
     p.add_argument(
         "--release",

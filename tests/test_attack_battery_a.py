@@ -172,3 +172,62 @@ def test_push_refuses_a_damaged_release_record(built_release: Path, tmp_path: Pa
     assert main(["push", "--repo-id", "someone/x", "--release", str(release), "--dry-run"]) == 2
     (message,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert str(success) in message and "damaged" in message
+
+
+# --------------------------------------------------------------------- 17: names, durations, counts
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--fan-out", "0"],
+        ["--fan-out", "-2"],
+        ["--timeout", "forever"],
+        ["--timeout", "0"],
+        ["--timeout", "2w"],  # a unit the Job spec does not convert
+        ["--finish-timeout", "soon"],
+        ["--poll", "-1"],
+        ["--poll", "nan"],
+        ["--input-repo", "../../etc"],
+        ["--namespace", "a b"],
+        ["--namespace", "a/b"],
+        ["--repo-id", "a/b/c"],
+        ["--bucket", "owner"],
+        ["--code-repo", "a b/c"],
+        ["--config", "missing.toml"],
+    ],
+    ids=lambda x: " ".join(x),
+)
+def test_submit_dry_run_refuses_bad_names_durations_counts_and_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, extra: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["submit", "--dry-run", "--namespace", "someone", "--constraints", str(CONSTRAINTS)]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, *extra])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and extra[0] in err, err
+
+
+def test_submit_dry_run_still_takes_good_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.toml").write_text("[surveys]\nmin_resolved_refs = 10\n")
+    argv = ["submit", "--dry-run", "--namespace", "some-org", "--constraints", str(CONSTRAINTS)]
+    argv += ["--fan-out", "3", "--timeout", "90m", "--finish-timeout", "7200", "--poll", "0.5"]
+    argv += ["--input-repo", "ines-besrour/unarxive_2024", "--repo-id", "some-org/lists.v2"]
+    argv += ["--config", "ok.toml"]
+    assert main(argv) == 0
+    assert '"timeout": "90m"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "a/b/c", "a b/c", "owner", "o/" + "n" * 200])
+def test_push_dry_run_refuses_bad_repo_ids(built_release: Path, capsys, bad: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["push", "--repo-id", bad, "--release", str(built_release), "--dry-run"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--repo-id" in err, err
