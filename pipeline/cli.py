@@ -19,6 +19,7 @@ from pipeline.config import Config, describe, load_config
 from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
 from pipeline.publish import ENDPOINT_HELP
+from pipeline.redact import SecretFilter
 from pipeline.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
 from pipeline.sources import InputError
 from pipeline.stages import GRAPH
@@ -366,7 +367,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 @contextlib.contextmanager
 def _log_to_stderr(level: int) -> Iterator[None]:
-    """The pipeline's log lines on stderr at ``level`` while a command runs.
+    """The pipeline's log lines on stderr at ``level`` while a command runs, scrubbed of
+    secrets (:class:`pipeline.redact.SecretFilter`).
 
     A handler on the ``pipeline`` logger, not the root logger: records still propagate
     (pytest's capture sees them), and a command run from inside another (``demo`` runs
@@ -375,6 +377,14 @@ def _log_to_stderr(level: int) -> Iterator[None]:
     """
     previous = log.level
     log.setLevel(level)
+    # every record, the traceback of -v included, loses the token before a handler sees
+    # it; records of other libraries' loggers that reach stderr through logging's
+    # last-resort handler too
+    secrets = SecretFilter()
+    log.addFilter(secrets)
+    last_resort = logging.lastResort
+    if last_resort is not None:
+        last_resort.addFilter(secrets)
     handler = None
     if not any(getattr(h, "pipeline_cli", False) for h in log.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -387,6 +397,9 @@ def _log_to_stderr(level: int) -> Iterator[None]:
     finally:
         if handler is not None:
             log.removeHandler(handler)
+        log.removeFilter(secrets)
+        if last_resort is not None:
+            last_resort.removeFilter(secrets)
         log.setLevel(previous)
 
 

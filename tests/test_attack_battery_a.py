@@ -231,3 +231,81 @@ def test_push_dry_run_refuses_bad_repo_ids(built_release: Path, capsys, bad: str
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--repo-id" in err, err
+
+
+# --------------------------------------------------------------------- 20: secrets
+class _QuotingHub:
+    """A Hub that refuses every request and quotes its Authorization header back."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _refuse(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                quoted = self.headers.get("Authorization", "")
+                body = json.dumps(
+                    {"error": f"Invalid credentials in Authorization header: {quoted}"}
+                ).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("X-Error-Message", f"Invalid credentials: {quoted}")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_GET = do_POST = do_HEAD = do_PUT = _refuse  # noqa: N815
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _QuotingHub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+HF_LIKE_TOKEN = "hf_" + "Ab3" * 12  # the shape of a real token: hf_ and 36 letters and digits
+
+
+@pytest.mark.parametrize("token", ["hf_fake_secret_123", HF_LIKE_TOKEN])
+@pytest.mark.parametrize("verbose", [[], ["-v"]], ids=["plain", "verbose"])
+def test_a_hub_answer_quoting_the_token_never_prints_it(
+    tmp_path: Path, token: str, verbose: list[str]
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env.update(HF_HOME=str(tmp_path / "hf_home"), PYTHONPATH=str(ROOT), HF_TOKEN=token)
+    env.update(HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1")
+    cmd = [sys.executable, "-m", "pipeline", *verbose, "submit", "--namespace", "someone"]
+    cmd += ["--constraints", str(CONSTRAINTS)]
+    with _QuotingHub() as hub:
+        env["HF_ENDPOINT"] = hub.endpoint
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert b"401" in proc.stderr  # the refusal itself is reported
+    assert token.encode() not in proc.stdout + proc.stderr
+    if verbose:  # the traceback holds what the Hub quoted, scrubbed
+        assert b"Traceback" in proc.stderr and b"Bearer <redacted>" in proc.stderr
+
+
+def test_scrub_hides_secrets_the_process_does_not_know() -> None:
+    from pipeline.redact import scrub
+
+    other = "hf_" + "Zz9" * 12
+    said = f"Authorization: Bearer abc.def-ghi; org token api_org_{'x1' * 16} and {other}."
+    clean = scrub(said)
+    assert "abc.def-ghi" not in clean and other not in clean and "api_org_" not in clean
+    assert clean.startswith("Authorization: Bearer <redacted>;")
+    assert scrub("hf_home and hf_transfer stay") == "hf_home and hf_transfer stay"
