@@ -309,3 +309,23 @@ def test_scrub_hides_secrets_the_process_does_not_know() -> None:
     assert "abc.def-ghi" not in clean and other not in clean and "api_org_" not in clean
     assert clean.startswith("Authorization: Bearer <redacted>;")
     assert scrub("hf_home and hf_transfer stay") == "hf_home and hf_transfer stay"
+
+
+# --------------------------------------------------------------------- 19: library caches
+def test_a_run_on_a_fresh_home_writes_nothing_outside_out_and_its_temp_dir(tmp_path: Path) -> None:
+    home, temp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    temp.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HF_", "HUGGING", "XDG_", "MPL")) and k != "PYTHONPYCACHEPREFIX"
+    }
+    env.update(HOME=str(home), TMPDIR=str(temp), PYTHONPATH=str(ROOT))
+    env.update(PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pipeline", "demo", "--out", str(tmp_path / "d"), "--workers", "1"]
+    proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "d" / "release" / "figures").is_dir()  # it drew its figures
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+    assert sorted(p.name for p in temp.iterdir()) == []  # the run's own temp dir is gone
