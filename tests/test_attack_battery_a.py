@@ -329,3 +329,81 @@ def test_a_run_on_a_fresh_home_writes_nothing_outside_out_and_its_temp_dir(tmp_p
     assert (tmp_path / "d" / "release" / "figures").is_dir()  # it drew its figures
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
     assert sorted(p.name for p in temp.iterdir()) == []  # the run's own temp dir is gone
+
+
+# --------------------------------------------------------------------- 14: model files
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(release folder, a model.txt that `train` wrote for it, with its model.json)."""
+    from pipeline.rank import train_release
+    from tests.test_negatives import synthetic_release_dir
+
+    release = synthetic_release_dir(tmp_path_factory) / "release"
+    return release, train_release(release, tmp_path_factory.mktemp("model"))
+
+
+def _set_first(text: str, key: str, value: str) -> str:
+    """``key=a b c`` of the first tree -> ``key=value b c``."""
+    start = text.index(f"\n{key}=") + len(key) + 2
+    end = text.index("\n", start)
+    rest = text[start:end].split(" ")[1:]
+    return text[:start] + " ".join([value, *rest]) + text[end:]
+
+
+def _cut_inside_a_tree(text: str) -> str:
+    start = text.index("\nleft_child=", text.index("Tree=1"))
+    return text[: start + 15]
+
+
+MODEL_DAMAGE = {
+    "cut-in-half": lambda t: t.encode()[: len(t) // 2],
+    "cut-inside-a-tree": lambda t: _cut_inside_a_tree(t).encode(),
+    "left-child-out-of-range": lambda t: _set_first(t, "left_child", "999999").encode(),
+    "split-feature-out-of-range": lambda t: _set_first(t, "split_feature", "99999").encode(),
+    "child-cycle": lambda t: _set_first(t, "right_child", "0").encode(),
+    "binary": lambda t: bytes(range(256)) * 8,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(MODEL_DAMAGE))
+def test_a_damaged_model_file_is_one_line_naming_it_never_a_crash(
+    trained: tuple[Path, Path], tmp_path: Path, damage: str
+) -> None:
+    import shutil
+
+    release, model = trained
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(MODEL_DAMAGE[damage](model.read_text()))
+    shutil.copy(model.with_suffix(".json"), bad.with_suffix(".json"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env.update(PYTHONPATH=str(ROOT), HF_HOME=str(tmp_path / "hf_home"))
+    cmd = [sys.executable, "-m", "pipeline", "evaluate", "--eval-file", str(release)]
+    cmd += ["--model-file", str(bad), "--no-learned", "--out", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    (line,) = proc.stderr.strip().splitlines()
+    assert str(bad) in line and "LightGBM" in line, line
+
+
+def test_every_cut_of_a_model_file_is_refused_or_loads(trained: tuple[Path, Path]) -> None:
+    """No prefix of a good model file crashes LightGBM (in a child process: a crash is a signal)."""
+    _, model = trained
+    script = (
+        "import sys, numpy as np, lightgbm as lgb\n"
+        "from pathlib import Path\n"
+        "from pipeline.rank.lgbm_text import ModelTextError, check_model_text\n"
+        "data = Path(sys.argv[1]).read_bytes()\n"
+        "step = max(1, len(data) // 3000)\n"
+        "for cut in [*range(0, len(data), step), len(data)]:\n"
+        "    try:\n"
+        "        text = check_model_text(data[:cut], Path(sys.argv[1]))\n"
+        "    except ModelTextError:\n"
+        "        continue\n"
+        "    booster = lgb.Booster(model_str=text)\n"
+        "    booster.predict(np.random.rand(3, booster.num_feature()))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(model)], env=env, capture_output=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
