@@ -194,11 +194,8 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
-# Signals that stop a run the way Ctrl-C does: a one-line message, a work directory a
-# rerun resumes. SIGTERM is what `kill`, `timeout`, systemd and job schedulers send.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
+# SIGTERM (what `kill`, `timeout`, systemd and job schedulers send) stops a run the way
+# Ctrl-C does: a one-line message, a work directory a rerun resumes.
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so it takes Ctrl-C's path (workers killed,
     temps left for the next run to clean, markers only for finished work)."""
@@ -251,16 +248,18 @@ def _exit_interrupted(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
-def _init_worker(queue: Any, parent: int, end_on: tuple[int, ...] = STOP_SIGNALS) -> None:
+def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
     global _QUEUE
     _QUEUE = queue
     _die_with_parent(parent)
     # Ctrl-C (and a SIGTERM to the process group) reaches every process: the parent reports
     # it (one line, how to resume); a worker just ends, as if killed, instead of printing
-    # its own traceback. A parent that ignores a signal (nohup, a background job) has
-    # workers that ignore it.
-    for signum in end_on:
-        signal.signal(signum, _exit_interrupted)
+    # its own traceback. A parent that ignores SIGINT (nohup, a background job) has
+    # workers that ignore it; an ignored SIGTERM is inherited as ignored and stays so.
+    if end_on_sigint:
+        signal.signal(signal.SIGINT, _exit_interrupted)
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _exit_interrupted)
     # the parent logs what workers return; without a handler here, warnings would also
     # reach stderr through logging's last-resort handler
     log.addHandler(logging.NullHandler())
@@ -419,8 +418,8 @@ def run_map(
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            end_on = tuple(s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN)
-            init_args = (queue, os.getpid(), end_on)
+            end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+            init_args = (queue, os.getpid(), end_on_sigint)
             with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
                 # workers start with Ctrl-C ignored (a worker still importing would print a
                 # traceback), then _init_worker makes it end them quietly
