@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
+from pipeline.arg_types import repo_id
 from pipeline.config import Config, describe, load_config
-from pipeline.errors import INTERRUPTED, user_message
+from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
 from pipeline.publish import ENDPOINT_HELP
-from pipeline.runner import DEFAULT_MAX_FAILED
+from pipeline.redact import SecretFilter
+from pipeline.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
 from pipeline.sources import InputError
 from pipeline.stages import GRAPH
 
@@ -204,7 +206,10 @@ def _add_push(sub: argparse._SubParsersAction) -> None:
         "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
     )
     p.add_argument(
-        "--repo-id", required=True, help="OWNER/NAME of the dataset repo (created if missing)"
+        "--repo-id",
+        type=repo_id,
+        required=True,
+        help="OWNER/NAME of the dataset repo (created if missing)",
     )
     p.add_argument(
         "--release",
@@ -362,7 +367,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 @contextlib.contextmanager
 def _log_to_stderr(level: int) -> Iterator[None]:
-    """The pipeline's log lines on stderr at ``level`` while a command runs.
+    """The pipeline's log lines on stderr at ``level`` while a command runs, scrubbed of
+    secrets (:class:`pipeline.redact.SecretFilter`).
 
     A handler on the ``pipeline`` logger, not the root logger: records still propagate
     (pytest's capture sees them), and a command run from inside another (``demo`` runs
@@ -371,6 +377,14 @@ def _log_to_stderr(level: int) -> Iterator[None]:
     """
     previous = log.level
     log.setLevel(level)
+    # every record, the traceback of -v included, loses the token before a handler sees
+    # it; records of other libraries' loggers that reach stderr through logging's
+    # last-resort handler too
+    secrets = SecretFilter()
+    log.addFilter(secrets)
+    last_resort = logging.lastResort
+    if last_resort is not None:
+        last_resort.addFilter(secrets)
     handler = None
     if not any(getattr(h, "pipeline_cli", False) for h in log.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -383,20 +397,23 @@ def _log_to_stderr(level: int) -> Iterator[None]:
     finally:
         if handler is not None:
             log.removeHandler(handler)
+        log.removeFilter(secrets)
+        if last_resort is not None:
+            last_resort.removeFilter(secrets)
         log.setLevel(previous)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every expected failure is one line on stderr and exit code 2.
 
-    Ctrl-C exits 130 with a line saying how to resume; an unexpected error exits 1 with
-    one line, and with its traceback under ``-v``.
+    Ctrl-C exits 130 and SIGTERM 143, each with a line saying how to resume; an
+    unexpected error exits 1 with one line, and with its traceback under ``-v``.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
-    with _log_to_stderr(level), warnings.catch_warnings():
+    with _log_to_stderr(level), warnings.catch_warnings(), sigterm_as_interrupt():
         warnings.showwarning = _show_warning
         try:
             _check_out(args)
@@ -404,12 +421,14 @@ def main(argv: list[str] | None = None) -> int:
                 cfg = load_config(args.config)
                 return args.handler(args, cfg)
             return args.func(args)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            terminated = isinstance(e, Terminated)
+            message = TERMINATED if terminated else INTERRUPTED
             if verbose:
-                log.exception("%s", INTERRUPTED)
+                log.exception("%s", message)
             else:
-                log.error("%s", INTERRUPTED)
-            return 130
+                log.error("%s", message)
+            return 128 + e.signum if terminated else 130
         except Exception as e:
             expected = user_message(e)
             message = expected or f"unexpected {type(e).__name__}: {' '.join(str(e).split())}"

@@ -361,8 +361,17 @@ def _plain_text(value: str) -> bool:
     return not _CONTROL.intersection(value)
 
 
-def _int_at_least(low: int) -> Check:
-    return Check(f"an integer >= {low}", lambda v: v >= low, (low - 1,))
+# Integers are stored as Int64 by Arrow, Polars and numpy: a config value past that range
+# used to pass and then overflow inside a stage. LightGBM's parameters are C ints.
+INT64_MAX = 2**63 - 1
+C_INT_MAX = 2**31 - 1
+
+
+def _int_at_least(low: int, high: int = INT64_MAX) -> Check:
+    """An integer in ``[low, high]`` (``high``: Int64's largest by default)."""
+    return Check(
+        f"an integer from {low} to {high}", lambda v: low <= v <= high, (low - 1, high + 1)
+    )
 
 
 def _one_of(choices: Callable[[], tuple[str, ...]], invalid: tuple[str, ...]) -> Check:
@@ -468,7 +477,8 @@ FIELD_CHECKS: dict[str, Check] = {
     "labels.essential_related_mentions": _int_at_least(1),
     "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
     "negatives.survey_batch_size": _int_at_least(1),
-    "negatives.candidates_per_negative": _int_at_least(0),
+    # multiplied by the negatives wanted in an Int64 expression (negatives.windows)
+    "negatives.candidates_per_negative": _int_at_least(0, C_INT_MAX),
     "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     "release.dataset_name": _pattern(
         r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",
@@ -501,20 +511,21 @@ FIELD_CHECKS: dict[str, Check] = {
     "train.learning_rate": Check(
         "a number in (0, 1]", lambda v: 0 < v <= 1, (0.0, 1.5, float("nan"))
     ),
-    "train.num_leaves": _int_at_least(2),
-    "train.min_data_in_leaf": _int_at_least(1),
-    "train.max_rounds": _int_at_least(1),
-    "train.early_stopping_rounds": _int_at_least(1),
+    "train.num_leaves": _int_at_least(2, C_INT_MAX),
+    "train.min_data_in_leaf": _int_at_least(1, C_INT_MAX),
+    "train.max_rounds": _int_at_least(1, C_INT_MAX),
+    "train.early_stopping_rounds": _int_at_least(1, C_INT_MAX),
     "train.validation_share": Check(
         "a share in (0, 1)", lambda v: 0 < v < 1, (0.0, 1.0, float("nan"))
     ),
-    "train.num_threads": _int_at_least(1),
+    "train.num_threads": _int_at_least(1, C_INT_MAX),
+    "train.seed": _int_at_least(0, C_INT_MAX),
     "evaluate.bootstrap_samples": _int_at_least(1),
     "evaluate.random_seeds": _int_at_least(1),
     "evaluate.ks": Check(
-        "a non-empty list of distinct integers >= 1",
-        lambda v: len(v) > 0 and len(set(v)) == len(v) and all(k >= 1 for k in v),
-        ((), (0, 5), (5, 5)),
+        f"a non-empty list of distinct integers from 1 to {INT64_MAX}",
+        lambda v: len(v) > 0 and len(set(v)) == len(v) and all(1 <= k <= INT64_MAX for k in v),
+        ((), (0, 5), (5, 5), (5, 2**64)),
     ),
 }
 

@@ -9,9 +9,11 @@ here, in one place: no token, a token the Hub refuses, a Hub that cannot be reac
 from __future__ import annotations
 
 import os
+import re
 
 TOKEN_HELP = "set HF_TOKEN or run `hf auth login`"
 INTERRUPTED = "interrupted; rerun the same command to resume"
+TERMINATED = "terminated (SIGTERM); rerun the same command to resume"
 
 
 class TokenError(RuntimeError):
@@ -96,13 +98,36 @@ def _hub_message(exc: BaseException) -> str | None:
     return None
 
 
+# Rust's std::io::Error ends its text with "(os error N)"; Polars passes it on inside a
+# ComputeError ("parquet: ... underlying IO error: No space left on device (os error 28)")
+_RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def os_error_in(exc: BaseException) -> bool:
+    """Whether ``exc`` is, wraps or reports an operating-system error (a full disk, a lost
+    mount): an ``OSError`` (pyarrow's ``ArrowIOError`` is one) anywhere in its cause chain,
+    or a Polars error whose text carries the OS error (Polars does not raise ``OSError``
+    for a failed write)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
+            return True
+        if type(current).__module__.startswith("polars") and _RUST_OS_ERROR.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def user_message(exc: BaseException) -> str | None:
     """One line for an expected failure, or None when ``exc`` is a bug.
 
     Expected: invalid input or config (``ValueError`` and its subclasses such as
     ``InputError``, ``ConfigError``, ``EvalSetError``, ``RunError``), Hub errors,
     ``RuntimeError`` raised by the pipeline's own checks, and operating-system errors
-    (missing files, a file where a directory belongs, a full disk).
+    (missing files, a file where a directory belongs, a full disk), also when Polars or
+    pyarrow report them (:func:`os_error_in`).
     """
     hub = _hub_message(exc)
     if hub is not None:
@@ -111,7 +136,7 @@ def user_message(exc: BaseException) -> str | None:
         return f"{exc.filename or _first_line(exc)}: a file is in the way where a directory belongs"
     if isinstance(exc, FileNotFoundError):
         return f"{exc.filename}: no such file or directory" if exc.filename else _one_line(exc)
-    if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+    if os_error_in(exc):
         return f"{type(exc).__name__}: {_one_line(exc)}"
     if isinstance(exc, (ValueError, RuntimeError, TimeoutError)):
         return _one_line(exc)

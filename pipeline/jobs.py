@@ -632,6 +632,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------- parsers
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``job`` and ``submit``."""
+    from pipeline.arg_types import (
+        config_file,
+        job_duration,
+        namespace,
+        non_negative_seconds,
+        positive_seconds,
+        repo_id,
+    )
     from pipeline.cli import _shard_arg, positive_int
 
     p = sub.add_parser(
@@ -652,14 +660,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=positive_int, default=None, help="worker processes (default: CPU count)"
     )
-    p.add_argument("--repo-id", default=None, help="release dataset repo (steps all, finish)")
+    p.add_argument(
+        "--repo-id", type=repo_id, default=None, help="release dataset repo (steps all, finish)"
+    )
     p.add_argument("--tag", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
     p.add_argument("--shard", type=_shard_arg, default=None, help="I/N (step shard)")
     p.add_argument(
-        "--wait", type=float, default=12 * 3600, help="step finish: seconds to wait for the shards"
+        "--wait",
+        type=non_negative_seconds,
+        default=12 * 3600,
+        help="step finish: seconds to wait for the shards",
     )
-    p.add_argument("--poll", type=float, default=60.0, help="step finish: seconds between checks")
+    p.add_argument(
+        "--poll", type=positive_seconds, default=60.0, help="step finish: seconds between checks"
+    )
     p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
     p.set_defaults(func=cmd_job)
 
@@ -668,6 +683,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--input-repo",
+        type=repo_id,
         default=DEFAULT_INPUT_REPO,
         help=f"input dataset repo, mounted at {INPUT_MOUNT} (default: {DEFAULT_INPUT_REPO})",
     )
@@ -677,20 +693,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="branch, tag or commit of the input (default: main; a one-off run pins its commit)",
     )
     p.add_argument(
-        "--repo-id", default=None, help=f"release repo (default: NAMESPACE/{DEFAULT_RELEASE_NAME})"
+        "--repo-id",
+        type=repo_id,
+        default=None,
+        help=f"release repo (default: NAMESPACE/{DEFAULT_RELEASE_NAME})",
     )
     p.add_argument(
         "--bucket",
+        type=repo_id,
         default=None,
         help=f"Storage Bucket of the work dir, mounted at {WORK_MOUNT} (default: NAMESPACE/{DEFAULT_BUCKET_NAME})",
     )
     p.add_argument(
         "--code-repo",
+        type=repo_id,
         default=None,
         help=f"private dataset repo the code is uploaded to, mounted at {CODE_MOUNT} (default: NAMESPACE/{DEFAULT_CODE_NAME})",
     )
     p.add_argument(
-        "--config", type=Path, default=None, help="TOML config file, shipped with the code"
+        "--config", type=config_file, default=None, help="TOML config file, shipped with the code"
     )
     p.add_argument(
         "--constraints",
@@ -707,7 +728,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="@monthly, @weekly, ... or a cron expression",
     )
     p.add_argument(
-        "--fan-out", type=int, default=0, help="N extract shard Jobs plus one finishing Job"
+        "--fan-out",
+        type=positive_int,
+        default=1,
+        help="N extract shard Jobs plus one finishing Job (default 1: one Job runs everything)",
     )
     p.add_argument(
         "--image",
@@ -722,9 +746,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--finish-flavor", default="cpu-xl", help="hardware of the finishing Job (default: cpu-xl)"
     )
-    p.add_argument("--timeout", default="1d", help="max duration of each (shard) Job (default: 1d)")
     p.add_argument(
-        "--finish-timeout", default="2d", help="max duration of the finishing Job (default: 2d)"
+        "--timeout",
+        type=job_duration,
+        default="1d",
+        help="max duration of each (shard) Job (default: 1d)",
+    )
+    p.add_argument(
+        "--finish-timeout",
+        type=job_duration,
+        default="2d",
+        help="max duration of the finishing Job (default: 2d)",
     )
     p.add_argument(
         "--wait",
@@ -734,7 +766,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--poll",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         help="seconds between status checks of shard Jobs (default: 60)",
     )
@@ -745,7 +777,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="worker processes per Job (default: CPU count)",
     )
     p.add_argument(
-        "--namespace", default=None, help="user or org running the Jobs (default: the token's user)"
+        "--namespace",
+        type=namespace,
+        default=None,
+        help="user or org running the Jobs (default: the token's user)",
     )
     p.add_argument("--dry-run", action="store_true", help="print every Job spec, submit nothing")
     p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)

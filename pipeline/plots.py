@@ -9,7 +9,12 @@ numbers give the same bytes.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +36,25 @@ STYLE = {
 }
 
 
+def _own_matplotlib_config() -> None:
+    """Give matplotlib a config and cache directory this process owns, removed at exit.
+
+    Without it, the first run on a fresh ``$HOME`` writes matplotlib's font cache to
+    ``~/.cache/matplotlib``, outside ``--out``, and a user's ``matplotlibrc`` there could
+    change a figure. Building the font cache takes about 0.2 s. An ``MPLCONFIGDIR`` the
+    user set is kept; so is the directory of a matplotlib imported before this.
+    """
+    if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):
+        return
+    path = tempfile.mkdtemp(prefix="pipeline-matplotlib-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = path  # matplotlib reads it once, at import
+
+
 @contextlib.contextmanager
 def pyplot() -> Iterator[Any]:
     """``matplotlib.pyplot`` on the Agg backend, inside the pinned style."""
+    _own_matplotlib_config()
     import matplotlib
 
     matplotlib.use("Agg")

@@ -35,17 +35,31 @@ ENDPOINT_HELP = "Hub endpoint (default: $HF_ENDPOINT, else huggingface.co)"
 def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
     """Refuse a release whose files differ from what the release stage recorded.
 
-    Parquet files are checked against ``eval_metadata.json`` (size and sha256, and no file
-    missing or extra); every file, the card and the metadata included, against the
-    runner's ``_SUCCESS.json`` when it is there.
+    The release's own record is the runner's ``_SUCCESS.json`` (size and sha256 of every
+    file the stage wrote, the card, figures and metadata included); the Parquet files are
+    also checked against ``eval_metadata.json``. Every file ``push`` would upload must be
+    listed there with the same size and sha256, and every listed file must be present: an
+    edited card, a replaced figure or an added script is refused, and so is a release
+    without its record (it cannot be checked).
 
     Raises:
-        RuntimeError: names the first file that differs.
+        RuntimeError: names the record that is missing or damaged, or the first file that
+            differs, is missing or is not listed.
     """
+    try:
+        by_runner = release_records(release)
+    except (ValueError, AttributeError) as e:  # half-written or not a JSON object
+        raise RuntimeError(
+            f"push: {release / SUCCESS} is damaged ({' '.join(str(e).split())}); rebuild the "
+            "release"
+        ) from e
+    if not isinstance(by_runner, dict):
+        raise RuntimeError(
+            f"push: {release / SUCCESS} is missing or lists no files, so the release files "
+            "cannot be checked against what the release stage wrote; rebuild the release"
+        )
     meta = json.loads((release / METADATA_FILE).read_text())
-    recorded: dict[str, dict[str, Any]] = dict(meta.get("files", {}))
-    by_runner = release_records(release)
-    recorded = {**(by_runner or {}), **recorded}
+    recorded: dict[str, dict[str, Any]] = {**by_runner, **dict(meta.get("files", {}))}
     have = {f["path"]: f for f in files}
     for rel, want in sorted(recorded.items()):
         if rel == SUCCESS or not is_publishable(PurePosixPath(rel)):
@@ -60,10 +74,10 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
                 f"{want['sha256'][:12]}...); refusing to publish it: rebuild the release"
             )
     extra = sorted(set(have) - set(recorded))
-    if extra and (by_runner is not None or any(p.endswith(".parquet") for p in extra)):
+    if extra:
         raise RuntimeError(
-            f"push: {release / extra[0]} is not a file the release stage wrote; refusing to "
-            "publish it"
+            f"push: {release / extra[0]} is not a file the release stage wrote (not in "
+            f"{SUCCESS}); refusing to publish it"
         )
 
 

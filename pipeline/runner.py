@@ -207,9 +207,46 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
+# SIGTERM (what `kill`, `timeout`, systemd and job schedulers send) stops a run the way
+# Ctrl-C does: a one-line message, a work directory a rerun resumes.
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so it takes Ctrl-C's path (workers killed,
+    temps left for the next run to clean, markers only for finished work)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (a ``KeyboardInterrupt``)
+    in the main thread, as SIGINT does. A SIGTERM that is ignored (inherited SIG_IGN) stays
+    ignored; outside the main thread nothing changes (handlers can only be set there)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT while worker processes are started (they inherit the disposition)."""
+    """Ignore SIGINT while worker processes are started (they inherit the disposition).
+
+    SIGTERM is not ignored here: a scheduler sends it once, and a worker that gets it
+    while starting ends silently (its default action) anyway.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -221,18 +258,21 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def _exit_interrupted(signum: int, frame: Any) -> None:
-    os._exit(130)
+    os._exit(128 + signum)
 
 
 def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
     global _QUEUE
     _QUEUE = queue
     _die_with_parent(parent)
-    # Ctrl-C reaches the whole process group: the parent reports it (one line, how to
-    # resume); a worker just ends, as if killed, instead of printing its own traceback.
-    # A parent that ignores SIGINT (nohup, a background job) has workers that ignore it.
+    # Ctrl-C (and a SIGTERM to the process group) reaches every process: the parent reports
+    # it (one line, how to resume); a worker just ends, as if killed, instead of printing
+    # its own traceback. A parent that ignores SIGINT (nohup, a background job) has
+    # workers that ignore it; an ignored SIGTERM is inherited as ignored and stays so.
     if end_on_sigint:
         signal.signal(signal.SIGINT, _exit_interrupted)
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _exit_interrupted)
     # the parent logs what workers return; without a handler here, warnings would also
     # reach stderr through logging's last-resort handler
     log.addHandler(logging.NullHandler())
@@ -434,7 +474,7 @@ def run_map(
                             for manifest in fut.result():
                                 results.append(manifest)
                                 _log_done(manifest)  # workers have no log handler of their own
-                except KeyboardInterrupt:
+                except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (Terminated)
                     # a worker that missed the Ctrl-C (still starting) is stopped here, so
                     # leaving the pool does not wait for its files; a rerun redoes them
                     for child in mp.active_children():

@@ -16,7 +16,7 @@ from pipeline import api
 from pipeline import schema as S
 from pipeline import visible as V
 from pipeline.config import Config, load_config
-from pipeline.runner import ReduceContext, write_json
+from pipeline.runner import ReduceContext, file_record, write_json
 from pipeline.stages import GRAPH
 from pipeline.stages import negatives as N
 
@@ -242,7 +242,12 @@ def run_stage(out: Path, name: str, cfg: Config) -> dict:
     counts = GRAPH[name].fn(
         ReduceContext(out=out, cfg=cfg, stage=GRAPH[name], tmp_dir=d, stages=GRAPH)
     )
-    write_json(d / "_SUCCESS.json", {"counts": counts})
+    files = {
+        p.relative_to(d).as_posix(): file_record(p)
+        for p in sorted(d.rglob("*"))
+        if p.is_file() and p.name != "_SUCCESS.json"
+    }
+    write_json(d / "_SUCCESS.json", {"counts": counts, "files": files})
     return counts
 
 

@@ -36,6 +36,7 @@ from pipeline.rank.features import (
     feature_docs,
     feature_set,
 )
+from pipeline.rank.lgbm_text import ModelTextError, check_model_text
 from pipeline.schema import CANDIDATE_ID, LABEL, SURVEY_DATE, SURVEY_ID
 
 MODEL_FORMAT = "lightgbm-lambdarank"
@@ -211,9 +212,10 @@ def load_model(model_file: str | Path) -> TrainedModel:
     """Read a model file and its JSON; check the feature set against this code.
 
     Raises:
-        ModelError: the file or its JSON is missing or unreadable, the JSON names
-            another feature-set version or unknown features, or the model's own
-            feature names differ from the JSON's.
+        ModelError: the file or its JSON is missing or unreadable, the model text is
+            damaged or out of range (:func:`pipeline.rank.lgbm_text.check_model_text`),
+            the JSON names another feature-set version or unknown features, or the
+            model's own feature names differ from the JSON's.
     """
     import lightgbm as lgb
 
@@ -243,7 +245,11 @@ def load_model(model_file: str | Path) -> TrainedModel:
     unknown = [f for f in features if f not in FEATURE_NAMES]
     if unknown:
         raise ModelError(f"{sidecar}: unknown feature(s) {unknown}; available: {FEATURE_NAMES}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        # LightGBM aborts or crashes on some damaged files: check the text before it parses it
+        text = check_model_text(path.read_bytes(), path)
+    except ModelTextError as e:
+        raise ModelError(str(e)) from None
     try:
         booster = lgb.Booster(model_str=text)
     except lgb.basic.LightGBMError as e:
