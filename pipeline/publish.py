@@ -55,8 +55,8 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
         ) from e
     if not isinstance(by_runner, dict):
         raise RuntimeError(
-            f"push: {release / SUCCESS} is missing or lists no files, so the release files "
-            "cannot be checked against what the release stage wrote; rebuild the release"
+            f"push: {release / SUCCESS} is missing, damaged or lists no files, so the release "
+            "files cannot be checked against what the release stage wrote; rebuild the release"
         )
     meta = json.loads((release / METADATA_FILE).read_text())
     recorded: dict[str, dict[str, Any]] = {**by_runner, **dict(meta.get("files", {}))}
