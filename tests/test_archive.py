@@ -79,6 +79,14 @@ def _unit_markers(out: Path) -> dict[str, int]:
     return {p.stem: p.stat().st_mtime_ns for p in (out / "extract" / "_markers").glob("*.json")}
 
 
+def _parts_end(out: Path) -> dict[str, int]:
+    """Each finished unit's last part (the index its marker records)."""
+    return {
+        p.stem: json.loads(p.read_text())["key"]["parts_end"]
+        for p in (out / "extract" / "_markers").glob("*.json")
+    }
+
+
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("parts")
@@ -249,10 +257,7 @@ def test_a_truncated_last_part_keeps_what_was_read_and_the_fix_redoes_only_the_r
     assert "truncated" in reason
     kept = _unit_markers(out)
     assert kept, "units read completely before the damage are kept"
-    ends = {
-        k: json.loads((out / "extract" / "_markers" / f"{k}.json").read_text())["key"]["parts_end"]
-        for k in kept
-    }
+    ends = _parts_end(out)
     last.write_bytes(whole)
     caplog.set_level("INFO", logger="pipeline")
     api.extract([folder], out, config=cfg, workers=1)
@@ -294,11 +299,8 @@ def test_a_flipped_byte_in_part_2_is_named_by_its_published_sha256(
     reason = _extract_fails(folder, out, cfg)
     assert reason.startswith("unarXive_2024.tar.gz.part_ab: its sha256 is "), reason
     # what was read from part aa alone is kept; nothing read from ab is
-    ends = [
-        json.loads(p.read_text())["key"]["parts_end"]
-        for p in (out / "extract" / "_markers").glob("*.json")
-    ]
-    assert ends and all(e == 0 for e in ends)
+    ends = _parts_end(out)
+    assert ends and all(e == 0 for e in ends.values())
 
 
 def test_a_flipped_byte_without_published_sums_discards_the_run(
@@ -319,10 +321,7 @@ def test_a_part_changed_between_two_runs_redoes_what_was_read_from_it(
     out = tmp_path / "out"
     api.extract([folder], out, config=cfg, workers=1)
     first = _unit_markers(out)
-    ends = {
-        k: json.loads((out / "extract" / "_markers" / f"{k}.json").read_text())["key"]["parts_end"]
-        for k in first
-    }
+    ends = _parts_end(out)
     last = folder / "unarXive_2024.tar.gz.part_ac"
     last.write_bytes(last.read_bytes())  # same bytes, new identity (mtime), as a re-upload
     os.utime(last, ns=(time.time_ns(), time.time_ns() + 10**9))
