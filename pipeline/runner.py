@@ -1001,11 +1001,7 @@ def _discard_units_from(
         if manifest["key"].get("parts_end", -1) < part:
             kept.append(manifest)
             continue
-        key = manifest["source_key"]
-        W.marker_path(out, stage.name, key).unlink(missing_ok=True)
-        for table in stage.tables:
-            W.map_output(out, stage.name, table, key).unlink(missing_ok=True)
-        W.manifest_path(out, stage.name, key).unlink(missing_ok=True)
+        W.remove_map_input(out, stage, manifest["source_key"])
     if len(kept) < len(results):
         log.warning(
             "%s: %d unit(s) of this run were read from a part a checksum rejects: discarded",
@@ -1078,10 +1074,7 @@ def _close_archive(
     for marker in W.marker_paths(out, stage.name):
         key = marker.stem
         if W.unit_archive(key) == archive.key and key not in keep:
-            for table in stage.tables:
-                W.map_output(out, stage.name, table, key).unlink(missing_ok=True)
-            W.manifest_path(out, stage.name, key).unlink(missing_ok=True)
-            marker.unlink(missing_ok=True)
+            W.remove_map_input(out, stage, key)
     W.manifest_path(out, stage.name, archive.key).unlink(missing_ok=True)
     record = {
         "key": map_marker_key(stage, archive, cfg),

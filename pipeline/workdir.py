@@ -447,13 +447,19 @@ def check_foreign_outputs(
             "fresh --out, or add --prune to delete them."
         )
     for key in foreign:
-        for table in stage.tables:
-            map_output(out, stage.name, table, key).unlink(missing_ok=True)
-        manifest_path(out, stage.name, key).unlink(missing_ok=True)
-        marker_path(out, stage.name, key).unlink(missing_ok=True)
+        remove_map_input(out, stage, key)
     log.warning(
         "%s: --prune removed the outputs of %d file(s) not in --input", stage.name, len(foreign)
     )
+
+
+def remove_map_input(out: Path, stage: Stage, key: str) -> None:
+    """Delete one input's (or archive unit's) outputs, manifest and marker, marker first:
+    whatever a crash leaves behind is redone."""
+    marker_path(out, stage.name, key).unlink(missing_ok=True)
+    for table in stage.tables:
+        map_output(out, stage.name, table, key).unlink(missing_ok=True)
+    manifest_path(out, stage.name, key).unlink(missing_ok=True)
 
 
 def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
