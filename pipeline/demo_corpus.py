@@ -46,26 +46,21 @@ NO_HEADING_EVERY = 40  # every 40th synthetic paper loses one paragraph's headin
 
 
 def _to_2024(data: bytes, drop_heading_every: int = 0) -> bytes:
-    """JSONL in the 2022 layout -> the 2024 layout (malformed lines kept as they are)."""
-    import json
+    """JSONL in the 2022 layout -> the 2024 layout (malformed lines kept as they are);
+    with ``drop_heading_every``, that line's last paragraph loses its heading first."""
+    from pipeline.layout import convert_line
 
-    from pipeline.layout import to_2024_layout
+    def drop_heading(record: dict) -> dict:
+        body = [dict(p) for p in record["body_text"]]
+        if body:
+            body[-1].pop("section", None)
+        return {**record, "body_text": body}
 
     out = []
     for i, line in enumerate(data.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("body_text"), list):
-            if drop_heading_every and i % drop_heading_every == 0 and record["body_text"]:
-                body = [dict(p) for p in record["body_text"]]
-                body[-1].pop("section", None)
-                record = {**record, "body_text": body}
-            line = json.dumps(to_2024_layout(record), ensure_ascii=False).encode("utf-8")
-        out.append(line)
+        if line.strip():
+            edit = drop_heading if drop_heading_every and i % drop_heading_every == 0 else None
+            out.append(convert_line(line, edit)[0])
     return b"\n".join(out) + b"\n"
 
 

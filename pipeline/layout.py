@@ -13,6 +13,7 @@ can run the same papers through both readers.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +148,25 @@ def convert_file(src: Path, dst: Path) -> int:
             line = raw.rstrip(b"\r\n")
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except ValueError:  # includes UnicodeDecodeError
-                record = None
-            if isinstance(record, dict) and isinstance(record.get("body_text"), list):
-                out.write(_dumps(to_2024_layout(record)).encode("utf-8"))
-                converted += 1
-            else:
-                out.write(line)
+            line, done = convert_line(line)
+            converted += done
+            out.write(line)
             out.write(b"\n")
     return converted
+
+
+def convert_line(
+    line: bytes, edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> tuple[bytes, bool]:
+    """One JSONL line in the 2024 layout, and whether it was converted: a line that is not
+    a JSON object with a ``body_text`` list comes back unchanged. ``edit`` may change the
+    2022 record first (without modifying its argument)."""
+    try:
+        record = json.loads(line)
+    except ValueError:  # includes UnicodeDecodeError
+        return line, False
+    if not isinstance(record, dict) or not isinstance(record.get("body_text"), list):
+        return line, False
+    if edit is not None:
+        record = edit(record)
+    return _dumps(to_2024_layout(record)).encode("utf-8"), True
