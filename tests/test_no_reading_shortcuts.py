@@ -248,25 +248,9 @@ def test_title_keys_on_40_more_real_references() -> None:
 def test_title_keys_on_60_real_references_with_hand_written_titles() -> None:
     """60 raw references drawn at random (seed 2026) from the real 2022 sample; the title of
     each written by hand, empty when the reference names none (physics styles often don't)."""
-    fixture = Path(__file__).parent / "fixtures" / "reference_titles.tsv"
-    rows = pl.read_csv(fixture, separator="\t", quote_char='"').with_row_index("i")
-    got = dict(
-        T.segment_keys(rows.lazy(), "raw", ["i"])
-        .filter(pl.col(T.SEGMENT_RANK) == 0)
-        .collect()
-        .select("i", T.KEY)
-        .iter_rows()
-    )
-    expected = rows.select("i", T.title_key(pl.col("title")).alias("want"))
-    outcome = {"right": 0, "wrong": 0, "missed": 0, "spurious": 0, "none": 0}
-    for i, want in expected.iter_rows():
-        key = got.get(i)
-        if want is None:
-            outcome["spurious" if key else "none"] += 1
-        else:
-            outcome["right" if key == want else "missed" if key is None else "wrong"] += 1
+    n, outcome = _title_outcomes(Path(__file__).parent / "fixtures" / "reference_titles.tsv")
     titled = outcome["right"] + outcome["wrong"] + outcome["missed"]
-    print(f"title keys on {rows.height} real references ({titled} with a title): {outcome}")
+    print(f"title keys on {n} real references ({titled} with a title): {outcome}")
     # measured: 39 of 39 titled references right, 1 spurious key among the 21 without a title
     assert outcome["right"] >= 0.9 * titled
     assert outcome["wrong"] + outcome["spurious"] <= 2

@@ -130,15 +130,27 @@ def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] 
     """
     if LEAK_PROBE not in overall or LEAK_REFERENCE not in overall:
         return None
+    means = {
+        metric: (
+            overall[LEAK_PROBE].get(metric, {}).get("mean"),
+            overall[LEAK_REFERENCE].get(metric, {}).get("mean"),
+        )
+        for metric in LEAK_METRICS
+    }
+    return probe_verdict(LEAK_PROBE, LEAK_REFERENCE, means)
+
+
+def probe_verdict(
+    probe: str, reference: str, means: dict[str, tuple[float | None, float | None]]
+) -> dict[str, Any]:
+    """A reading-free probe against a system that reads: per metric both means and whether
+    the probe beats it; ``flagged`` when it does on any (a leak)."""
     rows = {}
-    for metric in LEAK_METRICS:
-        probe = overall[LEAK_PROBE].get(metric, {}).get("mean")
-        reference = overall[LEAK_REFERENCE].get(metric, {}).get("mean")
-        beats = probe is not None and reference is not None and probe > reference
-        rows[metric] = {LEAK_PROBE: probe, LEAK_REFERENCE: reference, "beats": beats}
+    for metric, (p, r) in means.items():
+        rows[metric] = {probe: p, reference: r, "beats": p is not None and r is not None and p > r}
     return {
-        "probe": LEAK_PROBE,
-        "reference": LEAK_REFERENCE,
+        "probe": probe,
+        "reference": reference,
         "metrics": rows,
-        "flagged": any(r["beats"] for r in rows.values()),
+        "flagged": any(row["beats"] for row in rows.values()),
     }

@@ -20,7 +20,7 @@ import polars as pl
 
 from pipeline.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
-from pipeline.evaluate.learned import LGBM_READING_FREE, train_available
+from pipeline.evaluate.learned import LGBM_READING_FREE, probe_verdict, train_available
 from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score
@@ -59,18 +59,11 @@ def reading_free_probe(release: Path, config: TrainConfig) -> dict[str, Any]:
     judged = read_judgments(release, "eval")
     model = train_from_release(release, READING_FREE_SET, config)
     bm25 = compute_features(view, ["bm25"]).rename({"bm25": SCORE})
-    means = {PROBE: _means(judged, score(model, view)), REFERENCE: _means(judged, bm25)}
-    metrics = {}
-    for m in PROBE_METRICS:
-        probe, reference = means[PROBE][m], means[REFERENCE][m]
-        beats = probe is not None and reference is not None and probe > reference
-        metrics[m] = {PROBE: probe, REFERENCE: reference, "beats": beats}
+    probe, reference = _means(judged, score(model, view)), _means(judged, bm25)
+    verdict = probe_verdict(PROBE, REFERENCE, {m: (probe[m], reference[m]) for m in PROBE_METRICS})
     return {
-        "probe": PROBE,
-        "reference": REFERENCE,
+        **verdict,
         "feature_set": READING_FREE_SET,
         "features": list(model.meta["features"]),
         "best_iteration": model.meta["best_iteration"],
-        "metrics": metrics,
-        "flagged": any(r["beats"] for r in metrics.values()),
     }
