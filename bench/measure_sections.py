@@ -38,7 +38,8 @@ def structure_changes() -> None:
     occurrences, papers = 0, set()
     for line in gzip.open(SAMPLE):
         rec = DECODER.decode(line)
-        occs, _ = _occurrences(rec, rec.bib_entries or {})
+        occs = _occurrences(rec)
+        bib = rec.bib_entries or {}
         old_top = None
         for i, o in enumerate(occs):
             if o.unnamed:
@@ -55,7 +56,7 @@ def structure_changes() -> None:
                     if o.number[:1].isalpha()
                     else "restarted numbers"
                 )
-                moved[kind] += sum(o.counts.values())
+                moved[kind] += sum(1 for rid in o.cited if rid in bib)
     print(
         f"structure: {occurrences} occurrences in {len(papers)} papers changed top-level section;"
     )

@@ -96,10 +96,10 @@ def test_2_an_error_of_any_type_while_extracting_is_a_counted_reject(
     bad_id = json.loads(sample_lines[1])["metadata"]["id"]
     real = E._occurrences
 
-    def fail_for_one(rec, bib):  # noqa: ANN001, ANN202
+    def fail_for_one(rec):  # noqa: ANN001, ANN202
         if rec.metadata.id == bad_id:
             raise KeyError("boom")
-        return real(rec, bib)
+        return real(rec)
 
     monkeypatch.setattr(E, "_occurrences", fail_for_one)
     records = [json.loads(line) for line in sample_lines[:3]]

@@ -279,3 +279,39 @@ def test_sections_table(sample_out: Path) -> None:
         "Conclusion", "Acknowledgment",
     ]  # fmt: skip
     assert _manifest(sample_out)["counts"]["sections_rows"] == sec.height
+
+
+def test_one_paper_in_two_members_of_a_unit_keeps_each_copys_bib(
+    tmp_path: Path, sample_records: list[dict]
+) -> None:
+    """Mentions are counted per copy: two members of one archive unit (one batch) hold the
+    same paper, the second with half its bib entries gone; each member's mentions follow
+    its own bib, and the second's spans to the dropped entries count as missing."""
+    from pipeline.archive import pack
+
+    full = sample_records[0]
+    cut = json.loads(json.dumps(full))
+    cut["bib_entries"] = dict(list(full["bib_entries"].items())[::2])
+    spans = list(full["abstract"]["cite_spans"])
+    for para in full["body_text"]:
+        spans += para["cite_spans"]
+    missing = sum(1 for cs in spans if cs["ref_id"] not in cut["bib_entries"])
+    assert missing and all(cs["ref_id"] in full["bib_entries"] for cs in spans)
+    members = [
+        (f"d/m{i}.jsonl", (json.dumps(r) + "\n").encode()) for i, r in enumerate([full, cut])
+    ]
+    pack(members, tmp_path / "parts", parts=1)
+    out = tmp_path / "out"
+    assert _extract([tmp_path / "parts"], out) == 0
+    mentions = _read(out, "mentions")
+    for i, rec in enumerate([full, cut]):
+        got = {
+            (p, r): n
+            for p, r, n in mentions.filter(pl.col(S.SOURCE_FILE) == f"d/m{i}.jsonl")
+            .group_by(S.PAPER_ID, S.REF_ID)
+            .agg(pl.col(S.N_MENTIONS).sum())
+            .iter_rows()
+        }
+        assert got == expected_mentions([rec])
+    (path,) = sorted((out / "extract" / "_manifests").glob("*.json"))
+    assert json.loads(path.read_text())["counts"]["cite_spans_missing_bib"] == missing

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import queue
 import sys
 import threading
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -182,8 +184,10 @@ class Tables:
         # writer adds it from ``runs``, not every row.
         self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
         self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
-        self.mentions: dict[str, list[Any]] = _buffers(S.MENTIONS)
-        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS)
+        # every cited ref id with the batch row of its section occurrence; the writer
+        # thread turns them into mentions (_mentions)
+        self.mentions: dict[str, list[Any]] = {_CITED_ROW: [], S.REF_ID: []}
+        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS) | {_PAPER_ROW: []}
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
         self.runs: list[tuple[str, dict[str, int]]] = []
         self.start(source)
@@ -221,6 +225,8 @@ def _rows(cols: dict[str, list[Any]]) -> int:
 
 
 _CONTAINED = "_contained_arxiv_ids"
+_CITED_ROW = "_cited_row"  # a cited ref id's row of sections in the batch
+_PAPER_ROW = "_paper_row"  # a section occurrence's row of papers in the batch
 
 
 def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
@@ -231,30 +237,13 @@ GIL_SWITCH_INTERVAL = 0.0002  # seconds; see extract_files
 _UNSET = object()
 
 
-def _count_spans(
-    spans: list[CiteSpan] | None, bib: dict[str, BibEntry], counts: dict[str, int]
-) -> int:
-    """Add cite spans to ``counts``; return how many pointed at no bib entry (not counted)."""
-    missing = 0
-    if spans:
-        for cs in spans:
-            rid = cs.ref_id
-            if rid in bib:
-                counts[rid] = counts.get(rid, 0) + 1
-            else:
-                missing += 1
-    return missing
+_REF_ID = operator.attrgetter("ref_id")
 
 
-def _heading_markers(heading: str, bib: dict[str, BibEntry], counts: dict[str, int]) -> int:
-    """A citation marker in a heading counts once for that section occurrence."""
-    missing = 0
-    for rid in dict.fromkeys(CITE_MARKER.findall(heading)):
-        if rid in bib:
-            counts[rid] = counts.get(rid, 0) + 1
-        else:
-            missing += 1
-    return missing
+def _heading_refs(heading: str) -> list[str]:
+    """Ref ids of the citation markers in a heading, once each (a marker counts once per
+    section occurrence)."""
+    return list(dict.fromkeys(CITE_MARKER.findall(heading)))
 
 
 _LEVELS = {"section": 1, "subsection": 2, "subsubsection": 3}
@@ -263,14 +252,14 @@ _LEVELS = {"section": 1, "subsection": 2, "subsubsection": 3}
 class Occurrence:
     """One section occurrence in paper order (a row of ``sections``)."""
 
-    __slots__ = ("section", "number", "level", "top", "unnamed", "appendix", "counts")
+    __slots__ = ("section", "number", "level", "top", "unnamed", "appendix", "cited")
 
     def __init__(
         self,
         section: str,
         number: str,
         level: int,
-        counts: dict[str, int],
+        cited: list[str | None],
         unnamed: bool = False,
     ) -> None:
         self.section = section
@@ -279,7 +268,8 @@ class Occurrence:
         self.top = -1  # index of the enclosing top-level occurrence, set by structure()
         self.unnamed = unnamed
         self.appendix = False
-        self.counts = counts
+        # ref ids as cited here, in order (bib entry or not): the writer thread counts them
+        self.cited = cited
 
 
 _NO_HEAD = frozenset(("", "-1", "0"))  # unnumbered occurrences
@@ -400,7 +390,7 @@ def structure(occs: list[Occurrence]) -> list[Occurrence]:
         t = tops[i]
         if isinstance(t, str) and t not in index_of:
             index_of[t] = len(out)
-            u = Occurrence("", t, 1, {}, unnamed=True)
+            u = Occurrence("", t, 1, [], unnamed=True)
             u.top = len(out)
             u.appendix = t[:1].isalpha()
             out.append(u)
@@ -412,63 +402,51 @@ def structure(occs: list[Occurrence]) -> list[Occurrence]:
     return out
 
 
-def _occurrences(rec: Record, bib: dict[str, BibEntry]) -> tuple[list[Occurrence], int]:
-    """Section occurrences in paper order (with ``top`` set) and the missing-bib count."""
+def _occurrences(rec: Record) -> list[Occurrence]:
+    """Section occurrences in paper order, with ``top`` set and the ref ids cited in each."""
     occs: list[Occurrence] = []
-    missing = 0
     ab = rec.abstract
     if isinstance(ab, Abstract) and ab.cite_spans:
-        counts: dict[str, int] = {}
-        missing += _count_spans(ab.cite_spans, bib, counts)
-        occs.append(Occurrence("Abstract", "", 1, counts))
+        occs.append(Occurrence("Abstract", "", 1, list(map(_REF_ID, ab.cite_spans))))
     if rec.body_text is not None:
-        # Hot loop (about 100 paragraphs and 90 cite spans per paper): fields compared
-        # one by one and spans counted inline, no per-paragraph tuples or calls.
-        # (Counter/groupby/map variants were measured slower.)
+        # Hot loop (about 100 paragraphs and 90 cite spans per paper): fields compared one
+        # by one, ref ids gathered in C (map), counted later in Polars (_mentions).
         prev_section: Any = _UNSET
         prev_type: Any = _UNSET
         prev_number: Any = _UNSET
-        counts = {}
+        cited: list[str | None] = []
         body: list[Occurrence] = []
         for p in rec.body_text:
             heading = p.section
             if heading != prev_section or p.sec_type != prev_type or p.sec_number != prev_number:
                 prev_section, prev_type, prev_number = heading, p.sec_type, p.sec_number
                 heading = heading or ""
-                counts = {}
+                cited = _heading_refs(heading) if "{{cite:" in heading else []
                 number = "" if prev_number is None else str(prev_number)
                 body.append(
-                    Occurrence(clean_heading(heading), number, _LEVELS.get(prev_type, 4), counts)  # type: ignore[arg-type]
+                    Occurrence(clean_heading(heading), number, _LEVELS.get(prev_type, 4), cited)  # type: ignore[arg-type]
                 )
-                if "{{cite:" in heading:
-                    missing += _heading_markers(heading, bib, counts)
             spans = p.cite_spans
             if spans:
-                for cs in spans:
-                    rid = cs.ref_id
-                    if rid in bib:
-                        counts[rid] = counts.get(rid, 0) + 1
-                    else:
-                        missing += 1
+                cited.extend(map(_REF_ID, spans))
         offset = len(occs)
         for o in structure(body):
             o.top += offset
             occs.append(o)
     else:
         for heading, sec in (rec.sections or {}).items():
-            counts = {}
-            occs.append(Occurrence(clean_heading(heading), "", 0, counts))
-            if "{{cite:" in heading:
-                missing += _heading_markers(heading, bib, counts)
-            missing += _count_spans(sec.cite_spans, bib, counts)
+            cited = _heading_refs(heading) if "{{cite:" in heading else []
+            if sec.cite_spans:
+                cited.extend(map(_REF_ID, sec.cite_spans))
+            occs.append(Occurrence(clean_heading(heading), "", 0, cited))
     for i, o in enumerate(occs):
         if o.top < 0:
             o.top = i
-    return occs, missing
+    return occs
 
 
-def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> int:
-    """Append one paper's rows to ``out``; return its count of cite spans without a bib entry.
+def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> None:
+    """Append one paper's rows to ``out`` (its cited ref ids raw: see :func:`_mentions`).
 
     Raises:
         Reject: the record lacks what every later stage needs.
@@ -535,29 +513,19 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
         ]
     )
 
-    occs, missing = _occurrences(rec, bib)
-    m = out.mentions
-    m_ref, m_sec, m_top, m_idx, m_n = (
-        m[S.REF_ID],
-        m[S.SECTION],
-        m[S.TOP_SECTION],
-        m[S.SECTION_INDEX],
-        m[S.N_MENTIONS],
-    )
-    rows = 0
-    for index, occ in enumerate(occs):
-        counts = occ.counts
-        if counts:
-            k = len(counts)
-            rows += k
-            m_ref.extend(counts)
-            m_n.extend(counts.values())
-            m_sec.extend([occ.section] * k)
-            m_top.extend([occs[occ.top].section] * k)
-            m_idx.extend([index] * k)
+    occs = _occurrences(rec)
     sec = out.sections
+    base = len(sec[S.PAPER_ID])  # this paper's first row of sections in the batch
+    m = out.mentions
+    m_ref, m_row = m[S.REF_ID], m[_CITED_ROW]
+    for index, occ in enumerate(occs):
+        cited = occ.cited
+        if cited:
+            m_ref.extend(cited)
+            m_row.extend([base + index] * len(cited))
     n_occ = len(occs)
     sec[S.PAPER_ID].extend([paper_id] * n_occ)
+    sec[_PAPER_ROW].extend([len(p[S.PAPER_ID]) - 1] * n_occ)
     sec[S.SECTION_INDEX].extend(range(n_occ))
     sec[S.SECTION].extend([o.section for o in occs])
     sec[S.SEC_NUMBER].extend([o.number for o in occs])
@@ -565,9 +533,7 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     sec[S.TOP_INDEX].extend([o.top for o in occs])
     sec[S.UNNAMED].extend([o.unnamed for o in occs])
     sec[S.APPENDIX].extend([o.appendix for o in occs])
-    m[S.PAPER_ID].extend([paper_id] * rows)
     seen.add(paper_id)  # last: a record that fails part-way is not taken as seen
-    return missing
 
 
 # --------------------------------------------------------------------- writer thread
@@ -583,11 +549,14 @@ _DICTIONARY_COLUMNS = (
     S.REASON,
     S.CATEGORIES,
 )
-_RAW_ID_TYPES = {
+_RAW_TYPES = {  # columns whose lists may hold only None (or nothing)
     S.ARXIV_ID: pl.String,
     S.DOI: pl.String,
     S.OPENALEX_ID: pl.String,
     _CONTAINED: pl.String,
+    S.REF_ID: pl.String,
+    _CITED_ROW: pl.Int64,
+    _PAPER_ROW: pl.Int64,
 }
 
 
@@ -598,7 +567,7 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
     than ``pa.array``; pyarrow is faster for papers (list and date columns).
     """
     if name in ("references", "mentions", "sections"):
-        overrides = {k: v for k, v in _RAW_ID_TYPES.items() if k in cols}
+        overrides = {k: v for k, v in _RAW_TYPES.items() if k in cols}
         return pl.DataFrame(cols, schema_overrides=overrides, strict=False)
     schema = _REJECTS_OUT if name == "rejects" else S.PAPERS
     return pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
@@ -623,12 +592,67 @@ def _finish(name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int
     return table.select(schema.names).cast(schema).combine_chunks()
 
 
+def _mentions(
+    cited: pl.DataFrame,
+    papers: pa.Table,
+    references: pl.DataFrame,
+    sections: pl.DataFrame,
+    sources: pa.ChunkedArray,
+) -> tuple[pa.Table, int]:
+    """Mentions of one batch from its cited ref ids, and how many cited no bib entry.
+
+    ``papers``, ``references`` and ``sections`` are the batch's columns as the decoding
+    thread built them (``_columns``), ``sources`` the finished ``source_file`` of sections.
+    A mention row is a (section occurrence, bib entry) pair with the number of times the
+    occurrence cites it, in paper order and then first-citation order. Ref ids without a
+    bib entry in their paper are counted (``cite_spans_missing_bib``), not written. The
+    counting runs here, in Polars outside the GIL: per cite span in Python it held the
+    decoding thread.
+    """
+    # papers of one batch may share an id (two members of a unit): bib entries and
+    # sections are matched by the paper's row in the batch, never by its id
+    n_bib = papers.column(S.N_BIB_ENTRIES).to_numpy(zero_copy_only=False)
+    bib = pl.DataFrame(
+        {
+            _PAPER_ROW: np.repeat(np.arange(len(n_bib), dtype=np.int64), n_bib),
+            S.REF_ID: references[S.REF_ID],
+        }
+    )
+    kept = (
+        cited.with_columns(sections[_PAPER_ROW].gather(cited[_CITED_ROW]).alias(_PAPER_ROW))
+        .join(bib, on=[_PAPER_ROW, S.REF_ID], how="semi", maintain_order="left")
+        .group_by([_CITED_ROW, S.REF_ID], maintain_order=True)
+        .agg(pl.len().alias(S.N_MENTIONS))
+    )
+    rows = kept[_CITED_ROW]
+    index = sections[S.SECTION_INDEX].gather(rows)
+    top_rows = rows - index + sections[S.TOP_INDEX].gather(rows)  # the paper's top-level row
+    frame = pl.DataFrame(
+        {
+            S.PAPER_ID: sections[S.PAPER_ID].gather(rows),
+            S.REF_ID: kept[S.REF_ID],
+            S.SECTION: sections[S.SECTION].gather(rows),
+            S.TOP_SECTION: sections[S.SECTION].gather(top_rows),
+            S.SECTION_INDEX: index,
+            S.N_MENTIONS: kept[S.N_MENTIONS],
+            S.SOURCE_FILE: pl.from_arrow(sources).gather(rows),
+        }
+    )
+    table = frame.to_arrow().cast(S.MENTIONS).combine_chunks()
+    return table, cited.height - int(kept[S.N_MENTIONS].sum())
+
+
+# a file's counts that only the writer thread knows (see _mentions)
+_WRITER_COUNTS = ("cite_spans_missing_bib", "mentions_rows")
+
+
 class _FileDone:
     """Set by the writer thread when every table of one input file is closed."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.error: BaseException | None = None
+        self.counts = dict.fromkeys(_WRITER_COUNTS, 0)
 
     def wait(self) -> None:
         self.event.wait()
@@ -653,13 +677,29 @@ class _Writer(threading.Thread):
         self.error: BaseException | None = None
         self.outputs: dict[str, Path] = {}
         self.writers: dict[str, pq.ParquetWriter] = {}
+        self.counts: dict[str, int] = {}
 
-    def _write(
-        self, name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int]]
-    ) -> None:
-        if len(frame) == 0 and name in self.writers:
+    def _write_batch(self, batch: dict[str, tuple[pl.DataFrame | pa.Table, Any]]) -> None:
+        tables = {
+            name: _finish(name, frame, runs)
+            for name, (frame, runs) in batch.items()
+            if name != "mentions"
+        }
+        tables["mentions"], missing = _mentions(
+            batch["mentions"][0],
+            batch["papers"][0],
+            batch["references"][0],
+            batch["sections"][0],
+            tables["sections"].column(S.SOURCE_FILE),
+        )
+        self.counts["cite_spans_missing_bib"] += missing
+        self.counts["mentions_rows"] += tables["mentions"].num_rows
+        for name in S.EXTRACT_TABLES:
+            self._write(name, tables[name])
+
+    def _write(self, name: str, table: pa.Table) -> None:
+        if table.num_rows == 0 and name in self.writers:
             return
-        table = _finish(name, frame, runs)
         if name not in self.writers:
             self.writers[name] = pq.ParquetWriter(
                 self.outputs[name],
@@ -686,11 +726,12 @@ class _Writer(threading.Thread):
                     raise self.error
                 if kind == "open":
                     self.outputs = item
+                    self.counts = dict.fromkeys(_WRITER_COUNTS, 0)
                 elif kind == "batch":
-                    for name, (frame, runs) in item.items():
-                        self._write(name, frame, runs)
+                    self._write_batch(item)
                 elif kind == "end":
                     self._close_file()
+                    item.counts = self.counts
                     item.event.set()
             except BaseException as e:  # reported through the file's _FileDone
                 self.error = e
@@ -792,9 +833,7 @@ def _decode_file(
                     raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
                 sizes = batch.sizes()
                 try:
-                    counts["cite_spans_missing_bib"] += extract_record(
-                        rec, line_number, batch, seen
-                    )
+                    extract_record(rec, line_number, batch, seen)
                 except Reject:
                     raise
                 except Exception as e:  # noqa: BLE001 - whatever one record does, it is that record's reject
@@ -836,7 +875,6 @@ def _decode_file(
 def _count_batch(batch: Tables, counts: dict[str, Any]) -> None:
     counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
-    counts["mentions_rows"] += len(batch.mentions[S.REF_ID])
     counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
 
 
@@ -907,6 +945,9 @@ def extract_files(
 
 def _settle(counts: dict[str, Any], done: _FileDone, t0: float) -> dict[str, Any]:
     done.wait()
+    if FAILED not in counts:
+        for key, n in done.counts.items():
+            counts[key] += n
     counts["seconds"] = round(time.monotonic() - t0, 3)
     return counts
 
