@@ -137,7 +137,16 @@ def _rank_rows(judged: pl.DataFrame, ranked: str = RANK_ALL) -> pl.LazyFrame:
         score.cast(pl.Float64).fill_null(float("-inf")),
         (score.is_not_null() if ranked == RANK_SCORED else pl.lit(True)).alias(_RANKED),
     )
-    frame, has_ties = with_tie_keys(frame)
+    if ranked == RANK_SCORED:
+        # Rows without a rank are not ordered among themselves for any metric (the ideal
+        # DCG reads positions, not rows; the AUC compares scores): their ties need no key.
+        scored, has_ties = with_tie_keys(frame.filter(pl.col(_RANKED)))
+        rest = frame.filter(~pl.col(_RANKED)).with_columns(
+            pl.lit(0, dtype=pl.UInt64).alias(TIE_KEY)
+        )
+        frame, has_ties = pl.concat([scored, rest]), has_ties or rest.height > 0
+    else:
+        frame, has_ties = with_tie_keys(frame)
     # Without ties the score alone fixes the order; skipping the other keys saves a
     # multi-key (string) sort in the common case of distinct scores.
     order = (
