@@ -44,7 +44,7 @@ CHV_DOC = (
     "chv_ratio = volume of the convex hull of the system's top-R candidates over that of the "
     "survey's relevant candidates (label >= 1, R of them), both in the system's own embeddings "
     f"(unit length) projected to {CHV_DIMENSIONS} dimensions by one fixed orthonormal "
-    f"projection (QR of a standard-normal matrix, numpy default_rng([{CHV_SEED}, d]))); Qhull "
+    f"projection (QR of a standard-normal matrix, numpy default_rng([{CHV_SEED}, d])); Qhull "
     "volumes (scipy). Coverage of the reading list's space, not relevance: read it next to "
     "R@K. A survey whose relevant candidates span no volume is excluded."
 )
