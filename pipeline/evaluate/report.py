@@ -183,7 +183,8 @@ def _pairwise(results: dict[str, Any]) -> list[str]:
     lines += [
         "",
         f"Mean difference over surveys, row minus column; p: paired randomisation test, "
-        f"Holm-corrected over the {len(cells)} pairs; * p < {results.get('alpha', 0.05)}.",
+        f"Holm-corrected over the {len(cells)} pair{'s' if len(cells) != 1 else ''}; "
+        f"* p < {results.get('alpha', 0.05)}.",
     ]
     return lines
 
@@ -347,8 +348,8 @@ def _definitions(results: dict[str, Any]) -> list[str]:
         f"- Tests: {results['test_method']}",
         "- Ties: equal scores are put in a fixed pseudo-random order of (survey, candidate) "
         "that does not depend on the ids' form (the exact rule: `tie_breaking` in "
-        "eval_results.json); trec_eval orders them by docid instead, so values equal "
-        "trec_eval's for runs without ties.",
+        "eval_results.json); trec_eval orders them by docid instead (and compares scores as "
+        "32-bit floats), so values equal trec_eval's for runs without ties in single precision.",
         "- Previous metric names (`ndcg@10`, `map`, ...) are listed under `metric_aliases` in "
         "eval_results.json.",
     ]
