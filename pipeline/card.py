@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline import schema as S
+from pipeline.evaluate.measures import ndcg_name
 from pipeline.leak_audit import RELATIVE_DOCS
 from pipeline.release_files import (
     BEIR_VIEWS,
@@ -235,7 +236,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         if code_url
         else "the `survey-reading-lists` package",
         "code_url_bibtex": f"\n  url          = {{{code_url}}}," if code_url else "",
-        "main_metric": "ndcg@10",
+        "main_metric": ndcg_name(10),
         "tier_figure": TIER_FIGURE,
         "pretty_name": cfg["release"]["dataset_name"],
         "version": meta["version"],
