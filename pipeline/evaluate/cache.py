@@ -18,7 +18,6 @@ recomputed, with a warning.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.resources
 import json
 import logging
@@ -30,7 +29,7 @@ import polars as pl
 
 from pipeline import __version__
 from pipeline.config import EvaluateConfig, TrainConfig
-from pipeline.files import atomic_path, sha256_file
+from pipeline.files import atomic_path, sha256_file, sha256_text
 from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 
 CACHE_DIR = "cache"  # under <out>/eval
@@ -43,8 +42,9 @@ log = logging.getLogger("pipeline")
 
 @lru_cache(maxsize=1)
 def source_fingerprint() -> str:
-    """sha256 of every ``.py`` file of the ``pipeline`` package, with the version."""
-    digest = hashlib.sha256(__version__.encode())
+    """A hash of every ``.py`` file of the ``pipeline`` package (name and sha256), with the
+    version."""
+    files: list[tuple[str, str]] = []
 
     def walk(node: Any, rel: str) -> None:
         for child in sorted(node.iterdir(), key=lambda c: c.name):
@@ -52,10 +52,10 @@ def source_fingerprint() -> str:
             if child.is_dir() and child.name != "__pycache__":
                 walk(child, name)
             elif child.name.endswith(".py"):
-                digest.update(name.encode() + b"\0" + child.read_bytes())
+                files.append((name, sha256_file(Path(str(child)))))
 
     walk(importlib.resources.files("pipeline"), "pipeline")
-    return digest.hexdigest()[:24]
+    return sha256_text(__version__, files)
 
 
 def baseline_key(
@@ -73,7 +73,7 @@ def baseline_key(
         if (release / name.format(split="train")).is_file()
     }
     evaluate = {k: v for k, v in dataclasses.asdict(config).items() if k != "bootstrap_samples"}
-    blob = json.dumps(
+    return sha256_text(
         {
             "format": CACHE_FORMAT,
             "eval": sha256_file(eval_path),
@@ -83,11 +83,8 @@ def baseline_key(
             "systems": systems,
             "mode": mode,
             "code": source_fingerprint(),
-        },
-        sort_keys=True,
-        default=list,
+        }
     )
-    return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
 def read_baselines(cache_dir: Path | None, key: str) -> tuple[pl.DataFrame, dict[str, Any]] | None:

@@ -29,7 +29,6 @@ model whose weights change under the same code and name needs ``--no-cache``.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import logging
@@ -46,7 +45,7 @@ import polars as pl
 
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ABSTRACT, SURVEY_ID, SURVEY_TITLE
-from pipeline.files import atomic_path, sha256_file
+from pipeline.files import atomic_path, sha256_file, sha256_text
 from pipeline.progress import steps
 from pipeline.text_match import candidate_text, joined_text
 
@@ -150,19 +149,22 @@ def load_callable(spec: str, flag: str) -> Callable[..., Any]:
 
 
 def _code_identity(spec: ModelSpec, model: Any) -> str:
-    """sha256 of the code behind a model: its module file, or every file of its folder."""
-    digest = hashlib.sha256(f"{spec.kind}\0{spec.target}".encode())
+    """A hash of the code behind a model: the sha256 of its module file, or of every file
+    of its folder."""
+    files: list[tuple[str, str]] = []
     if spec.kind == SENTENCE_TRANSFORMER:
         root = Path(spec.target)
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            digest.update(f"{path.relative_to(root).as_posix()}\0{sha256_file(path)}".encode())
+        files = [
+            (path.relative_to(root).as_posix(), sha256_file(path))
+            for path in sorted(p for p in root.rglob("*") if p.is_file())
+        ]
     else:
         source = inspect.getsourcefile(model) if inspect.isfunction(model) else None
         module = inspect.getmodule(model)
         source = source or (getattr(module, "__file__", None) if module else None)
         if source and Path(source).is_file():
-            digest.update(sha256_file(Path(source)).encode())
-    return digest.hexdigest()[:24]
+            files = [(Path(source).name, sha256_file(Path(source)))]
+    return sha256_text(spec.kind, spec.target, files)
 
 
 def _sentence_transformer(folder: str) -> Callable[[list[str]], np.ndarray]:
@@ -239,7 +241,8 @@ class EmbeddingCache:
 
 
 def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The cache key of a text (:func:`pipeline.files.sha256_text`)."""
+    return sha256_text(text)
 
 
 # ----------------------------------------------------------------- running a model
