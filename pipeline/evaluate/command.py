@@ -198,7 +198,6 @@ def export_main(args: argparse.Namespace) -> int:
     result = api.export(args.release, args.out, format=args.format, split=args.split)
     for name, rows in result.files.items():
         print(f"{result.out / name}\t{rows}")
-    log.info("export: wrote %d files in %s", len(result.files), result.out)
     return 0
 
 
