@@ -9,6 +9,7 @@ tests call these functions too, never the CLI with argv strings::
     api.run(["corpus/"], "work", config="my.toml", workers=4)
     api.status("work").rows()
     api.evaluate("work/release").results["main_metrics"]
+    api.evaluate_scores(my_scores, "work/release").mean("scores", "nDCG@10")  # nothing written
 
 A ``config`` argument is a :class:`~pipeline.config.Config`, the path of a TOML file,
 or None (the defaults). Failures raise the exceptions :mod:`pipeline.errors` turns
@@ -119,41 +120,61 @@ class StageResult:
 
 @dataclass(frozen=True)
 class EvalResult:
-    """What :func:`evaluate` wrote.
+    """What :func:`evaluate` (or :func:`evaluate_scores`) computed, and where it wrote it.
 
     Attributes:
-        out: the folder holding the results (``<out>/eval``).
+        out: the folder holding the results (``<out>/eval``); None when nothing was
+            written (:func:`evaluate_scores`).
         results: the content of ``eval_results.json``.
+        per_survey: the content of ``per_survey.parquet`` (a Polars DataFrame).
+        report: the text of ``report.md``.
+        model_runs: each model's scores and timing (``texts_encoded``, ``seconds``).
     """
 
-    out: Path
+    out: Path | None
     results: dict[str, Any] = field(repr=False)
+    per_survey: Any = field(default=None, repr=False)
+    report: str = field(default="", repr=False)
+    model_runs: tuple[Any, ...] = field(default=(), repr=False)
+
+    def _written(self, name: str) -> Path:
+        if self.out is None:
+            raise ValueError("nothing was written: evaluate_scores keeps its results in memory")
+        return self.out / name
 
     @property
     def results_file(self) -> Path:
         """``eval_results.json``."""
         from pipeline.evaluate.evaluation import RESULTS_FILE
 
-        return self.out / RESULTS_FILE
+        return self._written(RESULTS_FILE)
 
     @property
     def per_survey_file(self) -> Path:
         """``per_survey.parquet``."""
         from pipeline.evaluate.evaluation import PER_SURVEY_FILE
 
-        return self.out / PER_SURVEY_FILE
+        return self._written(PER_SURVEY_FILE)
 
     @property
     def report_file(self) -> Path:
         """``report.md``."""
         from pipeline.evaluate.evaluation import REPORT_FILE
 
-        return self.out / REPORT_FILE
+        return self._written(REPORT_FILE)
 
-    @property
-    def report(self) -> str:
-        """The text of ``report.md``."""
-        return self.report_file.read_text(encoding="utf-8")
+    def mean(self, system: str, metric: str = "nDCG@10", subset: str = "ALL") -> float | None:
+        """A system's mean of a metric (canonical name or a previous one, e.g. ``ndcg@10``).
+
+        Raises:
+            KeyError: no such system in the results.
+            UnknownMetricError: no such metric.
+        """
+        from pipeline.evaluate.measures import canonical_name
+
+        stats = self.results["subsets"][subset][system]
+        name = metric if metric in stats else canonical_name(metric, self.results["ks"])
+        return stats[name]["mean"]
 
 
 @dataclass(frozen=True)
@@ -427,7 +448,6 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
     import polars as pl
 
     from pipeline.evaluate.evaluation import EVAL_DIR
-    from pipeline.evaluate.evaluation import evaluate as evaluate_eval_set
 
     if not W.reduce_finished(out, W.RELEASE):
         return None
@@ -438,11 +458,18 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
             cfg.split.eval_from,
         )
         return None
-    results = evaluate_eval_set(
-        eval_file, runs=(), baselines_only=True, out_dir=out, config=cfg.evaluate
+    from pipeline.evaluate.cache import CACHE_DIR
+    from pipeline.evaluate.evaluation import run_evaluation
+
+    evaluation = run_evaluation(
+        eval_file,
+        config=cfg.evaluate,
+        train_config=cfg.train,
+        cache_dir=out / EVAL_DIR / CACHE_DIR,
+        out_dir=out,
     )
     log.info("evaluate: results in %s", out / EVAL_DIR)
-    return EvalResult(out / EVAL_DIR, results)
+    return _eval_result(evaluation)
 
 
 def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
@@ -458,55 +485,197 @@ def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
 
 
 # --------------------------------------------------------------------- evaluation, training
+NamedSpec = PathLike | tuple[PathLike, str | None]
+
+
+def _named(specs: Sequence[NamedSpec]) -> list[tuple[str, str | None]]:
+    """``(target, name or None)`` of each spec (a bare path or spec has no name)."""
+    out: list[tuple[str, str | None]] = []
+    for spec in specs:
+        target, name = spec if isinstance(spec, tuple) else (spec, None)
+        out.append((os.fspath(target), name))
+    return out
+
+
+def _eval_result(evaluation: Any) -> EvalResult:
+    return EvalResult(
+        evaluation.out,
+        evaluation.results,
+        evaluation.per_survey,
+        evaluation.report,
+        evaluation.model_runs,
+    )
+
+
 def evaluate(
     eval_file: PathLike,
     *,
     out: PathLike | None = None,
-    runs: Sequence[PathLike] = (),
-    model_files: Sequence[PathLike] = (),
+    runs: Sequence[NamedSpec] = (),
+    model_files: Sequence[NamedSpec] = (),
+    encoders: Sequence[NamedSpec] = (),
+    scorers: Sequence[NamedSpec] = (),
+    sentence_transformers: Sequence[NamedSpec] = (),
     config: ConfigLike = None,
     lenient: bool = False,
     require_complete: bool = False,
     mode: str = "rerank",
     learned: bool = True,
+    cache: bool = True,
+    batch_size: int = 64,
 ) -> EvalResult:
-    """Evaluate the baselines and the given runs and models on an eval set.
+    """Evaluate the baselines and the given runs and models on an eval set; write the results.
+
+    Every system is a path or spec, or ``(path or spec, name)`` to name it (the CLI's
+    ``--name``).
 
     Args:
         eval_file: eval Parquet, a release folder, or a Hub dataset (``owner/name``).
         out: results go to ``<out>/eval/`` (default: next to the eval file, see
             :func:`default_eval_out`).
-        runs: run files (TREC, CSV or Parquet); none: the baselines only.
+        runs: run files (TREC, CSV, TSV or Parquet); none: the baselines only.
         model_files: models written by :func:`train`, each a system named by its stem.
+        encoders: ``PKG.MODULE:CALLABLE`` texts -> vectors (cosine of survey and candidate).
+        scorers: ``PKG.MODULE:CALLABLE`` (query, candidate texts) -> scores.
+        sentence_transformers: local sentence-transformers model folders (an encoder each).
         config: its ``[evaluate]`` and ``[train]`` tables are used.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey.
         mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval`).
         learned: also train and evaluate the learned baselines.
+        cache: keep the baselines and the encoders' embeddings in the release's evaluation
+            cache (:func:`default_cache_dir`) and reuse them.
+        batch_size: texts per encoder call, candidates per scorer call.
 
     Raises:
-        RunError, EvalSetError, FileNotFoundError, ValueError: see
-            :func:`pipeline.evaluate.evaluation.evaluate`.
+        RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
+            :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate.evaluation import EVAL_DIR
-    from pipeline.evaluate.evaluation import evaluate as evaluate_eval_set
+    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     cfg = config_of(config)
     target = Path(out) if out is not None else default_eval_out(eval_file)
-    results = evaluate_eval_set(
+    models = [
+        ModelSpec(kind, spec, name)
+        for kind, specs in (
+            (ENCODER, encoders),
+            (SCORER, scorers),
+            (SENTENCE_TRANSFORMER, sentence_transformers),
+        )
+        for spec, name in _named(specs)
+    ]
+    evaluation = run_evaluation(
         os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
-        runs=list(runs),
-        baselines_only=not runs,
-        out_dir=target,
+        _named(runs),
+        model_files=_named(model_files),
+        models=models,
         config=cfg.evaluate,
+        train_config=cfg.train,
         lenient=lenient,
         require_complete=require_complete,
-        model_files=list(model_files),
         mode=mode,
         learned=learned,
-        train_config=cfg.train,
+        cache_dir=default_cache_dir(eval_file) if cache else None,
+        batch_size=batch_size,
+        out_dir=target,
     )
-    return EvalResult(target / EVAL_DIR, results)
+    return _eval_result(evaluation)
+
+
+def evaluate_scores(
+    scores: Any,
+    release: PathLike,
+    *,
+    name: str = "scores",
+    baselines: bool = False,
+    learned: bool = True,
+    mode: str = "rerank",
+    config: ConfigLike = None,
+    lenient: bool = False,
+    cache: bool = False,
+) -> EvalResult:
+    """Evaluate scores held in memory; write nothing (``EvalResult.out`` is None).
+
+    The numbers are the ones :func:`evaluate` gives for the same scores in a run file.
+
+    Args:
+        scores: ``{survey_id: {candidate_id: score}}``, or a Polars or pandas DataFrame with
+            ``survey_id``, ``candidate_id``, ``score`` (or ``query-id``, ``corpus-id``,
+            ``score``).
+        release: the release folder (or eval Parquet, or Hub dataset).
+        name: the system's name.
+        baselines: also evaluate the baselines (trains the learned ones unless the cache
+            has them and ``cache`` is set), with the paired tests against them.
+        learned: with ``baselines``, the learned baselines too.
+        mode: ``rerank`` or ``retrieval``.
+        config: its ``[evaluate]`` and ``[train]`` tables are used.
+        lenient: drop pairs outside the eval set instead of failing.
+        cache: read and fill the release's evaluation cache (a disk write).
+
+    Raises:
+        RunError, EvalSetError, FileNotFoundError, ValueError: see
+            :func:`pipeline.evaluate.evaluation.run_evaluation`.
+    """
+    from pipeline.evaluate.evaluation import run_evaluation
+
+    cfg = config_of(config)
+    evaluation = run_evaluation(
+        os.fspath(release) if not isinstance(release, Path) else release,
+        scores={name: scores},
+        config=cfg.evaluate,
+        train_config=cfg.train,
+        lenient=lenient,
+        mode=mode,
+        baselines=baselines,
+        learned=learned,
+        cache_dir=default_cache_dir(release) if cache else None,
+    )
+    return _eval_result(evaluation)
+
+
+def default_cache_dir(spec: PathLike) -> Path:
+    """The evaluation cache of a release: ``<default_eval_out>/eval/cache`` (next to the
+    release folder, whatever ``out`` an evaluation writes to)."""
+    from pipeline.evaluate.cache import CACHE_DIR
+    from pipeline.evaluate.evaluation import EVAL_DIR
+
+    return default_eval_out(spec) / EVAL_DIR / CACHE_DIR
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export` wrote.
+
+    Attributes:
+        out: the folder written.
+        files: the files in it, relative to it, with their rows.
+    """
+
+    out: Path
+    files: dict[str, int]
+
+
+def export(
+    release: PathLike, out: PathLike, *, format: str = "beir", split: str = "eval"
+) -> ExportResult:
+    """Write one split of a release in another tool's layout.
+
+    Args:
+        release: the release folder.
+        out: the folder to write (created; files in it are replaced).
+        format: ``beir``: BEIR's ``GenericDataLoader`` files (``corpus.jsonl``,
+            ``queries.jsonl``, ``qrels/test.tsv``, and ``top_ranked.jsonl``).
+        split: ``eval`` (written as BEIR's ``test``) or ``train``.
+
+    Raises:
+        ValueError: an unknown format or split; a release file that differs from its record.
+        FileNotFoundError: the release has no such split.
+    """
+    from pipeline.evaluate.export import export_release
+
+    files = export_release(Path(release), Path(out), format, split)
+    return ExportResult(Path(out), files)
 
 
 def default_eval_out(spec: PathLike) -> Path:

@@ -22,13 +22,15 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline import schema as S
+from pipeline.evaluate.measures import ndcg_name
 from pipeline.leak_audit import RELATIVE_DOCS
 from pipeline.release_files import (
-    BEIR_FILE,
     BEIR_VIEWS,
     CANDIDATES_FILE,
     EVAL_FILE,
     READING_LISTS_FILE,
+    RETRIEVAL_SPLITS,
+    beir_file,
 )
 
 CARD_TEMPLATE = "survey_reading_lists.md"
@@ -144,18 +146,30 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _configs_yaml(splits: list[str]) -> str:
+    """The card's ``configs``: the retrieval views in MTEB's layout first (``qrels`` the
+    default; the eval split named ``test`` and listed first, since BEIR's ``HFDataLoader``
+    takes a config's first split), then ``reading_lists`` and ``candidates`` (``train``,
+    ``eval``)."""
+    eval_first = sorted(splits, key=lambda split: split != "eval")
+    configs = [
+        (view, i == 0, [(RETRIEVAL_SPLITS[split], beir_file(view, split)) for split in eval_first])
+        for i, view in enumerate(BEIR_VIEWS)
+    ]
+    configs += [
+        (name, False, [(split, pattern.format(split=split)) for split in splits])
+        for name, pattern in (
+            ("reading_lists", READING_LISTS_FILE),
+            ("candidates", CANDIDATES_FILE),
+        )
+    ]
     lines = ["configs:"]
-    views = [
-        ("reading_lists", READING_LISTS_FILE, True),
-        ("candidates", CANDIDATES_FILE, False),
-    ] + [(v, BEIR_FILE.replace("{view}", v), False) for v in BEIR_VIEWS]
-    for name, pattern, default in views:
+    for name, default, files in configs:
         lines.append(f"- config_name: {name}")
         if default:
             lines.append("  default: true")
         lines.append("  data_files:")
-        for split in splits:
-            lines += [f"  - split: {split}", f"    path: {pattern.format(split=split)}"]
+        for split, path in files:
+            lines += [f"  - split: {split}", f"    path: {path}"]
     return "\n".join(lines)
 
 
@@ -222,7 +236,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         if code_url
         else "the `survey-reading-lists` package",
         "code_url_bibtex": f"\n  url          = {{{code_url}}}," if code_url else "",
-        "main_metric": "ndcg@10",
+        "main_metric": ndcg_name(10),
         "tier_figure": TIER_FIGURE,
         "pretty_name": cfg["release"]["dataset_name"],
         "version": meta["version"],
@@ -354,6 +368,7 @@ CONFIG_SCHEMAS = (
     ("queries", "BEIR_QUERIES"),
     ("corpus", "BEIR_CORPUS"),
     ("qrels", "BEIR_QRELS"),
+    ("top_ranked", "BEIR_TOP_RANKED"),
 )
 
 

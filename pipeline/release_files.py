@@ -8,8 +8,21 @@ from __future__ import annotations
 
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 BEIR_FILE = "{view}/{split}.parquet"
-BEIR_VIEWS = ("queries", "corpus", "qrels")
+# The retrieval views in MTEB's layout: qrels first (the card's default config, which
+# MTEB's loader reads when there is no config named "default"), top_ranked = each
+# query's candidate list (MTEB's re-ranking input).
+BEIR_VIEWS = ("qrels", "corpus", "queries", "top_ranked")
+# The retrieval views name the eval split "test", the split MTEB's and BEIR's loaders ask
+# for ("Split test not found in ['train', 'eval']" otherwise); the reading lists and the
+# candidates view keep "eval".
+RETRIEVAL_SPLITS = {"eval": "test", "train": "train"}
 CANDIDATES_FILE = "candidates/{split}.parquet"
 METADATA_FILE = "eval_metadata.json"
 CARD_FILE = "README.md"
 EVAL_FILE = READING_LISTS_FILE.format(split="eval")
+
+
+def beir_file(view: str, split: str) -> str:
+    """The file of retrieval view ``view`` (:data:`BEIR_VIEWS`) of release split ``split``
+    (``train`` or ``eval``), named by its retrieval split name (:data:`RETRIEVAL_SPLITS`)."""
+    return BEIR_FILE.format(view=view, split=RETRIEVAL_SPLITS[split])

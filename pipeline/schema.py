@@ -308,6 +308,7 @@ BEIR_TITLE = "title"
 BEIR_QUERY_ID = "query-id"
 BEIR_CORPUS_ID = "corpus-id"
 BEIR_SCORE = "score"
+BEIR_CORPUS_IDS = "corpus-ids"  # MTEB's top_ranked: a query's candidate ids
 
 NEGATIVES = pa.schema(
     [
@@ -424,6 +425,14 @@ BEIR_QRELS = pa.schema(
         (BEIR_QUERY_ID, pa.string()),
         (BEIR_CORPUS_ID, pa.string()),
         (BEIR_SCORE, pa.int32()),
+    ]
+)
+
+# each query's candidates (MTEB's re-ranking input), ids sorted
+BEIR_TOP_RANKED = pa.schema(
+    [
+        (BEIR_QUERY_ID, pa.string()),
+        (BEIR_CORPUS_IDS, pa.list_(pa.string())),
     ]
 )
 

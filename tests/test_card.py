@@ -37,7 +37,14 @@ def test_card_yaml_is_valid_for_the_hub(release: Path) -> None:
     rows = sum(meta["splits"][s]["rows"] for s in S.SPLIT_NAMES)
     assert data.size_categories == [size_category(rows)]
     configs = {c["config_name"]: c for c in data.configs}
-    assert set(configs) == {"reading_lists", "candidates", "queries", "corpus", "qrels"}
+    assert set(configs) == {
+        "reading_lists",
+        "candidates",
+        "queries",
+        "corpus",
+        "qrels",
+        "top_ranked",
+    }
     for config in configs.values():
         for files in config["data_files"]:
             assert (release / files["path"]).is_file()

@@ -85,17 +85,24 @@ def test_results_structure_and_byte_identical_rerun(
     assert set(results["subsets"]) == {"ALL", "IN", "OUT", "year=2023", "year=2024"}
     assert results["subsets"]["ALL"] == results["systems"]
     assert results["subset_surveys"]["year=2023"] + results["subset_surveys"]["year=2024"] == 24
-    ndcg = results["systems"]["noisy_label"]["ndcg@10"]
+    ndcg = results["systems"]["noisy_label"]["nDCG@10"]
     assert ndcg["ci_low"] <= ndcg["mean"] <= ndcg["ci_high"] and ndcg["n"] == 24
-    assert results["systems"]["oracle"]["ndcg@10"]["mean"] == 1.0
+    assert results["systems"]["oracle"]["nDCG@10"]["mean"] == 1.0
 
     assert results["best_baseline"] in {"random", "popularity", "bm25"}
     main = results["main_metrics"]
-    assert len(results["tests"]) == 2 * len(main)
+    compared = {"random", "popularity", "bm25"}  # the oracle is an upper bound, not tested
+    # every system (the oracle aside) against every baseline but itself, per headline metric
+    expected = {(s, b) for s in systems - {"oracle"} for b in compared if b != s}
+    assert {(t["system"], t["baseline"]) for t in results["tests"]} == expected
+    assert len(results["tests"]) == len(expected) * len(main)
     for test in results["tests"]:
         assert TEST_KEYS <= set(test)
-        assert test["baseline"] == results["best_baseline"]
-        assert 0 < test["p_value"] <= 1
+        assert 0 < test["p_value"] <= test["p_holm"] <= 1
+        assert test["significant"] == (test["p_holm"] < results["alpha"])
+    # the two submitted runs against each other
+    assert {(t["system"], t["other"]) for t in results["pairwise"]} == {("noisy_label", "partial")}
+    assert len(results["pairwise"]) == len(main)
     assert "tie key" in results["tie_breaking"] and "BLAKE2b" in results["tie_breaking"]
     assert "docid descending" in results["tie_breaking"]
     assert results["runs"]["partial"]["missing_judged"] == 24 * 20 - 160
@@ -117,8 +124,11 @@ def test_results_structure_and_byte_identical_rerun(
     report = (eval_dir / "report.md").read_text(encoding="utf-8")
     for name in main:
         assert name in report
-    assert "IN/OUT gap" in report and "Tier distribution" in report and "tie key" in report
-    assert "## Submitted runs\n" in report and "`noisy.trec`" in report
+    assert "In-domain and out-of-domain" in report and "Tier distribution" in report
+    assert "## Submitted systems\n" in report and "`noisy.trec`" in report
+    assert "## Submitted systems against each other (nDCG@10)" in report
+    # no internal jargon up front: the tie rule's constants are in the JSON, not the report
+    assert "splitmix64" not in report and "0xBF58476D1CE4E5B9" not in report
 
     def files() -> dict[str, bytes]:
         found = [p for p in eval_dir.rglob("*") if p.is_file()]
@@ -221,8 +231,11 @@ def test_hub_eval_file_is_recorded_as_given(
 def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Path) -> None:
     results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
     assert set(results["systems"]) == {"random", "popularity", "bm25", "oracle"}
-    assert results["tests"] == []
-    with pytest.raises(ValueError, match="baselines_only"):
+    # the baselines are tested against each other (not against themselves, nor the oracle)
+    assert {t["system"] for t in results["tests"]} == {"random", "popularity", "bm25"}
+    assert all(t["system"] != t["baseline"] != "oracle" for t in results["tests"])
+    assert results["submitted"] == [] and results["pairwise"] == []
+    with pytest.raises(ValueError, match="--baselines-only"):
         evaluate(inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path)
 
 
@@ -231,7 +244,7 @@ def test_metric_names_are_the_same_in_json_parquet_and_report(
 ) -> None:
     results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
     names = set(results["metrics"])
-    assert {"recall@10_tier>=3", "recall@10_tier=3", "mrr_tier>=3"} <= names
+    assert {"R(rel=3)@10", "recall@10_tier=3", "RR(rel=3)"} <= names
     assert not any(n.endswith("_tier3") for n in names)
     columns = set(pl.read_parquet_schema(tmp_path / "eval" / "per_survey.parquet"))
     assert names <= columns
@@ -240,13 +253,13 @@ def test_metric_names_are_the_same_in_json_parquet_and_report(
     report = (tmp_path / "eval" / "report.md").read_text(encoding="utf-8")
     for name in results["main_metrics"]:
         assert f"`{name}`" in report
-    assert "recall@10_tier>=3" in results["main_metrics"]
+    assert "R(rel=3)@10" in results["main_metrics"]
 
 
 def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> None:
     clash = tmp_path / "noisy_label.csv"
     pl.read_csv(inputs["csv"]).write_csv(clash)
-    with pytest.raises(RunError, match="already used"):
+    with pytest.raises(RunError, match="already used.*--name"):
         evaluate(inputs["eval"], runs=[inputs["trec"], clash], out_dir=tmp_path, config=CONFIG)
 
 

@@ -95,7 +95,7 @@ def test_vectorised_tie_keys_match_the_reference(pairs: list[tuple[str, str]]) -
 
 def test_constant_run_is_neutral_to_the_id_form() -> None:
     # Relevant candidates are arxiv: ids, hard negatives doi: ids. Ordering ties by
-    # candidate_id would put every relevant one first (ndcg@10 = 1); the tie key
+    # candidate_id would put every relevant one first (nDCG@10 = 1); the tie key
     # must make a constant score no better than a random one.
     rng = np.random.default_rng(4)
     rows = []
@@ -110,7 +110,7 @@ def test_constant_run_is_neutral_to_the_id_form() -> None:
         schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String, LABEL: pl.Int8, SCORE: pl.Float64},
         orient="row",
     )
-    names = ["ndcg@10", "map", "hard_negative_auc"]
+    names = ["nDCG@10", "AP", "hard_negative_auc"]
     constant = per_survey_metrics(frame, names, ks=(10,))
     randoms = [
         per_survey_metrics(
@@ -120,7 +120,7 @@ def test_constant_run_is_neutral_to_the_id_form() -> None:
         )
         for seed in range(100, 105)  # not 4: those uniforms drew the labels
     ]
-    for name in ("ndcg@10", "map"):
+    for name in ("nDCG@10", "AP"):
         expected = np.mean([r[name].mean() for r in randoms])
         assert abs(constant[name].mean() - expected) < 0.03, name
     assert constant["hard_negative_auc"].drop_nulls().unique().to_list() == [0.5]
@@ -146,15 +146,15 @@ TINY = pl.DataFrame(
 
 EXPECTED = {
     "s1": {
-        "ndcg@1": 0.0,
-        "ndcg@3": (1 * d(2) + 3 * d(3)) / (4 + 3 * d(2) + 2 * d(3)),
-        "ndcg@5": (1 * d(2) + 3 * d(3) + 4 * d(4)) / (4 + 3 * d(2) + 2 * d(3) + 1 * d(4)),
-        "recall@1": 0.0,
-        "recall@3": 2 / 4,
-        "recall@5": 3 / 4,
-        "recall@1_tier>=3": 0.0,
-        "recall@3_tier>=3": 1 / 2,
-        "recall@5_tier>=3": 2 / 2,
+        "nDCG@1": 0.0,
+        "nDCG@3": (1 * d(2) + 3 * d(3)) / (4 + 3 * d(2) + 2 * d(3)),
+        "nDCG@5": (1 * d(2) + 3 * d(3) + 4 * d(4)) / (4 + 3 * d(2) + 2 * d(3) + 1 * d(4)),
+        "R@1": 0.0,
+        "R@3": 2 / 4,
+        "R@5": 3 / 4,
+        "R(rel=3)@1": 0.0,
+        "R(rel=3)@3": 1 / 2,
+        "R(rel=3)@5": 2 / 2,
         "recall@1_tier=1": 0.0,
         "recall@3_tier=1": 1.0,
         "recall@5_tier=1": 1.0,
@@ -162,9 +162,9 @@ EXPECTED = {
         "recall@3_tier=3": 1.0,
         "recall@3_tier=4": 0.0,
         "recall@5_tier=4": 1.0,
-        "mrr_tier>=3": 1 / 3,  # c, the first label >= 3, is at rank 3
-        "map": (1 / 2 + 2 / 3 + 3 / 4 + 4 / 6) / 4,
-        "r_precision": 3 / 4,
+        "RR(rel=3)": 1 / 3,  # c, the first label >= 3, is at rank 3
+        "AP": (1 / 2 + 2 / 3 + 3 / 4 + 4 / 6) / 4,
+        "Rprec": 3 / 4,
         # scores, not ranks: positives d, c, a beat e and lose to b; f ties e (both
         # missing) and loses to b
         "hard_negative_auc": (1 + 1 + 1 + 0.5) / (4 * 2),
@@ -172,19 +172,19 @@ EXPECTED = {
         "hard_negative_auc_tier=2": 0.5 / 2,
         "hard_negative_auc_tier=3": 1 / 2,
         "hard_negative_auc_tier=4": 1 / 2,
-        "essential_ndcg@10": d(4) / d(1),
-        "relevant_ndcg@10": (d(3) + d(4)) / (d(1) + d(2)),
+        "nDCG(gains={1:0,2:0,3:0,4:1})@10": d(4) / d(1),
+        "nDCG(gains={1:0,2:0,3:1,4:1})@10": (d(3) + d(4)) / (d(1) + d(2)),
     },
     "s2": {},  # everything excluded
     "s3": {
-        "ndcg@1": 0.0,
-        "ndcg@3": d(2) / 1,
-        "recall@1": 0.0,
-        "recall@3": 1.0,
+        "nDCG@1": 0.0,
+        "nDCG@3": d(2) / 1,
+        "R@1": 0.0,
+        "R@3": 1.0,
         "recall@1_tier=1": 0.0,
         "recall@3_tier=1": 1.0,
-        "map": (1 / 2) / 1,
-        "r_precision": 0.0,
+        "AP": (1 / 2) / 1,
+        "Rprec": 0.0,
         "hard_negative_auc": 0.5,
         "hard_negative_auc_tier=1": 0.5,
     },
@@ -207,7 +207,12 @@ def test_hand_computed_values_and_exclusions() -> None:
     # s2 has no positive at all: excluded everywhere
     assert all(rows["s2"][m] is None for m in metric_registry(KS))
     # s3 has no label >= 3, no label 4, no tier 2-4
-    for name in ("mrr_tier>=3", "recall@3_tier>=3", "essential_ndcg@10", "relevant_ndcg@10"):
+    for name in (
+        "RR(rel=3)",
+        "R(rel=3)@3",
+        "nDCG(gains={1:0,2:0,3:0,4:1})@10",
+        "nDCG(gains={1:0,2:0,3:1,4:1})@10",
+    ):
         assert rows["s3"][name] is None
     for t in (2, 3, 4):
         assert rows["s3"][f"recall@3_tier={t}"] is None
@@ -215,13 +220,19 @@ def test_hand_computed_values_and_exclusions() -> None:
 
 
 def test_n_counts_and_macro_means_skip_excluded_surveys() -> None:
-    names = ["ndcg@3", "mrr_tier>=3", "essential_ndcg@10", "hard_negative_auc", "recall@3_tier=2"]
+    names = [
+        "nDCG@3",
+        "RR(rel=3)",
+        "nDCG(gains={1:0,2:0,3:0,4:1})@10",
+        "hard_negative_auc",
+        "recall@3_tier=2",
+    ]
     result = per_survey_metrics(TINY, names, ks=KS)
     summary = bootstrap_means(result.select(names).to_numpy(), 20, rng_for(1, "t"))
     assert summary.n.tolist() == [2, 1, 1, 2, 1]
-    ndcg3 = (EXPECTED["s1"]["ndcg@3"] + EXPECTED["s3"]["ndcg@3"]) / 2
+    ndcg3 = (EXPECTED["s1"]["nDCG@3"] + EXPECTED["s3"]["nDCG@3"]) / 2
     assert summary.mean[0] == pytest.approx(ndcg3, abs=1e-12)
-    assert summary.mean[1] == pytest.approx(EXPECTED["s1"]["mrr_tier>=3"])  # s3 has no label >= 3
+    assert summary.mean[1] == pytest.approx(EXPECTED["s1"]["RR(rel=3)"])  # s3 has no label >= 3
     assert summary.mean[3] == pytest.approx((0.4375 + 0.5) / 2)
 
 
@@ -256,9 +267,9 @@ def test_row_order_invariance_with_ties(rows: list[tuple[int, float | None]], rn
 
 def test_unknown_metric_lists_the_registry() -> None:
     with pytest.raises(UnknownMetricError) as info:
-        per_survey_metrics(TINY, ["ndcg@7", "map"], ks=KS)
+        per_survey_metrics(TINY, ["nDCG@7", "AP"], ks=KS)
     message = str(info.value)
-    assert "ndcg@7" in message
+    assert "nDCG@7" in message
     for name in metric_registry(KS):
         assert name in message
 
@@ -266,15 +277,21 @@ def test_unknown_metric_lists_the_registry() -> None:
 def test_registry_names_and_docs() -> None:
     registry = metric_registry(EvaluateConfig().ks)
     for k in EvaluateConfig().ks:
-        for name in (f"ndcg@{k}", f"recall@{k}", f"recall@{k}_tier>=3", f"recall@{k}_tier=4"):
+        for name in (f"nDCG@{k}", f"R@{k}", f"R(rel=3)@{k}", f"recall@{k}_tier=4"):
             assert name in registry
-    for name in ("mrr_tier>=3", "map", "r_precision", "hard_negative_auc"):
+    for name in ("RR(rel=3)", "AP", "Rprec", "hard_negative_auc"):
         assert name in registry
-    for name in ("essential_ndcg@10", "relevant_ndcg@10"):
+    for name in ("nDCG(gains={1:0,2:0,3:0,4:1})@10", "nDCG(gains={1:0,2:0,3:1,4:1})@10"):
         assert name in registry
     for metric in registry.values():
         assert "=" in metric.doc and "exclude" in metric.doc.lower(), metric.name
-    assert [m.name for m in resolve_metrics(["map", "ndcg@5"])] == ["map", "ndcg@5"]
+    assert [m.name for m in resolve_metrics(["AP", "nDCG@5"])] == ["AP", "nDCG@5"]
+    # the previous names are aliases
+    assert [m.name for m in resolve_metrics(["map", "ndcg@5", "mrr_tier>=3"])] == [
+        "AP",
+        "nDCG@5",
+        "RR(rel=3)",
+    ]
 
 
 # ------------------------------------------------------------------ pytrec_eval
@@ -335,14 +352,12 @@ def test_agrees_with_pytrec_eval(seed: int) -> None:
     cut = ",".join(map(str, ks))
     level1 = _trec(frame, {f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, level=1)
     level3 = _trec(frame, {"recip_rank", f"recall.{cut}"}, level=3)
-    pairs1 = [(f"ndcg@{k}", f"ndcg_cut_{k}") for k in ks] + [
-        (f"recall@{k}", f"recall_{k}") for k in ks
-    ]
-    _assert_agrees(ours, level1, pairs1 + [("map", "map"), ("r_precision", "Rprec")])
+    pairs1 = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in ks] + [(f"R@{k}", f"recall_{k}") for k in ks]
+    _assert_agrees(ours, level1, pairs1 + [("AP", "map"), ("Rprec", "Rprec")])
     _assert_agrees(
         ours,
         level3,
-        [("mrr_tier>=3", "recip_rank")] + [(f"recall@{k}_tier>=3", f"recall_{k}") for k in ks],
+        [("RR(rel=3)", "recip_rank")] + [(f"R(rel=3)@{k}", f"recall_{k}") for k in ks],
     )
 
 
@@ -363,11 +378,9 @@ def test_agrees_with_pytrec_eval_property(labels: list[int], rnd) -> None:
     ours = per_survey_metrics(frame, ks=ks)
     level1 = _trec(frame, {"ndcg_cut.1,2,5,10", "recall.1,2,5,10", "map", "Rprec"}, level=1)
     level3 = _trec(frame, {"recip_rank"}, level=3)
-    pairs = [(f"ndcg@{k}", f"ndcg_cut_{k}") for k in ks] + [
-        (f"recall@{k}", f"recall_{k}") for k in ks
-    ]
-    _assert_agrees(ours, level1, pairs + [("map", "map"), ("r_precision", "Rprec")])
-    _assert_agrees(ours, level3, [("mrr_tier>=3", "recip_rank")])
+    pairs = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in ks] + [(f"R@{k}", f"recall_{k}") for k in ks]
+    _assert_agrees(ours, level1, pairs + [("AP", "map"), ("Rprec", "Rprec")])
+    _assert_agrees(ours, level3, [("RR(rel=3)", "recip_rank")])
 
 
 # ------------------------------------------------------------------ baselines
@@ -389,13 +402,13 @@ def test_oracle_reaches_every_bound(synthetic_eval: pl.DataFrame) -> None:
     registry = metric_registry(config.ks)
     more_than_k = 0
     for row in table.iter_rows(named=True):
-        for name in registry:
+        for name, metric in registry.items():
             value = row[name]
             if value is None:
                 continue
-            if name.startswith("recall@"):
-                k = int(name.split("@")[1].split("_")[0])
-                if name.endswith("_tier>=3"):
+            if metric.recall_at:
+                k = metric.recall_at
+                if name == f"R(rel=3)@{k}":
                     total, above = row["ge3"], 0
                 elif "_tier=" in name:
                     t = int(name.rsplit("=", 1)[1])
@@ -410,7 +423,7 @@ def test_oracle_reaches_every_bound(synthetic_eval: pl.DataFrame) -> None:
                 assert value == pytest.approx(1.0, abs=1e-12), (name, row[SURVEY_ID])
     assert more_than_k > 0  # the min(K, R) / R rule was exercised
     assert (table["ge1"] > 5).any()
-    assert table["ndcg@10"].min() == 1.0  # exactly, not just approximately
+    assert table["nDCG@10"].min() == 1.0  # exactly, not just approximately
 
 
 def test_random_hard_negative_auc_is_half(synthetic_eval: pl.DataFrame) -> None:
@@ -453,16 +466,16 @@ def test_paired_test_detects_a_shift_and_not_an_identity() -> None:
 
 # ------------------------------------------------------------------ names
 def test_tier_names_carry_their_comparison() -> None:
-    """`recall@10_tier>=3` (label 3 or 4) and `recall@10_tier=3` (label 3) cannot be confused."""
+    """`R(rel=3)@10` (label 3 or 4) and `recall@10_tier=3` (label 3) cannot be confused."""
     registry = metric_registry((10,))
     tiered = [n for n in registry if "_tier" in n]
     assert tiered and all("_tier>=" in n or "_tier=" in n for n in tiered)
-    assert "recall@10_tier>=3" in registry and "recall@10_tier=3" in registry
-    assert "label >= 3" in registry["recall@10_tier>=3"].doc
+    assert "R(rel=3)@10" in registry and "recall@10_tier=3" in registry
+    assert "label >= 3" in registry["R(rel=3)@10"].doc
     assert "label == 3" in registry["recall@10_tier=3"].doc
-    with pytest.raises(UnknownMetricError, match=r"recall@10_tier3 is now recall@10_tier>=3"):
+    with pytest.raises(UnknownMetricError, match=r"recall@10_tier3 is now R\(rel=3\)@10"):
         resolve_metrics(["recall@10_tier3"], ks=(10,))
     aliases = metric_aliases((10,))
-    assert aliases["recall@10_tier>=3"]["ir_measures"] == "R(rel=3)@10"
-    assert aliases["mrr_tier>=3"]["trec_eval"] == "-l 3 recip_rank"
+    assert aliases["R(rel=3)@10"]["ir_measures"] == "R(rel=3)@10"
+    assert aliases["RR(rel=3)"]["trec_eval"] == "-l 3 recip_rank"
     assert set(aliases) <= set(registry)

@@ -227,9 +227,9 @@ def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
         .filter(pl.col(SUBSET) == SUBSET_ALL)
         .row(0, named=True)
     )
-    assert row["mrr_tier>=3"] == pytest.approx(1 / 2)
+    assert row["RR(rel=3)"] == pytest.approx(1 / 2)
     assert row["hard_negative_auc"] == 0.0
-    assert row["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert row["AP"] == pytest.approx((1 / 2 + 2 / 3) / 2)
 
 
 def test_missing_surveys_are_listed(tmp_path: Path) -> None:
@@ -238,3 +238,86 @@ def test_missing_surveys_are_listed(tmp_path: Path) -> None:
     assert missing_surveys(run, EVAL_PAIRS) == ["s2"]
     full = load_run(write(tmp_path, "full.run", "s1 Q0 a 1 1 t\ns2 Q0 y 2 0.5 t\n"), EVAL_PAIRS)
     assert missing_surveys(full, EVAL_PAIRS) == []
+
+
+# ------------------------------------------------------------------ the field's formats (issue 22)
+EXPECTED_ROWS = [("s1", "a", 0.5), ("s1", "b", 0.25), ("s2", "y", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("beir.csv", "query-id,corpus-id,score\ns1,a,0.5\ns1,b,0.25\ns2,y,1\n"),
+        ("snake.csv", "score,query_id,corpus_id\n0.5,s1,a\n0.25,s1,b\n1,s2,y\n"),
+        ("headed.tsv", "query-id\tcorpus-id\tscore\ns1\ta\t0.5\ns1\tb\t0.25\ns2\ty\t1\n"),
+        ("bare.tsv", "s1\ta\t0.5\ns1\tb\t0.25\ns2\ty\t1\n"),
+    ],
+)
+def test_beir_and_mteb_layouts_are_read(tmp_path: Path, name: str, text: str) -> None:
+    run = load_run(write(tmp_path, name, text), EVAL_PAIRS)
+    assert run.scores.select(SURVEY_ID, CANDIDATE_ID, SCORE).rows() == EXPECTED_ROWS
+    assert run.name == Path(name).stem and run.format == name.rsplit(".", 1)[1]
+    first_line = 1 if name == "bare.tsv" else 2
+    assert run.scores[LINE_NUMBER].to_list() == [first_line, first_line + 1, first_line + 2]
+
+
+def test_parquet_with_beir_columns(tmp_path: Path) -> None:
+    path = tmp_path / "mteb.parquet"
+    pl.DataFrame(
+        {"query-id": ["s1", "s1", "s2"], "corpus-id": ["a", "b", "y"], "score": [0.5, 0.25, 1.0]}
+    ).write_parquet(path)
+    assert load_run(path, EVAL_PAIRS).scores.select(SURVEY_ID, CANDIDATE_ID, SCORE).rows() == (
+        EXPECTED_ROWS
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "fragment"),
+    [
+        ("both.csv", "survey_id,query-id,candidate_id,score\ns1,s1,a,1\n", "name the same field"),
+        ("none.tsv", "qid\tdoc\tscore\ns1\ta\t1\n", "missing column(s) ['candidate_id']"),
+        ("short.tsv", "s1\ta\t0.5\ns1\tb\n", "expected 3 tab-separated fields"),
+    ],
+)
+def test_format_errors_name_the_columns(tmp_path: Path, name: str, text: str, fragment) -> None:
+    with pytest.raises(RunError) as info:
+        read_run(write(tmp_path, name, text))
+    assert fragment in str(info.value)
+    assert "query-id" in str(info.value) or "tab-separated" in str(info.value)
+
+
+def test_a_three_column_trec_file_names_the_tsv_suffix(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match=r"got 3; a 3-column run .* named \*\.tsv"):
+        read_run(write(tmp_path, "three.run", "s1 a 0.5\n"))
+
+
+def test_name_replaces_the_tag_so_two_runs_with_one_tag_can_be_compared(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.trec", "s1 Q0 a 1 2 same\n")
+    b = write(tmp_path, "b.trec", "s1 Q0 b 1 2 same\n")
+    assert read_run(a).name == read_run(b).name == "same"
+    assert read_run(a, "first").name == "first" and read_run(b, "second").name == "second"
+    with pytest.raises(RunError, match="--name"):
+        read_run(a, " padded")
+
+
+def test_unknown_ids_name_the_lenient_flag(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match="--lenient drops them"):
+        load_run(write(tmp_path, "u.run", "s1 Q0 zz 1 1 t\n"), EVAL_PAIRS)
+
+
+def test_in_memory_scores_are_checked_like_a_file(tmp_path: Path) -> None:
+    from pipeline.evaluate.runs import scores_run
+
+    as_dict = scores_run({"s1": {"a": 0.5, "b": 0.25}, "s2": {"y": 1.0}}, "mine")
+    frame = pl.DataFrame(
+        {"query-id": ["s1", "s1", "s2"], "corpus-id": ["a", "b", "y"], "score": [0.5, 0.25, 1]}
+    )
+    as_frame = scores_run(frame, "mine")
+    as_pandas = scores_run(frame.to_pandas(), "mine")
+    for run in (as_dict, as_frame, as_pandas):
+        assert run.scores.select(SURVEY_ID, CANDIDATE_ID, SCORE).rows() == EXPECTED_ROWS
+        assert run.path is None and run.format == "scores"
+    with pytest.raises(RunError, match="scores of 'mine': row 2: score 'NaN' is not finite"):
+        scores_run({"s1": {"a": 0.5, "b": float("nan")}}, "mine")
+    with pytest.raises(RunError, match="expected a"):
+        scores_run([("s1", "a", 1.0)], "mine")

@@ -17,6 +17,7 @@ import yaml
 from pipeline import api
 from pipeline import card as CARD
 from pipeline import schema as S
+from pipeline.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, beir_file
 from pipeline.stages import release as R
 from pipeline.stages import split as SP
 from tests.conftest import SAMPLE_2022, SURVEY_ID
@@ -187,13 +188,20 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
             df.filter(pl.col(S.LABEL) > 0)[S.NEGATIVE_SOURCE].null_count()
             == df.filter(pl.col(S.LABEL) > 0).height
         )
-        qrels = pl.read_parquet(release / "qrels" / f"{split}.parquet")
+        qrels = pl.read_parquet(release / beir_file("qrels", split))
         assert qrels.height == df.height
         assert (qrels[S.BEIR_SCORE] == 0).sum() == (df[S.LABEL] == 0).sum()
-        queries = pl.read_parquet(release / "queries" / f"{split}.parquet")
+        queries = pl.read_parquet(release / beir_file("queries", split))
         assert queries[S.BEIR_ID].to_list() == sorted(df[S.SURVEY_ID].unique().to_list())
-        corpus = pl.read_parquet(release / "corpus" / f"{split}.parquet")
+        corpus = pl.read_parquet(release / beir_file("corpus", split))
         assert corpus[S.BEIR_ID].to_list() == sorted(df[S.CANDIDATE_ID].unique().to_list())
+        # MTEB's re-ranking input: each query's candidates, the qrels' pairs exactly
+        top = pl.read_parquet(release / beir_file("top_ranked", split))
+        assert top.schema == pl.Schema(
+            {S.BEIR_QUERY_ID: pl.String, S.BEIR_CORPUS_IDS: pl.List(pl.String)}
+        )
+        pairs = top.explode(S.BEIR_CORPUS_IDS).rename({S.BEIR_CORPUS_IDS: S.BEIR_CORPUS_ID})
+        assert pairs.equals(qrels.select(S.BEIR_QUERY_ID, S.BEIR_CORPUS_ID))
     queries = pl.read_parquet(release / "queries" / "train.parquet")
     assert dict(queries.select(S.BEIR_ID, S.HAS_NEGATIVES).iter_rows()) == {
         S1: True,
@@ -241,10 +249,12 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
     assert fm["license"] == "cc-by-sa-4.0"
     assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
     configs = {c["config_name"]: c for c in fm["configs"]}
-    assert set(configs) == {"reading_lists", "candidates", "queries", "corpus", "qrels"}
-    assert configs["reading_lists"]["default"] is True
-    for c in configs.values():
-        assert [d["split"] for d in c["data_files"]] == ["train", "eval"]
+    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS}
+    assert [name for name, c in configs.items() if c.get("default")] == ["qrels"]
+    for name, c in configs.items():
+        # MTEB and BEIR ask for "test" (BEIR's HFDataLoader takes the first split)
+        splits = ["test", "train"] if name in BEIR_VIEWS else ["train", "eval"]
+        assert [d["split"] for d in c["data_files"]] == splits
         for d in c["data_files"]:
             assert (release / d["path"]).is_file()
     total = sum(meta["splits"][s]["rows"] for s in S.SPLIT_NAMES)
@@ -329,21 +339,25 @@ def test_every_config_and_split_loads_with_datasets(
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
     release = synthetic_release / "release"
     meta = json.loads((release / "eval_metadata.json").read_text())
-    for config in ("reading_lists", "candidates", "queries", "corpus", "qrels"):
+    for config in ("reading_lists", "candidates", *BEIR_VIEWS):
         ds = datasets.load_dataset(str(release), config, cache_dir=str(tmp_path / "cache"))
-        assert set(ds) == set(S.SPLIT_NAMES), config
-        for split in S.SPLIT_NAMES:
+        retrieval = config in BEIR_VIEWS
+        names = {s: RETRIEVAL_SPLITS[s] if retrieval else s for s in S.SPLIT_NAMES}
+        assert set(ds) == set(names.values()), config
+        for split, name in names.items():
             path = (
                 R.READING_LISTS_FILE.format(split=split)
                 if config == "reading_lists"
+                else beir_file(config, split)
+                if retrieval
                 else f"{config}/{split}.parquet"
             )
-            assert ds[split].num_rows == meta["files"][path]["rows"], (config, split)
+            assert ds[name].num_rows == meta["files"][path]["rows"], (config, split)
             if config == "candidates":  # the answer-free view holds no judgment
                 assert set(ds[split].column_names) == set(S.CANDIDATES_VIEW.names)
                 assert not set(ds[split].column_names) & S.JUDGMENT_COLUMNS
     default = datasets.load_dataset(str(release), cache_dir=str(tmp_path / "cache"))
-    assert set(default["train"].column_names) == set(S.READING_LISTS.names)
+    assert set(default["test"].column_names) == set(S.BEIR_QRELS.names)  # MTEB's default
 
 
 def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path: Path) -> None:
@@ -354,7 +368,7 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 13
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 15
     # the card's tier distribution figure is rebuilt byte for byte too
     assert CARD.TIER_FIGURE in first
 
@@ -418,7 +432,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
     assert probe["feature_set"] == "reading-free" and not probe["flagged"], probe
     assert set(RELATIVE_FEATURES) <= set(probe["features"])
     assert not {"bm25", "query_coverage"} & set(probe["features"])
-    for metric in ("ndcg@10", "hard_negative_auc"):
+    for metric in ("nDCG@10", "hard_negative_auc"):
         row = probe["metrics"][metric]
         assert row["lgbm-reading-free"] <= row["bm25"], (metric, row)
     texts = meta["candidate_text"]
@@ -427,7 +441,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
     card = (release / "README.md").read_text()
     assert "## Leak audit" in card and "passed" in card
     assert "## Relative audit" in card and "| `relative_shape_similarity` |" in card
-    assert "| `ndcg@10` |" in card and "### Candidate text" in card
+    assert "| `nDCG@10` |" in card and "### Candidate text" in card
     for f in S.CANDIDATES_VIEW:
         assert f"| `candidates` | `{f.name}` | {f.type} | input |" in card
     assert f"| `reading_lists` | `{S.LABEL}` | int8 | **judgment** |" in card
@@ -455,9 +469,9 @@ def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
     else:
         row = {"lgbm-reading-free": 0.7, "bm25": 0.6, "beats": True}
         monkeypatch.setattr(stage, "reading_free_probe", lambda release, cfg: {
-            "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"ndcg@10": row},
+            "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"nDCG@10": row},
             "flagged": True})  # fmt: skip
-        expected = "the reading-free probe beats BM25: ndcg@10 0.7 > 0.6"
+        expected = "the reading-free probe beats BM25: nDCG@10 0.7 > 0.6"
     with pytest.raises(RuntimeError, match="leak audit") as err:
         api.reduce("release", out, config=config, force=True)
     assert expected in str(err.value)

@@ -4,7 +4,10 @@ is :mod:`pipeline.evaluate.command`, over :func:`pipeline.api.evaluate`).
 Public API:
 
 * :func:`evaluate` - evaluate baselines and runs on an eval set, write
-  ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``.
+  ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``;
+  :func:`run_evaluation` - the same with in-memory scores and models
+  (:class:`ModelSpec`: ``--encoder``, ``--scorer``, ``--sentence-transformer``), writing
+  nothing unless asked.
 * :func:`metric_registry`, :func:`metric_aliases` - the metric definitions
   (:mod:`pipeline.evaluate.measures`); :func:`per_survey_metrics` - the ranking engine
   that computes them (:mod:`pipeline.evaluate.metrics`).
@@ -15,13 +18,14 @@ Public API:
 Ties: equal scores are ordered by :func:`tie_key` of (survey_id, candidate_id)
 ascending, a fixed pseudo-random key (splitmix64 of XORed BLAKE2b-64 digests of
 the two ids) that carries no information from the form of the ids, then by
-candidate_id; judged candidates missing from a run rank below every scored one,
-ordered among themselves the same way. trec_eval orders ties by docid
-descending, so agreement with pytrec_eval holds for runs without ties.
+candidate_id; in re-ranking mode judged candidates missing from a run rank below every
+scored one, ordered among themselves the same way (retrieval mode:
+:mod:`pipeline.evaluate.retrieval`). trec_eval orders ties by docid descending and reads
+scores as 32-bit floats, so agreement with it holds for runs without such ties.
 """
 
 from pipeline.evaluate.evalset import EvalSetError, load_eval_set, resolve_eval_file
-from pipeline.evaluate.evaluation import evaluate
+from pipeline.evaluate.evaluation import evaluate, run_evaluation
 from pipeline.evaluate.measures import (
     MAIN_METRICS,
     Metric,
@@ -31,6 +35,7 @@ from pipeline.evaluate.measures import (
     resolve_metrics,
 )
 from pipeline.evaluate.metrics import per_survey_metrics
+from pipeline.evaluate.models import ModelError, ModelSpec
 from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys, read_run
 from pipeline.evaluate.ties import TIE_BREAKING, tie_key
 
@@ -39,6 +44,8 @@ __all__ = [
     "TIE_BREAKING",
     "EvalSetError",
     "Metric",
+    "ModelError",
+    "ModelSpec",
     "Run",
     "RunError",
     "RunWarning",
@@ -53,5 +60,6 @@ __all__ = [
     "read_run",
     "resolve_eval_file",
     "resolve_metrics",
+    "run_evaluation",
     "tie_key",
 ]

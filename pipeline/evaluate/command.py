@@ -1,15 +1,38 @@
-"""The ``evaluate`` subcommand: argument parsing over :func:`pipeline.api.evaluate`."""
+"""The ``evaluate`` and ``export`` subcommands: argument parsing over
+:func:`pipeline.api.evaluate` and :func:`pipeline.api.export`."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 from pathlib import Path
+from typing import Any
 
 from pipeline import api
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
+
+# The flags that each add a system; ``--name`` names the one given just before it.
+SYSTEM_FLAGS = ("--run", "--model-file", "--encoder", "--scorer", "--sentence-transformer")
+
+
+class _System(argparse.Action):
+    """Appends the value to its own list and, with its flag, to ``systems`` (in order)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        getattr(namespace, self.dest).append(values)
+        namespace.systems = [*getattr(namespace, "systems", []), [option_string, values, None]]
+
+
+class _Name(argparse.Action):
+    """Names the system of the flag just before it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        systems = getattr(namespace, "systems", [])
+        if not systems or systems[-1][2] is not None:
+            parser.error(f"--name {values!r} must follow the {'/'.join(SYSTEM_FLAGS)} it names")
+        systems[-1][2] = values
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,11 +59,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--run",
-        action="append",
+        action=_System,
         default=[],
         metavar="FILE",
-        help="a run: TREC (qid Q0 docid rank score tag), or CSV/Parquet with survey_id, candidate_id, "
-        "score; repeatable",
+        help="a run: TREC (qid Q0 docid rank score tag), CSV/Parquet with survey_id, candidate_id, "
+        "score (or query-id, corpus-id, score), or a 3-column .tsv; repeatable",
     )
     which.add_argument(
         "--baselines-only",
@@ -71,8 +94,111 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
     )
     _add_learned_arguments(parser)
-    parser.set_defaults(func=main)
+    _add_model_arguments(parser)
+    parser.set_defaults(func=main, systems=[])
+    _add_export_parser(subparsers)
     return parser
+
+
+# --------------------------------------------------------- models and names (issue 22)
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--encoder``, ``--scorer``, ``--sentence-transformer``, ``--name``, ``--batch-size``,
+    ``--no-cache``."""
+    parser.add_argument(
+        "--encoder",
+        action=_System,
+        default=[],
+        metavar="PKG.MODULE:CALLABLE",
+        help="a model: a callable taking a list of texts and returning one vector each; "
+        "scored by cosine of survey and candidate vectors on the candidates view; repeatable",
+    )
+    parser.add_argument(
+        "--scorer",
+        action=_System,
+        default=[],
+        metavar="PKG.MODULE:CALLABLE",
+        help="a model: a callable taking (query text, candidate texts) and returning one score "
+        "each; repeatable",
+    )
+    parser.add_argument(
+        "--sentence-transformer",
+        action=_System,
+        default=[],
+        metavar="DIR",
+        help="a local sentence-transformers model folder, used as an encoder (offline, CPU; "
+        "needs the .[dense] extra); repeatable",
+    )
+    parser.add_argument(
+        "--name",
+        action=_Name,
+        metavar="NAME",
+        help="the system name of the --run/--model-file/--encoder/--scorer/--sentence-transformer "
+        "just before it (default: the TREC tag, the file stem, the callable or folder name)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        metavar="N",
+        help="texts per encoder call, candidates per scorer call (default 64)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the evaluation cache next to the release (baselines' "
+        "values, encoders' embeddings)",
+    )
+
+
+def _named(args: argparse.Namespace, flag: str) -> list[Any]:
+    return [
+        value if name is None else (value, name)
+        for given, value, name in args.systems
+        if given == flag
+    ]
+
+
+# --------------------------------------------------------- export (issue 22)
+def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``export --format beir DIR``: registered with ``evaluate`` (they share this module)."""
+    from pipeline.evaluate.export import CORPUS_JSONL, FORMATS, QUERIES_JSONL, TOP_RANKED_JSONL
+    from pipeline.release_files import RETRIEVAL_SPLITS
+
+    parser = subparsers.add_parser(
+        "export",
+        help="write a release split in another tool's layout (BEIR's GenericDataLoader files)",
+        description=(
+            "Write one split of a release folder as BEIR's GenericDataLoader reads it: "
+            f"{CORPUS_JSONL}, {QUERIES_JSONL}, qrels/test.tsv (the eval split; train: "
+            f"qrels/train.tsv) and {TOP_RANKED_JSONL} (each query's judged candidates, for "
+            "re-ranking)."
+        ),
+    )
+    parser.add_argument("out", type=Path, metavar="DIR", help="the folder to write")
+    parser.add_argument("--format", choices=FORMATS, default=FORMATS[0], help="the layout")
+    parser.add_argument(
+        "--release",
+        type=Path,
+        default=Path("work/release"),
+        metavar="DIR",
+        help="the release folder (default: work/release)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=tuple(RETRIEVAL_SPLITS),
+        default="eval",
+        help="eval (written as BEIR's test; the default) or train",
+    )
+    parser.set_defaults(func=export_main)
+    return parser
+
+
+def export_main(args: argparse.Namespace) -> int:
+    """Write the export; print each file with its rows."""
+    result = api.export(args.release, args.out, format=args.format, split=args.split)
+    for name, rows in result.files.items():
+        print(f"{result.out / name}\t{rows}")
+    return 0
 
 
 # --------------------------------------------- learned systems and retrieval mode (issue 13)
@@ -82,7 +208,7 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--model-file",
-        action="append",
+        action=_System,
         default=[],
         metavar="MODEL.txt",
         help="a model written by `python -m pipeline train` (its .json beside it names the "
@@ -111,17 +237,30 @@ def main(args: argparse.Namespace) -> int:
     Bad input raises (``ValueError``, ``FileNotFoundError``): ``python -m pipeline``
     turns it into one line and exit code 2.
     """
+    if args.baselines_only and args.systems:
+        flags = sorted({flag for flag, _, _ in args.systems})
+        raise ValueError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
     result = api.evaluate(
         args.eval_file,
         out=args.out,
-        runs=args.run,
-        model_files=args.model_file,
+        runs=_named(args, "--run"),
+        model_files=_named(args, "--model-file"),
+        encoders=_named(args, "--encoder"),
+        scorers=_named(args, "--scorer"),
+        sentence_transformers=_named(args, "--sentence-transformer"),
         config=args.config,
         lenient=args.lenient,
         require_complete=args.require_complete,
         mode=args.mode,
         learned=not args.no_learned,
+        cache=not args.no_cache,
+        batch_size=args.batch_size,
     )
+    if getattr(args, "quiet", False):
+        from pipeline.evaluate.report import summary_line
+
+        print(summary_line(result.results, str(result.report_file)))
+        return 0
     print(result.report, end="")
     log.info(
         "evaluate: wrote %s, %s and %s in %s",

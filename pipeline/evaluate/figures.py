@@ -14,10 +14,14 @@ from typing import Any
 import polars as pl
 
 from pipeline.evaluate.columns import SUBSET, SURVEY_ID, SYSTEM
+from pipeline.evaluate.measures import TIER3_LABEL, TIERS, recall_rel3_name, recall_tier_name
 from pipeline.plots import pyplot, save_png
 
 FIGURES_DIR = "figures"  # beside report.md
-TIERS = ("1", "2", "3", "4", ">=3")
+# (panel title, metric name at cutoff K)
+RECALL_PANELS = [(f"tier={t}", lambda k, t=t: recall_tier_name(k, t)) for t in TIERS] + [
+    (f"tier>={TIER3_LABEL}", recall_rel3_name)
+]
 # file name -> what the report says under the image link (its alt text)
 CAPTIONS = {
     "main_metrics.png": "Main metrics per system, mean over surveys with its 95% interval",
@@ -95,20 +99,20 @@ def _paired_difference(results: dict[str, Any], per_survey: pl.DataFrame, plt: A
 
 
 def _recall_by_tier(results: dict[str, Any], plt: Any) -> Any:
-    ks, overall = results["config"]["ks"], results["subsets"]["ALL"]
-    fig, axes = plt.subplots(1, len(TIERS), figsize=(3.0 * len(TIERS), 2.8), sharey=True)
-    for ax, tier in zip(axes, TIERS, strict=True):
-        sep = "" if tier.startswith(">") else "="
+    ks, overall = results.get("ks") or results["config"]["ks"], results["subsets"]["ALL"]
+    n = len(RECALL_PANELS)
+    fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 2.8), sharey=True)
+    for ax, (title, name) in zip(axes, RECALL_PANELS, strict=True):
         for s in _systems(results):
-            values = [overall[s].get(f"recall@{k}_tier{sep}{tier}", {}).get("mean") for k in ks]
+            values = [overall[s].get(name(k), {}).get("mean") for k in ks]
             ax.plot(ks, [float("nan") if v is None else v for v in values], marker="o", label=s)
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_title(f"tier{sep}{tier}")
+        ax.set_title(title)
         ax.set_xlabel("K")
         ax.set_ylim(0, 1)
-    axes[0].set_ylabel("recall@K")
+    axes[0].set_ylabel("recall at K")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7)
     return fig
 

@@ -9,7 +9,7 @@
 * ``lgbm-metadata``: the same without any text feature. It is the **leak probe**:
   the hard negatives are matched to the positives on everything visible without
   reading, so a model that never reads should not beat BM25. :func:`leak_probe`
-  flags it when it beats ``bm25`` on ndcg@10 or hard_negative_auc.
+  flags it when it beats ``bm25`` on nDCG@10 or hard_negative_auc.
 * ``--model-file FILE.txt``: any model written by ``python -m pipeline train``
   (its JSON names the feature set, checked), scored on the eval candidates view;
   system name = file stem.
@@ -26,6 +26,7 @@ import polars as pl
 
 from pipeline.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
 from pipeline.files import file_identity
 from pipeline.rank.features import candidates_view
 from pipeline.rank.model import load_model, meta_path, score
@@ -40,7 +41,7 @@ LGBM_READING_FREE = "lgbm-reading-free"
 LEARNED_BASELINES = {LGBM: "full", LGBM_METADATA: "metadata", LGBM_READING_FREE: "reading-free"}
 LEAK_PROBE = LGBM_METADATA
 LEAK_REFERENCE = "bm25"
-LEAK_METRICS = ("ndcg@10", "hard_negative_auc")
+LEAK_METRICS = (ndcg_name(10), HARD_NEGATIVE_AUC)
 
 
 def eval_view(eval_path: Path) -> pl.DataFrame:
@@ -122,7 +123,7 @@ def model_file_scores(
 
 
 def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
-    """Whether ``lgbm-metadata`` beats ``bm25`` on ndcg@10 or hard_negative_auc (ALL subset).
+    """Whether ``lgbm-metadata`` beats ``bm25`` on nDCG@10 or hard_negative_auc (ALL subset).
 
     Returns:
         None when either system was not evaluated; else the means, differences and

@@ -2,8 +2,15 @@
 
 What each metric measures is declared in :mod:`pipeline.evaluate.measures` (names,
 aliases, formulas, the registry); ties are broken by :mod:`pipeline.evaluate.ties`.
-This module ranks each survey's judged candidates by that rule and computes the
-per-survey aggregates the metric expressions read.
+This module ranks each survey's candidates by that rule and computes the per-survey
+aggregates the metric expressions read.
+
+Two rankings (``ranked``): ``all`` (re-ranking mode) ranks every judged candidate,
+the ones a run did not score after all scored ones; ``scored`` (retrieval mode) ranks
+only what the run scored (retrieved), as trec_eval does: a judged candidate the run
+did not retrieve has no rank, so it adds nothing to DCG, hits, AP's sum or RR, and
+counts only in the survey's label counts (R of recall, AP and Rprec, the ideal DCG
+of nDCG) and, at the lowest score, in ``hard_negative_auc``.
 
 Computation is one Polars query per call: group by survey, sort each group by the
 tie rule, explode back to one row per (survey, rank), derive rank-level columns
@@ -28,6 +35,7 @@ from pipeline.evaluate.measures import (  # noqa: F401 - re-exported
     RELEVANT_LABEL,
     TIER3_LABEL,
     TIERS,
+    UNJUDGED_LABEL,
     Metric,
     UnknownMetricError,
     default_ks,
@@ -55,14 +63,21 @@ _RANK = "_rank"
 _DISC = "_discount"
 _CUM_REL = "_relevant_so_far"
 _AUC_WINS = "_negatives_beaten"
+_RANKED = "_ranked"  # the row holds a rank: every row (ranked="all"), scored rows ("scored")
+RANK_ALL, RANK_SCORED = "all", "scored"
+RANKINGS = (RANK_ALL, RANK_SCORED)
 
 
 # ----------------------------------------------------------------- aggregates
 def _aggregates(cutoffs: Sequence[int]) -> dict[str, pl.Expr]:
     """Per-survey aggregates over rank-ordered rows (evaluated inside ``group_by.agg``)."""
     label = pl.col(LABEL)
-    rank = pl.col(_RANK)
+    # a row without a rank (a judged candidate a retrieval run did not retrieve) is past
+    # every cutoff: only the label counts and the ideal DCG see it
+    rank = pl.when(pl.col(_RANKED)).then(pl.col(_RANK))
+    position = pl.col(_RANK)  # the row's place in the ideal ranking too
     disc = pl.col(_DISC)
+    gain = label.clip(lower_bound=NEGATIVE_LABEL).cast(pl.Float64)  # unjudged: gain 0
     aggs: dict[str, pl.Expr] = {}
     for t in TIERS:
         aggs[n_label_ge(t)] = (label >= t).sum()
@@ -71,18 +86,21 @@ def _aggregates(cutoffs: Sequence[int]) -> dict[str, pl.Expr]:
     # ideal gain at rank r = number of tiers t whose count of labels >= t reaches r,
     # i.e. the label at rank r of the judgments sorted by label. Summing it in the
     # same order as the DCG makes a perfect ranking score exactly 1.0.
-    ideal_gain = pl.sum_horizontal([(rank <= (label >= t).sum()).cast(pl.Float64) for t in TIERS])
+    ideal_gain = pl.sum_horizontal(
+        [(position <= (label >= t).sum()).cast(pl.Float64) for t in TIERS]
+    )
     for k in cutoffs:
-        top = rank <= k
-        aggs[f"_dcg@{k}"] = (label.cast(pl.Float64) * disc).filter(top).sum()
-        aggs[f"_idcg@{k}"] = (ideal_gain * disc).filter(top).sum()
+        top = (rank <= k).fill_null(False)
+        aggs[f"_dcg@{k}"] = (gain * disc).filter(top).sum()
+        aggs[f"_idcg@{k}"] = (ideal_gain * disc).filter(position <= k).sum()
         aggs[f"_hits_ge{RELEVANT_LABEL}@{k}"] = ((label >= RELEVANT_LABEL) & top).sum()
         aggs[f"_hits_ge{TIER3_LABEL}@{k}"] = ((label >= TIER3_LABEL) & top).sum()
         for t in TIERS:
             aggs[f"_hits_eq{t}@{k}"] = ((label == t) & top).sum()
     relevant = label >= RELEVANT_LABEL
-    aggs["_ap_sum"] = (pl.col(_CUM_REL) / rank).filter(relevant).sum()
-    aggs["_rprec_hits"] = (relevant & (rank <= relevant.sum())).sum()
+    ranked = pl.col(_RANKED)
+    aggs["_ap_sum"] = (pl.col(_CUM_REL) / pl.col(_RANK)).filter(relevant & ranked).sum()
+    aggs["_rprec_hits"] = (relevant & (rank <= relevant.sum()).fill_null(False)).sum()
     aggs["_first_rank_ge3"] = rank.filter(label >= TIER3_LABEL).min()
     aggs["_auc_wins_ge1"] = pl.col(_AUC_WINS).filter(relevant).sum()
     for t in TIERS:
@@ -90,15 +108,18 @@ def _aggregates(cutoffs: Sequence[int]) -> dict[str, pl.Expr]:
     k = FIXED_CUTOFF
     essential = label == ESSENTIAL_LABEL
     tier3 = label >= TIER3_LABEL
-    aggs[f"_essential_dcg@{k}"] = disc.filter(essential & (rank <= k)).sum()
-    aggs[f"_essential_idcg@{k}"] = disc.filter((rank <= essential.sum()) & (rank <= k)).sum()
-    aggs[f"_tier3_dcg@{k}"] = disc.filter(tier3 & (rank <= k)).sum()
-    aggs[f"_tier3_idcg@{k}"] = disc.filter((rank <= tier3.sum()) & (rank <= k)).sum()
+    top = (rank <= k).fill_null(False)
+    aggs[f"_essential_dcg@{k}"] = disc.filter(essential & top).sum()
+    aggs[f"_essential_idcg@{k}"] = disc.filter(
+        (position <= essential.sum()) & (position <= k)
+    ).sum()
+    aggs[f"_tier3_dcg@{k}"] = disc.filter(tier3 & top).sum()
+    aggs[f"_tier3_idcg@{k}"] = disc.filter((position <= tier3.sum()) & (position <= k)).sum()
     return aggs
 
 
 # ----------------------------------------------------------------- computation
-def _rank_rows(judged: pl.DataFrame) -> pl.LazyFrame:
+def _rank_rows(judged: pl.DataFrame, ranked: str = RANK_ALL) -> pl.LazyFrame:
     """One row per (survey, rank) in ranking order with rank-level helper columns."""
     survey = pl.col(_GROUP)
     score = pl.col(SCORE)
@@ -114,16 +135,26 @@ def _rank_rows(judged: pl.DataFrame) -> pl.LazyFrame:
         label.cast(pl.Int8),
         # Missing candidates get -inf: below every (finite) score and tied among themselves.
         score.cast(pl.Float64).fill_null(float("-inf")),
+        (score.is_not_null() if ranked == RANK_SCORED else pl.lit(True)).alias(_RANKED),
     )
-    frame, has_ties = with_tie_keys(frame)
+    if ranked == RANK_SCORED:
+        # Rows without a rank are not ordered among themselves for any metric (the ideal
+        # DCG reads positions, not rows; the AUC compares scores): their ties need no key.
+        scored, has_ties = with_tie_keys(frame.filter(pl.col(_RANKED)))
+        rest = frame.filter(~pl.col(_RANKED)).with_columns(
+            pl.lit(0, dtype=pl.UInt64).alias(TIE_KEY)
+        )
+        frame, has_ties = pl.concat([scored, rest]), has_ties or rest.height > 0
+    else:
+        frame, has_ties = with_tie_keys(frame)
     # Without ties the score alone fixes the order; skipping the other keys saves a
     # multi-key (string) sort in the common case of distinct scores.
     order = (
-        pl.col(LABEL, SCORE).sort_by(
+        pl.col(LABEL, SCORE, _RANKED).sort_by(
             [SCORE, TIE_KEY, CANDIDATE_ID], descending=[True, False, False]
         )
         if has_ties
-        else pl.col(LABEL, SCORE).sort_by(SCORE, descending=True)
+        else pl.col(LABEL, SCORE, _RANKED).sort_by(SCORE, descending=True)
     )
     ordered = (
         frame.lazy()
@@ -131,7 +162,7 @@ def _rank_rows(judged: pl.DataFrame) -> pl.LazyFrame:
         .agg(order)
         .sort(SURVEY_ID)
         .with_row_index(_GROUP)
-        .explode([LABEL, SCORE])
+        .explode([LABEL, SCORE, _RANKED])
     )
     # Cumulative sums run over the whole frame; subtracting the value carried from
     # the survey's first row turns them into within-survey counts without a window.
@@ -167,19 +198,24 @@ def per_survey_metrics(
     judged: pl.DataFrame | pl.LazyFrame,
     metrics: Iterable[str] | None = None,
     ks: Sequence[int] | None = None,
+    ranked: str = RANK_ALL,
 ) -> pl.DataFrame:
     """Every requested metric for every survey of ``judged``.
 
     Candidates are ranked by the module's tie rule: score descending, then
     :func:`tie_key` of (survey_id, candidate_id) ascending, then candidate_id
-    ascending; unscored candidates last, ordered among themselves the same way.
+    ascending; unscored candidates last, ordered among themselves the same way
+    (``ranked="all"``), or not ranked at all (``ranked="scored"``, see the module doc).
 
     Args:
-        judged: one row per (survey, judged candidate) with ``survey_id``,
-            ``candidate_id``, ``label`` (0-4) and ``score`` (finite float, null =
-            candidate missing from the run); (survey_id, candidate_id) unique.
-        metrics: canonical metric names (see :func:`metric_registry`); all when None.
+        judged: one row per (survey, candidate) with ``survey_id``, ``candidate_id``,
+            ``label`` (0-4, or -1 for a retrieved document without a judgment) and
+            ``score`` (finite float, null = candidate missing from the run);
+            (survey_id, candidate_id) unique.
+        metrics: canonical metric names or aliases (see :func:`metric_registry`); all
+            when None.
         ks: cutoffs for the K-indexed metrics; ``EvaluateConfig().ks`` when None.
+        ranked: ``all`` (re-ranking mode) or ``scored`` (retrieval mode).
 
     Returns:
         One row per survey, sorted by ``survey_id``: ``survey_id`` then one Float64
@@ -188,14 +224,17 @@ def per_survey_metrics(
 
     Raises:
         UnknownMetricError: a metric name is not in the registry.
+        ValueError: ``ranked`` is neither ``all`` nor ``scored``.
     """
+    if ranked not in RANKINGS:
+        raise ValueError(f"ranked={ranked!r}; available: {', '.join(RANKINGS)}")
     chosen = resolve_metrics(metrics, ks)
     cutoffs = sorted({*(default_ks() if ks is None else ks), FIXED_CUTOFF})
     aggregates = _aggregates(cutoffs)
     needed = dict.fromkeys(name for m in chosen for name in m.needs)
     frame = judged.collect() if isinstance(judged, pl.LazyFrame) else judged
     return (
-        _rank_rows(frame)
+        _rank_rows(frame, ranked)
         .group_by(_GROUP)
         .agg(pl.col(SURVEY_ID).first(), *[aggregates[name].alias(name) for name in needed])
         .select(pl.col(SURVEY_ID), *[m.value.cast(pl.Float64).alias(m.name) for m in chosen])

@@ -6,7 +6,7 @@ the train split of the release it has just written, with the ``reading-free`` fe
 ``format`` features, which place a candidate within its survey's list by the shape, length,
 date and kind of its text, reading no word), and scores the eval split with it and with
 BM25. A benchmark of reading lists must reward reading: the probe is flagged when it beats
-BM25 on ``ndcg@10`` or ``hard_negative_auc`` (macro means over the eval surveys), and
+BM25 on ``nDCG@10`` or ``hard_negative_auc`` (macro means over the eval surveys), and
 ``release.leak_audit = "error"`` then fails the build. The evaluation reports the same
 model as ``lgbm-reading-free``.
 """
@@ -20,7 +20,12 @@ import polars as pl
 
 from pipeline.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
-from pipeline.evaluate.learned import LGBM_READING_FREE, probe_verdict, train_available
+from pipeline.evaluate.learned import (
+    LEAK_METRICS,
+    LGBM_READING_FREE,
+    probe_verdict,
+    train_available,
+)
 from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score
@@ -28,7 +33,7 @@ from pipeline.rank.release import read_judgments, read_view, train_from_release
 
 PROBE = LGBM_READING_FREE
 REFERENCE = "bm25"
-PROBE_METRICS = ("ndcg@10", "hard_negative_auc")
+PROBE_METRICS = LEAK_METRICS
 
 
 def _means(judged: pl.DataFrame, run: pl.DataFrame) -> dict[str, float | None]:

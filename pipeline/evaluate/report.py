@@ -1,13 +1,36 @@
-"""Markdown report rendered from the ``eval_results.json`` content (and nothing else)."""
+"""Markdown report rendered from the ``eval_results.json`` content (and nothing else).
+
+It opens with the systems ranked by nDCG@10, each mean with its 95% interval and marks
+against every baseline (Holm-corrected), then the submitted systems against each other,
+then the details: more metrics and cutoffs, where each submitted system came from, the
+reading-free probe, in-domain and out-of-domain candidates, survey years, the tier
+distribution and the definitions. Metric names are ir_measures' (``eval_results.json``
+lists the previous names). No expectation is written in: every number comes from the
+results.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from string import ascii_lowercase
 from typing import Any
 
+from pipeline.evaluate.coverage import CHV_RATIO
 from pipeline.evaluate.figures import CAPTIONS
+from pipeline.evaluate.measures import (
+    AP,
+    HARD_NEGATIVE_AUC,
+    RR_REL3,
+    ndcg_name,
+    recall_name,
+    recall_rel3_name,
+)
 
 _MISSING = "n/a"
+_SATURATED = "saturated"
+UP, DOWN = "▲", "▼"
+# the headline table's columns after the selection metric (when the results have them)
+HEADLINE_REST = (recall_rel3_name(10), RR_REL3, AP, HARD_NEGATIVE_AUC, CHV_RATIO)
 
 
 def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
@@ -16,8 +39,8 @@ def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _with_ci(stat: dict[str, Any]) -> str:
-    if stat["mean"] is None:
+def _with_ci(stat: dict[str, Any] | None) -> str:
+    if not stat or stat["mean"] is None:
         return _MISSING
     return f"{_num(stat['mean'])} [{_num(stat['ci_low'])}, {_num(stat['ci_high'])}]"
 
@@ -27,45 +50,196 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
-def _label(results: dict[str, Any], system: str) -> str:
-    if system == results["best_baseline"]:
-        return f"{system} (best baseline)"
-    if system in results["upper_bounds"]:
-        return f"{system} (upper bound)"
-    if system in results["baselines"]:
-        return f"{system} (baseline)"
-    return system
+def _figure(figures: Sequence[str], name: str) -> list[str]:
+    """A link to figure ``name`` when it was drawn (the tables above it hold its numbers)."""
+    path = next((f for f in figures if f.rsplit("/", 1)[-1] == name), None)
+    return [] if path is None else ["", f"![{CAPTIONS[name]}]({path})"]
 
 
-def _eval_file(identity: dict[str, str]) -> str:
-    hub = f", from the Hub as `{identity['hub']}`" if identity.get("hub") else ""
-    return f"`{identity['name']}` (sha256 `{identity['sha256']}`{hub})"
+def _systems(results: dict[str, Any]) -> list[str]:
+    return results["baselines"] + results["submitted"]
+
+
+def _kind(results: dict[str, Any], system: str) -> str:
+    return results.get("kinds", {}).get(system, "submitted")
+
+
+def ranked_systems(results: dict[str, Any]) -> list[str]:
+    """Systems by mean of the selection metric (nDCG@10), best first; ties in the results'
+    order, systems without a value last."""
+    overall, metric = results["subsets"]["ALL"], results["selection_metric"]
+    order = {s: i for i, s in enumerate(_systems(results))}
+
+    def key(system: str) -> tuple:
+        mean = overall[system][metric]["mean"]
+        return (mean is None, -(mean or 0.0), order[system])
+
+    return sorted(_systems(results), key=key)
+
+
+def baseline_letters(results: dict[str, Any]) -> dict[str, str]:
+    """A letter for every baseline the systems are tested against (upper bounds aside)."""
+    compared = [b for b in results["baselines"] if b not in results["upper_bounds"]]
+    return {b: ascii_lowercase[i % 26] for i, b in enumerate(compared)}
+
+
+def significant_against(
+    results: dict[str, Any], system: str, metric: str
+) -> tuple[list[str], list[str]]:
+    """The baselines ``system`` is significantly better and worse than on ``metric``
+    (Holm-corrected), in the baselines' order."""
+    better, worse = [], []
+    for test in results["tests"]:
+        if test["system"] != system or test["metric"] != metric or not test.get("significant"):
+            continue
+        (better if test["diff"] > 0 else worse).append(test["baseline"])
+    return better, worse
+
+
+def _marks(results: dict[str, Any], system: str, metric: str) -> str:
+    letters = baseline_letters(results)
+    better, worse = significant_against(results, system, metric)
+    up = "".join(sorted(letters[b] for b in better))
+    down = "".join(sorted(letters[b] for b in worse))
+    return (f" {UP}{up}" if up else "") + (f" {DOWN}{down}" if down else "")
+
+
+def _cell(results: dict[str, Any], system: str, metric: str) -> str:
+    if metric in results.get("saturated_metrics", ()):
+        return _SATURATED
+    stat = results["subsets"]["ALL"][system].get(metric)
+    return _with_ci(stat) + _marks(results, system, metric)
+
+
+def _metric_table(results: dict[str, Any], metrics: list[str]) -> list[str]:
+    rows = [
+        [system, _kind(results, system)] + [_cell(results, system, m) for m in metrics]
+        for system in ranked_systems(results)
+    ]
+    return _table(["system", "kind", *metrics], rows)
+
+
+def _legend(results: dict[str, Any]) -> list[str]:
+    letters = baseline_letters(results)
+    text = (
+        "Means over surveys with 95% bootstrap intervals. "
+        f"{UP}x / {DOWN}x: significantly better / worse than baseline x (paired randomisation "
+        "test over surveys, p < "
+        f"{results.get('alpha', 0.05)} after Holm's correction over the baselines, per system "
+        "and metric)."
+    )
+    if letters:
+        text += " Baselines: " + ", ".join(f"{v} = {k}" for k, v in letters.items()) + "."
+    return ["", text]
+
+
+def _headline(results: dict[str, Any]) -> list[str]:
+    selection = results["selection_metric"]
+    present = set(results["subsets"]["ALL"][_systems(results)[0]]) if _systems(results) else set()
+    metrics = [selection] + [m for m in HEADLINE_REST if m in present]
+    lines = ["", f"## Systems by {selection}", ""]
+    if not _systems(results):
+        return lines + ["No system evaluated."]
+    lines += _metric_table(results, metrics)
+    lines += _legend(results)
+    if CHV_RATIO in metrics:
+        lines += [
+            "",
+            "chv_ratio (systems with embeddings only): how much of the reading list's "
+            "embedding space the top of the ranking spans; coverage, not relevance.",
+        ]
+    for system, baseline in sorted(results.get("same_as_baseline", {}).items()):
+        lines += [
+            "",
+            f"**Note:** `{system}` gives exactly the per-survey values of baseline "
+            f"`{baseline}`: the same system evaluated twice.",
+        ]
+    return lines
+
+
+def _pairwise(results: dict[str, Any]) -> list[str]:
+    submitted, metric = results["submitted"], results["selection_metric"]
+    if len(submitted) < 2:
+        return []
+    cells = {
+        (t["system"], t["other"]): t for t in results.get("pairwise", []) if t["metric"] == metric
+    }
+
+    def cell(row: str, column: str) -> str:
+        if row == column:
+            return "-"
+        test, sign = cells.get((row, column)), 1.0
+        if test is None:
+            test, sign = cells.get((column, row)), -1.0
+        if test is None or test["diff"] is None:
+            return _MISSING
+        star = "*" if test.get("significant") else ""
+        return f"{_num(sign * test['diff'], signed=True)}{star} (p {_num(test['p_holm'], 3)})"
+
+    lines = ["", f"## Submitted systems against each other ({metric})", ""]
+    lines += _table(
+        ["row - column", *submitted], [[r] + [cell(r, c) for c in submitted] for r in submitted]
+    )
+    lines += [
+        "",
+        f"Mean difference over surveys, row minus column; p: paired randomisation test, "
+        f"Holm-corrected over the {len(cells)} pair{'s' if len(cells) != 1 else ''}; "
+        f"* p < {results.get('alpha', 0.05)}.",
+    ]
+    return lines
+
+
+def _more_metrics(results: dict[str, Any]) -> list[str]:
+    shown = {results["selection_metric"], *HEADLINE_REST}
+    rest = [m for m in results["main_metrics"] if m not in shown]
+    if not rest or not _systems(results):
+        return []
+    return ["", "## More metrics", "", *_metric_table(results, rest)]
+
+
+def _cutoffs(results: dict[str, Any]) -> list[str]:
+    ks = results.get("ks") or results["config"]["ks"]
+    systems = ranked_systems(results)
+    if not systems:
+        return []
+    overall = results["subsets"]["ALL"]
+    names = [ndcg_name(k) for k in ks] + [recall_name(k) for k in ks]
+    rows = []
+    for system in systems:
+        row = [system]
+        for name in names:
+            if name in results.get("saturated_metrics", ()):
+                row.append(_SATURATED)
+            else:
+                stat = overall[system].get(name)
+                row.append(_num(stat["mean"]) if stat else _MISSING)
+        rows.append(row)
+    lines = ["", "## Cutoffs", "", *_table(["system", *names], rows)]
+    if results.get("saturated_metrics"):
+        lines += [
+            "",
+            f"{_SATURATED}: K is at least the longest candidate list ({results['longest_list']}), "
+            "so every system, random included, has recall 1 there; not a result.",
+        ]
+    return lines
 
 
 def _runs_section(results: dict[str, Any]) -> list[str]:
-    """Where each submitted run came from and what it left unscored."""
+    """Where each submitted system came from and what it left unscored."""
     runs = results["runs"]
     if not runs:
         return []
-    lines = ["", "## Submitted runs", ""]
+    lines = ["", "## Submitted systems", ""]
     lines += _table(
-        [
-            "system",
-            "file",
-            "sha256",
-            "format",
-            "rows",
-            "judged scored",
-            "judged missing",
-            "surveys missing",
-            "dropped (unknown ids)",
-        ],
+        ["system", "kind", "from", "rows", "judged scored", "judged missing", "surveys missing",
+         "dropped (unknown ids)"],
         [
             [
                 name,
-                f"`{run['file']['name']}`",
-                f"`{run['file']['sha256'][:12]}`",
-                run["format"],
+                _kind(results, name),
+                f"`{run['file']['name']}` (`{run['file']['sha256'][:12]}`)"
+                if run.get("file")
+                else f"`{results.get('models', {}).get(name, {}).get('target', 'in memory')}`",
                 str(run["rows"]),
                 str(run["scored_judged"]),
                 str(run["missing_judged"]),
@@ -74,26 +248,125 @@ def _runs_section(results: dict[str, Any]) -> list[str]:
             ]
             for name, run in runs.items()
         ],
-    )
+    )  # fmt: skip
     gaps = [(name, run["missing_surveys"]) for name, run in runs.items() if run["missing_surveys"]]
     if gaps:
         lines.append("")
         lines += [
             f"**Warning:** `{name}` has no row for {n} of {results['n_surveys']} surveys; every "
-            "judged candidate of those surveys is ranked as missing (after all scored ones)."
+            "judged candidate of those surveys counts as not ranked."
             for name, n in gaps
         ]
-    lines += [
+    return lines
+
+
+def _notes(results: dict[str, Any]) -> list[str]:
+    """Learned baselines not trained, and the reading-free probe (loud when it fires)."""
+    lines: list[str] = []
+    learned = results.get("learned_baselines", {})
+    if learned.get("skipped"):
+        lines += ["", f"Learned baselines (lgbm...) not trained: {learned['skipped']}."]
+    if learned.get("dense", {}).get("skipped"):
+        lines += ["", f"Dense baseline not run: {learned['dense']['skipped']}."]
+    probe = results.get("leak_probe")
+    if not probe:
+        return lines
+    cells = ", ".join(
+        f"{m} {_num(r[probe['probe']])} vs {_num(r[probe['reference']])}"
+        for m, r in probe["metrics"].items()
+    )
+    lines += ["", "## Reading-free probe", ""]
+    if probe["flagged"]:
+        lines.append(
+            f"> **LEAK WARNING: `{probe['probe']}`, a model that never reads the text, beats "
+            f"`{probe['reference']}`** ({cells}). Metadata alone tells positives from hard "
+            "negatives: the release leaks its answers."
+        )
+    else:
+        lines.append(
+            f"`{probe['probe']}` (LightGBM on dates, categories and citation counts, never the "
+            f"text) does not beat `{probe['reference']}` ({cells}): the hard negatives cannot "
+            "be told apart without reading."
+        )
+    return lines
+
+
+def _in_out(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
+    selection = results["selection_metric"]
+    inside, outside = results["subsets"]["IN"], results["subsets"]["OUT"]
+    lines = [
         "",
-        "Judged candidates a run does not score rank after all scored ones, in tie-key order.",
+        f"## In-domain and out-of-domain candidates ({selection})",
+        "",
+        "Each survey's candidates ranked apart: in-domain ones (corpus papers whose own "
+        "categories include the survey's primary category) and all the others.",
+        "",
+    ]
+    rows = []
+    for s in ranked_systems(results):
+        a, b = inside[s][selection]["mean"], outside[s][selection]["mean"]
+        gap = None if a is None or b is None else a - b
+        rows.append([s, _num(a), _num(b), _num(gap, signed=True)])
+    lines += _table(["system", "in-domain", "other", "difference"], rows)
+    return lines + _figure(figures, "in_out.png")
+
+
+def _years(results: dict[str, Any]) -> list[str]:
+    years = sorted(k for k in results["subsets"] if k.startswith("year="))
+    selection = results["selection_metric"]
+    lines = ["", f"## By survey year ({selection})", ""]
+    return lines + _table(
+        ["system"] + [f"{y.removeprefix('year=')} (n={results['subset_surveys'][y]})" for y in years],
+        [
+            [s] + [_with_ci(results["subsets"][y][s][selection]) for y in years]
+            for s in ranked_systems(results)
+        ],
+    )  # fmt: skip
+
+
+def _tiers(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
+    lines = ["", "## Tier distribution of the eval set", ""]
+    tiers = results["tier_distribution"]
+    lines += _table(
+        ["label", "name", "candidates", "share", "in-domain"],
+        [
+            [label, t["name"], str(t["count"]), _num(t["share"]), str(t["in_domain"])]
+            for label, t in sorted(tiers.items(), key=lambda kv: int(kv[0]))
+        ],
+    )
+    return lines + _figure(figures, "tier_distribution.png")
+
+
+def _definitions(results: dict[str, Any]) -> list[str]:
+    names = list(results["main_metrics"])
+    if CHV_RATIO in results["metrics"]:
+        names.append(CHV_RATIO)
+    lines = ["", "## Definitions", ""]
+    lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in names]
+    lines += [
+        f"- Intervals: {results['ci_method']}",
+        f"- Tests: {results['test_method']}",
+        "- Ties: equal scores are put in a fixed pseudo-random order of (survey, candidate) "
+        "that does not depend on the ids' form (the exact rule: `tie_breaking` in "
+        "eval_results.json); trec_eval orders them by docid instead (and compares scores as "
+        "32-bit floats), so values equal trec_eval's for runs without ties in single precision.",
+        "- Previous metric names (`ndcg@10`, `map`, ...) are listed under `metric_aliases` in "
+        "eval_results.json.",
     ]
     return lines
 
 
-def _figure(figures: Sequence[str], name: str) -> list[str]:
-    """A link to figure ``name`` when it was drawn (the tables above it hold its numbers)."""
-    path = next((f for f in figures if f.rsplit("/", 1)[-1] == name), None)
-    return [] if path is None else ["", f"![{CAPTIONS[name]}]({path})"]
+def _mode(results: dict[str, Any]) -> str:
+    if results.get("mode", "rerank") == "rerank":
+        return (
+            "Re-ranking: each system ranks every judged candidate of each survey; candidates "
+            "it does not score come last."
+        )
+    return (
+        "Retrieval: each run ranks the split's whole corpus; a document without a judgment "
+        "is not relevant, and a judged candidate the run did not retrieve counts only in the "
+        "number of relevant candidates (trec_eval's rule)."
+    )
 
 
 def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
@@ -104,175 +377,47 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
         figures: PNG paths relative to the report (:func:`pipeline.evaluate.figures.write_figures`),
             each linked under the table it draws; none: a report of tables only.
     """
-    systems = results["baselines"] + results["submitted"]
-    main = results["main_metrics"]
-    overall = results["subsets"]["ALL"]
+    identity = results["eval_file"]
+    hub = f", from the Hub as `{identity['hub']}`" if identity.get("hub") else ""
     lines = [
         "# Survey reading lists: evaluation",
         "",
-        f"Eval set {_eval_file(results['eval_file'])}: {results['n_surveys']} surveys, "
-        f"{results['n_candidates']} judged candidates. Means are macro-averages over surveys "
-        "where a metric is defined (n = surveys used); brackets: " + results["ci_method"],
-        "",
-        f"Tie-breaking: {results['tie_breaking']}",
-        "",
-        "## Main metrics (ALL candidates)",
-        "",
+        f"{results['n_surveys']} eval surveys, {results['n_candidates']} judged candidates "
+        f"(`{identity['name']}`, sha256 `{identity['sha256'][:12]}`{hub}). {_mode(results)}",
     ]
-    rows = [[_label(results, s)] + [_with_ci(overall[s][m]) for m in main] for s in systems]
-    if systems:
-        rows.append(["n (surveys)"] + [str(overall[systems[0]][m]["n"]) for m in main])
-    lines += _table(["system", *main], rows)
+    lines += _headline(results)
     lines += _figure(figures, "main_metrics.png")
-    lines += _figure(figures, "recall_by_tier.png")
-    lines += _learned_section(results)
-    lines += _runs_section(results)
-
-    lines += [
-        "",
-        f"## Submitted runs vs best baseline ({results['best_baseline'] or _MISSING})",
-        "",
-    ]
-    if results["tests"]:
-        lines += [results["test_method"], ""]
-        lines += _table(
-            ["system", "metric", "diff", "95% CI", "p", "n"],
-            [
-                [
-                    t["system"],
-                    t["metric"],
-                    _num(t["diff"], signed=True),
-                    f"[{_num(t['ci_low'], signed=True)}, {_num(t['ci_high'], signed=True)}]",
-                    _num(t["p_value"], 4),
-                    str(t["n"]),
-                ]
-                for t in results["tests"]
-            ],
-        )
-    else:
-        lines.append("No submitted runs.")
+    lines += _pairwise(results)
     lines += _figure(figures, "paired_difference.png")
-
-    inside, outside = results["subsets"]["IN"], results["subsets"]["OUT"]
-    lines += [
-        "",
-        "## IN/OUT gap",
-        "",
-        "IN ranks only the in-domain candidates (corpus papers whose own categories include the "
-        "survey's primary category), OUT all the others. Cells: IN / OUT (IN - OUT).",
-        "",
-    ]
-    gap_rows = []
-    for s in systems:
-        cells = []
-        for m in main:
-            a, b = inside[s][m]["mean"], outside[s][m]["mean"]
-            gap = None if a is None or b is None else a - b
-            cells.append(f"{_num(a)} / {_num(b)} ({_num(gap, signed=True)})")
-        gap_rows.append([_label(results, s), *cells])
-    lines += _table(["system", *main], gap_rows)
-    lines += _figure(figures, "in_out.png")
-
-    years = sorted(k for k in results["subsets"] if k.startswith("year="))
-    selection = results["selection_metric"]
-    lines += ["", f"## By survey year ({selection})", ""]
-    lines += _table(
-        ["system"] + [f"{y} (n={results['subset_surveys'][y]})" for y in years],
-        [
-            [_label(results, s)] + [_with_ci(results["subsets"][y][s][selection]) for y in years]
-            for s in systems
-        ],
-    )
-
-    lines += ["", "## Tier distribution of the eval set", ""]
-    tiers = results["tier_distribution"]
-    lines += _table(
-        ["label", "name", "candidates", "share", "in-domain"],
-        [
-            [label, t["name"], str(t["count"]), _num(t["share"]), str(t["in_domain"])]
-            for label, t in sorted(tiers.items(), key=lambda kv: int(kv[0]))
-        ],
-    )
-    lines += _figure(figures, "tier_distribution.png")
-
-    lines += ["", "## Definitions of the main metrics", ""]
-    lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in main]
+    lines += _more_metrics(results)
+    lines += _cutoffs(results)
+    lines += _figure(figures, "recall_by_tier.png")
+    lines += _runs_section(results)
+    lines += _notes(results)
+    lines += _in_out(results, figures)
+    lines += _years(results)
+    lines += _tiers(results, figures)
+    lines += _definitions(results)
     return "\n".join(lines) + "\n"
 
 
-# ----------------------------------------------------------- learned systems and the seed's table
-# The design this benchmark implements expects these figures (nDCG@10, hard-negative AUC);
-# None = the seed states no figure. Rows: (label, system name in the results or None).
-SEED_TABLE = (
-    ("random", "random", None, None),
-    ("popularity (citation count)", "popularity", None, None),
-    ("BM25", "bm25", None, None),
-    ("dense (all-MiniLM-L6-v2)", "dense", None, None),
-    ("LightGBM (reading-path labels)", "lgbm", 0.65, 0.75),
-    ("LightGBM, metadata only (leak probe)", "lgbm-metadata", None, None),
-    ("LightGBM, reading-free (relative audit probe)", "lgbm-reading-free", None, None),
-    ("cross-encoder", None, 0.70, None),
-    ("oracle", "oracle", None, None),
-)
-SEED_METRICS = ("ndcg@10", "hard_negative_auc")
-
-
-def _mean(results: dict[str, Any], system: str | None, metric: str) -> str:
-    stat = results["subsets"]["ALL"].get(system or "", {}).get(metric)
-    return _num(stat["mean"]) if stat else "not run"
-
-
-def _expected(value: float | None) -> str:
-    return f"~{value:.2f}" if value is not None else "-"
-
-
-def _learned_section(results: dict[str, Any]) -> list[str]:
-    """Mode, the leak probe (loud when it fires) and the table in the seed's shape."""
-    mode = results.get("mode", "rerank")
-    lines = [
-        "",
-        f"Mode: **{mode}**"
-        + (
-            " (each survey's judged candidates are re-ranked)."
-            if mode == "rerank"
-            else " (runs over the split's whole corpus; unjudged documents are not relevant)."
-        ),
-    ]
-    learned = results.get("learned_baselines", {})
-    if learned.get("skipped"):
-        lines += ["", f"Learned baselines (lgbm, lgbm-metadata) not trained: {learned['skipped']}."]
-    if learned.get("dense", {}).get("skipped"):
-        lines += ["", f"Dense baseline not run: {learned['dense']['skipped']}."]
-    probe = results.get("leak_probe")
-    if probe:
-        cells = ", ".join(
-            f"{m} {_num(r[probe['probe']])} vs {_num(r[probe['reference']])}"
-            for m, r in probe["metrics"].items()
-        )
-        if probe["flagged"]:
-            lines += [
-                "",
-                f"> **LEAK WARNING: `{probe['probe']}` (a model that never reads the text) beats "
-                f"`{probe['reference']}`** ({cells}). Metadata alone tells positives from hard "
-                "negatives: the release leaks its answers.",
-            ]
-        else:
-            lines += [
-                "",
-                f"Leak probe: `{probe['probe']}` does not beat `{probe['reference']}` ({cells}).",
-            ]
-    if mode != "rerank":
-        return lines
-    lines += ["", "## Against the seed's expected results", ""]
-    header = ["system"]
-    for metric in SEED_METRICS:
-        header += [f"{metric} measured", f"{metric} expected"]
-    rows = []
-    for label, system, *expected in SEED_TABLE:
-        row = [label]
-        for metric, value in zip(SEED_METRICS, expected, strict=True):
-            row += [_mean(results, system, metric), _expected(value)]
-        rows.append(row)
-    lines += _table(header, rows)
-    lines += ["", "`-`: the seed states no figure; `not run`: no such system in this evaluation."]
-    return lines
+def summary_line(results: dict[str, Any], where: str) -> str:
+    """One line: the best system by the selection metric, each submitted system, where the
+    report is (what ``evaluate -q`` prints)."""
+    metric, overall = results["selection_metric"], results["subsets"]["ALL"]
+    ranked = [s for s in ranked_systems(results) if s not in results["upper_bounds"]]
+    parts = []
+    if ranked:
+        best = ranked[0]
+        parts.append(f"best {best} {_num(overall[best][metric]['mean'])}")
+    for system in results["submitted"]:
+        if ranked and system == ranked[0]:
+            continue
+        better, worse = significant_against(results, system, metric)
+        versus = [f"above {', '.join(better)}"] * bool(better) + [
+            f"below {', '.join(worse)}"
+        ] * bool(worse)
+        note = f" ({'; '.join(versus)})" if versus else ""
+        parts.append(f"{system} {_num(overall[system][metric]['mean'])}{note}")
+    body = "; ".join(parts) if parts else "no system"
+    return f"evaluate: {metric} over {results['n_surveys']} surveys: {body}; report: {where}"

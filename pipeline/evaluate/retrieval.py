@@ -1,17 +1,25 @@
-"""Retrieval mode: runs over the whole corpus of a split, unjudged documents not relevant.
+"""Retrieval mode: runs over the whole corpus of a split, with trec_eval's semantics.
 
 The default mode re-ranks the judged candidates of each survey (the benchmark's
-protocol) and refuses pairs outside them. In retrieval mode (the BEIR/MTEB habit) a
-run may score any document of the split's corpus (``corpus/<split>.parquet`` of the
-release, when the eval file sits in a release folder): a document without a
-judgment for the survey is not relevant (label 0). Each survey's ranking holds
-every judged candidate and every document the run scored; judged candidates the run
-did not score rank after the scored ones, as in re-ranking mode. With a run that
-scores the whole corpus, ndcg@K, recall@K, map, r_precision and mrr_tier>=3 are then
-trec_eval's values with unjudged documents at relevance 0 (tested against
-pytrec_eval). ``hard_negative_auc`` in this mode counts every non-relevant scored
-document as a negative (hard negatives and unjudged documents alike). Unjudged
-documents have no known domain, so they fall in the OUT subset.
+protocol): every judged candidate is ranked, the ones a run did not score after all
+scored ones, and pairs outside the judged ones are refused. In retrieval mode (the
+BEIR/MTEB habit) a run may score any document of the split's corpus (the release's
+``corpus`` config, when the eval file sits in a release folder), typically its top
+100 or 1000, and a survey's ranking is what the run retrieved, in score order with
+the tie rule of :mod:`pipeline.evaluate.ties`. A retrieved document without a
+judgment for the survey is not relevant (:data:`~pipeline.evaluate.measures.UNJUDGED_LABEL`:
+gain 0, not a hard negative). A judged candidate the run did not retrieve has no rank:
+it counts in the number of relevant candidates R (recall, AP, Rprec) and in the ideal
+DCG of nDCG, and nowhere else (``ranked="scored"`` of
+:func:`pipeline.evaluate.metrics.per_survey_metrics`). That is trec_eval's rule, so the
+values equal trec_eval / ir_measures on top-k runs as on runs over the whole corpus
+(tested to 1e-9 against ir_measures: ``tests/test_evaluate_retrieval.py``). A survey a
+run has no row for scores 0 (trec_eval's ``-c``). ``hard_negative_auc`` compares the
+judged positives with the judged hard negatives, the ones not retrieved sharing the
+lowest score. Unjudged documents have no known domain, so they fall in the OUT subset.
+
+Cutoffs: retrieval mode reports nDCG@K and R@K at :data:`RETRIEVAL_KS` (5 to 300, the
+citation-recommendation protocol's cutoffs) besides the config's ``ks``.
 """
 
 from __future__ import annotations
@@ -22,20 +30,22 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
+from pipeline.evaluate.measures import UNJUDGED_LABEL
 from pipeline.evaluate.runs import Run, RunError, RunWarning, _at, read_run
+from pipeline.release_files import beir_file
+from pipeline.schema import BEIR_ID
 
 RERANK, RETRIEVAL = "rerank", "retrieval"
 MODES = (RERANK, RETRIEVAL)
-CORPUS_FILE = "corpus/{split}.parquet"
-CORPUS_ID = "_id"
+RETRIEVAL_KS = (5, 10, 20, 50, 100, 300)
 
 
 def corpus_ids(eval_path: Path, split: str = "eval") -> pl.Series | None:
     """Document ids of the split's corpus next to the eval file (None when there is none)."""
-    path = eval_path.parent / CORPUS_FILE.format(split=split)
+    path = eval_path.parent / beir_file("corpus", split)
     if not path.is_file():
         return None
-    return pl.read_parquet(path, columns=[CORPUS_ID])[CORPUS_ID].rename(CANDIDATE_ID)
+    return pl.read_parquet(path, columns=[BEIR_ID])[BEIR_ID].rename(CANDIDATE_ID)
 
 
 def load_retrieval_run(
@@ -43,11 +53,19 @@ def load_retrieval_run(
     eval_pairs: pl.DataFrame,
     corpus: pl.Series | None,
     lenient: bool = False,
+    name: str | None = None,
 ) -> Run:
-    """Read a run and keep rows of eval surveys whose document is in the corpus.
+    """Read a run (:func:`~pipeline.evaluate.runs.read_run`) and :func:`restrict_to_corpus`."""
+    return restrict_to_corpus(read_run(path, name), eval_pairs, corpus, lenient)
+
+
+def restrict_to_corpus(
+    run: Run, eval_pairs: pl.DataFrame, corpus: pl.Series | None, lenient: bool = False
+) -> Run:
+    """Keep the rows of eval surveys whose document is in the corpus.
 
     Args:
-        path: a run file (any format of :mod:`pipeline.evaluate.runs`).
+        run: a run (file or in memory).
         eval_pairs: the eval set's ``survey_id`` and ``candidate_id``.
         corpus: the split's document ids, or None to accept any document id.
         lenient: drop unknown surveys or documents (counted, with a warning) instead of failing.
@@ -56,7 +74,6 @@ def load_retrieval_run(
         RunError: a survey not in the eval set or a document not in the corpus (unless
             ``lenient``), naming the first offending line.
     """
-    run = read_run(path)
     known = pl.col(SURVEY_ID).is_in(eval_pairs[SURVEY_ID].unique().implode())
     if corpus is not None:
         allowed = pl.concat([corpus, eval_pairs[CANDIDATE_ID]]).unique()
@@ -65,16 +82,16 @@ def load_retrieval_run(
     if bad.height == 0:
         return run
     line, survey, doc = bad.select(LINE_NUMBER, SURVEY_ID, CANDIDATE_ID).row(0)
-    where = _at(run.path, run.format, line)
+    where = _at(run.where, run.format, line)
     what = (
         f"{SURVEY_ID} {survey!r} is not in the eval set"
         if survey not in set(eval_pairs[SURVEY_ID].to_list())
         else f"document {doc!r} is not in the split's corpus"
     )
     if not lenient:
-        raise RunError(f"{where}: {what} ({bad.height} such row(s); lenient mode drops them)")
+        raise RunError(f"{where}: {what} ({bad.height} such row(s); --lenient drops them)")
     warnings.warn(
-        f"{run.path}: dropped {bad.height} of {run.n_rows} row(s) (first at {where}: {what})",
+        f"{run.where}: dropped {bad.height} of {run.n_rows} row(s) (first at {where}: {what})",
         RunWarning,
         stacklevel=2,
     )
@@ -89,7 +106,9 @@ def load_retrieval_run(
 
 
 def retrieval_frame(eval_set: pl.DataFrame, run: Run) -> pl.DataFrame:
-    """Judged candidates (with the run's score or null) plus the run's unjudged documents (label 0)."""
+    """Judged candidates (with the run's score, null = not retrieved) plus the run's unjudged
+    documents (label :data:`~pipeline.evaluate.measures.UNJUDGED_LABEL`); rank it with
+    ``ranked="scored"``."""
     keys = [SURVEY_ID, CANDIDATE_ID]
     judged = eval_set.select(*keys, LABEL, IN_DOMAIN).join(
         run.scores.select(*keys, SCORE), on=keys, how="left", maintain_order="left"
@@ -98,7 +117,7 @@ def retrieval_frame(eval_set: pl.DataFrame, run: Run) -> pl.DataFrame:
         run.scores.select(*keys, SCORE)
         .join(eval_set.select(keys), on=keys, how="anti")
         .with_columns(
-            pl.lit(0, dtype=judged.schema[LABEL]).alias(LABEL),
+            pl.lit(UNJUDGED_LABEL, dtype=judged.schema[LABEL]).alias(LABEL),
             pl.lit(None, dtype=pl.Boolean).alias(IN_DOMAIN),
         )
         .select(judged.columns)

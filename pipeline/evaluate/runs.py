@@ -4,13 +4,21 @@ A run scores (survey, candidate) pairs of the eval set. The format is chosen by
 the file suffix:
 
 * ``.parquet``: columns ``survey_id``, ``candidate_id``, ``score`` (other columns
-  are ignored); the system name is the file stem.
+  are ignored), or the BEIR/MTEB names ``query-id``, ``corpus-id``, ``score``
+  (:data:`COLUMN_ALIASES`); the system name is the file stem.
 * ``.csv``: a header row naming the same columns; the system name is the file stem.
+* ``.tsv``: tab-separated ``query-id corpus-id score`` (BEIR's qrels layout), with
+  or without a header row naming the columns; the system name is the file stem.
 * anything else: a TREC run, ``qid Q0 docid rank score tag`` separated by
   whitespace, qid = survey_id and docid = candidate_id. The system name is the
   tag, which must be the same on every line. The rank field is ignored (as in
   trec_eval): the order comes from the score, ties by the tie key of
   :mod:`pipeline.evaluate.metrics` (not by the rank field, nor by docid as trec_eval).
+
+A name given with the run (``--name`` after ``--run``; ``name=`` here) replaces the tag
+or the stem, so two TREC runs with the same tag can be evaluated together. Scores held
+in memory (a ``{survey_id: {candidate_id: score}}`` dict or a DataFrame with the run
+columns) are checked by the same rules (:func:`scores_run`).
 
 Every problem raises :class:`RunError` naming the file and, for text formats, the
 1-based line number (``path:line: message``; Parquet: ``path: row N: message``).
@@ -26,17 +34,27 @@ from __future__ import annotations
 
 import csv
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
+from pipeline.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 
 RUN_COLUMNS = (SURVEY_ID, CANDIDATE_ID, SCORE)
+# Other names a header may give each run column: BEIR/MTEB's (what the release's qrels use)
+# and the usual snake_case spellings.
+COLUMN_ALIASES = {
+    SURVEY_ID: (BEIR_QUERY_ID, "query_id", "qid"),
+    CANDIDATE_ID: (BEIR_CORPUS_ID, "corpus_id", "docid", "doc_id"),
+    SCORE: (),
+}
 TREC_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
-TREC, CSV, PARQUET = "trec", "csv", "parquet"
+TSV_FIELDS = 3
+TREC, CSV, TSV, PARQUET, SCORES = "trec", "csv", "tsv", "parquet", "scores"
 
 _RAW_SCORE = "_score_text"
 _TAG = "_tag"
@@ -55,9 +73,9 @@ class Run:
     """A validated run.
 
     Attributes:
-        name: system name (TREC tag, else file stem).
-        path: the file read.
-        format: ``trec``, ``csv`` or ``parquet``.
+        name: system name (the name given, else the TREC tag, else the file stem).
+        path: the file read; None for scores held in memory.
+        format: ``trec``, ``csv``, ``tsv``, ``parquet`` or ``scores`` (in memory).
         scores: ``survey_id``, ``candidate_id``, ``score`` (finite Float64) and
             ``line_number`` (file line, or 1-based row for Parquet), one row per
             scored pair, in file order.
@@ -66,21 +84,30 @@ class Run:
     """
 
     name: str
-    path: Path
+    path: Path | None
     format: str
     scores: pl.DataFrame
     n_rows: int
     n_dropped_unknown: int = 0
 
+    @property
+    def where(self) -> str:
+        """The file, or what the in-memory scores are, for messages."""
+        return str(self.path) if self.path is not None else f"scores of {self.name!r}"
+
+    def renamed(self, name: str) -> Run:
+        """The same run under another system name."""
+        return Run(name, self.path, self.format, self.scores, self.n_rows, self.n_dropped_unknown)
+
 
 def run_format(path: Path) -> str:
-    """``parquet``, ``csv`` or ``trec`` from the file suffix."""
+    """``parquet``, ``csv``, ``tsv`` or ``trec`` from the file suffix."""
     suffix = path.suffix.lower()
-    return PARQUET if suffix == ".parquet" else CSV if suffix == ".csv" else TREC
+    return {".parquet": PARQUET, ".csv": CSV, ".tsv": TSV}.get(suffix, TREC)
 
 
-def _at(path: Path, fmt: str, line: int) -> str:
-    return f"{path}: row {line}" if fmt == PARQUET else f"{path}:{line}"
+def _at(path: Path | str, fmt: str, line: int) -> str:
+    return f"{path}: row {line}" if fmt in (PARQUET, SCORES) else f"{path}:{line}"
 
 
 # Text runs are read in blocks of whole lines: a run of 43M lines (2 GiB) used to be held
@@ -133,9 +160,14 @@ def _trec_block(path: Path, first_line: int, text: str) -> pl.DataFrame:
     wrong = fields.filter(pl.col("_fields").list.len() != len(TREC_FIELDS))
     if wrong.height:
         line, n = wrong.select(LINE_NUMBER, pl.col("_fields").list.len()).row(0)
+        hint = (
+            "; a 3-column run (query-id, corpus-id, score) is read as such from a file named *.tsv"
+            if n == TSV_FIELDS
+            else ""
+        )
         raise RunError(
             f"{path}:{line}: expected {len(TREC_FIELDS)} whitespace-separated fields "
-            f"({' '.join(TREC_FIELDS)}), got {n}"
+            f"({' '.join(TREC_FIELDS)}) of a TREC run, got {n}{hint}"
         )
     return fields.select(
         pl.col("_fields").list.get(TREC_FIELDS.index("qid")).alias(SURVEY_ID),
@@ -162,7 +194,8 @@ def _read_trec(path: Path) -> tuple[pl.DataFrame, str]:
             line, other_tag = other.select(LINE_NUMBER, _TAG).row(0)
             raise RunError(
                 f"{path}:{line}: tag {other_tag!r} differs from {tag!r} on line {tag_line}; "
-                "a TREC run file must hold exactly one system (one tag)"
+                "a TREC run file must hold exactly one system (one tag): split it into one "
+                "file per tag"
             )
         parts.append(_check_rows(frame.drop(_TAG), path, TREC))
     if tag is None:
@@ -170,12 +203,58 @@ def _read_trec(path: Path) -> tuple[pl.DataFrame, str]:
     return pl.concat(parts), tag
 
 
-def _read_csv(path: Path) -> pl.DataFrame:
-    """Survey_id, candidate_id, score, line_number of a CSV run (checked), a block of rows
-    at a time."""
+def _expected_columns() -> str:
+    return ", ".join(
+        f"{column} (or {' / '.join(aliases)})" if aliases else column
+        for column, aliases in COLUMN_ALIASES.items()
+    )
+
+
+def column_positions(header: list[str], where: str) -> dict[str, int]:
+    """Position of each run column in ``header``, by its name or an alias (:data:`COLUMN_ALIASES`).
+
+    Raises:
+        RunError: a run column is missing, named twice, or a header name repeats; the
+            message names ``where`` (``path:1`` or ``path``).
+    """
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise RunError(f"{where}: repeated column(s) {repeated} in header {header}")
+    positions: dict[str, int] = {}
+    missing, ambiguous = [], []
+    for column, aliases in COLUMN_ALIASES.items():
+        found = [name for name in (column, *aliases) if name in header]
+        if not found:
+            missing.append(column)
+        elif len(found) > 1:
+            ambiguous.append(found)
+        else:
+            positions[column] = header.index(found[0])
+    if missing or ambiguous:
+        problem = (
+            f"missing column(s) {missing}"
+            if missing
+            else f"columns {ambiguous} name the same field"
+        )
+        raise RunError(f"{where}: {problem} in header {header}; expected {_expected_columns()}")
+    return positions
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_delimited(path: Path, fmt: str) -> pl.DataFrame:
+    """Survey_id, candidate_id, score, line_number of a CSV or TSV run (checked), a block of
+    rows at a time. A TSV run may have no header: three columns in BEIR's order."""
     parts: list[pl.DataFrame] = []
     ids: dict[str, list[str]] = {c: [] for c in RUN_COLUMNS}
     line_numbers: list[int] = []
+    delimiter, kind = (",", "comma") if fmt == CSV else ("\t", "tab")
 
     def flush() -> None:
         block = pl.DataFrame(
@@ -187,41 +266,41 @@ def _read_csv(path: Path) -> pl.DataFrame:
             }
         )
         if block.height:
-            parts.append(_check_rows(block, path, CSV))
+            parts.append(_check_rows(block, path, fmt))
         for values in ids.values():
             values.clear()
         line_numbers.clear()
 
+    def add(row: list[str], line: int) -> None:
+        for column, position in positions.items():
+            ids[column].append(row[position])
+        line_numbers.append(line)
+        if len(line_numbers) >= CSV_BLOCK_ROWS:
+            flush()
+
     try:
         with path.open(encoding="utf-8", newline="") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, delimiter=delimiter)
             header = next(reader, None)
             if header is None:
-                raise RunError(f"{path}:1: empty file; expected a header {','.join(RUN_COLUMNS)}")
+                raise RunError(f"{path}:1: empty file; expected a header {_expected_columns()}")
             header = [h.strip() for h in header]
-            missing = [c for c in RUN_COLUMNS if c not in header]
-            repeated = sorted({h for h in header if header.count(h) > 1})
-            if missing or repeated:
-                problem = (
-                    f"missing column(s) {missing}" if missing else f"repeated column(s) {repeated}"
-                )
-                raise RunError(
-                    f"{path}:1: {problem} in header {header}; expected {', '.join(RUN_COLUMNS)}"
-                )
-            positions = {c: header.index(c) for c in RUN_COLUMNS}
+            headerless = fmt == TSV and len(header) == TSV_FIELDS and _is_number(header[2])
+            if headerless:  # query-id, corpus-id, score by position
+                positions = {column: i for i, column in enumerate(RUN_COLUMNS)}
+                add(header, 1)
+            else:
+                positions = column_positions(header, f"{path}:1")
+            width = len(header)
             for row in reader:
                 if not row:
                     continue
-                if len(row) != len(header):
+                if len(row) != width:
                     raise RunError(
-                        f"{path}:{reader.line_num}: expected {len(header)} comma-separated fields "
-                        f"(as in the header), got {len(row)}"
+                        f"{path}:{reader.line_num}: expected {width} {kind}-separated fields "
+                        f"(as in {'the first row' if headerless else 'the header'}), got {len(row)}"
                     )
-                for column, position in positions.items():
-                    ids[column].append(row[position])
-                line_numbers.append(reader.line_num)
-                if len(line_numbers) >= CSV_BLOCK_ROWS:
-                    flush()
+                add(row, reader.line_num)
     except UnicodeDecodeError as e:
         raise RunError(f"{path}: not UTF-8 text ({e})") from e
     except csv.Error as e:
@@ -237,25 +316,35 @@ def _read_parquet(path: Path) -> pl.DataFrame:
         schema = pl.read_parquet_schema(path)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise RunError(f"{path}: not a readable Parquet file ({e})") from e
-    missing = [c for c in RUN_COLUMNS if c not in schema]
-    if missing:
-        raise RunError(
-            f"{path}: missing column(s) {missing}; has {list(schema)}; expected {', '.join(RUN_COLUMNS)}"
-        )
+    names = list(schema)
+    positions = column_positions(names, str(path))
+    columns = {column: names[i] for column, i in positions.items()}
+    return _checked_frame(
+        pl.read_parquet(path, columns=list(columns.values())), columns, path, PARQUET
+    )
+
+
+def _checked_frame(
+    frame: pl.DataFrame, columns: dict[str, str], where: Path | str, fmt: str
+) -> pl.DataFrame:
+    """The run columns of a table (Parquet or in memory), types and rows checked; rows are
+    numbered from 1."""
     for column in (SURVEY_ID, CANDIDATE_ID):
-        if not (schema[column] == pl.String or schema[column].is_integer()):
-            raise RunError(f"{path}: column {column} has type {schema[column]}, expected string")
-    if not (schema[SCORE].is_numeric() or schema[SCORE] == pl.String):
-        raise RunError(f"{path}: column {SCORE} has type {schema[SCORE]}, expected a number")
-    frame = pl.read_parquet(path, columns=list(RUN_COLUMNS)).select(
-        pl.col(SURVEY_ID).cast(pl.String),
-        pl.col(CANDIDATE_ID).cast(pl.String),
-        pl.col(SCORE).alias(_RAW_SCORE),
+        dtype = frame.schema[columns[column]]
+        if not (dtype == pl.String or dtype.is_integer()):
+            raise RunError(f"{where}: column {columns[column]} has type {dtype}, expected string")
+    dtype = frame.schema[columns[SCORE]]
+    if not (dtype.is_numeric() or dtype == pl.String):
+        raise RunError(f"{where}: column {columns[SCORE]} has type {dtype}, expected a number")
+    frame = frame.select(
+        pl.col(columns[SURVEY_ID]).cast(pl.String).alias(SURVEY_ID),
+        pl.col(columns[CANDIDATE_ID]).cast(pl.String).alias(CANDIDATE_ID),
+        pl.col(columns[SCORE]).alias(_RAW_SCORE),
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias(LINE_NUMBER),
     )
     if frame.height == 0:
-        raise RunError(f"{path}: no rows")
-    return _check_rows(frame, path, PARQUET)
+        raise RunError(f"{where}: no rows")
+    return _check_rows(frame, where, fmt)
 
 
 def _first_bad(frame: pl.DataFrame, bad: pl.Expr, *columns: str) -> tuple | None:
@@ -263,7 +352,7 @@ def _first_bad(frame: pl.DataFrame, bad: pl.Expr, *columns: str) -> tuple | None
     return hit.select(LINE_NUMBER, *columns).row(0) if hit.height else None
 
 
-def _check_rows(frame: pl.DataFrame, path: Path, fmt: str) -> pl.DataFrame:
+def _check_rows(frame: pl.DataFrame, path: Path | str, fmt: str) -> pl.DataFrame:
     """Check the ids and scores of a block of rows; return survey_id, candidate_id, score
     (Float64) and line_number."""
     for column in (SURVEY_ID, CANDIDATE_ID):
@@ -290,7 +379,7 @@ def _check_rows(frame: pl.DataFrame, path: Path, fmt: str) -> pl.DataFrame:
     return frame.select(SURVEY_ID, CANDIDATE_ID, SCORE, LINE_NUMBER)
 
 
-def _check_pairs(frame: pl.DataFrame, path: Path, fmt: str) -> pl.DataFrame:
+def _check_pairs(frame: pl.DataFrame, path: Path | str, fmt: str) -> pl.DataFrame:
     """Refuse a (survey_id, candidate_id) given twice, over the whole run.
 
     The pairs' 64-bit hashes are sorted and compared with their neighbours first (8 bytes
@@ -309,16 +398,17 @@ def _check_pairs(frame: pl.DataFrame, path: Path, fmt: str) -> pl.DataFrame:
         first = frame.filter((pl.col(SURVEY_ID) == survey) & (pl.col(CANDIDATE_ID) == candidate))
         raise RunError(
             f"{_at(path, fmt, line)}: duplicate ({SURVEY_ID}, {CANDIDATE_ID}) = ({survey!r}, {candidate!r}), "
-            f"first given at {'row' if fmt == PARQUET else 'line'} {first[LINE_NUMBER][0]}"
+            f"first given at {'row' if fmt in (PARQUET, SCORES) else 'line'} {first[LINE_NUMBER][0]}"
         )
     return frame
 
 
-def read_run(path: str | Path) -> Run:
+def read_run(path: str | Path, name: str | None = None) -> Run:
     """Parse and validate a run file on its own (no eval set).
 
     Args:
-        path: a TREC, CSV or Parquet run (format by suffix, see the module doc).
+        path: a TREC, CSV, TSV or Parquet run (format by suffix, see the module doc).
+        name: the system name (default: the TREC tag, else the file stem).
 
     Returns:
         The run, with every row kept.
@@ -326,20 +416,65 @@ def read_run(path: str | Path) -> Run:
     Raises:
         RunError: bad or missing columns, wrong field count, missing, non-numeric or
             non-finite score, empty id, duplicate (survey_id, candidate_id), several
-            TREC tags, no rows.
+            TREC tags, no rows, an empty name.
         FileNotFoundError: ``path`` does not exist.
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: run file not found")
+        raise FileNotFoundError(f"{path}: run file not found (check --run)")
     fmt = run_format(path)
     if fmt == TREC:
-        frame, name = _read_trec(path)
+        frame, tag = _read_trec(path)
     else:
-        frame = _read_csv(path) if fmt == CSV else _read_parquet(path)
-        name = path.stem
+        frame = _read_delimited(path, fmt) if fmt in (CSV, TSV) else _read_parquet(path)
+        tag = path.stem
     scores = _check_pairs(frame, path, fmt)
-    return Run(name=name, path=path, format=fmt, scores=scores, n_rows=scores.height)
+    return Run(
+        name=_system_name(name, tag, path), path=path, format=fmt, scores=scores,
+        n_rows=scores.height,
+    )  # fmt: skip
+
+
+def _system_name(name: str | None, default: str, where: Path | str) -> str:
+    if name is None:
+        return default
+    if not name.strip() or name != name.strip():
+        raise RunError(f"{where}: system name {name!r} is empty or has surrounding spaces (--name)")
+    return name
+
+
+def scores_run(scores: Mapping[str, Mapping[str, float]] | Any, name: str) -> Run:
+    """A run from scores held in memory, checked as a run file is.
+
+    Args:
+        scores: ``{survey_id: {candidate_id: score}}``, or a Polars or pandas DataFrame with
+            the run columns (or their aliases, :data:`COLUMN_ALIASES`).
+        name: the system name.
+
+    Raises:
+        RunError: as :func:`read_run`; rows are numbered from 1 (the dict in iteration order).
+    """
+    where = f"scores of {name!r}"
+    _system_name(name, name, where)
+    if isinstance(scores, Mapping):
+        frame = pl.DataFrame(
+            [(str(s), str(c), v) for s, by_candidate in scores.items() for c, v in by_candidate.items()],
+            schema={SURVEY_ID: pl.String, CANDIDATE_ID: pl.String, SCORE: pl.Float64},
+            orient="row",
+        )  # fmt: skip
+    elif isinstance(scores, pl.DataFrame):
+        frame = scores
+    elif type(scores).__module__.startswith("pandas"):
+        frame = pl.from_pandas(scores)
+    else:
+        raise RunError(
+            f"{where}: expected a {{survey_id: {{candidate_id: score}}}} dict or a DataFrame, "
+            f"got {type(scores).__name__}"
+        )
+    names = list(frame.columns)
+    columns = {c: names[i] for c, i in column_positions(names, where).items()}
+    checked = _check_pairs(_checked_frame(frame, columns, where, SCORES), where, SCORES)
+    return Run(name=name, path=None, format=SCORES, scores=checked, n_rows=checked.height)
 
 
 def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = False) -> Run:
@@ -366,15 +501,15 @@ def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = Fal
         what = f"{SURVEY_ID} {survey!r} is not in the eval set"
     else:
         what = f"{CANDIDATE_ID} {candidate!r} is not a judged candidate of survey {survey!r}"
-    where = _at(run.path, run.format, line)
+    where = _at(run.where, run.format, line)
     if not lenient:
         raise RunError(
             f"{where}: {what} ({unknown.height} row(s) with ids not in the eval set; "
-            "lenient mode drops them; a run over the whole corpus of the split is evaluated "
+            "--lenient drops them; a run over the whole corpus of the split is evaluated "
             "with --mode retrieval, unjudged documents counting as not relevant)"
         )
     warnings.warn(
-        f"{run.path}: dropped {unknown.height} of {run.n_rows} row(s) whose ids are not in the eval set "
+        f"{run.where}: dropped {unknown.height} of {run.n_rows} row(s) whose ids are not in the eval set "
         f"(first at {where}: {what})",
         RunWarning,
         stacklevel=2,
@@ -390,9 +525,11 @@ def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = Fal
     )
 
 
-def load_run(path: str | Path, eval_pairs: pl.DataFrame, lenient: bool = False) -> Run:
+def load_run(
+    path: str | Path, eval_pairs: pl.DataFrame, lenient: bool = False, name: str | None = None
+) -> Run:
     """:func:`read_run` then :func:`restrict_to_eval_set`."""
-    return restrict_to_eval_set(read_run(path), eval_pairs, lenient=lenient)
+    return restrict_to_eval_set(read_run(path, name), eval_pairs, lenient=lenient)
 
 
 def missing_surveys(run: Run, eval_pairs: pl.DataFrame) -> list[str]:

@@ -165,3 +165,22 @@ def paired_test(
             resampled[start : start + counts.shape[0]] = (counts @ filled) / (counts @ defined_f)
     low, high = _percentile_interval(resampled)
     return PairedTest(observed, p_value, low, high, n)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values of one family of tests (NaN: not a test).
+
+    The i-th smallest of the m defined p-values becomes max over j <= i of
+    min(1, (m - j + 1) * p_(j)); rejecting where the adjusted value is below alpha
+    controls the family-wise error rate at alpha. The order is kept.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    adjusted = np.full(p.shape, np.nan)
+    defined = np.flatnonzero(~np.isnan(p))
+    if defined.size == 0:
+        return adjusted
+    order = defined[np.argsort(p[defined], kind="stable")]
+    m = order.size
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted

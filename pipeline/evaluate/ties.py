@@ -14,8 +14,9 @@ and Polars version and run (BLAKE2b and fixed 64-bit arithmetic; neither Python'
 ranks, so equal scores (and unscored candidates among themselves) count as half a
 correctly ordered pair.
 
-trec_eval orders equal scores by docid descending, so values agree with
-trec_eval / pytrec_eval for runs without ties (within a survey) only.
+trec_eval orders equal scores by docid descending, and reads scores as 32-bit floats
+(0.3 and 0.3 + 1e-9 are a tie to it), so values agree with trec_eval / pytrec_eval /
+ir_measures for runs without ties in single precision (within a survey) only.
 
 Tie keys are computed only for the rows that share their survey and score with
 another row: one BLAKE2b digest in Python per distinct id among them, combined in

@@ -2,9 +2,10 @@
 
 * ``{split}_survey_reading_lists.parquet``: one row per (survey, candidate), columns
   ``schema.READING_LISTS``, sorted by (survey_id, candidate_id).
-* ``queries/{split}.parquet``, ``corpus/{split}.parquet``, ``qrels/{split}.parquet``:
-  the same data as a BEIR/MTEB retrieval benchmark (explicit score-0 qrels for hard
-  negatives).
+* ``qrels/``, ``corpus/``, ``queries/``, ``top_ranked/`` ``{train,test}.parquet``: the same
+  data in MTEB's retrieval/re-ranking layout (explicit score-0 qrels for hard negatives;
+  ``top_ranked``: each query's candidate ids), the eval split named ``test`` as MTEB's
+  and BEIR's loaders ask (:data:`pipeline.release_files.RETRIEVAL_SPLITS`).
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
 * ``README.md``: the dataset card (:mod:`pipeline.card`)
@@ -68,11 +69,11 @@ from pipeline.leak_audit import (
 )
 from pipeline.progress import steps
 from pipeline.release_files import (
-    BEIR_FILE,
     CANDIDATES_FILE,
     CARD_FILE,
     METADATA_FILE,
     READING_LISTS_FILE,
+    beir_file,
 )
 from pipeline.runner import (
     MANIFESTS,
@@ -160,7 +161,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
 
 
 def beir_views(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Queries, corpus and qrels of one split's reading-list rows.
+    """Queries, corpus, qrels and top_ranked of one split's reading-list rows (whole surveys).
 
     Args:
         rows: the split's reading-list rows.
@@ -195,7 +196,12 @@ def beir_views(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, pl.DataFr
         pl.col(S.CANDIDATE_ID).alias(S.BEIR_CORPUS_ID),
         pl.col(S.LABEL).cast(pl.Int32).alias(S.BEIR_SCORE),
     ).sort(S.BEIR_QUERY_ID, S.BEIR_CORPUS_ID)
-    return {"queries": queries, "corpus": corpus, "qrels": qrels}
+    top_ranked = (
+        qrels.group_by(S.BEIR_QUERY_ID)
+        .agg(pl.col(S.BEIR_CORPUS_ID).sort().alias(S.BEIR_CORPUS_IDS))
+        .sort(S.BEIR_QUERY_ID)
+    )
+    return {"queries": queries, "corpus": corpus, "qrels": qrels, "top_ranked": top_ranked}
 
 
 # --------------------------------------------------------------------- metadata
@@ -387,7 +393,8 @@ def _write_split(
     """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
     :data:`BATCH_ROWS` rows (in survey order, so every file has the rows, order and bytes
     of the whole split written at once); return its light columns and audit values."""
-    schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS}
+    schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS,
+               "top_ranked": S.BEIR_TOP_RANKED}  # fmt: skip
     writers = {
         "rows": RowGroupWriter(
             ctx.output(READING_LISTS_FILE.format(split=split)), S.READING_LISTS, ctx.cfg, split
@@ -396,14 +403,11 @@ def _write_split(
             ctx.output(CANDIDATES_FILE.format(split=split)), S.CANDIDATES_VIEW, ctx.cfg,
             "candidates",
         ),
-        "queries": RowGroupWriter(
-            ctx.output(BEIR_FILE.format(view="queries", split=split)), schemas["queries"],
-            ctx.cfg, f"queries/{split}",
-        ),
-        "qrels": RowGroupWriter(
-            ctx.output(BEIR_FILE.format(view="qrels", split=split)), schemas["qrels"],
-            ctx.cfg, f"qrels/{split}",
-        ),
+        **{
+            view: RowGroupWriter(ctx.output(beir_file(view, split)), schemas[view], ctx.cfg,
+                                 beir_file(view, split).removesuffix(".parquet"))
+            for view in ("queries", "qrels", "top_ranked")
+        },
     }  # fmt: skip
     light, values, corpus, relative, texts = [], [], [], [], []
     for ids in steps(survey_batches(per_survey, BATCH_ROWS), f"release: {split} survey batches"):
@@ -421,18 +425,18 @@ def _write_split(
         texts.append(text_counts(part))
         light.append(part.select(_LIGHT_COLUMNS))
         beir = beir_views(part, surveys)
-        writers["queries"].write(beir["queries"])
-        writers["qrels"].write(beir["qrels"])
+        for view in ("queries", "qrels", "top_ranked"):
+            writers[view].write(beir[view])
         corpus.append(beir["corpus"])
         del part, view, beir
     for writer in writers.values():
         writer.close()
     write_table(
         pl.concat(corpus).unique(S.BEIR_ID).sort(S.BEIR_ID),
-        ctx.output(BEIR_FILE.format(view="corpus", split=split)),
+        ctx.output(beir_file("corpus", split)),
         schemas["corpus"],
         ctx.cfg,
-        f"corpus/{split}",
+        beir_file("corpus", split).removesuffix(".parquet"),
     )
     return {
         "light": pl.concat(light),
@@ -638,5 +642,5 @@ STAGE = Stage(
     reads=("extract", "works", "surveys", "labels", "negatives", "split"),
     config_sections=("release", "split", "negatives", "extract", "train"),
     fn=build_release,
-    help="release files: reading lists per split, BEIR queries/corpus/qrels, metadata, dataset card",
+    help="release files: reading lists per split, MTEB/BEIR qrels/corpus/queries/top_ranked, metadata, dataset card",
 )
