@@ -42,6 +42,7 @@ from typing import Any
 
 from pipeline.files import atomic_path
 from pipeline.layout import to_2024_layout
+from pipeline.provenance import SYNTH_GENERATOR, SYNTHETIC_FIELD
 
 LAYOUTS = ("2022", "2024")
 
@@ -1668,6 +1669,8 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         "body_text": body,
         "bib_entries": bib,
         "ref_entries": ref_entries,
+        # last, so a reject's head (the line's first bytes) is as before; see pipeline.provenance
+        SYNTHETIC_FIELD: SYNTH_GENERATOR,
     }
 
 

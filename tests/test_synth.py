@@ -39,6 +39,7 @@ RECORD_KEYS_2022 = [
     "body_text",
     "bib_entries",
     "ref_entries",
+    "_synthetic",  # the generated-record mark (pipeline.provenance), never in real records
 ]
 RECORD_KEYS_2024 = [
     "paper_id",
@@ -49,6 +50,7 @@ RECORD_KEYS_2024 = [
     "abstract",
     "bib_entries",
     "ref_entries",
+    "_synthetic",
     "sections",
 ]
 METADATA_KEYS = [
