@@ -204,9 +204,7 @@ def test_submit_dry_run_refuses_bad_names_durations_counts_and_files(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     argv = ["submit", "--dry-run", "--namespace", "someone", "--constraints", str(CONSTRAINTS)]
-    with pytest.raises(SystemExit) as stopped:
-        main([*argv, *extra])
-    assert stopped.value.code == 2
+    assert main([*argv, *extra]) == 2  # usage errors: the one error line, exit 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and extra[0] in err, err
 
@@ -215,7 +213,9 @@ def test_submit_dry_run_still_takes_good_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "ok.toml").write_text("[surveys]\nmin_resolved_refs = 10\n")
+    (tmp_path / "ok.toml").write_text(
+        "[surveys]\nmin_resolved_refs = 10\n[release]\nauthors = ['Doe, Jane']\nyear = 2026\n"
+    )
     argv = ["submit", "--dry-run", "--namespace", "some-org", "--constraints", str(CONSTRAINTS)]
     argv += ["--fan-out", "3", "--timeout", "90m", "--finish-timeout", "7200", "--poll", "0.5"]
     argv += ["--input-repo", "ines-besrour/unarxive_2024", "--repo-id", "some-org/lists.v2"]
@@ -226,9 +226,7 @@ def test_submit_dry_run_still_takes_good_values(
 
 @pytest.mark.parametrize("bad", ["../../etc", "a/b/c", "a b/c", "owner", "o/" + "n" * 200])
 def test_push_dry_run_refuses_bad_repo_ids(built_release: Path, capsys, bad: str) -> None:
-    with pytest.raises(SystemExit) as stopped:
-        main(["push", "--repo-id", bad, "--release", str(built_release), "--dry-run"])
-    assert stopped.value.code == 2
+    assert main(["push", "--repo-id", bad, "--release", str(built_release), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--repo-id" in err, err
 
