@@ -368,6 +368,8 @@ def evaluate(
     mode: str = RERANK,
     learned: bool = True,
     train_config: TrainConfig = DEFAULT_TRAIN_CONFIG,
+    *,
+    target: Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate the baselines and the given runs on the eval set and write the outputs.
 
@@ -397,6 +399,8 @@ def evaluate(
         learned: train and evaluate the ``lgbm`` and ``lgbm-metadata`` baselines
             when the eval file sits in a release folder with a train split.
         train_config: their hyperparameters, seeds and threads.
+        target: the directory the outputs go to, when not ``<out_dir>/eval/`` (the CLI's
+            ``--out DIR`` names it).
 
     Returns:
         The content of ``eval_results.json`` (floats already rounded).
@@ -559,7 +563,7 @@ def evaluate(
         }
     )
 
-    target = Path(out_dir) / EVAL_DIR
+    target = Path(target) if target is not None else Path(out_dir) / EVAL_DIR
     target.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, sort_keys=True, indent=2, allow_nan=False) + "\n"
     with atomic_path(target / RESULTS_FILE) as tmp:
