@@ -106,6 +106,9 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=3, help="timed calls per figure; the minimum is reported"
     )
+    parser.add_argument(
+        "--no-write", action="store_true", help="do not write bench/results/eval.json"
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -190,6 +193,10 @@ def main() -> None:
     print(f"ratio incl. conversion / ours (all metrics):{(t_trec + t_convert) / t_all:8.2f}x")
     print(f"agreement: max per-survey |ours - pytrec_eval| = {max_diff:.2e}")
     print(json.dumps(figures, sort_keys=True))
+    if not args.no_write:
+        from bench.results import write
+
+        write("eval", figures)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ Every step first compares the input (identities of its files), the config hash a
 the code (version and source hash) with ``/work/_published.json``, written after each
 successful push: when all three are unchanged it says so and exits without work.
 
-What the bucket mount promises, and what the runner relies on: ``MOUNTS.md``.
+What the bucket mount promises, and what the runner relies on: ``docs/MOUNTS.md``.
 """
 
 from __future__ import annotations
@@ -162,13 +162,13 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
 
 
 # --------------------------------------------------------------------- planning
-# Measured with `make bench` (SIZE_MB=1000) on the quiet 2-core development machine, on
-# the synthetic bench corpus packed as the Hub packs unarXive 2024 (README, "Benchmarks").
-# The bench corpus compresses 4.7x, the real one 3.5x: real decompression per MB of
-# output may be slower. Flavours' vCPUs are the Hub's published sizes, not checked here
-# (`HfApi().list_jobs_hardware()`).
+# `make bench`'s figures (bench/results/extract.json, which a Job's code upload does not
+# ship: tests/test_docs.py checks these equal it), on the synthetic bench corpus packed as
+# the Hub packs unarXive 2024; the bench corpus compresses better than the real one, so real
+# decompression per MB of output may be slower. Flavours' vCPUs are the Hub's published
+# sizes, not checked here (`HfApi().list_jobs_hardware()`).
 GZIP_MB_S = 881.0  # ISA-L over the parts (our reader), one core, MB of JSONL per second
-EXTRACT_MB_S_PER_WORKER = 438.0  # extract, one worker, MB of JSONL per second
+EXTRACT_MB_S_PER_WORKER = 438.5  # extract, one worker, MB of JSONL per second
 ARCHIVE_RATIO = 371 / 105  # unarXive 2024: 371 GB of JSONL in 105 GB of parts
 MOUNT_MB_S = 200.0  # assumed read rate of the /data mount: not documented, not measured
 PUBLISHED_ARCHIVE_GB = 104.8  # the three parts' sizes on the Hub (39.8 + 39.8 + 25.2 GB)

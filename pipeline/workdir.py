@@ -601,7 +601,7 @@ def _lock_or_warn(gate: int, out: Path) -> bool:
             raise
         log.warning(
             "%s: the file system has no file locks (%s): a run with another config on this "
-            "--out is not detected (see pipeline/MOUNTS.md)",
+            "--out is not detected (see docs/MOUNTS.md)",
             out,
             os.strerror(e.errno or 0),
         )
