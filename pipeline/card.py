@@ -114,10 +114,10 @@ def publish_problem(card: str, meta: dict[str, Any], repo: str) -> str | None:
 
 # --------------------------------------------------------------------- the example row
 def example_row(release: Path, splits: list[str]) -> str:
-    """A row of ``reading_lists`` as JSON, long strings cut: the first (in file order) of
-    the first split written whose label is >= 3 (it shows a judgment) and whose survey and
-    candidate both show a title and an abstract (it shows text); else the first row with a
-    label >= 3; else the first row.
+    """A row of ``reading_lists`` as JSON, long strings cut: of the first split written, the
+    first row (in file order) whose label is >= 3 (it shows a judgment) among those whose
+    survey and candidate show the most text (titles and abstracts); the first row when no
+    label is >= 3.
     """
     if not splits:
         return "(no split written)"
@@ -128,8 +128,12 @@ def example_row(release: Path, splits: list[str]) -> str:
         [S.LABEL, S.SURVEY_TITLE, S.SURVEY_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_ABSTRACT]
     ).to_pylist()
     judged = [i for i, r in enumerate(rows) if r[S.LABEL] is not None and r[S.LABEL] >= 3]
-    with_text = [i for i in judged if all(v for k, v in rows[i].items() if k != S.LABEL)]
-    index = (with_text or judged or [0])[0]
+
+    def texts(i: int) -> int:
+        return sum(1 for k, v in rows[i].items() if k != S.LABEL and v)
+
+    # the first of the judged rows that show the most text (all four where any row does)
+    index = max(judged or [0], key=lambda i: (texts(i), -i))
     row = table.slice(index, 1).to_pylist()[0]
 
     def cut(value: Any) -> Any:
@@ -476,6 +480,8 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "methods_file": METHODS_FILE,
         "train_split": train_split,
         "eval_split": eval_split,
+        # the split the snippet loads the candidates of: eval, else the one written
+        "snippet_split": eval_split if eval_split in splits or not splits else splits[0],
         "label_min": str(min(S.LABEL_NAMES)),
         "label_max": str(max(S.LABEL_NAMES)),
         "code_link": f"<{code_url}>" if code_url else "the `survey-reading-lists` Python package",
@@ -495,7 +501,8 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "contact": (f"<{contact}>" if contact.startswith("http") else f"<mailto:{contact}>")
         if contact
         else f"The Community tab of the dataset's page, <https://huggingface.co/datasets/{repo}/discussions>",
-        "provenance_banner": provenance_banner(meta),
+        # with the blank line after it, so a release of real records has no gap there
+        "provenance_banner": f"{provenance_banner(meta)}\n\n" if provenance_banner(meta) else "",
         "provenance_line": provenance_line(meta),
         "summary_source": (
             "built from a corpus in the unarXive record format that is **not** real arXiv "

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -720,9 +719,10 @@ def replace_release_file(out: Path, rel: str, data: bytes) -> None:
         raise RuntimeError(
             f"{record_path}: no record of {rel}; rebuild the release before replacing it"
         )
-    with atomic_path(release_dir(out) / rel) as tmp:
+    path = release_dir(out) / rel
+    with atomic_path(path) as tmp:
         tmp.write_bytes(data)
-    record["files"][rel] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    record["files"][rel] = {"bytes": len(data), "sha256": sha256_file(path)}
     write_json(record_path, record)
 
 
