@@ -12,7 +12,7 @@ SCALE ?= 100000,300000,1000000,2300000
 BATCH_CHECK ?= negatives,split,release
 DEMO_OUT ?= demo_out
 
-.PHONY: help venv demo test bench bench-eval bench-scale lint data eval
+.PHONY: help venv demo test bench bench-eval bench-scale lint data eval docs
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,14 +37,17 @@ lint: $(STAMP) ## ruff lint and format check
 	$(BIN)/ruff check pipeline tests bench
 	$(BIN)/ruff format --check pipeline tests bench
 
-bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS; the same packed as a split tar.gz: decompression per library, extract at 1 and 2 workers
+bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS; the same packed as a split tar.gz: decompression per library, extract at 1 and 2 workers; writes bench/results/extract.json
 	$(BIN)/python bench/bench_extract.py --size-mb $(SIZE_MB)
 
-bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2.3M): time, peak RSS, rows, growth
+bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2.3M): time, peak RSS, rows, growth; writes bench/results/scale.json
 	$(BIN)/python bench/bench_scale.py --sizes $(SCALE) --batch-check "$(BATCH_CHECK)"
 
-bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval
+bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval; writes bench/results/eval.json
 	$(BIN)/python bench/bench_eval.py
+
+docs: $(STAMP) ## render the measured figures of bench/results/*.json (what the benchmarks wrote) into docs/
+	$(BIN)/python bench/render_docs.py
 
 data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://datasets/...) into OUT=work
 	@test -n "$(INPUT)" || (echo "usage: make data INPUT=path-or-hf://datasets/... [OUT=work] [WORKERS=N]"; exit 2)
@@ -54,4 +57,4 @@ data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://dataset
 # system (a --model-file of the same training would be lgbm compared with itself).
 eval: $(STAMP) ## evaluate the baselines and an example encoder (--encoder) on the demo release (after make demo), print the report
 	@test -d $(DEMO_OUT)/release || (echo "make eval: no demo release in $(DEMO_OUT)/release; run make demo first" >&2; exit 2)
-	$(BIN)/python -m pipeline evaluate --eval-file $(DEMO_OUT)/release --out $(DEMO_OUT) --encoder pipeline.evaluate.examples:hashed_words --name hashed-words
+	$(BIN)/python -m pipeline evaluate --release $(DEMO_OUT)/release --out $(DEMO_OUT)/eval --encoder pipeline.evaluate.examples:hashed_words --name hashed-words

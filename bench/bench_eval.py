@@ -116,6 +116,9 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=3, help="timed calls per figure; the minimum is reported"
     )
+    parser.add_argument(
+        "--no-write", action="store_true", help="do not write bench/results/eval.json"
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -223,6 +226,10 @@ def main() -> None:
         f"|ours - pytrec_eval| = {max_diff_top:.2e}"
     )
     print(json.dumps(figures, sort_keys=True))
+    if not args.no_write:
+        from bench.results import write
+
+        write("eval", figures)
 
 
 if __name__ == "__main__":

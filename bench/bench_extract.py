@@ -133,6 +133,9 @@ def main() -> int:
         help="skip the split tar.gz figures (decompression per library, extract from it)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
+    ap.add_argument(
+        "--no-write", action="store_true", help="do not write bench/results/extract.json"
+    )
     args = ap.parse_args()
 
     files = corpus(args.dir / "corpus", args.size_mb, args.seed)
@@ -211,6 +214,10 @@ def main() -> int:
             res["stages"][name] = {"seconds": round(wall, 2), "peak_rss_mb": round(rss, 1)}
             print(f"stage {name:<10} {wall:8.2f} s  peak RSS {rss:8,.0f} MB")
     print(json.dumps(res, sort_keys=True))
+    if not args.no_write:
+        from bench.results import write
+
+        write("extract", res)
     return 0
 
 

@@ -10,8 +10,8 @@ the growth exponents ``log(t2/t1) / log(N2/N1)`` of time and memory (1.0 = linea
 A stage over ``--max-rss-gb`` (default 12, the issue's target) is killed, recorded
 and the later stages of that size are skipped, so a run never starves the machine.
 
-Extract is not run: its share is projected from the ``make bench`` figure in the
-README (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
+Extract is not run: its share is projected from the ``make bench`` figure in
+``bench/results/extract.json`` (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
 papers), with one worker per core, and printed next to the reduce stages.
 
 Ends with one JSON line:
@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ from bench.measure import run_measured  # noqa: E402
 from pipeline.files import sha256_file  # noqa: E402
 
 DEFAULT_SIZES = (100_000, 300_000, 1_000_000, 2_300_000)
-FULL_CORPUS_BYTES = 500e9  # unarXive 2024 JSONL, README
+FULL_CORPUS_BYTES = 371e9  # unarXive 2024 JSONL unpacked (the card: about 371 GB)
 FULL_CORPUS_PAPERS = 2.28e6
 # the stage's main output, whose rows are reported as rows_out (glob in its directory)
 MAIN_OUTPUT = {
@@ -63,10 +62,14 @@ def reduce_stages() -> list[str]:
     return [s.name for s in STAGES if s.kind == "reduce"]
 
 
-def extract_mb_s(readme: Path = ROOT / "README.md") -> float | None:
-    """The ``make bench`` figure (a) in the README: extract MB/s of one worker."""
-    m = re.search(r"\(a\) extract, one worker \| ([\d,.]+) MB/s", readme.read_text("utf-8"))
-    return float(m.group(1).replace(",", "")) if m else None
+def extract_mb_s() -> float | None:
+    """The ``make bench`` figure (a), extract MB/s of one worker, from the file it wrote."""
+    from bench.results import read
+
+    try:
+        return read("extract")["figures"].get("extract_mb_s")
+    except FileNotFoundError:
+        return None
 
 
 def parquet_rows(paths: list[Path]) -> int:
@@ -213,6 +216,7 @@ def main() -> int:
         "--divide, comparing every output file's bytes (e.g. negatives,split,release)",
     )
     ap.add_argument("--divide", type=int, default=7)
+    ap.add_argument("--no-write", action="store_true", help="do not write bench/results/scale.json")
     args = ap.parse_args()
 
     sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()})
@@ -278,7 +282,7 @@ def main() -> int:
         cells = [f"~{p['seconds']:,} s ({p['corpus_gb']:g} GB)" for p in projection]
         print(f"{'extract*':<12}" + "".join(f"{c:>36}" for c in cells))
         print(
-            f"* projected: {mb_s:g} MB/s per worker (README, make bench) x {args.workers} workers; "
+            f"* projected: {mb_s:g} MB/s per worker (make bench) x {args.workers} workers; "
             "reading from the Hub and decompression not included"
         )
 
@@ -308,27 +312,25 @@ def main() -> int:
             ]
             print(f"{stage:<12}" + "".join(f"{c:>16}" for c in cells))
 
-    print(
-        json.dumps(
-            {
-                "sizes": sizes,
-                "stages": {s: [r["stages"][s] for r in runs] for s in stages},
-                "inputs": [r["size"] for r in runs],
-                "batch_check": [
-                    {"papers": r["size"]["papers"], **r["batch_check"]}
-                    for r in runs
-                    if "batch_check" in r
-                ],
-                "growth": growths,
-                "extract_projection": {
-                    "mb_s_per_worker": mb_s,
-                    "workers": args.workers,
-                    "sizes": projection,
-                },
-            },
-            sort_keys=True,
-        )
-    )
+    figures = {
+        "sizes": sizes,
+        "stages": {s: [r["stages"][s] for r in runs] for s in stages},
+        "inputs": [r["size"] for r in runs],
+        "batch_check": [
+            {"papers": r["size"]["papers"], **r["batch_check"]} for r in runs if "batch_check" in r
+        ],
+        "growth": growths,
+        "extract_projection": {
+            "mb_s_per_worker": mb_s,
+            "workers": args.workers,
+            "sizes": projection,
+        },
+    }
+    print(json.dumps(figures, sort_keys=True))
+    if not args.no_write:
+        from bench.results import write
+
+        write("scale", figures)
     return 0
 
 

@@ -123,8 +123,8 @@ class EvalResult:
     """What :func:`evaluate` (or :func:`evaluate_scores`) computed, and where it wrote it.
 
     Attributes:
-        out: the folder holding the results (``<out>/eval``); None when nothing was
-            written (:func:`evaluate_scores`).
+        out: the folder holding the results (``out`` of :func:`evaluate`); None when
+            nothing was written (:func:`evaluate_scores`).
         results: the content of ``eval_results.json``.
         per_survey: the content of ``per_survey.parquet`` (a Polars DataFrame).
         report: the text of ``report.md``.
@@ -239,7 +239,6 @@ class StatusReport:
             else:
                 counts = entry.get("counts") or {}
                 detail = ", ".join(f"{k} {v:,}" for k, v in counts.items() if isinstance(v, int))
-                detail = detail[:90]
             rows.append((name, self.state(name), detail))
         return rows
 
@@ -444,9 +443,11 @@ def run(
 
 
 def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
-    """Evaluate the baselines on a finished release (the last step of ``run``)."""
+    """Evaluate the baselines on a finished release (the last step of ``run``), then render
+    the release's card again with their results (:func:`pipeline.card.add_results`)."""
     import polars as pl
 
+    from pipeline.card import add_results
     from pipeline.evaluate.evaluation import EVAL_DIR
 
     if not W.reduce_finished(out, W.RELEASE):
@@ -466,10 +467,14 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
         config=cfg.evaluate,
         train_config=cfg.train,
         cache_dir=out / EVAL_DIR / CACHE_DIR,
-        out_dir=out,
+        out_dir=out / EVAL_DIR,
     )
     log.info("evaluate: results in %s", out / EVAL_DIR)
-    return _eval_result(evaluation)
+    result = _eval_result(evaluation)
+    # the card shows the baselines' results: rendered again now that they exist
+    if add_results(out, result.results_file):
+        log.info("release: the card in %s shows the baselines' results", W.release_dir(out))
+    return result
 
 
 def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
@@ -531,8 +536,8 @@ def evaluate(
 
     Args:
         eval_file: eval Parquet, a release folder, or a Hub dataset (``owner/name``).
-        out: results go to ``<out>/eval/`` (default: next to the eval file, see
-            :func:`default_eval_out`).
+        out: the directory the results are written to (default: ``eval/`` next to the eval
+            file, see :func:`default_eval_out`).
         runs: run files (TREC, CSV, TSV or Parquet); none: the baselines only.
         model_files: models written by :func:`train`, each a system named by its stem.
         encoders: ``PKG.MODULE:CALLABLE`` texts -> vectors (cosine of survey and candidate).
@@ -551,11 +556,11 @@ def evaluate(
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
     from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     cfg = config_of(config)
-    target = Path(out) if out is not None else default_eval_out(eval_file)
+    target = Path(out) if out is not None else default_eval_out(eval_file) / EVAL_DIR
     models = [
         ModelSpec(kind, spec, name)
         for kind, specs in (
@@ -679,7 +684,8 @@ def export(
 
 
 def default_eval_out(spec: PathLike) -> Path:
-    """Where :func:`evaluate` writes without ``out``: next to the eval file.
+    """The folder in whose ``eval/`` :func:`evaluate` writes without ``out``: next to the
+    eval file.
 
     The folder holding the eval file; for a release folder (it has ``eval_metadata.json``)
     the work directory holding it, as ``run`` does, so results never mix with the files a
@@ -735,6 +741,10 @@ def push(
     private: bool = False,
     endpoint: str | None = None,
     dry_run: bool = False,
+    revision: str | None = None,
+    commit_message: str | None = None,
+    commit_description: str | None = None,
+    allow_synthetic: bool = False,
 ) -> PushResult:
     """Upload a release folder to a Hub dataset repo in one commit, then tag it.
 
@@ -745,20 +755,34 @@ def push(
         private: create the repo private (ignored if it exists).
         endpoint: Hub endpoint (default: ``$HF_ENDPOINT``, else huggingface.co).
         dry_run: plan only; needs no token and changes nothing.
+        revision: the branch to commit to (default ``main``; created when missing).
+        commit_message: the commit's summary (default ``Release <version>``).
+        commit_description: the commit's description.
+        allow_synthetic: publish a release built from synthetic papers (or papers of unknown
+            provenance) all the same.
 
     Raises:
         TokenError: no token (checked before any network call).
-        RuntimeError: a release file differs from its record.
+        RuntimeError: a release file differs from its record, or the release must not be
+            published as it is (:func:`pipeline.publish.publish_refusal`).
     """
     from pipeline.errors import require_token
     from pipeline.publish import push_plan, push_release
 
     release = Path(release)
+    options = {
+        "revision": revision,
+        "commit_message": commit_message,
+        "commit_description": commit_description,
+        "allow_synthetic": allow_synthetic,
+    }
     if dry_run:
-        return PushResult(repo_id, push_plan(release, repo_id, tag, private))
+        return PushResult(repo_id, push_plan(release, repo_id, tag, private, **options))
     require_token("push")
-    plan = push_plan(release, repo_id, tag, private)
-    return PushResult(repo_id, plan, push_release(release, repo_id, tag, private, endpoint))
+    plan = push_plan(release, repo_id, tag, private, **options)
+    return PushResult(
+        repo_id, plan, push_release(release, repo_id, tag, private, endpoint, **options)
+    )
 
 
 def demo(

@@ -1,4 +1,6 @@
-"""argparse ``type=`` functions for the command line's Hub names, durations and counts.
+"""argparse ``type=`` functions for the command line's Hub names, durations and counts, and
+the two arguments every command spells the same way (:func:`add_release_arg`,
+:func:`add_out_arg`).
 
 Each refuses a bad value while the arguments are parsed, so ``--dry-run`` refuses what
 the real command would fail on later (after uploading code, or an hour into a Job):
@@ -125,3 +127,61 @@ def config_file(value: str) -> Path:
     except (ConfigError, OSError) as e:
         raise argparse.ArgumentTypeError(" ".join(str(e).split())) from None
     return path
+
+
+# ----------------------------------------------------------------- shared arguments
+def add_release_arg(
+    p: argparse.ArgumentParser, *, default: Path | None = None, hub: bool = False
+) -> None:
+    """``--release DIR`` (alias ``--eval-file``): the release a command reads, one name in
+    every command (``evaluate``, ``features``, ``train``, ``push``).
+
+    Args:
+        default: the default folder; None makes the argument required.
+        hub: the command also reads a release's eval Parquet or a Hub dataset.
+    """
+    what = (
+        "a release folder, its eval Parquet, or a Hub dataset (OWNER/NAME or hf://datasets/...)"
+        if hub
+        else "a release folder"
+    )
+    p.add_argument(
+        "--release",
+        "--eval-file",
+        dest="release",
+        required=default is None,
+        default=default,
+        type=str if hub else Path,
+        metavar="DIR",
+        help=f"the release to read: {what}"
+        + (f" (default: {default})" if default is not None else "")
+        + "; --eval-file is the same option",
+    )
+
+
+def add_out_arg(
+    p: argparse.ArgumentParser,
+    writes: str,
+    *,
+    default: Path | None = None,
+    default_text: str | None = None,
+) -> None:
+    """``--out DIR``: the directory the command writes, in every command that writes.
+
+    Args:
+        writes: what the command writes there (for the help text).
+        default: the default directory.
+        default_text: the default in words, when the command works it out (``default`` is
+            then None and the option is not required).
+    """
+    required = default is None and default_text is None
+    shown = default_text or (str(default) if default is not None else None)
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=required,
+        default=default,
+        metavar="DIR",
+        help=f"the directory this command writes: {writes}"
+        + (f" (default: {shown})" if shown else ""),
+    )

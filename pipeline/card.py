@@ -1,13 +1,28 @@
-"""The dataset card (the release's ``README.md``), apart from the release tables.
+"""The dataset card (the release's ``README.md``) and the method notes beside it
+(``METHODS.md``), apart from the release tables.
 
-The template is package data (``pipeline/data_cards/survey_reading_lists.md``, read
-through ``importlib.resources``); every number on the card is rendered from
+The templates are package data (``pipeline/data_cards/``, read through
+``importlib.resources``). Nothing on the card is retyped: every number comes from
 ``eval_metadata.json`` (:func:`card_values`), the field table from the schema
 (:func:`field_table`), the example row from the written release (:func:`example_row`),
-and the tier distribution figure it links (:func:`tier_distribution_figure`) is drawn from
-the same metadata.
+the results table from ``evaluate``'s ``eval_results.json`` (:func:`read_eval_results`,
+:func:`results_table`), and the tier distribution figure it links
+(:func:`tier_distribution_figure`) is drawn from the same metadata.
+
+The card is what a Hugging Face user reads first, so it is short: what the benchmark is
+(with a warning at the very top when it is built from synthetic papers), how to load it,
+how to evaluate a model and the baselines' results, the columns, the label and date rules,
+uses, limitations, personal data, licence, citation and contact. The reference tables sit
+in collapsed sections and the full method in ``METHODS.md``.
+
+``run`` renders the card twice: the release stage writes it before anything is
+evaluated, and once ``run`` has evaluated the baselines on the release,
+:func:`add_results` renders it again with their table (and records its new size and
+sha256 in the release's ``_SUCCESS.json``, which ``push`` checks).
+
 Its YAML front matter is what the Hub reads: ``tests/test_card.py`` validates it with
-huggingface_hub's ``DatasetCard``.
+huggingface_hub's ``DatasetCard``. ``push`` refuses a card that still holds a
+placeholder (:func:`publish_problem`).
 """
 
 from __future__ import annotations
@@ -15,53 +30,112 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
+from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from pipeline import provenance as P
 from pipeline import schema as S
 from pipeline.evaluate.measures import ndcg_name
 from pipeline.leak_audit import RELATIVE_DOCS
 from pipeline.release_files import (
     BEIR_VIEWS,
     CANDIDATES_FILE,
+    CARD_FILE,
     EVAL_FILE,
+    METADATA_FILE,
+    METHODS_FILE,
     READING_LISTS_FILE,
     RETRIEVAL_SPLITS,
     beir_file,
 )
 
 CARD_TEMPLATE = "survey_reading_lists.md"
+METHODS_TEMPLATE = "methods.md"
 SOURCE_DATASET = "ines-besrour/unarxive_2024"
+LICENSE_ID = "cc-by-sa-4.0"  # the card's YAML licence (the Hub's id)
+LICENSE_NAME = "CC BY-SA 4.0"
+LICENSE_URL = "https://creativecommons.org/licenses/by-sa/4.0/"
 TIER_FIGURE = "figures/tier_distribution.png"  # beside the card, which links it
 EXAMPLE_TEXT_CHARS = 160  # long strings of the example row are cut to this many characters
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
+# What the card says where the config leaves a field of the citation or the repo unset, and
+# the config field that fills it; push refuses a card that still holds one.
+OWNER_PLACEHOLDER = "OWNER"
+PLACEHOLDERS = {
+    f"{OWNER_PLACEHOLDER}/": "repo_id",
+    "{AUTHORS}": "authors",
+    "{YEAR}": "year",
+}
+
 
 def data_cards_dir() -> Traversable:
-    """``pipeline/data_cards/``: the card template, package data (works from a wheel too)."""
+    """``pipeline/data_cards/``: the card templates, package data (works from a wheel too)."""
     return importlib.resources.files("pipeline") / "data_cards"
 
 
 def repo_id(meta: dict[str, Any]) -> str:
     """The Hub repo the card's snippets name: ``[release] repo_id``, else OWNER/<dataset_name>."""
     release = meta["config"]["release"]
-    return release.get("repo_id") or f"OWNER/{release['dataset_name']}"
+    return release.get("repo_id") or f"{OWNER_PLACEHOLDER}/{release['dataset_name']}"
 
 
+def unset_fields(release_config: Mapping[str, Any]) -> list[str]:
+    """The ``[release]`` fields the card needs that ``release_config`` leaves unset."""
+    return [
+        name
+        for name in ("repo_id", "authors", "year")
+        if not release_config.get(name)  # '', (), 0
+    ]
+
+
+def publish_problem(card: str, meta: dict[str, Any], repo: str) -> str | None:
+    """Why ``card`` (a release's ``README.md``) must not be published to ``repo``, in one
+    line, or None: it still holds a placeholder, or names another repo.
+    """
+    left = [field for text, field in PLACEHOLDERS.items() if text in card]
+    if left:
+        shown = ", ".join(text for text, field in PLACEHOLDERS.items() if field in left)
+        fields = ", ".join(f"[release] {field}" for field in left)
+        return (
+            f"push: the card still holds the placeholder(s) {shown}; set {fields} in the "
+            f"config of the build (repo_id = {repo!r}) and rebuild the release"
+        )
+    named = meta.get("config", {}).get("release", {}).get("repo_id") or ""
+    if named and named != repo:
+        return (
+            f"push: the card names {named} in its snippets, not --repo-id {repo}; set "
+            f"[release] repo_id = {repo!r} and rebuild the release"
+        )
+    return None
+
+
+# --------------------------------------------------------------------- the example row
 def example_row(release: Path, splits: list[str]) -> str:
-    """A row of ``reading_lists`` as JSON, long strings cut: the first (in file order) of
-    the first split written whose label is >= 3 (it shows a judgment), else its first row.
+    """A row of ``reading_lists`` as JSON, long strings cut: of the first split written, the
+    first row (in file order) whose label is >= 3 (it shows a judgment) among those whose
+    survey and candidate show the most text (titles and abstracts); the first row when no
+    label is >= 3.
     """
     if not splits:
         return "(no split written)"
     table = pq.read_table(release / READING_LISTS_FILE.format(split=splits[0]))
     if table.num_rows == 0:
         return "(the split is empty)"
-    labels = table.column(S.LABEL).to_pylist()
-    index = next((i for i, label in enumerate(labels) if label is not None and label >= 3), 0)
+    rows = table.select(
+        [S.LABEL, S.SURVEY_TITLE, S.SURVEY_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_ABSTRACT]
+    ).to_pylist()
+    judged = [i for i, r in enumerate(rows) if r[S.LABEL] is not None and r[S.LABEL] >= 3]
+
+    def texts(i: int) -> int:
+        return sum(1 for k, v in rows[i].items() if k != S.LABEL and v)
+
+    # the first of the judged rows that show the most text (all four where any row does)
+    index = max(judged or [0], key=lambda i: (texts(i), -i))
     row = table.slice(index, 1).to_pylist()[0]
 
     def cut(value: Any) -> Any:
@@ -71,21 +145,123 @@ def example_row(release: Path, splits: list[str]) -> str:
             return [cut(v) for v in value]
         return value
 
-    return json.dumps(
-        {k: cut(v) for k, v in row.items()}, indent=2, ensure_ascii=False, default=str
+    # one line per column, lists kept on their line
+    fields = [
+        f"  {json.dumps(k)}: {json.dumps(cut(v), ensure_ascii=False, default=str)}"
+        for k, v in row.items()
+    ]
+    return "{\n" + ",\n".join(fields) + "\n}"
+
+
+# --------------------------------------------------------------------- evaluation results
+def read_eval_results(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """``evaluate``'s ``eval_results.json`` at ``path`` when it evaluated this release's eval
+    file (same sha256 as ``meta`` records), else None (missing, or another eval file).
+
+    Raises:
+        ValueError: the file is there but is not JSON.
+    """
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text(encoding="utf-8"))
+    want = (meta.get("files", {}).get(EVAL_FILE) or {}).get("sha256")
+    got = (results.get("eval_file") or {}).get("sha256")
+    return results if want is not None and got == want else None
+
+
+def results_systems(results: dict[str, Any]) -> list[str]:
+    """The systems of the card's results table: the baselines, then the upper bounds (each
+    once, in the order ``eval_results.json`` lists them)."""
+    return list(dict.fromkeys([*results.get("baselines", []), *results.get("upper_bounds", [])]))
+
+
+def results_cell(summary: dict[str, Any] | None) -> str:
+    """``mean [ci_low, ci_high]`` to 3 decimals, as the evaluation report writes it."""
+    if not summary or summary.get("mean") is None:
+        return "n/a"
+    lo, hi = summary.get("ci_low"), summary.get("ci_high")
+    ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else ""
+    return f"{summary['mean']:.3f}{ci}"
+
+
+def results_table(results: dict[str, Any] | None, meta: dict[str, Any]) -> str:
+    """The baselines' means with 95% intervals on the eval split, from ``eval_results.json``;
+    or a sentence saying why there is none."""
+    eval_split = S.SPLIT_NAMES[-1]
+    if not meta["splits"][eval_split]["surveys"]:
+        return f"No `{eval_split}` split in this release, so nothing was evaluated."
+    if results is None:
+        return (
+            "Not evaluated yet: `run` evaluates the baselines once the release is written "
+            "and renders this table from the evaluation's `eval_results.json`."
+        )
+    metrics = list(results.get("main_metrics", []))
+    best = results.get("best_baseline")
+    uppers = set(results.get("upper_bounds", []))
+    rows = []
+    for name in results_systems(results):
+        label = f"`{name}`" + (
+            " (best)" if name == best else " (upper bound)" if name in uppers else ""
+        )
+        summary = results["systems"].get(name, {})
+        rows.append([label, *(results_cell(summary.get(m)) for m in metrics)])
+    table = _table(["system", *(f"`{m}`" for m in metrics)], rows)
+    return (
+        f"{table}\n\n{_cell(results.get('n_surveys'))} `{eval_split}` surveys, "
+        f"{_cell(results.get('n_candidates'))} judged candidates; means over surveys, "
+        f"{results.get('ci_method', '')} `random` is the mean over "
+        f"{results.get('config', {}).get('random_seeds')} seeds; `lgbm*` are trained on "
+        f"`{S.SPLIT_NAMES[0]}`. Every metric: `eval/report.md` of the evaluation."
     )
 
 
-def render_release_card(meta: dict[str, Any], splits: list[str], release: Path) -> str:
+# --------------------------------------------------------------------- rendering
+def render_release_card(
+    meta: dict[str, Any], splits: list[str], release: Path, results: dict[str, Any] | None = None
+) -> str:
     """The card of the release in ``release`` (its tables already written), from ``meta``.
 
-    Also writes the figure the card links, :data:`TIER_FIGURE`, into ``release``.
+    Also writes the figure the card links, :data:`TIER_FIGURE`, and the method notes,
+    :data:`METHODS_FILE`, into ``release``.
     """
+    tier_distribution_figure(meta, release / TIER_FIGURE)
+    (release / METHODS_FILE).write_text(render_methods(meta, splits), encoding="utf-8")
+    return card_text(meta, splits, release, results)
+
+
+def card_text(
+    meta: dict[str, Any], splits: list[str], release: Path, results: dict[str, Any] | None
+) -> str:
+    """The card (``README.md``) alone: nothing is written."""
     template = (data_cards_dir() / CARD_TEMPLATE).read_text(encoding="utf-8")
     values = card_values(meta, splits)
     values["example_row"] = example_row(release, splits)
-    tier_distribution_figure(meta, release / TIER_FIGURE)
+    values["results_table"] = results_table(results, meta)
     return render_card(template, values)
+
+
+def render_methods(meta: dict[str, Any], splits: list[str]) -> str:
+    """``METHODS.md``: every rule of the build and the audit tables, from ``meta``."""
+    template = (data_cards_dir() / METHODS_TEMPLATE).read_text(encoding="utf-8")
+    return render_card(template, card_values(meta, splits))
+
+
+def add_results(out: Path, results_file: Path) -> bool:
+    """Render the card of ``out``'s release again with the results table of
+    ``results_file`` (``evaluate``'s ``eval_results.json``) and record its new size and
+    sha256 in the release's ``_SUCCESS.json``; False (nothing written) when the results are
+    not of this release's eval file.
+    """
+    from pipeline import workdir as W
+
+    release = W.release_dir(out)
+    meta = json.loads((release / METADATA_FILE).read_text(encoding="utf-8"))
+    results = read_eval_results(results_file, meta)
+    if results is None:
+        return False
+    text = card_text(meta, list(meta.get("splits_written", [])), release, results)
+    W.replace_release_file(out, CARD_FILE, text.encode("utf-8"))
+    return True
 
 
 def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:
@@ -141,8 +317,26 @@ def size_category(n: int) -> str:
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+# every config of the card: (name, a file of it, its schema in pipeline.schema)
+CARD_CONFIGS = (
+    ("reading_lists", READING_LISTS_FILE, "READING_LISTS"),
+    ("candidates", CANDIDATES_FILE, "CANDIDATES_VIEW"),
+    *((view, beir_file(view, "eval"), f"BEIR_{view.upper()}") for view in BEIR_VIEWS),
+)
 
 
 def _configs_yaml(splits: list[str]) -> str:
@@ -173,11 +367,68 @@ def _configs_yaml(splits: list[str]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------- provenance
+def provenance_banner(meta: dict[str, Any]) -> str:
+    """The warning at the top of the card of a release not built from real records only;
+    '' for one that is."""
+    prov = meta.get("provenance") or {}
+    kind = P.verdict(meta)
+    if kind == P.REAL:
+        return ""
+    if kind == P.SYNTHETIC:
+        names = ", ".join(f"`{g}`" for g in prov.get("generators") or {}) or "a generator"
+        return (
+            "> **SYNTHETIC DATA. NOT A BENCHMARK OF REAL PAPERS.** "
+            f"{prov.get('synthetic_papers', 0):,} of the {prov.get('papers', 0):,} papers this "
+            f"release was built from are synthetic, generated by {names}: their titles, "
+            "abstracts, authors, dates and citations are made up, and the figures below "
+            "describe the generator, not arXiv. Use it to try the pipeline and the evaluation; "
+            "do not report results on it or cite it as arXiv data."
+        )
+    return (
+        "> **PROVENANCE UNKNOWN.** "
+        f"{prov.get('unknown_papers', 0):,} of the {prov.get('papers', 0):,} papers this "
+        "release was built from come from extract outputs that do not record whether they "
+        "are synthetic (an older version, or tables built by hand). Treat it as synthetic."
+    )
+
+
+def provenance_line(meta: dict[str, Any]) -> str:
+    """One cell of the card's facts: what the release was built from."""
+    prov = meta.get("provenance") or {}
+    files = meta.get("input", {}).get("files", [])
+    what = f"{prov.get('papers', 0):,} papers read from {len(files):,} input file(s)"
+    kind = P.verdict(meta)
+    if kind == P.REAL:
+        return f"{what}; none is synthetic"
+    if kind == P.SYNTHETIC:
+        return f"{what}; **{prov.get('synthetic_papers', 0):,} synthetic**"
+    return f"{what}; **{prov.get('unknown_papers', 0):,} of unknown provenance**"
+
+
+# --------------------------------------------------------------------- values
+TIER_RULES = {
+    4: "mentioned at least {t} times in all, or at least {r} times in related work",
+    3: "otherwise, mentioned in related work",
+    2: "otherwise, mentioned in a method or experiment section",
+    1: "anything else the survey cites, also in the bibliography only",
+    0: "not cited by the survey: a hard negative (below)",
+}
+
+
+def _bibtex_authors(authors: list[str]) -> str:
+    return " and ".join(authors) if authors else "{AUTHORS}"
+
+
 def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
-    """Placeholder values of the card template, every number taken from ``meta``."""
+    """Placeholder values of the card templates, every number taken from ``meta``."""
     sp = meta["splits"]
     cfg = meta["config"]
-    total_rows = sum(sp[s]["rows"] for s in S.SPLIT_NAMES)
+    rel = cfg["release"]
+    train_split, eval_split = S.SPLIT_NAMES[0], S.SPLIT_NAMES[-1]
+    totals = meta["totals"]
+    total_rows, n_surveys = totals["rows"], totals["surveys"]
+    positives, negatives = totals["positives"], totals["negatives"]
     split_rows = [
         [
             s,
@@ -192,9 +443,12 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         ]
         for s in S.SPLIT_NAMES
     ]
+    labels = cfg.get("labels", {})
+    t, r = labels.get("essential_total_mentions", ""), labels.get("essential_related_mentions", "")
     label_rows = [
-        [k, S.LABEL_NAMES[k]] + [sp[s]["labels"][S.LABEL_NAMES[k]] for s in S.SPLIT_NAMES]
-        for k in sorted(S.LABEL_NAMES)
+        [k, f"`{S.LABEL_NAMES[k]}`", TIER_RULES[k].format(t=t, r=r)]
+        + [sp[s]["labels"][S.LABEL_NAMES[k]] for s in S.SPLIT_NAMES]
+        for k in sorted(S.LABEL_NAMES, reverse=True)
     ]
     cats = sorted({c for s in S.SPLIT_NAMES for c in sp[s]["categories"]})
     cat_rows = [
@@ -226,19 +480,71 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
     leak = meta["leakage"]
     res = meta["resolution"]
     files = meta["files"]
-    code_url = cfg["release"].get("code_url") or ""
+    audit = meta.get("leak_audit", {})
+    code_url = rel.get("code_url") or ""
+    authors = list(rel.get("authors") or [])
+    year = rel.get("year") or 0
+    contact = rel.get("contact") or ""
+    repo = repo_id(meta)
+    prov = meta.get("provenance") or {}
+    synthetic = P.verdict(meta) != P.REAL
     return {
-        "repo_id": repo_id(meta),
+        "repo_id": repo,
         "source_dataset": SOURCE_DATASET,
+        "license_id": LICENSE_ID,
+        "license_name": LICENSE_NAME,
+        "license_url": LICENSE_URL,
         "eval_file": EVAL_FILE,
+        "methods_file": METHODS_FILE,
+        "train_split": train_split,
+        "eval_split": eval_split,
+        # the split the snippet loads the candidates of: eval, else the one written
+        "snippet_split": eval_split if eval_split in splits or not splits else splits[0],
+        "label_min": str(min(S.LABEL_NAMES)),
+        "label_max": str(max(S.LABEL_NAMES)),
         "code_link": f"<{code_url}>" if code_url else "the `survey-reading-lists` Python package",
         "install_hint": f'`pip install "git+{code_url}"`'
         if code_url
         else "the `survey-reading-lists` package",
         "code_url_bibtex": f"\n  url          = {{{code_url}}}," if code_url else "",
+        "bibtex_key": re.sub(r"[^A-Za-z0-9]+", "_", rel["dataset_name"]).strip("_").lower(),
+        "bibtex_authors": _bibtex_authors(authors),
+        "bibtex_year": str(year) if year else "{YEAR}",
+        "bibtex_title": f"{rel['dataset_name']}: "
+        + (
+            "Survey Reading Lists of a Synthetic Corpus"
+            if synthetic
+            else "Survey Reading Lists Mined from the Full Text of arXiv"
+        ),
+        "contact": (f"<{contact}>" if contact.startswith("http") else f"<mailto:{contact}>")
+        if contact
+        else f"The Community tab of the dataset's page, <https://huggingface.co/datasets/{repo}/discussions>",
+        # with the blank line after it, so a release of real records has no gap there
+        "provenance_banner": f"{provenance_banner(meta)}\n\n" if provenance_banner(meta) else "",
+        "provenance_line": provenance_line(meta),
+        "summary_source": (
+            "built from a corpus in the unarXive record format that is **not** real arXiv "
+            "data (see the warning above)"
+            if synthetic
+            else f"mined from the full text of arXiv papers in [unarXive 2024]"
+            f"(https://huggingface.co/datasets/{SOURCE_DATASET})"
+        ),
+        "tags_yaml": "\n".join(
+            f"- {tag}"
+            for tag in (
+                "scientific-literature",
+                "citation-recommendation",
+                "literature-review",
+                "arxiv",
+                "unarxive",
+                "beir",
+                "mteb",
+                *(["synthetic"] if synthetic else []),
+            )
+        ),
         "main_metric": ndcg_name(10),
         "tier_figure": TIER_FIGURE,
-        "pretty_name": cfg["release"]["dataset_name"],
+        "pretty_name": rel["dataset_name"],
         "version": meta["version"],
         "code_version": meta["code_version"],
         "input_revision": meta["input"]["revision"],
@@ -246,14 +552,17 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "configs_yaml": _configs_yaml(splits),
         "eval_from": cfg["split"]["eval_from"],
         "negatives_per_positive": str(cfg["negatives"]["negatives_per_positive"]),
+        "candidates_per_negative": str(cfg["negatives"].get("candidates_per_negative", "")),
         "negative_sampling": cfg["negatives"]["negative_sampling"],
         "negative_seed": str(cfg["negatives"]["seed"]),
-        "essential_total_mentions": str(cfg.get("labels", {}).get("essential_total_mentions", "")),
-        "essential_related_mentions": str(
-            cfg.get("labels", {}).get("essential_related_mentions", "")
-        ),
-        "n_surveys": str(sum(sp[s]["surveys"] for s in S.SPLIT_NAMES)),
-        "n_rows": str(total_rows),
+        "essential_total_mentions": str(t),
+        "essential_related_mentions": str(r),
+        "n_surveys": f"{n_surveys:,}",
+        "n_rows": f"{total_rows:,}",
+        "n_positives": f"{positives:,}",
+        "n_negatives": f"{negatives:,}",
+        "n_papers": f"{prov.get('papers', 0):,}",
+        "surveys_per_split": ", ".join(f"{sp[s]['surveys']:,} `{s}`" for s in S.SPLIT_NAMES),
         "split_table": _table(
             [
                 "split",
@@ -268,7 +577,9 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
             ],
             split_rows,
         ),
-        "label_table": _table(["label", "name", *S.SPLIT_NAMES], label_rows),
+        "label_table": _table(
+            ["label", "name", "rule", *(f"rows ({s})" for s in S.SPLIT_NAMES)], label_rows
+        ),  # fmt: skip
         "reason_table": _table(
             ["label_reason", *S.SPLIT_NAMES],
             [
@@ -276,6 +587,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
                 for r in sorted({r for s in S.SPLIT_NAMES for r in sp[s].get("label_reasons", {})})
             ],
         ),
+        "license_table": license_table(sp),
         "category_table": _table(
             ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
         ),
@@ -298,38 +610,37 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
                 ],
             ],
         ),
-        "leakage_table": _table(["check", "count"], [[k, leak[k]] for k in sorted(leak)]),
+        "match_rounds_table": _table(
+            ["round", "matched on", "negatives"],
+            [
+                [
+                    k,
+                    ", ".join(f"`{c}`" for c in cols),
+                    meta.get("negatives", {}).get("negatives_by_match_round", {}).get(k, 0),
+                ]
+                for k, cols in sorted(
+                    (meta.get("negatives", {}).get("match_rounds") or {}).items(),
+                    key=lambda kv: int(kv[0]),
+                )
+            ],
+        ),  # fmt: skip
+        "checks_table": _table(["check", "count"], [[f"`{k}`", leak[k]] for k in sorted(leak)]),
         "files_table": _table(
             ["file", "rows", "sha256"],
             [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
         ),
-        "splits_present": ", ".join(splits) or "none",
+        "splits_present": ", ".join(f"`{s}`" for s in splits) or "none",
         "field_table": field_table(),
-        "leak_audit_table": leak_audit_table(meta.get("leak_audit", {})),
-        "relative_audit_table": leak_audit_table(meta.get("leak_audit", {}).get("relative", {})),
+        "leak_audit_table": leak_audit_table(audit),
+        "relative_audit_table": leak_audit_table(audit.get("relative", {})),
         "relative_features_list": "\n".join(
             f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
         ),
-        "probe_table": probe_table(meta.get("leak_audit", {}).get("reading_free_probe") or {}),
+        "probe_table": probe_table(audit.get("reading_free_probe") or {}),
         "candidate_text_table": candidate_text_table(meta.get("candidate_text") or {}),
-        "leak_low": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[0]),
-        "leak_high": str(meta.get("leak_audit", {}).get("bounds", ["", ""])[1]),
-        "leak_verdict": "passed: every audited AUC is within the bounds"
-        if meta.get("leak_audit", {}).get("passed")
-        else "FAILED: "
-        + "; ".join(
-            f"{split}: {', '.join(bad)}"
-            for table in (
-                meta.get("leak_audit", {}).get("outside_bounds", {}),
-                meta.get("leak_audit", {}).get("relative", {}).get("outside_bounds", {}),
-            )
-            for split, bad in sorted(table.items())
-        )
-        + (
-            "; the reading-free probe beats BM25"
-            if (meta.get("leak_audit", {}).get("reading_free_probe") or {}).get("flagged")
-            else ""
-        ),
+        "leak_low": str(audit.get("bounds", ["", ""])[0]),
+        "leak_high": str(audit.get("bounds", ["", ""])[1]),
+        "leak_verdict": leak_verdict(audit),
         "resolution_by_title_table": _table(
             [
                 "papers",
@@ -352,34 +663,82 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
                 if isinstance(r, dict)
             ],
         ),
-        "positives_dropped_after_survey": str(
-            meta.get("leakage", {}).get("positives_dated_after_survey_dropped", 0)
-        ),
-        "surveys_below_resolution_floor": str(
-            meta.get("surveys_counts", {}).get("rejected_resolved_frac_below_floor", 0)
-        ),
+        "positives_dropped_after_survey": f"{leak.get('positives_dated_after_survey_dropped', 0):,}",
+        "surveys_below_resolution_floor": f"{meta.get('surveys_counts', {}).get('rejected_resolved_frac_below_floor', 0):,}",
         "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
     }
 
 
-CONFIG_SCHEMAS = (
-    ("reading_lists", "READING_LISTS"),
-    ("candidates", "CANDIDATES_VIEW"),
-    ("queries", "BEIR_QUERIES"),
-    ("corpus", "BEIR_CORPUS"),
-    ("qrels", "BEIR_QRELS"),
-    ("top_ranked", "BEIR_TOP_RANKED"),
-)
+def leak_verdict(audit: dict[str, Any]) -> str:
+    """``passed: ...`` or ``FAILED: ...`` naming what the leak audit flagged."""
+    if audit.get("passed"):
+        return "passed: every audited AUC is within the bounds and the reading-free probe does not beat BM25"
+    flagged = [
+        f"{split}: {', '.join(bad)}"
+        for table in (audit.get("outside_bounds", {}), audit.get("relative", {}).get("outside_bounds", {}))
+        for split, bad in sorted(table.items())
+    ]  # fmt: skip
+    if (audit.get("reading_free_probe") or {}).get("flagged"):
+        flagged.append("the reading-free probe beats BM25")
+    return "FAILED: " + "; ".join(flagged)
+
+
+def license_table(splits: dict[str, Any]) -> str:
+    """Licence x split: surveys, and candidate corpus papers, under each paper licence."""
+    names = sorted(
+        {
+            lic
+            for s in S.SPLIT_NAMES
+            for group in (splits[s].get("licenses") or {}).values()
+            for lic in group
+        }
+    )
+    rows = [
+        [f"`{lic}`"]
+        + [
+            (splits[s].get("licenses") or {}).get(group, {}).get(lic, 0)
+            for s in S.SPLIT_NAMES
+            for group in ("surveys", "candidate_papers")
+        ]
+        for lic in names
+    ]
+    header = ["licence"] + [
+        f"{what} ({s})" for s in S.SPLIT_NAMES for what in ("surveys", "candidate papers")
+    ]
+    return _table(header, rows)
+
+
+def column_role(name: str) -> str:
+    """``**judgment**``, ``licence`` or ``input`` (what a system may read)."""
+    if name in S.JUDGMENT_COLUMNS:
+        return "**judgment**"
+    if name in S.LICENSE_COLUMNS:
+        return "licence"
+    return "input"
+
+
+def column_doc(config: str, name: str) -> str:
+    """What column ``name`` of ``config`` holds (``schema.COLUMN_DOCS``; a ``config.column``
+    entry where one name means different things in two configs)."""
+    return S.COLUMN_DOCS.get(f"{config}.{name}", S.COLUMN_DOCS.get(name, ""))
 
 
 def field_table() -> str:
-    """Every column of every release config with its type and role (input or judgment)."""
+    """Every column of every release config with its type, role and meaning; a column of
+    ``reading_lists`` that the ``candidates`` view also has is listed once, with both."""
+    schemas = {config: getattr(S, name) for config, _, name in CARD_CONFIGS}
+    view = set(schemas["candidates"].names)
     rows = []
-    for config, name in CONFIG_SCHEMAS:
-        for f in getattr(S, name):
-            role = "**judgment**" if f.name in S.JUDGMENT_COLUMNS else "input"
-            rows.append([f"`{config}`", f"`{f.name}`", str(f.type), role])
-    return _table(["config", "column", "type", "role"], rows)
+    for config, fields in schemas.items():
+        if config == "candidates":
+            continue
+        for f in fields:
+            configs = f"`{config}`" + (
+                ", `candidates`" if config == "reading_lists" and f.name in view else ""
+            )
+            rows.append([configs, f"`{f.name}`", str(f.type), column_role(f.name),
+                         column_doc(config, f.name)])  # fmt: skip
+    return _table(["configs", "column", "type", "role", "what it holds"], rows)
 
 
 def leak_audit_table(leak: dict[str, Any]) -> str:

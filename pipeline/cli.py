@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
-from pipeline.arg_types import repo_id
+from pipeline.arg_types import add_out_arg, add_release_arg, repo_id
 from pipeline.config import Config, describe, load_config
 from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
@@ -26,6 +26,7 @@ from pipeline.stages import GRAPH
 
 log = logging.getLogger("pipeline")
 CONSOLE_SCRIPT = "survey-reading-lists"  # [project.scripts] in pyproject.toml
+STATUS_WIDTH = 100  # status wraps its counts at this many columns
 
 
 def _shard_arg(value: str) -> tuple[int, int]:
@@ -92,11 +93,26 @@ def _common(
             action="store_true",
             help="delete finished extract outputs of files that are not in --input",
         )
-    p.add_argument("--out", type=Path, default=Path("work"), help="work directory (default: work)")
+    if force:
+        add_out_arg(
+            p,
+            "the work directory (each stage's outputs, markers and manifests; the release in "
+            "DIR/release)",
+            default=Path("work"),
+        )
+    else:  # status reads a work directory and writes nothing
+        p.add_argument(
+            "--out",
+            type=Path,
+            default=Path("work"),
+            metavar="DIR",
+            help="the work directory to report on, as given to run --out (default: work)",
+        )
     p.add_argument(
         "--config",
         type=Path,
         default=None,
+        metavar="FILE",
         help="TOML config file (see `python -m pipeline config`)",
     )
     if force:
@@ -176,13 +192,31 @@ def _status(args: argparse.Namespace, cfg: Config) -> int:
     else:
         rows = [("stage", "state", "counts"), *report.rows()]
         width = [max(len(r[i]) for r in rows) for i in range(2)]
+        indent = " " * (width[0] + width[1] + 4)
         for name, state, detail in rows:
-            print(f"{name:<{width[0]}}  {state:<{width[1]}}  {detail}".rstrip())
+            lines = _wrap_items(detail, STATUS_WIDTH - len(indent))
+            print(f"{name:<{width[0]}}  {state:<{width[1]}}  {lines[0]}".rstrip())
+            for line in lines[1:]:
+                print(f"{indent}{line}")
     if not report.has_work:
         log.warning(
             "%s holds no pipeline work (no stage outputs): is this the right --out?", args.out
         )
     return 0
+
+
+def _wrap_items(detail: str, width: int) -> list[str]:
+    """``"a 1, b 2, ..."`` in lines of at most ``width`` characters, breaking only between
+    items, so a counter's name and its value are never cut (a longer item gets its own line)."""
+    lines = [""]
+    for item in detail.split(", ") if detail else []:
+        candidate = f"{lines[-1]}, {item}" if lines[-1] else item
+        if len(candidate) <= width or not lines[-1]:
+            lines[-1] = candidate
+        else:
+            lines[-1] += ","
+            lines.append(item)
+    return lines
 
 
 def _push(args: argparse.Namespace) -> int:
@@ -193,6 +227,10 @@ def _push(args: argparse.Namespace) -> int:
         private=args.private,
         endpoint=args.endpoint,
         dry_run=args.dry_run,
+        revision=args.revision,
+        commit_message=args.commit_message,
+        commit_description=args.commit_description,
+        allow_synthetic=args.allow_synthetic,
     )
     if args.dry_run:
         print(json.dumps({"dry_run": True, **result.plan}, indent=2))
@@ -203,28 +241,53 @@ def _push(args: argparse.Namespace) -> int:
 
 def _add_push(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "push", help="upload the release folder to a Hub dataset repo in one commit, then tag it"
+        "push",
+        help="upload the release folder to a Hub dataset repo in one commit, then tag it",
+        description="Checks the release folder against what the release stage recorded, "
+        "refuses a release built from synthetic papers (unless --allow-synthetic) and a card "
+        "that still holds a placeholder or names another repo, then creates the dataset repo "
+        "if missing and uploads every release file in one commit (the options follow `hf "
+        "upload`). --dry-run prints the plan after the same checks and needs no token.",
     )
     p.add_argument(
         "--repo-id",
         type=repo_id,
         required=True,
-        help="OWNER/NAME of the dataset repo (created if missing)",
+        metavar="OWNER/NAME",
+        help="the dataset repo (created if missing); the card must name it ([release] repo_id)",
+    )
+    add_release_arg(p, default=Path("work/release"))
+    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
+    p.add_argument(
+        "--revision",
+        default=None,
+        metavar="BRANCH",
+        help="branch to commit to (default: main); created from main when missing",
     )
     p.add_argument(
-        "--release",
-        type=Path,
-        default=Path("work/release"),
-        help="release folder (default: work/release)",
+        "--commit-message",
+        default=None,
+        metavar="TEXT",
+        help="summary of the commit (default: 'Release <version>')",
     )
-    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
+    p.add_argument(
+        "--commit-description", default=None, metavar="TEXT", help="description of the commit"
+    )
     p.add_argument(
         "--private", action="store_true", help="create the repo private (ignored if it exists)"
     )
     p.add_argument(
-        "--dry-run", action="store_true", help="print the planned operations, change nothing"
+        "--allow-synthetic",
+        action="store_true",
+        help="publish a release built from synthetic papers (the demo, synth, the bench corpus) "
+        "or papers of unknown provenance; its card says so at the top",
     )
-    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every check and print the planned operations; change nothing",
+    )
+    p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
     p.set_defaults(func=_push)
 
 
@@ -270,15 +333,34 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     for name, stage in GRAPH.items():
-        p = sub.add_parser(name, help=stage.help)
+        reads = f"reads {', '.join(stage.reads)} from DIR; " if stage.reads else "reads --input; "
+        p = sub.add_parser(
+            name,
+            help=stage.help,
+            description=f"Stage {name} ({stage.kind}): {stage.help}. It {reads}writes DIR/{name}/ "
+            "and its completion marker; a finished stage with the same config and inputs is "
+            "skipped (--force redoes it).",
+        )
         _common(p, inputs=stage.kind == "map")
         p.set_defaults(handler=_extract if stage.kind == "map" else _reduce(name))
 
-    p = sub.add_parser("run", help="every stage in order (extract needs --input)")
+    p = sub.add_parser(
+        "run",
+        help="every stage in order (extract needs --input)",
+        description="Every stage in order into the work directory DIR (extract from --input; "
+        "without --input, the finished extract outputs in DIR), then the baselines' "
+        "evaluation of the release into DIR/eval, and the card again with their results. A "
+        "killed run resumes when the same command runs again.",
+    )
     _common(p, inputs=True, shards=False)
     p.set_defaults(handler=_run)
 
-    p = sub.add_parser("status", help="which stages and shards are done, with counts")
+    p = sub.add_parser(
+        "status",
+        help="which stages and shards are done, with counts",
+        description="A table of the stages in order (done, partial, outdated or not run for "
+        "the config) with every count they recorded; --json prints the full report.",
+    )
     _common(p, force=False)
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.set_defaults(handler=_status)
@@ -296,7 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, help="TOML config ([roles] overrides)")
     p.set_defaults(func=_roles)
 
-    p = sub.add_parser("config", help="print every config field with its default and help")
+    p = sub.add_parser(
+        "config",
+        help="print every config field with its default and help",
+        description="Prints every [section] field of the TOML config with its default and "
+        "what it does; a config file sets any of them (--config FILE).",
+    )
     p.set_defaults(func=lambda a: print(describe()) or 0)
 
     for add_parser in _plugins():
@@ -331,11 +418,25 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], Any]]:
     return found
 
 
+class UsageError(ValueError):
+    """A command line argparse refuses: reported like every expected failure (:func:`main`)."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (``prog: error: ... (see --help)``), exit 2."""
+    """argparse whose usage errors are :class:`UsageError` (one line, ``(see --help)``), so
+    :func:`main` reports them in the one error format, exit 2."""
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        raise UsageError(f"{self.prog}: {' '.join(message.split())} (see --help)")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # unknown options are the top parser's to report: name the subcommand they were given to
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            raise UsageError(f"{prog}: unrecognized arguments: {' '.join(extra)} (see --help)")
+        return parsed
 
 
 def _add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -406,11 +507,20 @@ def _log_to_stderr(level: int) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every expected failure is one line on stderr and exit code 2.
 
+    One format for every command: a bad command line, bad input, a missing token, a Hub
+    that refuses are each one log line ``<time> ERROR <what went wrong>`` on stderr; no
+    subcommand prints its own ``error:`` line.
+
     Ctrl-C exits 130 and SIGTERM 143, each with a line saying how to resume; an
     unexpected error exits 1 with one line, and with its traceback under ``-v``.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as e:
+        with _log_to_stderr(logging.INFO):
+            log.error("%s", e)
+        return 2
     verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     with _log_to_stderr(level), warnings.catch_warnings(), sigterm_as_interrupt():

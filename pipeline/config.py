@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import tomllib
 import typing
 from collections.abc import Callable
@@ -164,6 +165,17 @@ class ReleaseConfig:
         "load_dataset snippet and evaluation command ('' = OWNER/<dataset_name>)",
     )
     code_url: str = _f("", "URL of this pipeline's source code, linked from the card ('' = none)")
+    authors: tuple[str, ...] = _f(
+        (),
+        "authors of the dataset as the card's citation names them, each 'Last, First' "
+        "(empty: the card says {AUTHORS} and push refuses it)",
+    )
+    year: int = _f(0, "year of the card's citation (0: the card says {YEAR} and push refuses it)")
+    contact: str = _f(
+        "",
+        "how to reach the maintainers, an e-mail address or an http(s) URL, named by the card "
+        "('' = the Community tab of the dataset's Hub page)",
+    )
     version: str = _f("0.1.0", "release version written into metadata and card")
     input_revision: str = _f(
         "", "revision of the input corpus, when not resolved from hf:// inputs"
@@ -501,6 +513,19 @@ FIELD_CHECKS: dict[str, Check] = {
     ),
     "release.code_url": _pattern(
         r"(https?://\S+)?", "'' or an http(s) URL", ("github.com/x", "https://a b")
+    ),
+    "release.authors": Check(
+        "a list of names of letters, spaces and .,'- (e.g. 'Doe, Jane')",
+        lambda v: all(re.fullmatch(r"[^\W\d_][\w .,'-]{0,99}", a) for a in v),
+        (("Doe, {Jane}",), ("",)),
+    ),
+    "release.year": Check(
+        "0 (not set) or a year from 1991 to 9999", lambda v: v == 0 or 1991 <= v <= 9999, (1990,)
+    ),
+    "release.contact": _pattern(
+        r"(https?://\S+|[^@\s{}]+@[^@\s{}]+\.[^@\s{}]+)?",
+        "'' or an e-mail address or an http(s) URL",
+        ("someone", "a b@c.d"),
     ),
     "release.leak_audit": _one_of(lambda: ("warn", "error"), ("fail", "")),
     "release.leak_auc_bounds": Check(

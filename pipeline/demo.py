@@ -39,23 +39,40 @@ def positive_int(value: str) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``demo`` subcommand."""
+    from pipeline.arg_types import add_out_arg
+
     p = subparsers.add_parser(
-        "demo", help="build the bundled demo corpus and run every stage plus the evaluation"
+        "demo",
+        help="build the bundled demo corpus and run every stage plus the evaluation",
+        description="Builds the demo corpus (synthetic papers plus the real unarXive samples "
+        "shipped with the package, packed as the Hub packs unarXive 2024) in DIR/corpus, runs "
+        "every stage into DIR and evaluates the baselines. Its release is marked synthetic: "
+        "push refuses it without --allow-synthetic.",
+    )
+    add_out_arg(
+        p,
+        "the work directory: the corpus, every stage's outputs, DIR/release and DIR/eval",
+        default=Path("demo_out"),
     )
     p.add_argument(
-        "--out", type=Path, default=Path("demo_out"), help="work directory (default: demo_out)"
-    )
-    p.add_argument(
-        "--papers", type=int, default=1500, help="synthetic papers (a quarter in the 2024 layout)"
+        "--papers",
+        type=positive_int,
+        default=1500,
+        metavar="N",
+        help="synthetic papers (default 1500; a quarter in the 2024 layout)",
     )
     p.add_argument(
         "--fixtures",
         type=Path,
         default=None,
+        metavar="DIR",
         help="folder holding the real samples (default: the package's demo_data)",
     )
     p.add_argument(
-        "--workers", type=positive_int, default=api.default_workers(), help="worker processes"
+        "--workers",
+        type=positive_int,
+        default=api.default_workers(),
+        help="worker processes (default: CPU count)",
     )
-    p.add_argument("--config", type=Path, default=None, help="TOML config file")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE", help="TOML config file")
     p.set_defaults(func=main)

@@ -26,12 +26,13 @@ Every step first compares the input (identities of its files), the config hash a
 the code (version and source hash) with ``/work/_published.json``, written after each
 successful push: when all three are unchanged it says so and exits without work.
 
-What the bucket mount promises, and what the runner relies on: ``MOUNTS.md``.
+What the bucket mount promises, and what the runner relies on: ``docs/MOUNTS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -44,6 +45,7 @@ from typing import Any
 
 from pipeline import __version__, api
 from pipeline import workdir as W
+from pipeline.config import Config
 from pipeline.errors import require_token
 from pipeline.evaluate.report import render_report
 from pipeline.files import write_json
@@ -160,13 +162,13 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
 
 
 # --------------------------------------------------------------------- planning
-# Measured with `make bench` (SIZE_MB=1000) on the quiet 2-core development machine, on
-# the synthetic bench corpus packed as the Hub packs unarXive 2024 (README, "Benchmarks").
-# The bench corpus compresses 4.7x, the real one 3.5x: real decompression per MB of
-# output may be slower. Flavours' vCPUs are the Hub's published sizes, not checked here
-# (`HfApi().list_jobs_hardware()`).
+# `make bench`'s figures (bench/results/extract.json, which a Job's code upload does not
+# ship: tests/test_docs.py checks these equal it), on the synthetic bench corpus packed as
+# the Hub packs unarXive 2024; the bench corpus compresses better than the real one, so real
+# decompression per MB of output may be slower. Flavours' vCPUs are the Hub's published
+# sizes, not checked here (`HfApi().list_jobs_hardware()`).
 GZIP_MB_S = 881.0  # ISA-L over the parts (our reader), one core, MB of JSONL per second
-EXTRACT_MB_S_PER_WORKER = 438.0  # extract, one worker, MB of JSONL per second
+EXTRACT_MB_S_PER_WORKER = 438.5  # extract, one worker, MB of JSONL per second
 ARCHIVE_RATIO = 371 / 105  # unarXive 2024: 371 GB of JSONL in 105 GB of parts
 MOUNT_MB_S = 200.0  # assumed read rate of the /data mount: not documented, not measured
 PUBLISHED_ARCHIVE_GB = 104.8  # the three parts' sizes on the Hub (39.8 + 39.8 + 25.2 GB)
@@ -243,9 +245,13 @@ def run_step(
     wait: float = 0.0,
     poll: float = 60.0,
     endpoint: str | None = None,
+    allow_synthetic: bool = False,
 ) -> dict[str, Any]:
     """One Job's work: ``all`` (run, push), ``shard`` (extract I/N) or ``finish``
     (wait for every extract marker, run the reduce stages, push).
+
+    The card names ``repo_id``: a config whose ``[release] repo_id`` is empty gets it (so
+    the release is built for the repo it goes to); one that names another repo is refused.
 
     Returns:
         ``{"step", "skipped": bool, ...}``: ``skipped`` when input, config and code are
@@ -254,7 +260,7 @@ def run_step(
     Raises:
         TimeoutError: ``finish`` waited ``wait`` seconds and files are still missing.
     """
-    cfg = api.config_of(config)
+    cfg = release_config_for(api.config_of(config), repo_id, f"job --step {step}")
     identity = run_identity(input_spec, cfg)
     last = unchanged_since_release(out, identity)
     if last is not None:
@@ -287,14 +293,37 @@ def run_step(
         print(render_report(result.evaluation.results))
     if repo_id is None:
         raise InputError(f"job --step {step}: missing --repo-id")
-    done = api.push(result.release, repo_id, tag=tag, private=private, endpoint=endpoint).done
+    done = api.push(
+        result.release,
+        repo_id,
+        tag=tag,
+        private=private,
+        endpoint=endpoint,
+        allow_synthetic=allow_synthetic,
+    ).done
     write_json(W.published_path(out), {**identity, **done})
     return {"step": step, "skipped": False, "published": done}
 
 
+def release_config_for(cfg: Config, repo_id: str | None, command: str) -> Config:
+    """``cfg`` with ``[release] repo_id`` set to ``repo_id`` when it names none.
+
+    Raises:
+        InputError: the config names another repo (the card would point elsewhere).
+    """
+    if repo_id is None or cfg.release.repo_id == repo_id:
+        return cfg
+    if cfg.release.repo_id:
+        raise InputError(
+            f"{command}: the config's [release] repo_id is {cfg.release.repo_id!r}, the card "
+            f"would name it, but --repo-id is {repo_id!r}; make them the same"
+        )
+    return dataclasses.replace(cfg, release=dataclasses.replace(cfg.release, repo_id=repo_id))
+
+
 def cmd_job(args: argparse.Namespace) -> int:
     if args.dry_run:
-        cfg = api.config_of(args.config)
+        cfg = release_config_for(api.config_of(args.config), args.repo_id, "job")
         found = input_summary(args.input)
         identity = run_identity(args.input, cfg)
         plan = {
@@ -323,6 +352,7 @@ def cmd_job(args: argparse.Namespace) -> int:
         args.wait,
         args.poll,
         args.endpoint,
+        args.allow_synthetic,
     )
     print(json.dumps(done, indent=2))
     return 0
@@ -590,12 +620,34 @@ def submit(args: argparse.Namespace, namespace: str) -> dict[str, Any]:
     }
 
 
+def check_release_config(config: Path | None, repo: str) -> None:
+    """Refuse, before any Job runs, a config whose release ``push`` would refuse at the end:
+    one that names another repo than ``repo``, or leaves the card's authors or year unset.
+
+    Raises:
+        InputError: names the fields to set.
+    """
+    from pipeline.card import unset_fields
+
+    cfg = release_config_for(api.config_of(config), repo, "submit")
+    missing = [f for f in unset_fields(cfg.to_dict()["release"]) if f != "repo_id"]
+    if missing:
+        raise InputError(
+            f"submit: the config does not set [release] {', '.join(missing)}, which the card's "
+            "citation names; the Jobs' push would refuse the release: set them in --config"
+        )
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     if args.schedule and args.tag:
         # every run that finds something changed pushes: the second would reuse the tag
         raise InputError("submit: --tag with --schedule would tag every run's release the same")
     namespace = args.namespace
     if args.dry_run:
+        check_release_config(
+            args.config,
+            args.repo_id or f"{namespace or NAMESPACE_PLACEHOLDER}/{DEFAULT_RELEASE_NAME}",
+        )
         specs = job_specs(
             args,
             namespace or NAMESPACE_PLACEHOLDER,
@@ -630,6 +682,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     require_token("submit")
     if namespace is None:
         namespace = hub_api(args.endpoint).whoami()["name"]
+    check_release_config(args.config, args.repo_id or f"{namespace}/{DEFAULT_RELEASE_NAME}")
     print(json.dumps({"submitted": submit(args, namespace)}, indent=2))
     return 0
 
@@ -638,6 +691,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``job`` and ``submit``."""
     from pipeline.arg_types import (
+        add_out_arg,
         config_file,
         job_duration,
         namespace,
@@ -648,29 +702,62 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli import _shard_arg, positive_int
 
     p = sub.add_parser(
-        "job", help="what a Hugging Face Job runs: all | shard | finish (see `submit`)"
+        "job",
+        help="what a Hugging Face Job runs: all | shard | finish (see `submit`)",
+        description="The command `submit` gives a Job. Every step first compares the input, "
+        f"config and code with {W.PUBLISHED} in --out and exits when nothing changed since the "
+        "last push. --step all: every stage (run), then push the release to --repo-id. --step "
+        "shard: extract the units I of N (--shard I/N) into --out, nothing else. --step "
+        "finish: wait until every input file has its extract marker in --out (the shard "
+        "Jobs'), run the remaining stages, then push. The card names --repo-id: the config's "
+        "[release] repo_id must be empty or the same.",
     )
-    p.add_argument("--step", choices=("all", "shard", "finish"), required=True, help="which part")
+    p.add_argument(
+        "--step",
+        choices=("all", "shard", "finish"),
+        required=True,
+        help="all: run every stage, then push; shard: extract --shard I/N only; finish: wait "
+        "for the shards' extract markers, run the other stages, then push",
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",
         help="print the input found (archives and their parts), its identity and whether "
         "it is unchanged since the last release; run nothing",
     )
-    p.add_argument("--input", default=INPUT_MOUNT, help=f"corpus (default: {INPUT_MOUNT})")
     p.add_argument(
-        "--out", type=Path, default=Path(WORK_MOUNT), help=f"work dir (default: {WORK_MOUNT})"
+        "--input",
+        default=INPUT_MOUNT,
+        metavar="PATH",
+        help=f"the corpus: a file, folder or hf://datasets/... (default: {INPUT_MOUNT}, the "
+        "input dataset's mount)",
     )
-    p.add_argument("--config", type=Path, default=None, help="TOML config file")
+    add_out_arg(
+        p,
+        "the work directory (default: the Storage Bucket's mount)",
+        default=Path(WORK_MOUNT),
+    )
+    p.add_argument("--config", type=Path, default=None, metavar="FILE", help="TOML config file")
     p.add_argument(
         "--workers", type=positive_int, default=None, help="worker processes (default: CPU count)"
     )
     p.add_argument(
-        "--repo-id", type=repo_id, default=None, help="release dataset repo (steps all, finish)"
+        "--repo-id",
+        type=repo_id,
+        default=None,
+        metavar="OWNER/NAME",
+        help="the dataset repo the release is pushed to (steps all, finish)",
     )
     p.add_argument("--tag", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
-    p.add_argument("--shard", type=_shard_arg, default=None, help="I/N (step shard)")
+    p.add_argument(
+        "--allow-synthetic",
+        action="store_true",
+        help="push a release built from synthetic papers all the same (see push)",
+    )
+    p.add_argument(
+        "--shard", type=_shard_arg, default=None, metavar="I/N", help="step shard: which units"
+    )
     p.add_argument(
         "--wait",
         type=non_negative_seconds,
@@ -680,11 +767,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--poll", type=positive_seconds, default=60.0, help="step finish: seconds between checks"
     )
-    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
     p.set_defaults(func=cmd_job)
 
     p = sub.add_parser(
-        "submit", help="run the whole pipeline as Hugging Face Jobs (scheduled, fanned out)"
+        "submit",
+        help="run the whole pipeline as Hugging Face Jobs (scheduled, fanned out)",
+        description="Uploads this package and --config to a private code repo, then creates "
+        "the Job(s) that run `job` on huggingface_hub's uv image with the input dataset at "
+        f"{INPUT_MOUNT}, the work directory's Storage Bucket at {WORK_MOUNT} and the code at "
+        f"{CODE_MOUNT}: one Job, or --fan-out N shard Jobs and a finishing Job, once or on "
+        "--schedule. The config must name the card's authors and year ([release] authors, "
+        "year): the Jobs push the release. --dry-run prints every spec and submits nothing.",
     )
     p.add_argument(
         "--input-repo",
@@ -788,5 +882,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="user or org running the Jobs (default: the token's user)",
     )
     p.add_argument("--dry-run", action="store_true", help="print every Job spec, submit nothing")
-    p.add_argument("--endpoint", default=None, help=ENDPOINT_HELP)
+    p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
     p.set_defaults(func=cmd_submit)

@@ -36,6 +36,10 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
     def length(col: str) -> pl.Expr:
         return pl.col(col).str.len_chars().fill_null(0)
 
+    def missing(col: str) -> pl.Expr:
+        # the release writes a missing text as '' (schema.TEXT_COLUMNS); null counts too
+        return pl.col(col).fill_null("") == ""
+
     kind = pl.col(S.CANDIDATE_ID).str.extract(r"^([a-z]+):", 1)
     out: dict[str, pl.Expr] = {
         S.N_CITING_SURVEYS: pl.col(S.N_CITING_SURVEYS),
@@ -49,9 +53,9 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
         "candidate_id_doi": kind == "doi",
         "candidate_id_openalex": kind == "openalex",
         "candidate_title_length": length(S.CANDIDATE_TITLE),
-        "candidate_title_missing": pl.col(S.CANDIDATE_TITLE).is_null(),
+        "candidate_title_missing": missing(S.CANDIDATE_TITLE),
         "candidate_abstract_length": length(S.CANDIDATE_ABSTRACT),
-        "candidate_abstract_missing": pl.col(S.CANDIDATE_ABSTRACT).is_null(),
+        "candidate_abstract_missing": missing(S.CANDIDATE_ABSTRACT),
         "candidate_categories_count": pl.col(S.CANDIDATE_CATEGORIES).list.len().fill_null(0),
         S.SURVEY_DATE: pl.col(S.SURVEY_DATE).cast(pl.Int32),
         "survey_title_length": length(S.SURVEY_TITLE),

@@ -3,9 +3,17 @@ and what it verifies first.
 
 ``push`` creates the dataset repo if needed and uploads the release folder in **one**
 commit (``HfApi.create_commit`` with a ``CommitOperationAdd`` per file), then tags
-that commit. Runner markers (``_SUCCESS.json``) and temp files are not release files
+that commit (``--revision`` names another branch, created from ``main`` when missing, and
+``--commit-message`` / ``--commit-description`` the commit's text, as ``hf upload`` takes
+them). Runner markers (``_SUCCESS.json``) and temp files are not release files
 and are never uploaded. Files that a previous release had and this one lacks stay in
 the repo (the card's ``configs`` name exact files, so they are not loaded).
+
+Before anything is uploaded (and in a dry run) ``push`` refuses, in one line: a release
+whose files differ from its record; a release built from synthetic papers or papers of
+unknown provenance, unless ``--allow-synthetic`` (:mod:`pipeline.provenance`); a card
+that still holds a placeholder (``OWNER/...``, ``{AUTHORS}``, ``{YEAR}``) or names another
+repo than ``--repo-id`` (:func:`pipeline.card.publish_problem`).
 
 Authentication is huggingface_hub's own (``HF_TOKEN`` or ``hf auth login``). The
 token is never printed, logged or written.
@@ -19,7 +27,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pipeline.files import sha256_file
-from pipeline.release_files import METADATA_FILE
+from pipeline.provenance import verdict as provenance_verdict
+from pipeline.release_files import CARD_FILE, METADATA_FILE
 from pipeline.workdir import (  # noqa: F401 - release_files is also imported from here
     SUCCESS,
     is_publishable,
@@ -28,6 +37,7 @@ from pipeline.workdir import (  # noqa: F401 - release_files is also imported fr
 )
 
 REPO_TYPE = "dataset"
+DEFAULT_REVISION = "main"
 ENDPOINT_HELP = "Hub endpoint (default: $HF_ENDPOINT, else huggingface.co)"
 
 
@@ -89,8 +99,50 @@ def hub_api(endpoint: str | None = None) -> Any:
 
 
 # --------------------------------------------------------------------- push
-def push_plan(release: Path, repo_id: str, tag: str | None, private: bool) -> dict[str, Any]:
-    """What ``push`` does, as data: the repo, the one commit with its files, the tag."""
+def publish_refusal(
+    release: Path, meta: dict[str, Any], repo_id: str, allow_synthetic: bool
+) -> str | None:
+    """Why this release must not be published to ``repo_id`` as it is, in one line; else None.
+
+    A release built from synthetic papers, or papers of unknown provenance, is refused
+    unless ``allow_synthetic`` (:func:`pipeline.provenance.push_refusal`); a card that still
+    holds a placeholder, or names another repo than ``repo_id``, always
+    (:func:`pipeline.card.publish_problem`).
+    """
+    from pipeline.card import publish_problem
+    from pipeline.provenance import push_refusal
+
+    if not allow_synthetic:
+        refusal = push_refusal(meta)
+        if refusal is not None:
+            return refusal
+    return publish_problem((release / CARD_FILE).read_text(encoding="utf-8"), meta, repo_id)
+
+
+def push_plan(
+    release: Path,
+    repo_id: str,
+    tag: str | None,
+    private: bool,
+    *,
+    revision: str | None = None,
+    commit_message: str | None = None,
+    commit_description: str | None = None,
+    allow_synthetic: bool = False,
+) -> dict[str, Any]:
+    """What ``push`` does, as data: the repo, the one commit with its files, the tag.
+
+    Args:
+        revision: the branch to commit to (default ``main``; created from ``main`` when
+            missing), as ``hf upload --revision``.
+        commit_message: the commit's summary (default ``Release <version>``).
+        commit_description: the commit's description (default none).
+        allow_synthetic: publish a release built from synthetic papers.
+
+    Raises:
+        RuntimeError: a release file differs from its record, or the release must not be
+            published (:func:`publish_refusal`).
+    """
     meta = (
         json.loads((release / METADATA_FILE).read_text())
         if (release / METADATA_FILE).exists()
@@ -101,14 +153,24 @@ def push_plan(release: Path, repo_id: str, tag: str | None, private: bool) -> di
         for rel, p in release_files(release)
     ]
     verify_release(release, files)
+    refusal = publish_refusal(release, meta, repo_id, allow_synthetic)
+    if refusal is not None:
+        raise RuntimeError(refusal)
     version = meta.get("version", "")
+    branch = revision or DEFAULT_REVISION
     return {
         "repo_id": repo_id,
         "repo_type": REPO_TYPE,
         "private": private,
         "create_repo": "if missing (exist_ok)",
-        "revision": "main",
-        "commit_message": f"Release {version}".strip() if version else "Release",
+        "revision": branch,
+        "create_branch": None
+        if branch == DEFAULT_REVISION
+        else f"if missing, from {DEFAULT_REVISION}",
+        "commit_message": commit_message
+        or (f"Release {version}".strip() if version else "Release"),
+        "commit_description": commit_description,
+        "provenance": provenance_verdict(meta),
         "files": files,
         "tag": tag,
     }
@@ -120,20 +182,48 @@ def push_release(
     tag: str | None = None,
     private: bool = False,
     endpoint: str | None = None,
+    *,
+    revision: str | None = None,
+    commit_message: str | None = None,
+    commit_description: str | None = None,
+    allow_synthetic: bool = False,
 ) -> dict[str, Any]:
-    """Create the repo if needed, upload the release in one commit, tag it; return what was done."""
+    """Create the repo (and the branch) if needed, upload the release in one commit, tag it;
+    return what was done. Arguments as for :func:`push_plan`."""
     from huggingface_hub import CommitOperationAdd
+    from huggingface_hub.errors import RevisionNotFoundError
 
-    plan = push_plan(release, repo_id, tag, private)
+    plan = push_plan(
+        release,
+        repo_id,
+        tag,
+        private,
+        revision=revision,
+        commit_message=commit_message,
+        commit_description=commit_description,
+        allow_synthetic=allow_synthetic,
+    )
     hf = hub_api(endpoint)
     # private=None (not False) keeps the namespace's default visibility for new repos
     hf.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+    branch = plan["revision"]
+    if branch != DEFAULT_REVISION:
+        # as `hf upload --revision` does: a missing branch is created from main first
+        try:
+            hf.repo_info(repo_id, repo_type=REPO_TYPE, revision=branch)
+        except RevisionNotFoundError:
+            hf.create_branch(repo_id, branch=branch, repo_type=REPO_TYPE, exist_ok=True)
     ops = [
         CommitOperationAdd(path_in_repo=f["path"], path_or_fileobj=str(release / f["path"]))
         for f in plan["files"]
     ]
     info = hf.create_commit(
-        repo_id, ops, commit_message=plan["commit_message"], repo_type=REPO_TYPE
+        repo_id,
+        ops,
+        commit_message=plan["commit_message"],
+        commit_description=plan["commit_description"],
+        repo_type=REPO_TYPE,
+        revision=branch,
     )
     if tag:
         hf.create_tag(
@@ -145,6 +235,7 @@ def push_release(
         )
     return {
         "repo_id": repo_id,
+        "revision": branch,
         "commit": info.oid,
         "commit_url": str(info.commit_url),
         "tag": tag,

@@ -19,6 +19,7 @@ RETRIEVAL_SPLITS = {"eval": "test", "train": "train"}
 CANDIDATES_FILE = "candidates/{split}.parquet"
 METADATA_FILE = "eval_metadata.json"
 CARD_FILE = "README.md"
+METHODS_FILE = "METHODS.md"  # beside the card: every rule of the build and the audit tables
 EVAL_FILE = READING_LISTS_FILE.format(split="eval")
 
 

@@ -17,7 +17,7 @@ layout, and every read of it, is :mod:`pipeline.workdir`'s.
   ``surveys`` and everything downstream of it, and nothing upstream.
 
 On a Hugging Face Jobs bucket mount these writes are weaker than on a local disk
-(late visibility, no multi-writer support): ``MOUNTS.md`` beside this file says what
+(late visibility, no multi-writer support): ``docs/MOUNTS.md`` says what
 is documented and what the markers' recorded sizes guard against.
 """
 

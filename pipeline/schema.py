@@ -294,6 +294,9 @@ CANDIDATE_TITLE = "candidate_title"
 CANDIDATE_ABSTRACT = "candidate_abstract"
 CANDIDATE_CATEGORIES = "candidate_categories"
 CANDIDATE_RAW = "candidate_raw"
+# the papers' own arXiv licences (extract's ``license``), kept for reuse, not for ranking
+SURVEY_LICENSE = "survey_license"
+CANDIDATE_LICENSE = "candidate_license"
 SPLIT_NAMES = ("train", "eval")
 # how a hard negative was admitted by the same-field rule (see stages/negatives.py)
 NEGATIVE_SOURCES = ("own_category", "citing_survey_category", "cited_in_category")
@@ -398,6 +401,8 @@ READING_LISTS = pa.schema(
         (NEGATIVE_SOURCE, pa.string()),
         (N_CITING_SURVEYS, pa.int64()),
         (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
+        (SURVEY_LICENSE, pa.string()),
+        (CANDIDATE_LICENSE, pa.string()),
     ]
 )
 
@@ -407,8 +412,7 @@ BEIR_QUERIES = pa.schema(
         (BEIR_TITLE, pa.string()),
         (BEIR_TEXT, pa.string()),
         (PRIMARY_CATEGORY, pa.string()),
-        (FIRST_VERSION_DATE, pa.date32()),
-        (HAS_NEGATIVES, pa.bool_()),
+        (SURVEY_DATE, pa.date32()),
     ]
 )
 
@@ -468,9 +472,73 @@ JUDGMENT_COLUMNS = frozenset(
         *ROLE_COUNT_COLUMNS,
         NEGATIVE_SOURCE,
         BEIR_SCORE,
-        HAS_NEGATIVES,
         # not an answer, but one citing paper's bib string: its style tells whose
         # bibliography it came from, often the survey's own (issue 20)
         CANDIDATE_RAW,
     }
 )
+
+# Columns of the release that are neither inputs nor judgments: each paper's licence, for
+# whoever reuses its text.
+LICENSE_COLUMNS = frozenset({SURVEY_LICENSE, CANDIDATE_LICENSE})
+
+# Text columns of the release. A missing text (no abstract, no title, no bib string) is the
+# empty string in every config, never null: the BEIR/MTEB views need strings, and one
+# representation lets a reader test ``== ""`` everywhere. Other missing values (dates,
+# categories, licences) are null.
+TEXT_COLUMNS = frozenset(
+    {SURVEY_TITLE, SURVEY_ABSTRACT, CANDIDATE_TITLE, CANDIDATE_ABSTRACT, CANDIDATE_RAW,
+     BEIR_TITLE, BEIR_TEXT}
+)  # fmt: skip
+
+# What every released column holds, one line each: the card's field table prints it next to
+# the column's type and role (``config.column`` where a name means different things in two
+# configs). Dates follow the card's one date rule ("Dates").
+COLUMN_DOCS: dict[str, str] = {
+    SURVEY_ID: "the survey's arXiv id",
+    SURVEY_TITLE: "the survey's title",
+    SURVEY_ABSTRACT: "the survey's abstract",
+    SURVEY_CATEGORIES: "the survey's arXiv categories",
+    SURVEY_PRIMARY_CATEGORY: "the survey's primary arXiv category (`cs.*`)",
+    SURVEY_DATE: "the survey's text date: the date of the version whose text the corpus "
+    "holds (see Dates)",
+    CANDIDATE_ID: "the cited work: `arxiv:`, `doi:` or `openalex:` id",
+    CANDIDATE_ALIASES: "every identifier merged into the work",
+    CANDIDATE_TITLE: "a corpus paper's title, else the title parsed from the bib strings "
+    "citing the work ('' when none gives one)",
+    CANDIDATE_ABSTRACT: "a corpus paper's abstract ('' for a work outside the corpus)",
+    CANDIDATE_CATEGORIES: "a corpus paper's arXiv categories (null outside the corpus)",
+    CANDIDATE_DATE: "the work's date: its first arXiv version, else its arXiv id's month, "
+    "else January 1 of the year its references give (null: unknown)",
+    CANDIDATE_RAW: "one citing paper's bibliography string for the work ('' for a corpus "
+    "paper): its style tells whose bibliography it came from",
+    LABEL: "the tier, 0 (hard negative) to 4 (essential)",
+    LABEL_NAME: "the tier's name",
+    LABEL_REASON: "the rule that gave the tier",
+    N_MENTIONS: "in-text mentions of the work in the survey",
+    **{
+        f"n_{role}": f"of them, mentions in the survey's {role.replace('_', ' ')} sections"
+        for role in ROLES
+    },
+    IN_DOMAIN: "the candidate is a corpus paper whose own categories include the survey's "
+    "primary category (never null)",
+    NEGATIVE_SOURCE: "how a hard negative was admitted by the same-field rule (null for positives)",
+    N_CITING_SURVEYS: "other detected surveys citing the work, posted before the survey "
+    "(see Dates)",
+    CANDIDATE_PRIOR_CITATIONS: "corpus papers citing the work, posted before the survey (see "
+    "Dates)",
+    SURVEY_LICENSE: "the survey's licence, as its arXiv record gives it",
+    CANDIDATE_LICENSE: "a corpus paper's licence, as its arXiv record gives it (null outside "
+    "the corpus)",
+    "queries." + BEIR_ID: "the survey id",
+    "queries." + BEIR_TITLE: "the survey's title",
+    "queries." + BEIR_TEXT: "the survey's title and abstract",
+    "corpus." + BEIR_ID: "the candidate id",
+    "corpus." + BEIR_TITLE: "the candidate's title, as in `candidate_title`",
+    "corpus." + BEIR_TEXT: "the candidate's abstract, else its title",
+    PRIMARY_CATEGORY: "the survey's primary arXiv category",
+    BEIR_QUERY_ID: "the survey id",
+    BEIR_CORPUS_ID: "the candidate id",
+    BEIR_CORPUS_IDS: "the survey's candidate ids, sorted (MTEB's re-ranking input)",
+    BEIR_SCORE: "the label, 0-4 (explicit 0 rows for the hard negatives)",
+}

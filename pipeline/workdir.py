@@ -41,7 +41,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pipeline.config import Config
-from pipeline.files import owner_alive, sha256_file, sha256_text, temp_tag, write_json
+from pipeline.files import (
+    atomic_path,
+    owner_alive,
+    sha256_file,
+    sha256_text,
+    temp_tag,
+    write_json,
+)
 from pipeline.graph import Stage
 from pipeline.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
 from pipeline.schema import SCHEMA_VERSION
@@ -593,7 +600,7 @@ def _lock_or_warn(gate: int, out: Path) -> bool:
             raise
         log.warning(
             "%s: the file system has no file locks (%s): a run with another config on this "
-            "--out is not detected (see pipeline/MOUNTS.md)",
+            "--out is not detected (see docs/MOUNTS.md)",
             out,
             os.strerror(e.errno or 0),
         )
@@ -695,6 +702,28 @@ def release_file_problem(path: Path) -> str | None:
                 "rerun the release (run --out with the same --input) or fetch it again"
             )
     return None
+
+
+def replace_release_file(out: Path, rel: str, data: bytes) -> None:
+    """Replace one file of ``out``'s finished release and its size and sha256 in the
+    release's ``_SUCCESS.json``, so a rerun still finds the stage done and ``push`` still
+    finds every file as recorded (``run`` renders the card again once the release is
+    evaluated: :func:`pipeline.card.add_results`).
+
+    Raises:
+        RuntimeError: the release has no record, or its record does not list ``rel``.
+    """
+    record_path = success_path(out, RELEASE)
+    record = read_record(record_path, "files")
+    if record is None or rel not in record["files"]:
+        raise RuntimeError(
+            f"{record_path}: no record of {rel}; rebuild the release before replacing it"
+        )
+    path = release_dir(out) / rel
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    record["files"][rel] = {"bytes": len(data), "sha256": sha256_file(path)}
+    write_json(record_path, record)
 
 
 def release_records(release: Path) -> dict[str, dict[str, Any]] | None:

@@ -380,6 +380,9 @@ def test_submit_and_job_dry_runs_show_the_parts_they_found(parts: Path, tmp_path
         env = {**os.environ, "HF_ENDPOINT": stub.endpoint, "HF_HOME": str(tmp_path / "hf")}
         env["HF_TOKEN"] = "hf_" + "x" * 30
         cmd = [sys.executable, "-m", "pipeline", "submit", "--dry-run", "--namespace", "me"]
+        card = tmp_path / "card.toml"  # submit refuses a config without the card's authors, year
+        card.write_text("[release]\nauthors = ['Doe, Jane']\nyear = 2026\n")
+        cmd += ["--config", str(card)]
         done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     plan = json.loads(done.stdout)

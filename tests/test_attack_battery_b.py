@@ -205,7 +205,7 @@ def test_10_evaluate_refuses_a_release_file_that_differs_from_its_record(
     eval_out = out.parent / "eval_out"
     assert main(["evaluate", "--eval-file", str(W.release_dir(out)), "--out", str(eval_out)]) == 2
     assert f"{target} has sha256" in caplog.text and "release record" in caplog.text
-    assert not (eval_out / "eval").exists()
+    assert not (eval_out / "eval_results.json").exists()
     # a copy of the release folder without its _SUCCESS.json: eval_metadata.json still says
     copy = out.parent / "copy"
     shutil.copytree(W.release_dir(out), copy)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -57,11 +58,16 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
     )
 
 
+# the one error format of every command: a log line, "<date> <time> ERROR <message>"
+ERROR_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ERROR \S.*")
+
+
 def _one_line_failure(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode != 0, proc
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+    assert ERROR_LINE.fullmatch(lines[0]), lines[0]
     return lines[0]
 
 
@@ -151,6 +157,9 @@ def test_auth_error_names_the_token(
     args: list[str], tmp_path: Path, work: Path, refusing_hub: str
 ) -> None:
     env = _env(tmp_path, token="hf_wrong", endpoint=refusing_hub)
+    if args[0] == "submit":  # a config submit accepts: the card's authors and year are set
+        (tmp_path / "card.toml").write_text("[release]\nauthors = ['Doe, Jane']\nyear = 2026\n")
+        args = [*args, "--config", "card.toml"]
     line = _one_line_failure(_run(args, env, tmp_path))
     assert "HF_TOKEN" in line and "hf auth login" in line, line
     assert "hf_wrong" not in line
@@ -261,3 +270,67 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].endswith("interrupted; rerun the same command to resume")
+
+
+def _subcommands() -> list[str]:
+    import argparse
+
+    from pipeline.cli import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("name", _subcommands())
+def test_every_subcommand_reports_a_bad_command_line_in_the_one_format(
+    name: str, tmp_path: Path
+) -> None:
+    """A usage error is one line in the format of every other expected failure, exit 2."""
+    proc = _run([name, "--no-such-option"], _env(tmp_path), tmp_path)
+    assert proc.returncode == 2
+    line = _one_line_failure(proc)
+    # the option, or an argument the subcommand requires, is named
+    assert f"pipeline {name}: " in line and "(see --help)" in line
+    assert "--no-such-option" in line or "arguments are required" in line, line
+
+
+# an expected failure of each command, beyond the usage error above
+EXPECTED_FAILURES = {
+    "extract": (["--input", "nowhere/*.jsonl", "--out", "w"], "nowhere"),
+    "works": (["--out", "w"], "extract"),
+    "run": (["--out", "w"], "run needs --input"),
+    "status": (["--out", "nowhere"], "no such work directory"),
+    "evaluate": (["--release", "nowhere"], "nowhere"),
+    "features": (["--release", "nowhere", "--out", "f"], "nowhere"),
+    "train": (["--release", "nowhere", "--out", "m"], "nowhere"),
+    "push": (["--repo-id", "someone/x", "--release", "nowhere", "--dry-run"], "nowhere"),
+    "synth": (["--out", "s", "--papers", "5", "--files", "0"], "files"),
+    "demo": (["--out", "d", "--fixtures", "nowhere"], "nowhere"),
+    "job": (["--step", "shard", "--input", "nowhere", "--out", "w"], "shard"),
+    "submit": (["--dry-run", "--namespace", "someone"], "[release] authors"),
+    "roles": (["--from-out", "nowhere"], "nowhere"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_FAILURES))
+def test_expected_failures_follow_the_one_error_format(name: str, tmp_path: Path) -> None:
+    args, needle = EXPECTED_FAILURES[name]
+    proc = _run([name, *args], _env(tmp_path), tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_line_failure(proc)
+    assert needle in line, line
+
+
+def test_status_prints_whole_counter_names(tmp_path: Path) -> None:
+    from pipeline.cli import STATUS_WIDTH
+
+    work = tmp_path / "work"
+    (work / "works").mkdir(parents=True)
+    counts = {f"a_counter_with_a_long_name_{i:02d}": 10**i for i in range(12)}
+    (work / "works" / "_SUCCESS.json").write_text(json.dumps({"counts": counts, "files": {}}))
+    proc = _run(["status", "--out", "work"], _env(tmp_path), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    printed = " ".join(proc.stdout.split())
+    for name, value in counts.items():
+        assert f"{name} {value:,}" in printed  # never cut, never apart from its value
+    assert all(len(line) <= STATUS_WIDTH for line in proc.stdout.splitlines())

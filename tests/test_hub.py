@@ -46,6 +46,8 @@ class HubStub:
         self.head: dict[str, str] = {}
         self.jobs: list[dict[str, Any]] = []
         self.buckets: list[str] = []
+        self.branches: dict[str, set[str]] = {}
+        self.created_branches: list[dict[str, str]] = []
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -158,11 +160,21 @@ class HubStub:
                 return self._json({"error": "already exists", "url": url}, 409)
             self.buckets.append(m.group(1))
             return self._json({"url": url})
-        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)(?:/revision/[^/]+)?", path)
+        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/branch/([^/]+)", path)
+        if m and method == "POST":  # create_branch
+            repo, branch = m.groups()
+            self.branches.setdefault(repo, {"main"}).add(branch)
+            self.created_branches.append({"repo": repo, "branch": branch})
+            return self._json({})
+        m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)(?:/revision/([^/]+))?", path)
         if m and method == "GET":  # repo_info: the quick check before a download
-            repo = m.group(1)
+            repo, rev = m.groups()
             if repo not in self.repos:
                 return 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "not found"}, b""
+            known = self.branches.get(repo, {"main"}) | {self.head.get(repo)}
+            if rev is not None and rev not in known:
+                error = {"X-Error-Code": "RevisionNotFound", "X-Error-Message": "no such revision"}
+                return 404, error, b""
             return self._json({"id": repo, "sha": self.head.get(repo, "0" * 40), "siblings": []})
         m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)", path)
         if m and method == "GET":  # inspect_job, what wait_for_job polls
@@ -201,9 +213,15 @@ class HubStub:
         return self._json({"error": f"stub: no route for {method} {path}"}, 404)
 
 
+# what the card of a release for REPO names: push refuses a card holding a placeholder
+CARD_CONFIG = {"repo_id": REPO, "authors": ["Doe, Jane"], "year": 2026}
+
+
 @pytest.fixture
 def handmade(tmp_path: Path) -> Path:
-    return handmade_release(tmp_path / "work")
+    """A release built from hand-made tables (no extract manifests: provenance unknown, so
+    push needs --allow-synthetic), its card naming REPO, authors and year."""
+    return handmade_release(tmp_path / "work", CARD_CONFIG)
 
 
 def _env(stub: HubStub, tmp_path: Path) -> dict[str, str]:
@@ -222,10 +240,8 @@ def test_push_dry_run_lists_exactly_the_release_files(
     handmade: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     release = handmade / "release"
-    assert (
-        main(["push", "--repo-id", REPO, "--release", str(release), "--tag", "v0.1.0", "--dry-run"])
-        == 0
-    )
+    args = ["push", "--repo-id", REPO, "--release", str(release), "--tag", "v0.1.0", "--dry-run"]
+    assert main([*args, "--allow-synthetic"]) == 0
     plan = json.loads(capsys.readouterr().out)
     expected = sorted(
         p.relative_to(release).as_posix()
@@ -233,12 +249,18 @@ def test_push_dry_run_lists_exactly_the_release_files(
         if p.is_file() and p.name != "_SUCCESS.json"
     )
     assert [f["path"] for f in plan["files"]] == expected
-    assert len(expected) == 15 and "README.md" in expected and "eval_metadata.json" in expected
+    assert len(expected) == 16 and "README.md" in expected and "eval_metadata.json" in expected
+    assert "METHODS.md" in expected
     assert "figures/tier_distribution.png" in expected  # the card's figure is published too
     for f in plan["files"]:
         data = (release / f["path"]).read_bytes()
         assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
     assert (plan["repo_id"], plan["repo_type"], plan["tag"]) == (REPO, "dataset", "v0.1.0")
+    assert (plan["revision"], plan["commit_message"], plan["provenance"]) == (
+        "main", "Release 0.1.0", "unknown",
+    )  # fmt: skip
+    # without --allow-synthetic a release of unknown provenance is refused, in one line
+    assert main(args) == 2
 
 
 def test_push_makes_one_commit_and_one_tag_and_never_leaks_the_token(
@@ -260,6 +282,7 @@ def test_push_makes_one_commit_and_one_tag_and_never_leaks_the_token(
         str(release),
         "--tag",
         "v0.1.0",
+        "--allow-synthetic",
     ]
     with HubStub() as stub:
         proc = subprocess.run(
@@ -303,9 +326,81 @@ def test_push_to_an_existing_repo_still_commits(
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     with HubStub() as stub:
         stub.repos[REPO] = {"old.txt": b"old"}
-        done = publish.push_release(handmade / "release", REPO, None, False, stub.endpoint)
+        done = publish.push_release(
+            handmade / "release", REPO, None, False, stub.endpoint, allow_synthetic=True
+        )
     assert done["commit"] == stub.commits[0]["oid"] and stub.tags == []
     assert "old.txt" in stub.repos[REPO] and "README.md" in stub.repos[REPO]
+
+
+def test_push_to_a_branch_with_a_commit_message_as_hf_upload_does(
+    handmade: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--revision BRANCH commits to that branch (created from main when missing, as `hf
+    upload --revision` does), --commit-message / --commit-description are the commit's text."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    argv = ["push", "--repo-id", REPO, "--release", str(handmade / "release"), "--allow-synthetic",
+            "--revision", "v1-candidate", "--commit-message", "Release candidate",
+            "--commit-description", "built from the hand-made tables", "--endpoint"]  # fmt: skip
+    with HubStub() as stub:
+        assert main([*argv, stub.endpoint]) == 0
+        assert main([*argv, stub.endpoint]) == 0  # the branch exists now: not created again
+    assert stub.created_branches == [{"repo": REPO, "branch": "v1-candidate"}]
+    assert [c["revision"] for c in stub.commits] == ["v1-candidate", "v1-candidate"]
+    header = stub.commits[0]["header"]["value"]
+    assert (header["summary"], header["description"]) == (
+        "Release candidate", "built from the hand-made tables",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pipeline import api
+
+    out = tmp_path_factory.mktemp("demo")
+    api.demo(out, workers=1, config=None)
+    return out / "release"
+
+
+def test_push_refuses_the_demo_release_naming_allow_synthetic(
+    demo_release: Path, tmp_path: Path
+) -> None:
+    """The demo is built from synthetic papers: push (and its dry run) refuses it in one line
+    that names --allow-synthetic; with the flag it is refused for its placeholder card."""
+    from tests.test_cli_errors import _env as cli_env
+    from tests.test_cli_errors import _one_line_failure, _run
+
+    args = ["push", "--dry-run", "--repo-id", REPO, "--release", str(demo_release)]
+    proc = _run(args, cli_env(tmp_path), tmp_path)
+    line = _one_line_failure(proc)
+    assert proc.returncode == 2 and "--allow-synthetic" in line and "synthetic paper(s)" in line
+    line = _one_line_failure(_run([*args, "--allow-synthetic"], cli_env(tmp_path), tmp_path))
+    assert "placeholder" in line and "OWNER/" in line and "[release] repo_id" in line
+
+
+def test_push_dry_run_passes_a_release_of_the_real_sample_records(tmp_path: Path) -> None:
+    """A release built only from the real unarXive records of tests/fixtures (its config
+    naming the repo, authors and year) goes through push --dry-run without --allow-synthetic."""
+    from pipeline import api
+    from pipeline.config import load_config
+    from tests.conftest import PREVIEW_2024, SAMPLE_2022
+    from tests.test_cli_errors import _env as cli_env
+    from tests.test_cli_errors import _run
+
+    out = tmp_path / "real"
+    cfg = load_config(overrides={"release": CARD_CONFIG})
+    api.run([SAMPLE_2022.parent, PREVIEW_2024.parent], out, config=cfg, workers=1)
+    meta = json.loads((out / "release" / "eval_metadata.json").read_text())
+    assert meta["provenance"]["verdict"] == "real" and meta["provenance"]["synthetic_papers"] == 0
+    proc = _run(["push", "--dry-run", "--repo-id", REPO, "--release", str(out / "release")],
+                cli_env(tmp_path), tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["dry_run"] and plan["provenance"] == "real" and plan["repo_id"] == REPO
+    # to another repo than the card names: refused
+    proc = _run(["push", "--dry-run", "--repo-id", "someone/else", "--release",
+                 str(out / "release")], cli_env(tmp_path), tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "someone/else" in proc.stderr
 
 
 # --------------------------------------------------------------------- submit
@@ -367,10 +462,13 @@ def test_submit_dry_run_prints_the_full_specs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    cfg = tmp_path / "my.toml"
-    cfg.write_text("[release]\nrepo_id = 'someone/survey-reading-lists'\n")
+    cfg = _card_config(tmp_path)
     argv = ["submit", "--dry-run", "--namespace", "someone", "--constraints", str(CONSTRAINTS)]
-    assert main([*argv, "--fan-out", "4", "--schedule", "@monthly", "--config", str(cfg)]) == 0
+    # a config that leaves the card's authors and year unset is refused before any Job runs
+    assert main([*argv]) == 2
+    assert "does not set [release] authors, year" in capsys.readouterr().err
+    argv += ["--config", str(cfg)]
+    assert main([*argv, "--fan-out", "4", "--schedule", "@monthly"]) == 0
     out = capsys.readouterr()
     assert TOKEN not in out.out + out.err
     plan = json.loads(out.out)
@@ -398,10 +496,19 @@ def test_submit_dry_run_prints_the_full_specs(
     plan = json.loads(capsys.readouterr().out)
     assert plan["wait_for_shards"] == "wait_for_job"
     assert plan["jobs"][0]["volumes"][0]["revision"] == "<commit main is at when submitting>"
-    with pytest.raises(SystemExit):
-        main(["submit", "--dry-run", "--schedule", "every month"])
+    assert main(["submit", "--dry-run", "--schedule", "every month"]) == 2
     assert main([*argv, "--schedule", "@monthly", "--tag", "v1"]) == 2
     assert "--tag with --schedule" in capsys.readouterr().err
+
+
+def _card_config(tmp_path: Path) -> Path:
+    """A config naming the release repo, authors and year: what submit asks for."""
+    cfg = tmp_path / "my.toml"
+    cfg.write_text(
+        "[release]\nrepo_id = 'someone/survey-reading-lists'\nauthors = ['Doe, Jane']\n"
+        "year = 2026\n"
+    )
+    return cfg
 
 
 def _submit(stub: HubStub, tmp_path: Path, *extra: str) -> dict[str, Any]:
@@ -430,8 +537,7 @@ def _sent(stub: HubStub) -> list[tuple[str, list[str], list[dict[str, Any]]]]:
 def test_submit_one_run_uploads_code_creates_the_bucket_and_pins_the_input(
     tmp_path: Path,
 ) -> None:
-    cfg = tmp_path / "my.toml"
-    cfg.write_text("[release]\nrepo_id = 'someone/survey-reading-lists'\n")
+    cfg = _card_config(tmp_path)
     with HubStub() as stub:
         done = _submit(stub, tmp_path, "--config", str(cfg), "--tag", "v1")
     code = stub.commits[0]
@@ -453,15 +559,17 @@ def test_submit_one_run_uploads_code_creates_the_bucket_and_pins_the_input(
 
 def test_submit_fan_out_of_4_waits_for_the_shards_then_finishes(tmp_path: Path) -> None:
     with HubStub() as stub:
-        _submit(stub, tmp_path, "--fan-out", "4", "--poll", "0.01")
+        _submit(stub, tmp_path, "--fan-out", "4", "--poll", "0.01", "--config",
+                str(_card_config(tmp_path)))  # fmt: skip
     code = stub.commits[0]["oid"]
+    base = [*BASE, "--config", "/code/pipeline_config"]
     assert _sent(stub) == [
-        ("jobs", _uv([*BASE, "--step", "shard", "--shard", f"{i}/4"]), _volumes(INPUT_SHA, code))
+        ("jobs", _uv([*base, "--step", "shard", "--shard", f"{i}/4"]), _volumes(INPUT_SHA, code))
         for i in range(4)
     ] + [
         (
             "jobs",
-            _uv([*BASE, "--step", "finish", "--wait", "43200", *PUBLISH]),
+            _uv([*base, "--step", "finish", "--wait", "43200", *PUBLISH]),
             _volumes(INPUT_SHA, code),
         )
     ]
@@ -473,11 +581,13 @@ def test_submit_fan_out_of_4_waits_for_the_shards_then_finishes(tmp_path: Path) 
 
 def test_submit_schedule_creates_scheduled_uv_jobs_on_the_input_branch(tmp_path: Path) -> None:
     with HubStub() as stub:
-        done = _submit(stub, tmp_path, "--fan-out", "4", "--schedule", "@monthly")
+        done = _submit(stub, tmp_path, "--fan-out", "4", "--schedule", "@monthly", "--config",
+                       str(_card_config(tmp_path)))  # fmt: skip
     code = stub.commits[0]["oid"]
     assert [k for k, _, _ in _sent(stub)] == ["scheduled-jobs"] * 5
     assert all(v == _volumes("main", code) for _, _, v in _sent(stub))
     assert [j["schedule"] for j in stub.jobs] == ["@monthly"] * 5
-    assert _sent(stub)[4][1] == _uv([*BASE, "--step", "finish", "--wait", "43200", *PUBLISH])
+    finish = [*BASE, "--config", "/code/pipeline_config", "--step", "finish", "--wait", "43200"]
+    assert _sent(stub)[4][1] == _uv([*finish, *PUBLISH])
     assert not any(r["path"].startswith("/api/jobs/someone/") for r in stub.requests)
     assert len(done["jobs"]) == 5

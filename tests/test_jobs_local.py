@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import jobs
+from pipeline.config import load_config
 from tests.test_hub import REPO, TOKEN, HubStub, _files_containing
 from tests.test_negatives import synthetic_corpus
 
@@ -32,6 +33,14 @@ def _stamps(work: Path) -> dict[str, int]:
     }
 
 
+# the corpus is synth's: the Job pushes it only when told so, its card naming authors and year
+# (the repo comes from --repo-id)
+PUSHABLE = {
+    "config": load_config(overrides={"release": {"authors": ["Doe, Jane"], "year": 2026}}),
+    "allow_synthetic": True,
+}
+
+
 @pytest.fixture
 def hub_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -44,7 +53,7 @@ def test_scheduled_runs_resume_from_the_persisted_work_dir(tmp_path: Path, hub_e
 
     def run() -> dict:
         return jobs.run_step(
-            "all", str(data), work, repo_id=REPO, workers=1, endpoint=stub.endpoint
+            "all", str(data), work, repo_id=REPO, workers=1, endpoint=stub.endpoint, **PUSHABLE
         )
 
     with HubStub() as stub:
@@ -77,7 +86,7 @@ def test_fan_out_shards_share_the_work_dir_and_finish_waits_on_markers(
 ) -> None:
     data, work = _three_files(tmp_path), tmp_path / "work"
     with HubStub() as stub:
-        kw = {"repo_id": REPO, "workers": 1, "endpoint": stub.endpoint}
+        kw = {"repo_id": REPO, "workers": 1, "endpoint": stub.endpoint, **PUSHABLE}
         jobs.run_step("shard", str(data), work, shard=(0, 2), **kw)
         # shard 1/2 has not run: the finishing Job waits, then gives up naming a file
         with pytest.raises(TimeoutError, match=r"1 input file\(s\) have no extract marker"):

@@ -42,11 +42,15 @@ from tests.test_negatives import (
 )
 
 
-def handmade_release(root: Path) -> Path:
-    """The hand-made work dir of ``test_negatives`` run through negatives, split and release."""
+def handmade_release(root: Path, release: dict | None = None) -> Path:
+    """The hand-made work dir of ``test_negatives`` run through negatives, split and release
+    (``release``: ``[release]`` config values, e.g. the repo, authors and year the card names)."""
+    from pipeline.config import load_config
+
     build_handmade(root)
+    cfg = load_config(overrides={"release": release}) if release else _cfg()
     for name in ("negatives", "split", "release"):
-        run_stage(root, name, _cfg())
+        run_stage(root, name, cfg)
     return root
 
 
@@ -203,16 +207,29 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
         pairs = top.explode(S.BEIR_CORPUS_IDS).rename({S.BEIR_CORPUS_IDS: S.BEIR_CORPUS_ID})
         assert pairs.equals(qrels.select(S.BEIR_QUERY_ID, S.BEIR_CORPUS_ID))
     queries = pl.read_parquet(release / "queries" / "train.parquet")
-    assert dict(queries.select(S.BEIR_ID, S.HAS_NEGATIVES).iter_rows()) == {
-        S1: True,
-        S2: True,
-        S3: False,
-    }
+    # a survey without negatives is counted in the metadata, not flagged in a view a
+    # system reads (has_negatives is a judgment); the query's date is its text date
+    assert queries.columns == S.BEIR_QUERIES.names and S.HAS_NEGATIVES not in queries.columns
+    meta = json.loads((release / "eval_metadata.json").read_text())
+    assert meta["splits"]["train"]["surveys_without_negatives"] == 1  # S3
+    rows = pl.read_parquet(release / "train_survey_reading_lists.parquet")
+    assert dict(queries.select(S.BEIR_ID, S.SURVEY_DATE).iter_rows()) == dict(
+        rows.select(S.SURVEY_ID, S.SURVEY_DATE).unique().iter_rows()
+    )
     corpus = pl.read_parquet(release / "corpus" / "train.parquet")
     # text = abstract, else the title parsed from the bib strings; never a raw bib string
     assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[A] == f"Abstract of {A}."
     assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"parsed title of {G}"
     assert not corpus[S.BEIR_TEXT].str.contains("Raw ").any()
+    # one representation for missing text: '' everywhere, never null
+    for path in sorted(release.rglob("*.parquet")):
+        table = pl.read_parquet(path)
+        for column in S.TEXT_COLUMNS & set(table.columns):
+            assert table[column].null_count() == 0, (path, column)
+    for key, value in dict(corpus.select(S.BEIR_ID, S.BEIR_TITLE).iter_rows()).items():
+        shown = rows.filter(pl.col(S.CANDIDATE_ID) == key)[S.CANDIDATE_TITLE]
+        if shown.len():
+            assert shown[0] == value  # the same '' where a work shows no title
     view = pl.read_parquet(release / "candidates" / "train.parquet")
     assert S.CANDIDATE_RAW not in view.columns
     assert view.filter(pl.col(S.CANDIDATE_ID) == G)[S.CANDIDATE_TITLE].to_list()[0] == (
@@ -258,16 +275,11 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
         for d in c["data_files"]:
             assert (release / d["path"]).is_file()
     total = sum(meta["splits"][s]["rows"] for s in S.SPLIT_NAMES)
-    assert f"{total} (survey, candidate) rows" in card
+    assert total == meta["totals"]["rows"]
+    assert f"| (survey, candidate) rows | {total:,}:" in card
     assert fm["size_categories"] == [CARD.size_category(total)]
-    for needle in (
-        "Saier",
-        "Besrour",
-        "topical sections",
-        "Known biases",
-        "Limitations",
-        "cited by other surveys",
-    ):
+    for needle in ("Saier", "Besrour", "topical sections", "Limitations and biases",
+                   "another detected survey"):  # fmt: skip
         assert needle in card
 
 
@@ -368,7 +380,8 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 15
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 16
+    assert CARD.METHODS_FILE in first
     # the card's tier distribution figure is rebuilt byte for byte too
     assert CARD.TIER_FIGURE in first
 
@@ -391,8 +404,12 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
         release / "eval_survey_reading_lists.parquet"
     ).exists()  # no eval survey in the sample
     queries = pl.read_parquet(release / "queries" / "train.parquet")
-    assert queries[S.HAS_NEGATIVES].to_list() == [False]
+    assert queries[S.BEIR_ID].to_list() == [SURVEY_ID]
     meta = json.loads((release / "eval_metadata.json").read_text())
+    # real records only: the release says so, and its card has no warning
+    assert meta["provenance"] == {"generators": {}, "papers": 49, "synthetic_papers": 0,
+                                  "unknown_papers": 0, "verdict": "real"}  # fmt: skip
+    assert "SYNTHETIC" not in (release / "README.md").read_text()
     assert meta["splits"]["train"]["surveys_without_negatives"] == 1
     assert meta["splits"]["eval"]["rows"] == 0 and meta["splits_written"] == ["train"]
     assert meta["negatives"]["surveys_without_negatives"] == 1
@@ -439,11 +456,13 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
     assert set(texts) == set(S.SPLIT_NAMES)
     assert texts["eval"]["parsed_title"]["positives"] > 0
     card = (release / "README.md").read_text()
-    assert "## Leak audit" in card and "passed" in card
-    assert "## Relative audit" in card and "| `relative_shape_similarity` |" in card
-    assert "| `nDCG@10` |" in card and "### Candidate text" in card
+    methods = (release / CARD.METHODS_FILE).read_text()
+    assert "| leak audit | passed" in card
+    assert "## Leak audit" in methods and "passed" in methods
+    assert "### Relative audit" in methods and "| `relative_shape_similarity` |" in methods
+    assert "| `nDCG@10` |" in methods and "## Candidate text" in methods
     for f in S.CANDIDATES_VIEW:
-        assert f"| `candidates` | `{f.name}` | {f.type} | input |" in card
+        assert f"| `reading_lists`, `candidates` | `{f.name}` | {f.type} | input |" in card
     assert f"| `reading_lists` | `{S.LABEL}` | int8 | **judgment** |" in card
 
 

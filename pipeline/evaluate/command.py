@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
+from pipeline.arg_types import add_out_arg, add_release_arg
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
@@ -42,20 +43,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="score runs and baselines on the eval set (metrics, bootstrap CIs, paired tests)",
         description=(
             "Evaluate submitted runs and the baselines (random, popularity, bm25, oracle) on the eval "
-            f"set; writes <out>/{EVAL_DIR}/eval_results.json, per_survey.parquet and {REPORT_FILE}, and "
-            "prints the report. <out> defaults to the folder next to the eval file: the work "
-            "directory for a release folder, the current directory for a Hub dataset. Equal scores are ordered by a fixed pseudo-random tie key of "
+            f"set; writes eval_results.json, per_survey.parquet and {REPORT_FILE} into --out DIR, and "
+            f"prints the report. DIR defaults to {EVAL_DIR}/ next to the release: for a release "
+            f"folder work/release, work/{EVAL_DIR}/ (never inside the release, which is what push "
+            f"publishes); for a Hub dataset, ./{EVAL_DIR}/. Equal scores are ordered by a fixed pseudo-random tie key of "
             "(survey_id, candidate_id) (see tie_breaking in eval_results.json); judged candidates "
             "missing from a run rank last. A survey a run has no row for is warned about (or, with "
             "--require-complete, an error)."
         ),
     )
-    parser.add_argument(
-        "--eval-file",
-        required=True,
-        metavar="PATH",
-        help="eval Parquet, a release folder, or a Hub dataset (owner/name or hf://datasets/...)",
-    )
+    add_release_arg(parser, hub=True)
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--run",
@@ -70,14 +67,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="store_true",
         help="evaluate only the baselines (the default when no --run is given)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help=f"output root: results go to DIR/{EVAL_DIR}/ (default: next to the eval file; "
-        "for a release folder, the work directory holding it; for a Hub dataset, the current "
-        "directory)",
+    add_out_arg(
+        parser,
+        f"eval_results.json, per_survey.parquet, {REPORT_FILE} and its figures/",
+        default_text=f"{EVAL_DIR}/ beside the release folder, ./{EVAL_DIR}/ for a Hub dataset",
     )
     parser.add_argument(
         "--lenient",
@@ -241,7 +234,7 @@ def main(args: argparse.Namespace) -> int:
         flags = sorted({flag for flag, _, _ in args.systems})
         raise ValueError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
     result = api.evaluate(
-        args.eval_file,
+        args.release,
         out=args.out,
         runs=_named(args, "--run"),
         model_files=_named(args, "--model-file"),

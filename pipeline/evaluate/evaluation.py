@@ -4,7 +4,8 @@ Submitted systems are run files (:mod:`pipeline.evaluate.runs`), scores held in 
 (:func:`pipeline.api.evaluate_scores`), models (``--encoder``, ``--scorer``,
 ``--sentence-transformer``: :mod:`pipeline.evaluate.models`) and LightGBM model files
 (``--model-file``). :func:`run_evaluation` computes everything and writes nothing unless
-asked; :func:`evaluate` writes the outputs, under ``<out_dir>/eval/`` (each written to a
+asked, then into the ``out_dir`` it is given; :func:`evaluate` writes them under
+``<out_dir>/eval/`` (each written to a
 temp file and renamed):
 
 * ``eval_results.json``: means with 95% bootstrap intervals per system, metric and
@@ -173,7 +174,7 @@ class Evaluation:
         per_survey: the content of ``per_survey.parquet``.
         report: the Markdown report (its figure links only when written).
         model_runs: what each model scored, with its timing (not in the results).
-        out: the folder written (``<out_dir>/eval``), or None.
+        out: the folder written (``out_dir``), or None.
     """
 
     results: dict[str, Any]
@@ -720,8 +721,8 @@ def run_evaluation(
         learned: with the baselines, also the learned ones (``lgbm``..., ``dense``).
         cache_dir: the evaluation cache (:mod:`pipeline.evaluate.cache`); None: none.
         batch_size: texts per encoder call, candidates per scorer call.
-        out_dir: write ``eval_results.json``, ``per_survey.parquet``, ``report.md`` and
-            figures into ``<out_dir>/eval/``; None: write nothing.
+        out_dir: the directory to write ``eval_results.json``, ``per_survey.parquet``,
+            ``report.md`` and figures into (the CLI's ``--out DIR``); None: write nothing.
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
@@ -889,7 +890,7 @@ def run_evaluation(
     )
     if out_dir is None:
         return Evaluation(results, per_survey, render_report(results), tuple(model_runs))
-    target = Path(out_dir) / EVAL_DIR
+    target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, sort_keys=True, indent=2, allow_nan=False) + "\n"
     with atomic_path(target / RESULTS_FILE) as tmp:
@@ -946,5 +947,5 @@ def evaluate(
         mode=mode,
         learned=learned,
         cache_dir=cache_dir,
-        out_dir=out_dir,
+        out_dir=Path(out_dir) / EVAL_DIR,
     ).results

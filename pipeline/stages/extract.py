@@ -53,6 +53,7 @@ import regex
 from pipeline import schema as S
 from pipeline.config import Config
 from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
+from pipeline.provenance import SYNTHETIC_FIELD, SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
 from pipeline.runner import FAILED, Stage
 from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
 
@@ -116,6 +117,8 @@ class Record(msgspec.Struct, gc=False):
     body_text: list[Paragraph] | None = None
     sections: dict[str, Section2024] | None = None
     bib_entries: dict[str, BibEntry] | None = None
+    # set by the pipeline's own generators only (pipeline.provenance)
+    synthetic: str | None = msgspec.field(default=None, name=SYNTHETIC_FIELD)
 
 
 DECODER = msgspec.json.Decoder(Record)
@@ -798,8 +801,11 @@ def _decode_file(
         "cite_spans_missing_bib": 0,
         "dois_cut_at_control_chars": 0,
         "layouts": {"2022": 0, "2024": 0},
+        SYNTHETIC_PAPERS: 0,
+        SYNTHETIC_GENERATORS: {},
         "rejects": {},
     }
+    generators: dict[str, int] = counts[SYNTHETIC_GENERATORS]
     batch: Tables | None = None
     in_batch = 0
     last_report = time.monotonic()
@@ -841,6 +847,9 @@ def _decode_file(
                     raise Reject("extract_error", f"{type(e).__name__}: {e}") from None
                 counts["layouts"][batch.papers[S.LAYOUT][-1]] += 1
                 counts["papers_written"] += 1
+                if rec.synthetic is not None:
+                    counts[SYNTHETIC_PAPERS] += 1
+                    generators[rec.synthetic] = generators.get(rec.synthetic, 0) + 1
                 pending[0] += 1
             except Reject as rj:
                 rjs = batch.rejects

@@ -25,12 +25,10 @@ Column rules:
   from which surveys cite it, so it does not tell positives from hard negatives: the
   ``citing_survey_category`` negatives (works outside the corpus) are all out of
   domain, like the positives outside the corpus.
-* ``n_citing_surveys``: *other* detected surveys citing the candidate whose first
-  version date is strictly before the survey's (the survey itself never counts, nor
-  does any later survey), for positives and negatives alike (``split``).
-* ``candidate_prior_citations``: distinct corpus papers citing the work whose first
-  version date is strictly before the survey's (papers without a date are not
-  counted); the survey itself never counts. No information from after the survey.
+* ``n_citing_surveys``, ``candidate_prior_citations``: other detected surveys and distinct
+  corpus papers citing the work, posted before the survey, for positives and negatives
+  alike (the survey itself never counts). The date rule is :mod:`pipeline.visible`'s
+  (citers by their first version, the survey by its text date; the card's "Dates").
 * ``candidate_date`` is the work's ``known_date``.
 * ``candidate_title`` is a corpus paper's own title, else the work's ``parsed_title``
   (``works``: the most common title key of the bib strings citing it), so a work outside
@@ -38,6 +36,9 @@ Column rules:
   citing paper's bib string, with that paper's style) is in the reading lists, on the
   judgment side, and not in the ``candidates`` view or the BEIR corpus: its formatting
   tells whose bibliography it came from (issue 20; the card, "Candidate text").
+* Missing text is ``''`` in every config, never null (``schema.TEXT_COLUMNS``).
+* ``survey_license``, ``candidate_license``: the papers' own licences (``extract``'s
+  ``license``; null for a work outside the corpus), in ``reading_lists`` only.
 
 Everything written is deterministic: sorted rows, Parquet with fixed options, JSON
 with sorted keys, no timestamps and no absolute paths.
@@ -68,6 +69,7 @@ from pipeline.leak_audit import (
     relative_feature_values,
 )
 from pipeline.progress import steps
+from pipeline.provenance import summarize as summarize_provenance
 from pipeline.release_files import (
     CANDIDATES_FILE,
     CARD_FILE,
@@ -130,6 +132,10 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.ABSTRACT).alias(S.SURVEY_ABSTRACT),
         pl.col(S.CATEGORIES).alias(S.SURVEY_CATEGORIES),
         pl.col(S.PRIMARY_CATEGORY).alias(S.SURVEY_PRIMARY_CATEGORY),
+        pl.col(S.LICENSE).alias(S.SURVEY_LICENSE),
+    )
+    licenses = scan_extract(ctx, "papers").select(
+        pl.col(S.PAPER_ID).alias(_W_PAPER), pl.col(S.LICENSE).alias(S.CANDIDATE_LICENSE)
     )
     works = works.select(
         pl.col(S.WORK_ID),
@@ -150,35 +156,35 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     return (
         cands.join(surveys, on=S.SURVEY_ID, how="left")
         .join(works, on=S.WORK_ID, how="left")
+        .join(licenses, on=_W_PAPER, how="left")
         .with_columns(
             pl.col(S.WORK_ID).alias(S.CANDIDATE_ID),
             pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String).alias(S.LABEL_NAME),
             in_domain.alias(S.IN_DOMAIN),
+            # one representation for missing text: '' (schema.TEXT_COLUMNS)
+            *[pl.col(c).fill_null("") for c in S.READING_LISTS.names if c in S.TEXT_COLUMNS],
         )
         .select(*S.READING_LISTS.names, S.SPLIT)
         .sort(S.SURVEY_ID, S.CANDIDATE_ID)
     )
 
 
-def beir_views(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Queries, corpus, qrels and top_ranked of one split's reading-list rows (whole surveys).
-
-    Args:
-        rows: the split's reading-list rows.
-        surveys: ``split_surveys`` rows (for ``has_negatives``).
-    """
+def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Queries, corpus, qrels and top_ranked of one split's reading-list rows (whole
+    surveys; their texts are never null: ``schema.TEXT_COLUMNS``)."""
     queries = (
         rows.unique(S.SURVEY_ID)
-        .join(surveys.select(S.SURVEY_ID, S.HAS_NEGATIVES), on=S.SURVEY_ID, how="left")
         .select(
             pl.col(S.SURVEY_ID).alias(S.BEIR_ID),
-            pl.col(S.SURVEY_TITLE).fill_null("").alias(S.BEIR_TITLE),
-            pl.concat_str([S.SURVEY_TITLE, S.SURVEY_ABSTRACT], separator="\n\n", ignore_nulls=True)
-            .fill_null("")
+            pl.col(S.SURVEY_TITLE).alias(S.BEIR_TITLE),
+            pl.when(pl.col(S.SURVEY_ABSTRACT) == "")
+            .then(pl.col(S.SURVEY_TITLE))
+            .when(pl.col(S.SURVEY_TITLE) == "")
+            .then(pl.col(S.SURVEY_ABSTRACT))
+            .otherwise(pl.concat_str([S.SURVEY_TITLE, S.SURVEY_ABSTRACT], separator="\n\n"))
             .alias(S.BEIR_TEXT),
             pl.col(S.SURVEY_PRIMARY_CATEGORY).alias(S.PRIMARY_CATEGORY),
-            pl.col(S.SURVEY_DATE).alias(S.FIRST_VERSION_DATE),
-            pl.col(S.HAS_NEGATIVES).fill_null(False),
+            pl.col(S.SURVEY_DATE),
         )
         .sort(S.BEIR_ID)
     )
@@ -186,8 +192,11 @@ def beir_views(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, pl.DataFr
         rows.unique(S.CANDIDATE_ID)
         .select(
             pl.col(S.CANDIDATE_ID).alias(S.BEIR_ID),
-            pl.col(S.CANDIDATE_TITLE).fill_null("").alias(S.BEIR_TITLE),
-            pl.coalesce(S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE, pl.lit("")).alias(S.BEIR_TEXT),
+            pl.col(S.CANDIDATE_TITLE).alias(S.BEIR_TITLE),
+            pl.when(pl.col(S.CANDIDATE_ABSTRACT) != "")
+            .then(pl.col(S.CANDIDATE_ABSTRACT))
+            .otherwise(pl.col(S.CANDIDATE_TITLE))
+            .alias(S.BEIR_TEXT),
         )
         .sort(S.BEIR_ID)
     )
@@ -231,10 +240,20 @@ def split_counts(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, Any]:
         return {str(k): {"surveys": s, "rows": r} for k, s, r in g.iter_rows()}
 
     released = surveys.join(rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi")
+
+    def licenses(key: str, column: str) -> dict[str, int]:
+        # distinct papers per licence; null (a work outside the corpus) is not a paper's licence
+        g = rows.filter(pl.col(column).is_not_null()).unique(key).group_by(column).len()
+        return {str(k): int(n) for k, n in g.sort(column).iter_rows()}
+
     dates = rows[S.SURVEY_DATE]
     reasons = rows.group_by(S.LABEL_REASON).len().sort(S.LABEL_REASON)
     return {
         "label_reasons": {str(k): int(n) for k, n in reasons.iter_rows()},
+        "licenses": {
+            "surveys": licenses(S.SURVEY_ID, S.SURVEY_LICENSE),
+            "candidate_papers": licenses(S.CANDIDATE_ID, S.CANDIDATE_LICENSE),
+        },
         "surveys": per_survey.height,
         "surveys_without_negatives": released.filter(~pl.col(S.HAS_NEGATIVES)).height,
         "rows": rows.height,
@@ -335,6 +354,23 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
     return {"revision": revision, "files": files}
 
 
+def paper_provenance(ctx: ReduceContext) -> dict[str, Any]:
+    """Synthetic, real or unknown: :func:`pipeline.provenance.summarize` over the manifests
+    of the extract outputs this release read (an output without a manifest is unknown)."""
+    papers = {p.stem: p for p in ctx.upstream("extract", "papers")}
+    manifests = {}
+    for p in sorted((ctx.out / "extract" / MANIFESTS).glob("*.json")):
+        m = json.loads(p.read_text())
+        if m.get("source_key") in papers:
+            manifests[m["source_key"]] = m.get("counts")
+    unlisted = sum(
+        pq.ParquetFile(path).metadata.num_rows
+        for key, path in papers.items()
+        if key not in manifests
+    )
+    return summarize_provenance(manifests.values(), unlisted)
+
+
 def writer_environment() -> dict[str, str]:
     """Versions that decide the release's bytes (Parquet footers name the writer).
 
@@ -378,7 +414,7 @@ def file_entry(path: Path) -> dict[str, Any]:
 BATCH_ROWS = 200_000
 # what split_counts reads of the rows
 _LIGHT_COLUMNS = (S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.LABEL_REASON, S.SURVEY_PRIMARY_CATEGORY,
-                  S.SURVEY_DATE, S.IN_DOMAIN)  # fmt: skip
+                  S.SURVEY_DATE, S.IN_DOMAIN, S.SURVEY_LICENSE, S.CANDIDATE_LICENSE)  # fmt: skip
 
 
 def survey_batches(per_survey: pl.DataFrame, max_rows: int) -> list[pl.Series]:
@@ -388,7 +424,7 @@ def survey_batches(per_survey: pl.DataFrame, max_rows: int) -> list[pl.Series]:
 
 
 def _write_split(
-    ctx: ReduceContext, split: str, per_survey: pl.DataFrame, surveys: pl.DataFrame
+    ctx: ReduceContext, split: str, per_survey: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
     :data:`BATCH_ROWS` rows (in survey order, so every file has the rows, order and bytes
@@ -424,7 +460,7 @@ def _write_split(
         relative.append(relative_feature_values(view, part[S.LABEL]))
         texts.append(text_counts(part))
         light.append(part.select(_LIGHT_COLUMNS))
-        beir = beir_views(part, surveys)
+        beir = beir_views(part)
         for view in ("queries", "qrels", "top_ranked"):
             writers[view].write(beir[view])
         corpus.append(beir["corpus"])
@@ -454,11 +490,11 @@ def text_counts(rows: pl.DataFrame) -> pl.DataFrame:
     """``(text, positive, len)``: what text reading-list rows show (:data:`TEXT_SOURCES`: a
     corpus abstract, a corpus paper's title alone, the title parsed from bib strings, none)."""
     has = {c: pl.col(c).fill_null("").str.strip_chars() != "" for c in
-           (S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE)}  # fmt: skip
+           (S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_RAW)}  # fmt: skip
     source = (
         pl.when(has[S.CANDIDATE_ABSTRACT])
         .then(pl.lit(TEXT_SOURCES[0]))
-        .when(has[S.CANDIDATE_TITLE] & pl.col(S.CANDIDATE_RAW).is_null())
+        .when(has[S.CANDIDATE_TITLE] & ~has[S.CANDIDATE_RAW])
         .then(pl.lit(TEXT_SOURCES[1]))
         .when(has[S.CANDIDATE_TITLE])
         .then(pl.lit(TEXT_SOURCES[2]))
@@ -548,7 +584,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             meta_splits[split] = split_counts(empty, surveys)
             continue
         present.append(split)
-        written = _write_split(ctx, split, per_survey, surveys)
+        written = _write_split(ctx, split, per_survey)
         meta_splits[split] = split_counts(written["light"], surveys)
         leak[split] = audit_values(written["audit"])
         relative[split] = relative_audit(written["relative"])
@@ -592,6 +628,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "code_version": __version__,
         "environment": writer_environment(),
         "input": input_provenance(ctx),
+        "provenance": paper_provenance(ctx),
         # input files that could not be read to their end: not in this release
         "failed_inputs": [
             {k: f[k] for k in ("file", "reason", "lines_read")}
@@ -601,6 +638,10 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         "config_hash": ctx.cfg.section_hash(*sections),
         "splits": meta_splits,
         "splits_written": present,
+        "totals": {
+            k: sum(meta_splits[s][k] for s in S.SPLIT_NAMES)
+            for k in ("surveys", "rows", "positives", "negatives")
+        },
         "leakage": _read_counts(ctx.out, "split").get("leakage", {}),
         "leak_audit": {
             "bounds": [low, high],

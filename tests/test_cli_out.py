@@ -1,0 +1,119 @@
+"""One CLI grammar: every subcommand's ``--out DIR`` is the directory it writes (nothing is
+written next to it or inside a release), and ``--release DIR`` names the release a command
+reads (``--eval-file`` is the same option)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import build_parser, main
+from tests.conftest import PREVIEW_2024, SAMPLE_2022
+from tests.test_negatives import synthetic_release_dir
+
+FAST_EVAL = "[evaluate]\nbootstrap_samples = 20\nrandom_seeds = 1\n"
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+def _tree(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+@pytest.fixture
+def synthetic_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_release_dir(tmp_path_factory)
+
+
+def test_every_command_that_writes_takes_out_and_writes_there_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synthetic_work: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fast.toml").write_text(FAST_EVAL)
+    release = str(synthetic_work / "release")
+    before_release = _tree(synthetic_work / "release")
+    real = [str(SAMPLE_2022.parent), str(PREVIEW_2024.parent)]
+    # each command, run with --out OUT, and a file it must have written inside OUT
+    recipes: list[tuple[str, list[str], str]] = [
+        ("synth", ["--papers", "5", "--small"], "synth_2022_0_000.jsonl"),
+        ("extract", ["--input", real[0], "--workers", "1"], "extract/_summary.json"),
+        ("job", ["--step", "shard", "--shard", "0/1", "--input", real[1], "--workers", "1"],
+         "extract/_summary.json"),
+        ("run", ["--input", real[0], "--input", real[1], "--workers", "1"], "release/README.md"),
+        ("evaluate", ["--release", release, "--no-learned", "--config", "fast.toml"],
+         "eval_results.json"),
+        ("features", ["--release", release], "features.json"),
+        ("train", ["--eval-file", release], "model.txt"),
+    ]  # fmt: skip
+    covered = set()
+    for name, args, wrote in recipes:
+        out = tmp_path / f"{name}_out"
+        before = _tree(tmp_path)
+        assert main([name, "-q", *args, "--out", str(out)]) == 0, name
+        assert (out / wrote).is_file(), (name, wrote)
+        new = _tree(tmp_path) - before
+        assert all(p == out.name or p.startswith(f"{out.name}/") for p in new), (name, new)
+        covered.add(name)
+    # the reduce stages write into the work directory OUT, one stage each
+    work = tmp_path / "extract_out"
+    for stage in ("works", "surveys", "labels", "negatives", "split", "release"):
+        assert main([stage, "-q", "--out", str(work)]) == 0, stage
+        assert (work / stage / "_SUCCESS.json").is_file(), stage
+        covered.add(stage)
+    # the evaluation writes into OUT itself, not OUT/eval, and never into the release
+    evaluated = tmp_path / "evaluate_out"
+    assert not (evaluated / "eval").exists()
+    assert {"eval_results.json", "per_survey.parquet", "report.md"} <= _tree(evaluated)
+    assert _tree(synthetic_work / "release") == before_release
+    # demo writes its corpus, stages and evaluation into OUT
+    demo = tmp_path / "demo_out"
+    assert main(["demo", "-q", "--out", str(demo), "--workers", "1", "--config", "fast.toml"]) == 0
+    assert {"corpus", "extract", "release", "eval"} <= {p.name for p in demo.iterdir()}
+    covered.add("demo")
+    # status reads a work directory: it writes nothing into it
+    state = _tree(work)
+    assert main(["status", "-q", "--out", str(work)]) == 0
+    assert _tree(work) == state
+    covered.add("status")
+    # every subcommand with --out is one of the above
+    with_out = {name for name, p in _subparsers().items() if "--out" in _options(p)}
+    assert with_out == covered, with_out ^ covered
+
+
+def test_release_is_one_option_wherever_a_release_is_read() -> None:
+    parsers = _subparsers()
+    for name in ("evaluate", "features", "train", "push"):
+        (action,) = [a for a in parsers[name]._actions if "--release" in a.option_strings]
+        assert action.option_strings == ["--release", "--eval-file"], name
+        assert action.dest == "release" and action.metavar == "DIR"
+    # no other spelling of a release folder anywhere
+    for name, parser in parsers.items():
+        assert not {"--release-dir", "--eval-dir"} & _options(parser), name
+
+
+def test_every_option_of_every_command_has_a_help_text() -> None:
+    for name, parser in _subparsers().items():
+        assert parser.description, name
+        for action in parser._actions:
+            assert action.help and len(action.help) >= 12, (name, action.option_strings)
+        out = [a for a in parser._actions if "--out" in a.option_strings]
+        for action in out:  # says what it is: the directory the command writes (status: reads)
+            assert "this command writes" in action.help or name == "status", (name, action.help)
+
+
+def test_train_logs_like_every_other_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["train", "--release", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" not in err and " ERROR " in err and "nowhere" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

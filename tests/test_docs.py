@@ -1,0 +1,92 @@
+"""The README is for users and in their order; docs/ holds the rest, and every measured
+figure in it is rendered from the file the benchmark wrote (``bench/results``), so none can
+drift."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import render_docs, results
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# a throughput or a speed-up typed in prose is a measured figure
+MEASURED = re.compile(r"\d[\d,.]*\s?(?:MB/s|GB/s|MB of JSONL per second)|\b\d+\.\d+x\b")
+
+
+def _outside_blocks(text: str) -> str:
+    return re.sub(r"<!-- figures:(\w+) -->.*?<!-- /figures:\1 -->", "", text, flags=re.S)
+
+
+def test_the_readme_answers_a_users_questions_in_order() -> None:
+    text = README.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert headings[:5] == [
+        "Get the benchmark",
+        "Evaluate your model",
+        "Build it from unarXive",
+        "Run it as scheduled Jobs",
+        "Develop",
+    ]
+    lines = text.splitlines()
+    first = {k: next(i for i, line in enumerate(lines) if k in line) for k in (
+        "load_dataset(", "pipeline evaluate --release", "pipeline run --input", "pipeline submit",
+        "make test   #")}  # fmt: skip
+    assert list(first.values()) == sorted(first.values())
+    assert first["load_dataset("] < 25 and first["pipeline evaluate --release"] < 45
+    assert len(lines) < 120
+    assert "--eval-file" not in text  # one option name for the release: --release
+
+
+def test_docs_figures_are_rendered_from_the_files_the_benchmarks_wrote() -> None:
+    assert render_docs.stale() == [], "run make docs"
+    assert set(render_docs.BLOCKS) == set(results.NAMES)
+    found = set()
+    for path in sorted(DOCS.glob("*.md")):
+        found |= set(re.findall(r"<!-- figures:(\w+) -->", path.read_text(encoding="utf-8")))
+    assert found == set(results.NAMES)  # every benchmark's figures are on a page
+
+
+def test_a_new_measurement_changes_the_docs(tmp_path: Path) -> None:
+    """The blocks follow the files: a benchmark that writes another figure changes the page."""
+    shutil.copytree(results.RESULTS_DIR, tmp_path / "results")
+    record = json.loads((tmp_path / "results" / "extract.json").read_text())
+    record["figures"]["extract_mb_s"] = 123456.7
+    (tmp_path / "results" / "extract.json").write_text(json.dumps(record))
+    page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    assert "123,456.7 MB/s" in render_docs.render(page, tmp_path / "results")
+    assert "123,456.7 MB/s" not in page
+    with pytest.raises(KeyError, match="available"):
+        render_docs.render("<!-- figures:nope -->\n<!-- /figures:nope -->", tmp_path / "results")
+
+
+@pytest.mark.parametrize("path", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name)
+def test_no_measured_figure_is_typed_outside_a_rendered_block(path: Path) -> None:
+    text = _outside_blocks(path.read_text(encoding="utf-8"))
+    assert MEASURED.findall(text) == [], path
+
+
+@pytest.mark.parametrize("path", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name)
+def test_relative_links_resolve(path: Path) -> None:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+        assert (path.parent / target).exists(), (path.name, target)
+
+
+def test_the_scale_projection_reads_the_extract_figure_from_its_file() -> None:
+    from bench.bench_scale import extract_mb_s
+
+    assert extract_mb_s() == results.read("extract")["figures"]["extract_mb_s"]
+
+
+def test_the_jobs_projection_uses_the_measured_extract_figures() -> None:
+    from pipeline import jobs
+
+    figures = results.read("extract")["figures"]
+    assert jobs.GZIP_MB_S == figures["decompress_mb_s"]["isal, the parts (ours)"]
+    assert jobs.EXTRACT_MB_S_PER_WORKER == figures["extract_mb_s"]
