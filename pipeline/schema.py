@@ -295,7 +295,7 @@ CANDIDATE_ABSTRACT = "candidate_abstract"
 CANDIDATE_CATEGORIES = "candidate_categories"
 CANDIDATE_RAW = "candidate_raw"
 SPLIT_NAMES = ("train", "eval")
-# how a hard negative was admitted by the same-field rule (see stages/negatives.py)
+# how a hard negative was admitted by the same-field rule (see stages/negatives/rules.py)
 NEGATIVE_SOURCES = ("own_category", "citing_survey_category", "cited_in_category")
 MATCH_ROUND = "match_round"
 N_MATCHED_EXACT = "n_matched_exact"
@@ -320,7 +320,7 @@ NEGATIVES = pa.schema(
         (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
         (KNOWN_DATE, pa.date32()),
         (EARLIEST_CITING_SURVEY_DATE, pa.date32()),
-        (MATCH_ROUND, pa.int8()),  # matching round that drew it (stages/negatives.py ROUNDS)
+        (MATCH_ROUND, pa.int8()),  # the matching round that drew it (negatives.sampling.ROUNDS)
     ]
 )
 
