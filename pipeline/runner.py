@@ -103,7 +103,6 @@ class ReduceContext:
     stage: Stage
     tmp_dir: Path
     stages: Mapping[str, Stage]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def upstream(self, stage: str, table: str) -> list[Path]:
         """Parquet files of an upstream table (map: one per input file; reduce: one)."""
@@ -1124,7 +1123,6 @@ def run_reduce(
     verify: bool = False,
     *,
     stages: Mapping[str, Stage],
-    **extra: Any,
 ) -> dict[str, Any] | None:
     """Run a reduce stage unless it is done and intact; return its manifest.
 
@@ -1143,7 +1141,7 @@ def run_reduce(
                 raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
                 log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
-                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, **extra)
+                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages)
         if stages[up].kind == "map":
             if stage_key(out, up, cfg, stages) is None:
                 raise RuntimeError(
@@ -1165,7 +1163,7 @@ def run_reduce(
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
-        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages, extra=extra)
+        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages)
         counts = stage.fn(ctx)
         files = {
             p.relative_to(tmp).as_posix(): file_record(p)
