@@ -12,7 +12,7 @@ SCALE ?= 100000,300000,1000000,2300000
 BATCH_CHECK ?= negatives,split,release
 DEMO_OUT ?= demo_out
 
-.PHONY: help venv demo test bench bench-eval bench-scale lint data eval docs
+.PHONY: help venv demo test test-fast bench bench-eval bench-scale lint data eval docs
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ demo: $(STAMP) ## run the whole pipeline on the bundled demo corpus (synthetic +
 
 test: $(STAMP) lint ## ruff (lint and format check), then the test suite (what CI runs)
 	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) lint ## ruff, then the fast suite for the inner loop (pytest -m "not slow": under 90 s; tests/conftest.py says which are slow)
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: $(STAMP) ## ruff lint and format check
 	$(BIN)/ruff check pipeline tests bench

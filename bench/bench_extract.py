@@ -36,7 +36,8 @@ from bench.naive_extract import naive_extract  # noqa: E402
 from pipeline import schema as S  # noqa: E402
 from pipeline.config import Config  # noqa: E402
 from pipeline.sources import iter_lines, resolve_inputs  # noqa: E402
-from pipeline.stages.extract import DECODER, extract_files  # noqa: E402
+from pipeline.stages.extract.driver import extract_files  # noqa: E402
+from pipeline.stages.extract.records import DECODER  # noqa: E402
 
 FILE_MB = 100
 AVG_PAPER_KB = 200

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.cli import main  # noqa: E402
 from pipeline.layout import to_2024_layout  # noqa: E402
-from pipeline.stages.extract import DECODER, _occurrences  # noqa: E402
+from pipeline.stages.extract.records import DECODER  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLE = FIXTURES / "unarxive-2022-sample" / "arXiv_src_2212_086.jsonl.gz"
@@ -38,7 +38,7 @@ def structure_changes() -> None:
     occurrences, papers = 0, set()
     for line in gzip.open(SAMPLE):
         rec = DECODER.decode(line)
-        occs = _occurrences(rec)
+        occs = occurrences(rec)
         bib = rec.bib_entries or {}
         old_top = None
         for i, o in enumerate(occs):

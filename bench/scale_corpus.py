@@ -62,6 +62,7 @@ from pipeline.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  # noqa: 
 from pipeline.runner import INPUTS, run_map, write_json  # noqa: E402
 from pipeline.sources import InputFile  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
+from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
@@ -818,13 +819,6 @@ def source_name(index: int) -> str:
 
 
 # ----------------------------------------------------------------- runner glue
-# extract's Parquet options (stages/extract.py: dictionaries where values repeat)
-_DICTIONARY_COLUMNS = (
-    S.PAPER_ID, S.SECTION, S.TOP_SECTION, S.SOURCE_FILE, S.PRIMARY_CATEGORY, S.LICENSE,
-    S.LAYOUT, S.REASON, S.CATEGORIES,
-)  # fmt: skip
-
-
 def input_files(corpus: ScaleCorpus) -> list[InputFile]:
     """One virtual input file per part; its identity names every generator parameter, so
     a corpus of another size, seed or generator version is generated again."""
@@ -850,7 +844,7 @@ def _generate_file(corpus: ScaleCorpus):
                 outputs[name],
                 compression=cfg.extract.compression,
                 row_group_size=cfg.extract.row_group_rows,
-                use_dictionary=[c for c in _DICTIONARY_COLUMNS if c in table.column_names],
+                use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
             )
         papers = tables["papers"].num_rows
         progress(papers, 0, 0)
@@ -897,7 +891,7 @@ def build(
     Files already generated with the same parameters are kept (their markers match).
     Returns the summed manifest counts (``extract``'s ``_summary.json``).
     """
-    from pipeline.stages.extract import summarize
+    from pipeline.stages.extract.driver import summarize
 
     cfg = cfg or Config()
     corpus = ScaleCorpus(papers, seed, papers_per_file, survey_share)

@@ -21,9 +21,9 @@ if str(ROOT) not in sys.path:
 from pipeline.config import load_config  # noqa: E402
 from pipeline.runner import run_reduce  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
-from pipeline.stages import negatives as N  # noqa: E402
 from pipeline.stages import release as R  # noqa: E402
 from pipeline.stages import works as W  # noqa: E402
+from pipeline.stages.negatives import stage as N  # noqa: E402
 
 
 def main() -> int:

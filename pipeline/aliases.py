@@ -19,6 +19,14 @@ DOI_PREFIX = "doi:"
 OPENALEX_PREFIX = "openalex:"
 # DataCite DOIs that arXiv mints for every new-style id.
 ARXIV_DOI = r"^10\.48550/arxiv\.(\d{4}\.\d{4,5})$"
+# An alias's kind is its prefix: the lower-case letters before the first colon.
+ID_KIND = r"^([a-z]+):"
+
+
+def id_kind(ids: pl.Expr) -> pl.Expr:
+    """The kind of each alias of ``ids`` (``"arxiv"`` for ``arxiv:2104.06921``; null for an
+    id without a prefix)."""
+    return ids.str.extract(ID_KIND, 1)
 
 
 def entry_aliases(refs: pl.LazyFrame) -> pl.LazyFrame:

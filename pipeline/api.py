@@ -31,7 +31,7 @@ from pipeline.config import Config, load_config
 from pipeline.runner import DEFAULT_MAX_FAILED, check_failures, run_map, run_reduce
 from pipeline.sources import InputError, resolve_inputs, shard
 from pipeline.stages import GRAPH
-from pipeline.stages.extract import summarize
+from pipeline.stages.extract.driver import summarize
 
 log = logging.getLogger("pipeline")
 

@@ -137,7 +137,7 @@ class NegativesConfig:
         1.0, "hard negatives per positive, per survey (rounded down)"
     )
     negative_sampling: str = _f(
-        "hash", "'hash' (seeded hash order) or 'hardest' (most same-category surveys first)"
+        "hash", "'hash' (seeded hash order) or 'hardest' (most co-cited with its positives first)"
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
     survey_batch_size: int = _f(
@@ -489,7 +489,7 @@ FIELD_CHECKS: dict[str, Check] = {
     "labels.essential_related_mentions": _int_at_least(1),
     "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
     "negatives.survey_batch_size": _int_at_least(1),
-    # multiplied by the negatives wanted in an Int64 expression (negatives.windows)
+    # multiplied by the negatives wanted in an Int64 expression (negatives.sampling.windows)
     "negatives.candidates_per_negative": _int_at_least(0, C_INT_MAX),
     "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     "release.dataset_name": _pattern(

@@ -123,40 +123,25 @@ def unchanged_since_release(out: Path, identity: dict[str, str]) -> dict[str, An
 def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
     """Input files without a finished (or recorded failed) extract for their current identity.
 
-    What the finishing Job waits on: the markers and manifests shard Jobs write last. On
-    a bucket mount another Job's marker can become visible before the files it vouches
-    for (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
+    What the finishing Job waits on: the markers and manifests shard Jobs write last,
+    judged as the runner judges them (:func:`pipeline.runner.input_problem`). On a bucket
+    mount another Job's marker can become visible before the files it vouches for
+    (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
     every output it records is there with its recorded size.
     """
-    from pipeline.runner import map_marker_key
+    from pipeline.runner import input_problem, map_marker_key
     from pipeline.sources import resolve_inputs
     from pipeline.stages import GRAPH
 
     stage = GRAPH["extract"]
     missing = []
-    records = W.archive_records(out, stage, cfg)
     for f in resolve_inputs([input_spec]):
-        want = map_marker_key(stage, f, cfg)
-        done = False
-        if f.is_archive:
-            # read to its end by some shard, and every unit it lists finished
-            record = records.get(f.key)
-            done = record is not None and record.get("key") == want
-            for unit in record.get("units", []) if done else []:
-                unit_marker = W.read_record(W.marker_path(out, stage.name, unit))
-                if unit_marker is None or W.map_output_problem(out, stage.name, unit_marker, False):
-                    done = False
-                    break
-        marker = W.marker_path(out, stage.name, f.key)
-        data = None if done else W.read_record(marker)
-        if data is not None:
-            done = data.get("key") == want and not W.map_output_problem(
-                out, stage.name, data, False
-            )
-        failed = W.read_record(W.manifest_path(out, stage.name, f.key))
-        if not done and failed is not None:  # a file that could not be read is an outcome too
-            done = failed.get("key") == want and failed.get("status") == W.FAILED
-        if not done:
+        if input_problem(stage, f, out, cfg) is None:
+            continue
+        # a file that could not be read is an outcome too
+        manifest = W.read_record(W.manifest_path(out, stage.name, f.key)) or {}
+        failed = manifest.get("status") == W.FAILED
+        if not failed or manifest.get("key") != map_marker_key(stage, f, cfg):
             missing.append(f.name or f.path)
     return missing
 

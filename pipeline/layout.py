@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-from pipeline.files import atomic_path
 
 # Top-level keys in the order the 2024 release writes them. ``sections`` goes last.
 _KEY_ORDER = (
@@ -123,36 +120,6 @@ def to_2024_layout(record: dict[str, Any]) -> dict[str, Any]:
 
 def _dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False)
-
-
-def convert_file(src: Path, dst: Path) -> int:
-    """Convert a 2022-layout JSONL file into a 2024-layout JSONL file.
-
-    Lines that are not a JSON object with a ``body_text`` list (malformed lines,
-    records already in the 2024 layout) are copied unchanged, byte for byte, so a
-    fixture with deliberately broken lines stays broken in the same way. Blank
-    lines are dropped. ``dst`` is written to a temporary file in its directory and
-    moved into place only when complete.
-
-    Args:
-        src: input JSONL (uncompressed).
-        dst: output JSONL; its parent directory must exist.
-
-    Returns:
-        Number of records converted (copied lines are not counted).
-    """
-    dst = Path(dst)
-    converted = 0
-    with atomic_path(dst) as tmp, open(tmp, "wb") as out, open(src, "rb") as inp:
-        for raw in inp:
-            line = raw.rstrip(b"\r\n")
-            if not line.strip():
-                continue
-            line, done = convert_line(line)
-            converted += done
-            out.write(line)
-            out.write(b"\n")
-    return converted
 
 
 def convert_line(

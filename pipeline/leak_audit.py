@@ -25,6 +25,7 @@ from collections.abc import Callable
 import polars as pl
 
 from pipeline import schema as S
+from pipeline.aliases import id_kind
 
 _GROUP = "_group"
 _Y = "_positive"
@@ -40,7 +41,7 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
         # the release writes a missing text as '' (schema.TEXT_COLUMNS); null counts too
         return pl.col(col).fill_null("") == ""
 
-    kind = pl.col(S.CANDIDATE_ID).str.extract(r"^([a-z]+):", 1)
+    kind = id_kind(pl.col(S.CANDIDATE_ID))
     out: dict[str, pl.Expr] = {
         S.N_CITING_SURVEYS: pl.col(S.N_CITING_SURVEYS),
         S.CANDIDATE_PRIOR_CITATIONS: pl.col(S.CANDIDATE_PRIOR_CITATIONS),
@@ -258,7 +259,7 @@ def text_kind(text_of: dict[str, pl.Expr], candidate_id: pl.Expr) -> pl.Expr:
         .then(pl.lit("title"))
         .otherwise(pl.lit("none"))
     )
-    return kind + pl.lit("_") + candidate_id.str.extract(r"^([a-z]+):", 1).fill_null("other")
+    return kind + pl.lit("_") + id_kind(candidate_id).fill_null("other")
 
 
 def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataFrame:

@@ -3,8 +3,9 @@ section occurrence of a paper from its structure.
 
 One table (:data:`ROLE_TABLE`), applied by one Polars expression (:func:`role_expr`)
 to the *unique* headings of a table, then joined back (:func:`heading_roles_frame`).
-:func:`heading_role` is the same expression on one heading, for tests, the ``roles``
-command and ad-hoc use, so there is no second implementation to drift.
+:func:`heading_roles` is the same expression on a list of headings, and
+:func:`heading_report` what the ``roles`` command prints, so there is no second
+implementation to drift.
 
 Matching runs on the *normalised* heading (:func:`normalize_expr`): citation
 markers ``{{cite:...}}``, inline math ``$...$`` and LaTeX commands are removed
@@ -387,14 +388,6 @@ def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     return expr.otherwise(role)
 
 
-def survey_heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
-    """:func:`survey_heading_role_expr` on one heading."""
-    s = pl.Series("h", [heading], dtype=pl.String)
-    return (
-        pl.DataFrame(s).select(survey_heading_role_expr(pl.col("h"), cfg or RolesConfig())).item()
-    )
-
-
 def heading_report(headings: pl.LazyFrame, cfg: RolesConfig) -> pl.DataFrame:
     """``heading, normalized, role, survey_role`` (plus any other columns of ``headings``)
     for a frame with a ``heading`` column: what the ``roles`` command prints."""
@@ -434,21 +427,10 @@ def heading_roles_frame(headings: pl.LazyFrame, column: str, cfg: RolesConfig) -
     )
 
 
-def heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
-    """Role of one heading (the same expression the stages apply)."""
-    return heading_roles([heading], cfg)[0]
-
-
 def heading_roles(headings: Iterable[str | None], cfg: RolesConfig | None = None) -> list[str]:
     """Roles of several headings, in order."""
     s = pl.Series("h", list(headings), dtype=pl.String)
     return pl.DataFrame(s).select(role_expr(pl.col("h"), cfg).alias("h"))["h"].to_list()
-
-
-def normalize_heading(heading: str | None) -> str:
-    """The normalised text the role patterns see (for tests and debugging)."""
-    s = pl.Series("h", [heading], dtype=pl.String)
-    return pl.DataFrame(s).select(normalize_expr(pl.col("h")))["h"].item()
 
 
 def role_distribution(

@@ -103,7 +103,6 @@ class ReduceContext:
     stage: Stage
     tmp_dir: Path
     stages: Mapping[str, Stage]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def upstream(self, stage: str, table: str) -> list[Path]:
         """Parquet files of an upstream table (map: one per input file; reduce: one)."""
@@ -124,6 +123,47 @@ def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, An
         "config_hash": cfg.section_hash(*stage.config_sections),
         "schema_version": SCHEMA_VERSION,
     }
+
+
+def input_problem(
+    stage: Stage, source: InputFile, out: Path, cfg: Config, verify: bool = False
+) -> str | None:
+    """Why input ``source`` of map stage ``stage`` is not done with ``cfg``, or None: what
+    :func:`run_map` skips by, and what a finishing Job waits on (``jobs.extract_missing``).
+
+    A file is done when its marker's key matches (input identity, config hash, schema
+    version), its outputs have the sizes (with ``verify``, the sha256) the marker records,
+    and its manifest is not damaged. An archive is done when a run read it to its end with
+    that key (its archive record) and every unit the record lists is done the same way.
+    ``"not done"`` and ``"stale"`` (the input or the config changed) are the quiet answers;
+    any other names what is wrong.
+    """
+    key = map_marker_key(stage, source, cfg)
+    if source.is_archive:
+        record = W.archive_records(out, stage, cfg).get(source.key)
+        if record is None:
+            return "not done"
+        if record.get("key") != key:
+            return "stale"
+        for unit in record.get("units", []):
+            marker = W.read_record(W.marker_path(out, stage.name, unit))
+            if marker is None:
+                return f"its unit {unit} is not done"
+            problem = map_output_problem(out, stage.name, marker, verify)
+            if problem is not None:
+                return f"its unit {unit}: {problem}"
+        return None
+    path = W.marker_path(out, stage.name, source.key)
+    marker = W.read_record(path)
+    if marker is None:
+        return f"its marker {path} is damaged" if path.exists() else "not done"
+    if marker.get("key") != key:
+        return "stale"
+    problem = map_output_problem(out, stage.name, marker, verify)
+    manifest = W.manifest_path(out, stage.name, source.key)
+    if problem is None and W.is_damaged(manifest):
+        problem = f"its manifest {manifest} is damaged"
+    return problem
 
 
 def allowed_failures(spec: str, total: int) -> int:
@@ -409,30 +449,18 @@ def run_map(
     todo: list[tuple[InputFile, dict[str, Any]]] = []
     done = 0
     for s in sources:
-        key = map_marker_key(stage, s, cfg)
-        path = W.marker_path(out, stage.name, s.key)
-        marker = W.read_record(path)
-        if marker is None:  # a damaged marker is redone, as a missing one
-            if path.exists():
-                log.warning(
-                    "%s: redo %s: its marker %s is damaged", stage.name, display(s.path), path
-                )
-            marker = {}
-        if not force and marker.get("key") == key:
-            problem = map_output_problem(out, stage.name, marker, verify)
-            manifest = W.manifest_path(out, stage.name, s.key)
-            if problem is None and W.is_damaged(manifest):
-                problem = f"its manifest {manifest} is damaged"
-            if problem is None:
-                log.info(
-                    "%s: skip %s (done: marker matches input identity and config)",
-                    stage.name,
-                    display(s.path),
-                )
-                done += 1
-                continue
+        problem = "not done" if force else input_problem(stage, s, out, cfg, verify)
+        if problem is None:
+            log.info(
+                "%s: skip %s (done: marker matches input identity and config)",
+                stage.name,
+                display(s.path),
+            )
+            done += 1
+            continue
+        if problem not in ("not done", "stale"):
             log.warning("%s: redo %s: %s", stage.name, display(s.path), problem)
-        todo.append((s, key))
+        todo.append((s, map_marker_key(stage, s, cfg)))
     if not sources:
         return results
     log.info(
@@ -1124,7 +1152,6 @@ def run_reduce(
     verify: bool = False,
     *,
     stages: Mapping[str, Stage],
-    **extra: Any,
 ) -> dict[str, Any] | None:
     """Run a reduce stage unless it is done and intact; return its manifest.
 
@@ -1143,7 +1170,7 @@ def run_reduce(
                 raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
                 log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
-                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, **extra)
+                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages)
         if stages[up].kind == "map":
             if stage_key(out, up, cfg, stages) is None:
                 raise RuntimeError(
@@ -1165,7 +1192,7 @@ def run_reduce(
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
-        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages, extra=extra)
+        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages)
         counts = stage.fn(ctx)
         files = {
             p.relative_to(tmp).as_posix(): file_record(p)

@@ -142,7 +142,7 @@ MENTIONS = pa.schema(
 )
 
 # one row per section occurrence of every paper (including those without citations), in
-# paper order; mentions join it on (paper_id, section_index). See stages/extract.py.
+# paper order; mentions join it on (paper_id, section_index). See pipeline/stages/extract/.
 SECTIONS = pa.schema(
     [
         (PAPER_ID, pa.string()),
@@ -298,7 +298,7 @@ CANDIDATE_RAW = "candidate_raw"
 SURVEY_LICENSE = "survey_license"
 CANDIDATE_LICENSE = "candidate_license"
 SPLIT_NAMES = ("train", "eval")
-# how a hard negative was admitted by the same-field rule (see stages/negatives.py)
+# how a hard negative was admitted by the same-field rule (see stages/negatives/rules.py)
 NEGATIVE_SOURCES = ("own_category", "citing_survey_category", "cited_in_category")
 MATCH_ROUND = "match_round"
 N_MATCHED_EXACT = "n_matched_exact"
@@ -324,7 +324,7 @@ NEGATIVES = pa.schema(
         (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
         (KNOWN_DATE, pa.date32()),
         (EARLIEST_CITING_SURVEY_DATE, pa.date32()),
-        (MATCH_ROUND, pa.int8()),  # matching round that drew it (stages/negatives.py ROUNDS)
+        (MATCH_ROUND, pa.int8()),  # the matching round that drew it (negatives.sampling.ROUNDS)
     ]
 )
 

@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schema as S
+from pipeline.aliases import id_kind
 from pipeline.runner import ReduceContext
 from pipeline.tables import scan_extract
 
@@ -174,7 +175,7 @@ def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
     """``(work_id, _work_paper_id, known_date, candidate categories, text_kind)`` of every work."""
     has_abstract = pl.col(S.ABSTRACT).str.strip_chars().fill_null("") != ""
     has_title = shown_title().str.strip_chars().fill_null("") != ""
-    kind = pl.col(S.WORK_ID).str.extract(r"^([a-z]+):", 1)
+    kind = id_kind(pl.col(S.WORK_ID))
     return works.select(
         S.WORK_ID,
         pl.col(S.PAPER_ID).alias(WORK_PAPER),

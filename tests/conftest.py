@@ -24,3 +24,116 @@ def sample_lines() -> list[bytes]:
 @pytest.fixture(scope="session")
 def sample_records(sample_lines: list[bytes]) -> list[dict]:
     return [json.loads(line) for line in sample_lines]
+
+
+# --------------------------------------------------------------------- the fast suite
+# `make test-fast` (`pytest -m "not slow"`) is the inner loop; `make test` and CI run every
+# test. Marked slow here, in one place: whole modules that run the pipeline end to end, any
+# test on the synthetic release (built once per session: a pipeline run of its own), and
+# single tests of other modules that take more than about a second.
+SLOW_MODULES = frozenset(
+    {
+        "test_archive",
+        "test_attack_battery_a",
+        "test_attack_battery_b",
+        "test_bad_inputs",
+        "test_batch_sizes",
+        "test_cli_errors",
+        "test_evaluate_e2e",
+        "test_figures",
+        "test_hub",
+        "test_jobs_local",
+        "test_layout_consistency",
+        "test_scale_corpus",
+        "test_verify",
+        "test_wheel",
+    }
+)
+# fixtures that hand a test the synthetic release (tests.test_negatives.synthetic_release_dir)
+SLOW_FIXTURES = frozenset({"synthetic_release", "release"})
+SLOW_TESTS: dict[str, frozenset[str]] = {
+    "test_api": frozenset(
+        {
+            "test_extract_reduce_and_status_return_typed_results",
+            "test_no_caller_reenters_the_cli_with_argv",
+        }
+    ),
+    "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
+    "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
+    "test_config": frozenset(
+        {
+            "test_every_invalid_value_fails_at_load_with_rc_2_and_one_line",
+            "test_bad_config_refused_before_any_stage_in_a_subprocess",
+        }
+    ),
+    "test_evaluate_metrics": frozenset(
+        {
+            "test_vectorised_tie_keys_match_the_reference",
+            "test_row_order_invariance_with_ties",
+            "test_random_hard_negative_auc_is_half",
+            "test_oracle_reaches_every_bound",
+        }
+    ),
+    "test_extract_layouts": frozenset({"test_both_layouts_same_references_and_mention_totals"}),
+    "test_files": frozenset(
+        {
+            "test_a_concurrent_cleanup_keeps_an_evaluations_temp_files",
+            "test_one_atomic_writer_and_one_file_hash",
+        }
+    ),
+    "test_inputs_hostile": frozenset(
+        {"test_a_failed_gzip_file_reports_the_lines_and_bytes_it_decoded"}
+    ),
+    "test_labels": frozenset({"test_hand_made_config_variants"}),
+    "test_negatives": frozenset({"test_seed_changes_the_draw_and_output_is_reproducible"}),
+    "test_release": frozenset(
+        {
+            "test_two_runs_give_identical_release_files",
+            "test_real_sample_survey_in_train_without_negatives",
+            "test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode",
+            "test_release_fails_on_a_repeated_pair",
+            "test_split_by_survey_date",
+            "test_split_fails_when_a_negative_postdates_its_survey",
+            "test_prior_citations_in_domain_and_citing_surveys_by_hand",
+        }
+    ),
+    "test_rank": frozenset({"test_retrieval_mode_agrees_with_pytrec_eval"}),
+    "test_roles": frozenset({"test_roles_command_stdin"}),
+    "test_runner": frozenset(
+        {
+            "test_workers_die_with_the_main_process",
+            "test_shards_partition_the_sorted_files",
+            "test_kill_minus_9_then_resume_is_byte_identical",
+            "test_rerun_skips_and_force_redoes",
+            "test_shards_with_different_input_lists_are_refused",
+            "test_later_stages_wait_for_every_shard",
+            "test_changed_input_or_config_redoes_that_file",
+            "test_the_runner_and_the_jobs_judge_an_input_done_alike",
+        }
+    ),
+    "test_surveys": frozenset({"test_rule_change_reruns_surveys_and_later_only"}),
+    "test_synth": frozenset({"test_real_section_structures", "test_survey_share_and_traps"}),
+    "test_works": frozenset({"test_real_sample", "test_one_work_id_across_doi_openalex_and_arxiv"}),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests (above); refuse a name in SLOW_TESTS that its module lacks."""
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2]  # type: ignore[attr-defined]
+        name = getattr(item, "originalname", item.name)
+        seen.add((module, name))
+        if (
+            module in SLOW_MODULES
+            or name in SLOW_TESTS.get(module, ())
+            or SLOW_FIXTURES.intersection(item.fixturenames)  # type: ignore[attr-defined]
+        ):
+            item.add_marker(pytest.mark.slow)
+    if any("::" in arg for arg in config.args):
+        return  # single tests named: their modules are not collected whole
+    modules = {m for m, _ in seen}
+    missing = [f"{m}::{n}" for m in modules for n in SLOW_TESTS.get(m, ()) if (m, n) not in seen]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names no such test: {missing}")

@@ -21,8 +21,8 @@ from pipeline import schema as S
 from pipeline import workdir as W
 from pipeline.cli import main
 from pipeline.evaluate.evalset import EvalSetError
-from pipeline.stages import extract as E
-from pipeline.stages.extract import Occurrence, structure
+from pipeline.stages.extract import records, rows
+from pipeline.stages.extract.structure import Occurrence, structure
 from tests.test_negatives import synthetic_release_dir
 from tests.test_verify import _flip_byte, _outputs, _run
 
@@ -94,14 +94,14 @@ def test_2_an_error_of_any_type_while_extracting_is_a_counted_reject(
     """Whatever extract_record raises is that line's reject (file and line named), and the
     rows it appended before failing are dropped."""
     bad_id = json.loads(sample_lines[1])["metadata"]["id"]
-    real = E._occurrences
+    real = rows.occurrences
 
     def fail_for_one(rec):  # noqa: ANN001, ANN202
         if rec.metadata.id == bad_id:
             raise KeyError("boom")
         return real(rec)
 
-    monkeypatch.setattr(E, "_occurrences", fail_for_one)
+    monkeypatch.setattr(rows, "occurrences", fail_for_one)
     records = [json.loads(line) for line in sample_lines[:3]]
     out, manifest = _extract(tmp_path, records)
     counts = manifest["counts"]
@@ -125,8 +125,8 @@ def test_2_an_error_of_any_type_while_extracting_is_a_counted_reject(
 def test_3_a_version_date_past_any_year_is_no_date(
     tmp_path: Path, sample_lines: list[bytes]
 ) -> None:
-    assert E.parse_version_date("Thu, 22 Dec 99999999999999999999 15:08:58 GMT") is None
-    assert E.parse_version_date("Thu, 22 Dec 2022 15:08:58 GMT").year == 2022
+    assert records.parse_version_date("Thu, 22 Dec 99999999999999999999 15:08:58 GMT") is None
+    assert records.parse_version_date("Thu, 22 Dec 2022 15:08:58 GMT").year == 2022
     huge = [{"version": "v1", "created": "Thu, 22 Dec 99999999999999999999 15:08:58 GMT"}]
     rec = _record(sample_lines, 0, metadata={"versions": huge})
     out, manifest = _extract(tmp_path, [rec])

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from pipeline import visible as V
-from pipeline.stages import negatives as N
 from pipeline.stages import release as R
 from pipeline.stages import works as W
+from pipeline.stages.negatives import stage as N
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
 STAGES = ("works", "negatives", "split", "release")

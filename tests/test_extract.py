@@ -14,7 +14,7 @@ import pytest
 from pipeline import schema as S
 from pipeline.cli import main
 from pipeline.ids import normalize_arxiv, normalize_doi, normalize_openalex
-from pipeline.stages.extract import clean_heading, parse_version_date
+from pipeline.stages.extract.records import clean_heading, parse_version_date
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
 CITE = re.compile(r"\{\{cite:([^}]*)\}\}")

@@ -14,8 +14,8 @@ import zstandard
 
 from pipeline import api, sources
 from pipeline.layout import group_sections
-from pipeline.roles import heading_role, survey_heading_role
 from pipeline.sources import InputError, InputFile, InputReadError, iter_lines, resolve_inputs
+from tests.test_roles import heading_role, survey_heading_role
 
 
 def _file(p: Path) -> InputFile:

@@ -15,10 +15,12 @@ import pytest
 from pipeline import api
 from pipeline import schema as S
 from pipeline import visible as V
-from pipeline.config import Config, load_config
+from pipeline.config import NEGATIVE_SAMPLINGS, Config, load_config
 from pipeline.runner import ReduceContext, file_record, write_json
 from pipeline.stages import GRAPH
-from pipeline.stages import negatives as N
+from pipeline.stages.negatives import rules as NR
+from pipeline.stages.negatives import sampling as NS
+from pipeline.stages.negatives.strategies import HARDNESS, STRATEGIES
 
 # --------------------------------------------------------------------- hand-made work dir
 # Surveys (all cs.CL except S3):          S2 2021-03-01 < S1 2021-05-15 < S3 2022-01-10 < S4 2023-02-01
@@ -63,7 +65,7 @@ LABELS = {
 X1, X2 = "2005.00001", "2106.00001"
 OTHER_PAPERS = {X1: ("cs.CL", date(2020, 5, 1), [A, G]), X2: ("cs.CL", date(2021, 6, 10), [A])}
 
-# What the rules admit, by hand (see the module docstring of pipeline.stages.negatives):
+# What the rules admit, by hand (see the module docstring of pipeline.stages.negatives.rules):
 # S1: A own, C via S2 (earlier survey, no date), D own (2021-04-20 < 2021-05-15), H own (cs.CL among
 #     its categories). Not B (cs.CV only), E (later), F (S1 cites doi:10.1/f, an alias of F, in an
 #     entry that did not resolve), M (month 2021-05 ends after S1).
@@ -260,10 +262,20 @@ def _negatives(out: Path) -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------- hand-made tests
+def _every_candidate(out: Path) -> pl.DataFrame:
+    """Every admissible pair with its source and counts, drawn by the stage itself: with the
+    whole pool considered and far more negatives wanted than there are candidates, the last
+    matching round (survey only) takes every candidate."""
+    run_stage(out, "negatives", _cfg(negatives_per_positive=1000.0, candidates_per_negative=0))
+    got = _negatives(out)
+    per = pl.read_parquet(out / "negatives" / "negative_surveys.parquet")
+    assert per[S.N_NEGATIVE_CANDIDATES].sum() == got.height  # every candidate was drawn
+    return got
+
+
 def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
     build_handmade(tmp_path)
-    ctx = ReduceContext(tmp_path, _cfg(), GRAPH["negatives"], tmp_path / "negatives", GRAPH)
-    got = N.negative_candidates(ctx).collect()
+    got = _every_candidate(tmp_path)
     found: dict[str, dict[str, str]] = {s: {} for s in SURVEYS}
     for s, w, src in got.select(S.SURVEY_ID, S.WORK_ID, S.NEGATIVE_SOURCE).iter_rows():
         found[s][w] = src
@@ -279,12 +291,11 @@ def test_candidates_follow_the_three_rules(tmp_path: Path) -> None:
 
 def test_every_survey_gets_floor_ratio_times_positives_when_the_pool_allows(tmp_path: Path) -> None:
     build_handmade(tmp_path)
+    pool = _every_candidate(tmp_path)
     counts = run_stage(tmp_path, "negatives", _cfg())
     neg = _negatives(tmp_path)
     assert neg[S.LABEL].to_list() == [0] * neg.height
     n_pos = {s: sum(1 for (t, _) in LABELS if t == s) for s in SURVEYS}
-    ctx = ReduceContext(tmp_path, _cfg(), GRAPH["negatives"], tmp_path / "negatives", GRAPH)
-    pool = N.negative_candidates(ctx).collect()
     for s in SURVEYS:
         admissible = set(pool.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID])
         got = neg.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()
@@ -309,8 +320,8 @@ def test_ratio_is_floored(tmp_path: Path) -> None:
 def _stratum(kind: str, in_domain: bool, age: int, citations: int, surveys: int) -> dict:
     return {
         V.TEXT_KIND: kind, S.IN_DOMAIN: in_domain, V.AGE_BIN: age, V.CITATIONS_BIN: citations,
-        V.SURVEYS_BIN: surveys, N._AGE_COARSE: age // 2, N._CITATIONS_COARSE: (citations + 1) // 2,
-        N._AGE_KNOWN: age >= 0, N._SURVEYS_COARSE: (surveys + 1) // 2,
+        V.SURVEYS_BIN: surveys, NR.AGE_COARSE: age // 2, NR.CITATIONS_COARSE: (citations + 1) // 2,
+        NR.AGE_KNOWN: age >= 0, NR.SURVEYS_COARSE: (surveys + 1) // 2,
     }  # fmt: skip
 
 
@@ -320,35 +331,39 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
             V.AGE_BIN,
             V.CITATIONS_BIN,
             V.SURVEYS_BIN,
-            N._AGE_COARSE,
-            N._CITATIONS_COARSE,
-            N._SURVEYS_COARSE,
+            NR.AGE_COARSE,
+            NR.CITATIONS_COARSE,
+            NR.SURVEYS_COARSE,
         ).cast(pl.Int8)
     )
 
 
 # three positives of survey "s" and their strata; candidates a-e by hand
 _POSITIVES = [
-    {S.SURVEY_ID: "s", S.WORK_ID: "p1", N._PAIR_HASH: 1, **_stratum("abstract", True, 2, 3, 1)},
-    {S.SURVEY_ID: "s", S.WORK_ID: "p2", N._PAIR_HASH: 2, **_stratum("raw_doi", False, -1, 0, 0)},
-    {S.SURVEY_ID: "s", S.WORK_ID: "p3", N._PAIR_HASH: 3, **_stratum("raw_doi", False, 3, 1, 0)},
+    {S.SURVEY_ID: "s", S.WORK_ID: "p1", NS.PAIR_HASH: 1, **_stratum("abstract", True, 2, 3, 1)},
+    {S.SURVEY_ID: "s", S.WORK_ID: "p2", NS.PAIR_HASH: 2, **_stratum("raw_doi", False, -1, 0, 0)},
+    {S.SURVEY_ID: "s", S.WORK_ID: "p3", NS.PAIR_HASH: 3, **_stratum("raw_doi", False, 3, 1, 0)},
 ]
 _PAIRS = [  # pool 0 = A (cited by surveys), 1 = B (wider)
-    {S.SURVEY_ID: "s", S.WORK_ID: "a", N._POOL: 0, N._PAIR_HASH: 9, N._HARDNESS: 0,
+    {S.SURVEY_ID: "s", S.WORK_ID: "a", NR.POOL: 0, NS.PAIR_HASH: 9, HARDNESS: 0,
      **_stratum("abstract", True, 2, 3, 1)},  # p1's stratum exactly
-    {S.SURVEY_ID: "s", S.WORK_ID: "b", N._POOL: 1, N._PAIR_HASH: 1, N._HARDNESS: 5,
+    {S.SURVEY_ID: "s", S.WORK_ID: "b", NR.POOL: 1, NS.PAIR_HASH: 1, HARDNESS: 5,
      **_stratum("abstract", True, 2, 3, 1)},  # same, but pool B
-    {S.SURVEY_ID: "s", S.WORK_ID: "c", N._POOL: 0, N._PAIR_HASH: 3, N._HARDNESS: 0,
+    {S.SURVEY_ID: "s", S.WORK_ID: "c", NR.POOL: 0, NS.PAIR_HASH: 3, HARDNESS: 0,
      **_stratum("raw_doi", False, 0, 0, 0)},  # p2 but for its age: round 2 keeps popularity
-    {S.SURVEY_ID: "s", S.WORK_ID: "d", N._POOL: 0, N._PAIR_HASH: 4, N._HARDNESS: 0,
+    {S.SURVEY_ID: "s", S.WORK_ID: "d", NR.POOL: 0, NS.PAIR_HASH: 4, HARDNESS: 0,
      **_stratum("raw_doi", False, 5, 6, 0)},  # p3 only by kind, domain, known age: round 5
-    {S.SURVEY_ID: "s", S.WORK_ID: "e", N._POOL: 0, N._PAIR_HASH: 5, N._HARDNESS: 0,
+    {S.SURVEY_ID: "s", S.WORK_ID: "e", NR.POOL: 0, NS.PAIR_HASH: 5, HARDNESS: 0,
      **_stratum("raw_arxiv", False, 0, 0, 0)},  # no positive's kind: the last round only
 ]  # fmt: skip
 
 
+def _match(slots: pl.DataFrame, pairs: pl.DataFrame, hardest: bool) -> pl.DataFrame:
+    return NS.match(slots, pairs, STRATEGIES["hardest" if hardest else "hash"].prefer)
+
+
 def _matched(per_positive: float, hardest: bool = False) -> dict[str, int]:
-    got = N.match(N.slots(_frame(_POSITIVES), per_positive), _frame(_PAIRS), hardest)
+    got = _match(NS.slots(_frame(_POSITIVES), per_positive), _frame(_PAIRS), hardest)
     return dict(got.select(S.WORK_ID, S.MATCH_ROUND).iter_rows())
 
 
@@ -359,24 +374,24 @@ def test_matching_takes_the_positive_stratum_first_then_relaxes_it() -> None:
     assert _matched(2.0) == {"a": 0, "b": 0, "c": 2, "d": 5, "e": 7}
     # floor(0.5 * 3) = 1 slot: positive i gets floor(0.5(i+1)) - floor(0.5i), so p2 gets it
     assert _matched(0.5) == {"c": 2}
-    assert N.slots(_frame(_POSITIVES), 1 / 3).height == 1
+    assert NS.slots(_frame(_POSITIVES), 1 / 3).height == 1
 
 
 def test_hardest_orders_by_co_citation_within_the_stratum() -> None:
     # within p1's stratum the pool comes first, then hardness: a (pool A) still precedes b
     assert _matched(1.0, hardest=True) == {"a": 0, "c": 2, "d": 5}
-    p1 = N.slots(_frame(_POSITIVES[:1]), 1.0)
-    pairs = _frame(_PAIRS).with_columns(pl.lit(0).alias(N._POOL))  # both in pool A now
-    assert N.match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness 5 > 0
-    assert N.match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["b"]  # hash 1 < 9
+    p1 = NS.slots(_frame(_POSITIVES[:1]), 1.0)
+    pairs = _frame(_PAIRS).with_columns(pl.lit(0).alias(NR.POOL))  # both in pool A now
+    assert _match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness 5 > 0
+    assert _match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["b"]  # hash 1 < 9
     pairs = pairs.with_columns(
         pl.when(pl.col(S.WORK_ID) == "a")
         .then(0)
-        .otherwise(pl.col(N._PAIR_HASH))
-        .alias(N._PAIR_HASH)
+        .otherwise(pl.col(NS.PAIR_HASH))
+        .alias(NS.PAIR_HASH)
     )
-    assert N.match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["a"]  # hash 0 < 1
-    assert N.match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness first
+    assert _match(p1, pairs, hardest=False)[S.WORK_ID].to_list() == ["a"]  # hash 0 < 1
+    assert _match(p1, pairs, hardest=True)[S.WORK_ID].to_list() == ["b"]  # hardness first
 
 
 def test_seed_changes_the_draw_and_output_is_reproducible(tmp_path: Path) -> None:
@@ -407,16 +422,16 @@ def _pool_order() -> pl.DataFrame:
     return pl.DataFrame(
         {
             S.PRIMARY_CATEGORY: ["cs.CL"] * 10,
-            N._POOL: pl.Series([0] * 10, dtype=pl.Int8),
-            N._I: pl.Series(range(10), dtype=pl.Int64),
+            NR.POOL: pl.Series([0] * 10, dtype=pl.Int8),
+            NS.POOL_POSITION: pl.Series(range(10), dtype=pl.Int64),
             S.WORK_ID: [f"w{i}" for i in range(10)],
-            N._EXISTS_FROM: [date(2019, 1, 1)] * 6 + [date(2021, 1, 1)] * 4,
+            NS.EXISTS_FROM: [date(2019, 1, 1)] * 6 + [date(2021, 1, 1)] * 4,
         }
     )
 
 
 def _windows(monkeypatch: pytest.MonkeyPatch, per_negative: int) -> dict[str, list[str]]:
-    monkeypatch.setattr(N, "WINDOW_FLOOR", 3)
+    monkeypatch.setattr(NS, "WINDOW_FLOOR", 3)
     surveys = pl.DataFrame(
         {
             S.SURVEY_ID: ["small", "big", "early", "undated"],
@@ -426,8 +441,8 @@ def _windows(monkeypatch: pytest.MonkeyPatch, per_negative: int) -> dict[str, li
         }
     )
     order = _pool_order()
-    got = N.window_pairs(
-        N.windows(surveys, order, pl.col(S.N_POSITIVES), per_negative, 13), order
+    got = NS.window_pairs(
+        NS.windows(surveys, order, pl.col(S.N_POSITIVES), per_negative, 13), order
     ).collect()
     return {
         s: got.filter(pl.col(S.SURVEY_ID) == s)[S.WORK_ID].to_list()
@@ -441,7 +456,7 @@ def test_window_is_a_cyclic_run_of_the_hash_order_scaled_to_the_works_that_exist
     got = _windows(monkeypatch, per_negative=1)
     # "small" wants 2 -> size max(1 * 2, floor 3) = 3 of the 6 works that existed before it:
     # ceil(3 * 10 / 6) = 5 consecutive works of the 10, from floor(h * 10 / 2**32)
-    start = N.id_hash(13, "small") * 10 // 2**32
+    start = NS.id_hash(13, "small") * 10 // 2**32
     assert set(got["small"]) == {f"w{(start + j) % 10}" for j in range(5)}
     assert len(got["small"]) == 5
     assert set(got["big"]) == {f"w{i}" for i in range(10)}  # size 6 >= 6 that existed
@@ -454,18 +469,44 @@ def test_window_zero_means_the_whole_pool(monkeypatch: pytest.MonkeyPatch) -> No
     assert len(got["small"]) == 10 and len(set(got["small"])) == 10
 
 
+def _fmix32(x: int) -> int:
+    """MurmurHash3's 32-bit finaliser in Python integers: the reference for ``fmix32_expr``."""
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) % 2**32
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) % 2**32
+    return x ^ (x >> 16)
+
+
+def _pair_hash(seed: int, survey_id: str, work_id: str) -> int:
+    """The pair hash the stage computes in Polars (``sampling.with_pair_hash``), in Python."""
+    return _fmix32(NS.id_hash(seed, survey_id) ^ NS.id_hash(seed, work_id))
+
+
 def test_pair_hash_is_pinned() -> None:
     # Values fixed once: a change here means every release's negatives change.
-    assert N.id_hash(13, S1) == int.from_bytes(
+    assert NS.id_hash(13, S1) == int.from_bytes(
         hashlib.sha1(b"13\x1f2101.00001").digest()[:4], "big"
     )
-    assert N.id_hash(13, S1) == 1313759635
-    assert N.pair_hash(13, S1, A) == 1819063075
-    assert N.pair_hash(0, "2212.11774", "doi:10.1/x") == 879932002
-    assert N._fmix32(0) == 0 and N._fmix32(1) == 0x514E28B7  # MurmurHash3 fmix32 test vector
+    assert NS.id_hash(13, S1) == 1313759635
+    assert _pair_hash(13, S1, A) == 1819063075
+    assert _pair_hash(0, "2212.11774", "doi:10.1/x") == 879932002
+    assert _fmix32(0) == 0 and _fmix32(1) == 0x514E28B7  # MurmurHash3 fmix32 test vector
     frame = pl.DataFrame({"x": [0, 1, 2**32 - 1]}, schema={"x": pl.UInt64})
-    got = frame.select(N._fmix32_expr(pl.col("x")))["x"].to_list()
-    assert got == [N._fmix32(v) for v in (0, 1, 2**32 - 1)]
+    got = frame.select(NS.fmix32_expr(pl.col("x")))["x"].to_list()
+    assert got == [_fmix32(v) for v in (0, 1, 2**32 - 1)]
+    pairs = pl.LazyFrame({S.SURVEY_ID: [S1, "2212.11774"], S.WORK_ID: [A, "doi:10.1/x"]})
+    hashed = NS.with_pair_hash(
+        pairs, NS.id_hash_frame(pairs, S.WORK_ID, 13), NS.survey_hash_frame(pairs, 13)
+    ).collect()
+    assert hashed[NS.PAIR_HASH].to_list() == [
+        1819063075,
+        _pair_hash(13, "2212.11774", "doi:10.1/x"),
+    ]
+
+
+def test_every_sampling_the_config_allows_is_a_strategy() -> None:
+    assert tuple(STRATEGIES) == NEGATIVE_SAMPLINGS
 
 
 def test_bad_sampling_names_the_choices(tmp_path: Path) -> None:

@@ -9,14 +9,31 @@ from pipeline import schema as S
 from pipeline.config import RolesConfig
 from pipeline.roles import (
     ROLE_TABLE,
-    heading_role,
     heading_roles,
-    normalize_heading,
+    normalize_expr,
     role_distribution,
     section_roles,
-    survey_heading_role,
+    survey_heading_role_expr,
     survey_role_expr,
 )
+
+
+def heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
+    """Role of one heading (the expression the stages apply)."""
+    return heading_roles([heading], cfg)[0]
+
+
+def survey_heading_role(heading: str | None, cfg: RolesConfig | None = None) -> str:
+    """Survey role of one heading (``survey_heading_role_expr``)."""
+    frame = pl.DataFrame(pl.Series("h", [heading], dtype=pl.String))
+    return frame.select(survey_heading_role_expr(pl.col("h"), cfg or RolesConfig())).item()
+
+
+def normalize_heading(heading: str | None) -> str:
+    """The normalised text the role patterns see."""
+    frame = pl.DataFrame(pl.Series("h", [heading], dtype=pl.String))
+    return frame.select(normalize_expr(pl.col("h")))["h"].item()
+
 
 EXPECTED = [
     # numbering, case, markers, LaTeX

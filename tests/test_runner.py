@@ -332,3 +332,34 @@ def test_disk_full_is_one_line_and_rc_2(
     assert main(["extract", "--input", str(corpus), "--out", str(tmp_path / "o")]) == 2
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert "No space left on device" in message and "\n" not in message
+
+
+def test_the_runner_and_the_jobs_judge_an_input_done_alike(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    """``runner.input_problem`` is what ``run_map`` skips by and what ``jobs.extract_missing``
+    waits on: a fresh file, a finished one, a damaged manifest, another config."""
+    from pipeline import jobs
+    from pipeline import workdir as W
+    from pipeline.runner import input_problem
+    from pipeline.stages import GRAPH
+
+    corpus, out = tmp_path / "in", tmp_path / "out"
+    corpus.mkdir()
+    (corpus / "a.jsonl").write_bytes(b"\n".join(sample_lines[:2]) + b"\n")
+    cfg, stage = load_config(), GRAPH["extract"]
+    (source,) = resolve_inputs([str(corpus)])
+    assert input_problem(stage, source, out, cfg) == "not done"
+    assert len(jobs.extract_missing(out, str(corpus), cfg)) == 1
+    api.extract(corpus, out, workers=1)
+    assert input_problem(stage, source, out, cfg) is None
+    assert jobs.extract_missing(out, str(corpus), cfg) == []
+    other = load_config(overrides={"extract": {"batch_papers": 7}})
+    assert input_problem(stage, source, out, other) == "stale"
+    assert len(jobs.extract_missing(out, str(corpus), other)) == 1
+    manifest = W.manifest_path(out, stage.name, source.key)
+    manifest.write_text('{"counts": ')
+    assert f"its manifest {manifest} is damaged" == input_problem(stage, source, out, cfg)
+    assert len(jobs.extract_missing(out, str(corpus), cfg)) == 1
+    api.extract(corpus, out, workers=1)  # redone
+    assert input_problem(stage, source, out, cfg) is None

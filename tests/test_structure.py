@@ -18,7 +18,7 @@ from pipeline import api
 from pipeline import schema as S
 from pipeline.config import RolesConfig
 from pipeline.roles import section_roles
-from pipeline.stages.extract import Occurrence, structure
+from pipeline.stages.extract.structure import Occurrence, structure
 from tests.conftest import FIXTURES, PREVIEW_2024, SAMPLE_2022
 
 HEADINGS = FIXTURES / "real_headings.tsv"

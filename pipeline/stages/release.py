@@ -88,34 +88,10 @@ from pipeline.tables import RowGroupWriter, id_batches, scan_extract, write_tabl
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
-_CITING_DATE = "_citing_date"
 log = logging.getLogger("pipeline")
 
 
 # --------------------------------------------------------------------- tables
-def prior_citations(ctx: ReduceContext, cands: pl.LazyFrame) -> pl.LazyFrame:
-    """``(survey_id, work_id, candidate_prior_citations)`` for candidates cited before their survey."""
-    dates = (
-        scan_extract(ctx, "papers")
-        .select(S.PAPER_ID, pl.col(S.FIRST_VERSION_DATE).alias(_CITING_DATE))
-        .drop_nulls(_CITING_DATE)
-    )
-    citing = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
-        .filter(pl.col(S.WORK_ID).is_not_null())
-        .select(S.PAPER_ID, S.WORK_ID)
-        .unique()
-        .join(dates, on=S.PAPER_ID, how="inner")
-    )
-    return (
-        cands.select(S.SURVEY_ID, S.WORK_ID, S.SURVEY_DATE)
-        .join(citing, on=S.WORK_ID, how="inner")
-        .filter(pl.col(_CITING_DATE) < pl.col(S.SURVEY_DATE))
-        .group_by(S.SURVEY_ID, S.WORK_ID)
-        .agg(pl.col(S.PAPER_ID).n_unique().cast(pl.Int64).alias(S.CANDIDATE_PRIOR_CITATIONS))
-    )
-
-
 def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl.LazyFrame:
     """Every (survey, candidate) row of the release, both splits, with a ``split`` column
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered

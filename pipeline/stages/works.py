@@ -129,7 +129,7 @@ def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
     )
     return (
         counted.filter(~pl.col(ALIAS).str.starts_with(ARXIV_PREFIX))
-        .with_columns(pl.col(OTHER).str.extract(r"^([a-z]+):", 1).alias(KIND))
+        .with_columns(A.id_kind(pl.col(OTHER)).alias(KIND))
         .group_by(ALIAS, KIND)
         .agg(pl.col(OTHER).n_unique().alias("n"))
         .filter(pl.col("n") > max_partners)

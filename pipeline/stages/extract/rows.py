@@ -1,0 +1,421 @@
+"""Rows of a batch of papers: column buffers (:class:`Tables`), one record's rows
+(:func:`extract_record`), and the writer thread that turns a batch into Parquet.
+
+Rows are buffered in Python lists and handed, one batch at a time, to the writer thread,
+which builds Arrow tables and writes Parquet while the next batch is decoded. Cite spans
+whose ref_id has no bib entry are counted (``cite_spans_missing_bib``), not written. A
+paper seen twice in one file keeps its first copy; later copies are rejected as
+``duplicate_paper``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import regex
+
+from pipeline import schema as S
+from pipeline.config import Config
+from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
+from pipeline.stages.extract.records import (
+    Abstract,
+    BibIds,
+    Record,
+    Reject,
+    parse_iso_date,
+    parse_version_date,
+)
+from pipeline.stages.extract.structure import occurrences
+
+_NO_IDS = BibIds()
+_BAD_ID_CHAR = regex.compile(r"[\s\p{Cc}\p{Cf}]")
+_REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
+
+
+class Tables:
+    """Column buffers for one batch of papers (plain lists; Arrow is built in the writer)."""
+
+    __slots__ = ("papers", "references", "mentions", "sections", "rejects", "runs")
+
+    def __init__(self, source: str) -> None:
+        # source_file is constant per input file (per member of an archive's unit): the
+        # writer adds it from ``runs``, not every row.
+        self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
+        self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
+        # every cited ref id with the batch row of its section occurrence; the writer
+        # thread turns them into mentions (_mentions)
+        self.mentions: dict[str, list[Any]] = {_CITED_ROW: [], S.REF_ID: []}
+        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS) | {_PAPER_ROW: []}
+        self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
+        self.runs: list[tuple[str, dict[str, int]]] = []
+        self.start(source)
+
+    def start(self, source: str) -> None:
+        """Rows from here on come from ``source`` (the next member of a unit)."""
+        self.runs.append((source, {name: _rows(getattr(self, name)) for name in S.EXTRACT_TABLES}))
+
+    def run_lengths(self, name: str) -> list[tuple[str, int]]:
+        """``(source_file, rows)`` runs of table ``name``, in row order."""
+        ends = [start[name] for _, start in self.runs[1:]] + [_rows(getattr(self, name))]
+        return [(src, end - start[name]) for (src, start), end in zip(self.runs, ends, strict=True)]
+
+    def sizes(self) -> tuple[int, int, int, int]:
+        """Rows of papers, references, mentions and sections (every column of a table has
+        as many between two records)."""
+        return (
+            len(self.papers[S.PAPER_ID]),
+            len(self.references[S.REF_ID]),
+            len(self.mentions[S.REF_ID]),
+            len(self.sections[S.PAPER_ID]),
+        )
+
+    def truncate(self, sizes: tuple[int, int, int, int]) -> None:
+        """Drop the rows appended since :meth:`sizes` returned ``sizes``."""
+        for table, size in zip(
+            (self.papers, self.references, self.mentions, self.sections), sizes, strict=True
+        ):
+            for column in table.values():
+                del column[size:]
+
+
+def _rows(cols: dict[str, list[Any]]) -> int:
+    return len(next(iter(cols.values())))
+
+
+_CONTAINED = "_contained_arxiv_ids"
+_CITED_ROW = "_cited_row"  # a cited ref id's row of sections in the batch
+_PAPER_ROW = "_paper_row"  # a section occurrence's row of papers in the batch
+
+
+def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
+    return {n: [] for n in schema.names if n != S.SOURCE_FILE}
+
+
+def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> None:
+    """Append one paper's rows to ``out`` (its cited ref ids raw: see :func:`_mentions`).
+
+    Raises:
+        Reject: the record lacks what every later stage needs.
+    """
+    md = rec.metadata
+    if md is None:
+        raise Reject("missing_metadata")
+    # stripped before the emptiness check: an id of blanks is no id (then the record's own)
+    paper_id = strip_version(md.id or "") or strip_version(rec.paper_id or "")
+    if not paper_id:
+        raise Reject("missing_paper_id")
+    if md.categories is None or not md.categories.split():
+        raise Reject("missing_categories", f"categories={md.categories!r}")
+    if rec.body_text is None and rec.sections is None:
+        raise Reject("unknown_layout", "neither body_text (2022) nor sections (2024)")
+    if _BAD_ID_CHAR.search(paper_id):
+        # ids end up in TREC runs and file names; an id with a tab or a newline breaks them
+        raise Reject(
+            "invalid_paper_id", f"paper id {paper_id!r} contains whitespace or control characters"
+        )
+    if paper_id in seen:
+        raise Reject("duplicate_paper", f"{paper_id} already extracted from this file")
+
+    bib = rec.bib_entries or {}
+    cats = md.categories.split()
+    versions = md.versions or []
+    ab = rec.abstract
+    abstract = (
+        md.abstract if md.abstract is not None else (ab.text if isinstance(ab, Abstract) else ab)
+    )
+    p = out.papers
+    p[S.PAPER_ID].append(paper_id)
+    p[S.TITLE].append(" ".join(md.title.split()) if md.title else None)
+    p[S.ABSTRACT].append(abstract.strip() if abstract else None)
+    p[S.CATEGORIES].append(cats)
+    p[S.PRIMARY_CATEGORY].append(cats[0])
+    p[S.FIRST_VERSION_DATE].append(parse_version_date(versions[0].created) if versions else None)
+    p[S.TEXT_DATE].append(parse_version_date(versions[-1].created) if versions else None)
+    p[S.UPDATE_DATE].append(parse_iso_date(md.update_date))
+    p[S.LICENSE].append(md.license)
+    p[S.DOI].append(md.doi)  # normalised in the writer
+    p[S.N_BIB_ENTRIES].append(len(bib))
+    p[S.LAYOUT].append("2022" if rec.body_text is not None else "2024")
+    p[S.LINE_NUMBER].append(line_number)
+
+    # identifiers are appended raw and normalised column-wise in the writer thread
+    # (Polars, outside the GIL): per-entry Python regex calls would be the hot spot.
+    r = out.references
+    n = len(bib)
+    r[S.PAPER_ID].extend([paper_id] * n)
+    r[S.REF_ID].extend(bib)
+    entries = list(bib.values())
+    ids = [e.ids or _NO_IDS for e in entries]
+    r[S.ARXIV_ID].extend([i.arxiv_id for i in ids])
+    r[S.DOI].extend([i.doi for i in ids])
+    r[S.OPENALEX_ID].extend([i.open_alex_id for i in ids])
+    r[S.RAW].extend([e.bib_entry_raw for e in entries])
+    r[_CONTAINED].extend(
+        [
+            " ".join([c.id for c in e.contained_arXiv_ids if c.id])
+            if e.contained_arXiv_ids
+            else None
+            for e in entries
+        ]
+    )
+
+    occs = occurrences(rec)
+    sec = out.sections
+    base = len(sec[S.PAPER_ID])  # this paper's first row of sections in the batch
+    m = out.mentions
+    m_ref, m_row = m[S.REF_ID], m[_CITED_ROW]
+    for index, occ in enumerate(occs):
+        cited = occ.cited
+        if cited:
+            m_ref.extend(cited)
+            m_row.extend([base + index] * len(cited))
+    n_occ = len(occs)
+    sec[S.PAPER_ID].extend([paper_id] * n_occ)
+    sec[_PAPER_ROW].extend([len(p[S.PAPER_ID]) - 1] * n_occ)
+    sec[S.SECTION_INDEX].extend(range(n_occ))
+    sec[S.SECTION].extend([o.section for o in occs])
+    sec[S.SEC_NUMBER].extend([o.number for o in occs])
+    sec[S.LEVEL].extend([o.level for o in occs])
+    sec[S.TOP_INDEX].extend([o.top for o in occs])
+    sec[S.UNNAMED].extend([o.unnamed for o in occs])
+    sec[S.APPENDIX].extend([o.appendix for o in occs])
+    seen.add(paper_id)  # last: a record that fails part-way is not taken as seen
+
+
+# --------------------------------------------------------------------- writer thread
+DICTIONARY_COLUMNS = (
+    S.PAPER_ID,
+    S.SECTION,
+    S.TOP_SECTION,
+    S.SEC_NUMBER,
+    S.SOURCE_FILE,
+    S.PRIMARY_CATEGORY,
+    S.LICENSE,
+    S.LAYOUT,
+    S.REASON,
+    S.CATEGORIES,
+)
+_RAW_TYPES = {  # columns whose lists may hold only None (or nothing)
+    S.ARXIV_ID: pl.String,
+    S.DOI: pl.String,
+    S.OPENALEX_ID: pl.String,
+    _CONTAINED: pl.String,
+    S.REF_ID: pl.String,
+    _CITED_ROW: pl.Int64,
+    _PAPER_ROW: pl.Int64,
+}
+
+
+def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
+    """Python lists -> columnar (holds the GIL: runs on the decoding thread).
+
+    Polars builds the long string columns of references and mentions ~3x faster
+    than ``pa.array``; pyarrow is faster for papers (list and date columns).
+    """
+    if name in ("references", "mentions", "sections"):
+        overrides = {k: v for k, v in _RAW_TYPES.items() if k in cols}
+        return pl.DataFrame(cols, schema_overrides=overrides, strict=False)
+    schema = _REJECTS_OUT if name == "rejects" else S.PAPERS
+    return pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
+
+
+def _finish(name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int]]) -> pa.Table:
+    """Normalise identifiers, add ``source_file``, cast to the schema (mostly outside the GIL)."""
+    schema = _REJECTS_OUT if name == "rejects" else S.EXTRACT_TABLES[name]
+    if name == "papers":
+        frame = pl.from_arrow(frame).with_columns(doi_expr(S.DOI).alias(S.DOI))  # zero-copy in
+    elif name == "references":
+        frame = frame.with_columns(
+            pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),
+            doi_expr(S.DOI).alias(S.DOI),
+            openalex_expr(S.OPENALEX_ID).alias(S.OPENALEX_ID),
+        ).drop(_CONTAINED)
+    table = frame.to_arrow() if isinstance(frame, pl.DataFrame) else frame
+    sources = [pa.repeat(pa.scalar(src, pa.string()), n) for src, n in runs if n]
+    column = pa.concat_arrays(sources) if sources else pa.array([], pa.string())
+    table = table.append_column(S.SOURCE_FILE, column)
+    # one chunk per column, whatever Polars' thread count: identical Parquet bytes anywhere
+    return table.select(schema.names).cast(schema).combine_chunks()
+
+
+def _mentions(
+    cited: pl.DataFrame,
+    papers: pa.Table,
+    references: pl.DataFrame,
+    sections: pl.DataFrame,
+    sources: pa.ChunkedArray,
+) -> tuple[pa.Table, int]:
+    """Mentions of one batch from its cited ref ids, and how many cited no bib entry.
+
+    ``papers``, ``references`` and ``sections`` are the batch's columns as the decoding
+    thread built them (``_columns``), ``sources`` the finished ``source_file`` of sections.
+    A mention row is a (section occurrence, bib entry) pair with the number of times the
+    occurrence cites it, in paper order and then first-citation order. Ref ids without a
+    bib entry in their paper are counted (``cite_spans_missing_bib``), not written. The
+    counting runs here, in Polars outside the GIL: per cite span in Python it would hold
+    the decoding thread.
+    """
+    # papers of one batch may share an id (two members of a unit): bib entries and
+    # sections are matched by the paper's row in the batch, never by its id
+    n_bib = papers.column(S.N_BIB_ENTRIES).to_numpy(zero_copy_only=False)
+    bib = pl.DataFrame(
+        {
+            _PAPER_ROW: np.repeat(np.arange(len(n_bib), dtype=np.int64), n_bib),
+            S.REF_ID: references[S.REF_ID],
+        }
+    )
+    kept = (
+        cited.with_columns(sections[_PAPER_ROW].gather(cited[_CITED_ROW]).alias(_PAPER_ROW))
+        .join(bib, on=[_PAPER_ROW, S.REF_ID], how="semi", maintain_order="left")
+        .group_by([_CITED_ROW, S.REF_ID], maintain_order=True)
+        .agg(pl.len().alias(S.N_MENTIONS))
+    )
+    rows = kept[_CITED_ROW]
+    index = sections[S.SECTION_INDEX].gather(rows)
+    top_rows = rows - index + sections[S.TOP_INDEX].gather(rows)  # the paper's top-level row
+    frame = pl.DataFrame(
+        {
+            S.PAPER_ID: sections[S.PAPER_ID].gather(rows),
+            S.REF_ID: kept[S.REF_ID],
+            S.SECTION: sections[S.SECTION].gather(rows),
+            S.TOP_SECTION: sections[S.SECTION].gather(top_rows),
+            S.SECTION_INDEX: index,
+            S.N_MENTIONS: kept[S.N_MENTIONS],
+            S.SOURCE_FILE: pl.from_arrow(sources).gather(rows),
+        }
+    )
+    table = frame.to_arrow().cast(S.MENTIONS).combine_chunks()
+    return table, cited.height - int(kept[S.N_MENTIONS].sum())
+
+
+# a file's counts that only the writer thread knows (see _mentions)
+_WRITER_COUNTS = ("cite_spans_missing_bib", "mentions_rows")
+
+
+class FileDone:
+    """Set by the writer thread when every table of one input file is closed."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+        self.counts = dict.fromkeys(_WRITER_COUNTS, 0)
+
+    def wait(self) -> None:
+        self.event.wait()
+        if self.error is not None:
+            raise self.error
+
+
+class Writer(threading.Thread):
+    """Finishes and writes batches while the next one (or the next file) is decoded.
+
+    The decoding thread turns its lists into Arrow/Polars columns itself (that work
+    holds the GIL either way); this thread runs what releases the GIL: the Polars
+    identifier normalisation, the casts, and Parquet encoding and compression. It
+    lives for a whole run of files, so writing the end of one file overlaps
+    decoding the start of the next.
+    """
+
+    def __init__(self, cfg: Config):
+        super().__init__(daemon=True)
+        self.cfg = cfg
+        self.q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.outputs: dict[str, Path] = {}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.counts: dict[str, int] = {}
+
+    def _write_batch(self, batch: dict[str, tuple[pl.DataFrame | pa.Table, Any]]) -> None:
+        tables = {
+            name: _finish(name, frame, runs)
+            for name, (frame, runs) in batch.items()
+            if name != "mentions"
+        }
+        tables["mentions"], missing = _mentions(
+            batch["mentions"][0],
+            batch["papers"][0],
+            batch["references"][0],
+            batch["sections"][0],
+            tables["sections"].column(S.SOURCE_FILE),
+        )
+        self.counts["cite_spans_missing_bib"] += missing
+        self.counts["mentions_rows"] += tables["mentions"].num_rows
+        for name in S.EXTRACT_TABLES:
+            self._write(name, tables[name])
+
+    def _write(self, name: str, table: pa.Table) -> None:
+        if table.num_rows == 0 and name in self.writers:
+            return
+        if name not in self.writers:
+            self.writers[name] = pq.ParquetWriter(
+                self.outputs[name],
+                table.schema,
+                compression=self.cfg.extract.compression,
+                # dictionaries only where values repeat; ids and raw strings are unique
+                use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
+            )
+        if table.num_rows:
+            self.writers[name].write_table(table, row_group_size=self.cfg.extract.row_group_rows)
+
+    def _close_file(self) -> None:
+        writers, self.writers = self.writers, {}
+        for w in writers.values():
+            w.close()
+
+    def run(self) -> None:
+        while True:
+            kind, item = self.q.get()
+            if kind == "stop":
+                return
+            try:
+                if self.error is not None:
+                    raise self.error
+                if kind == "open":
+                    self.outputs = item
+                    self.counts = dict.fromkeys(_WRITER_COUNTS, 0)
+                elif kind == "batch":
+                    self._write_batch(item)
+                elif kind == "end":
+                    self._close_file()
+                    item.counts = self.counts
+                    item.event.set()
+            except BaseException as e:  # reported through the file's FileDone
+                self.error = e
+                if kind == "end":
+                    with contextlib.suppress(BaseException):
+                        self._close_file()
+                    item.error = e
+                    item.event.set()
+
+    def open(self, outputs: dict[str, Path]) -> None:
+        self.q.put(("open", outputs))
+
+    def put(self, batch: Tables) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put(
+            (
+                "batch",
+                {
+                    name: (_columns(name, getattr(batch, name)), batch.run_lengths(name))
+                    for name in S.EXTRACT_TABLES
+                },
+            )
+        )
+
+    def end(self) -> FileDone:
+        done = FileDone()
+        self.q.put(("end", done))
+        return done
+
+    def stop(self) -> None:
+        self.q.put(("stop", None))
+        self.join()
