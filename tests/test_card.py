@@ -121,11 +121,15 @@ def test_no_judgment_column_among_the_inputs(release: Path) -> None:
     judgment: not in the schema, not in the written files, not on the card."""
     import pyarrow.parquet as pq
 
+    from pipeline.release_files import beir_file
+
     inputs = {"candidates": S.CANDIDATES_VIEW, "queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS}
     for name, schema in inputs.items():
         assert not set(schema.names) & (S.JUDGMENT_COLUMNS | S.LICENSE_COLUMNS), name
         for split in _meta(release)["splits_written"]:
-            path = release / (f"{name}/{split}.parquet")
+            path = release / (
+                beir_file(name, split) if name != "candidates" else f"{name}/{split}.parquet"
+            )
             assert pq.read_schema(path).names == schema.names, path
     assert (
         S.HAS_NEGATIVES not in S.BEIR_QUERIES.names

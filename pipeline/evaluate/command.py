@@ -168,7 +168,12 @@ def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         ),
     )
     parser.add_argument("out", type=Path, metavar="DIR", help="the folder to write")
-    parser.add_argument("--format", choices=FORMATS, default=FORMATS[0], help="the layout")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=FORMATS[0],
+        help="the layout to write: beir, the files of BEIR's GenericDataLoader",
+    )
     parser.add_argument(
         "--release",
         type=Path,
