@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import pytrec_eval
 
 from pipeline import api
 from pipeline.config import Config, EvaluateConfig
 from pipeline.release_files import BEIR_VIEWS
 from tests.test_negatives import synthetic_release_dir
+from tests.trec_reference import pytrec_eval
 
 KS = (1, 3, 5, 10, 20, 100)  # MTEB's cutoffs (1000 aside)
 CONFIG = Config(evaluate=EvaluateConfig(bootstrap_samples=20, random_seeds=1, ks=KS))
@@ -66,7 +66,7 @@ def _pytrec(qrels: dict, results: dict) -> dict[str, float]:
     """MTEB's and BEIR's scoring: pytrec_eval over the queries, averaged."""
     cuts = ",".join(map(str, KS))
     measures = {f"ndcg_cut.{cuts}", f"map_cut.{cuts}", f"recall.{cuts}"}
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(results)
+    per_query = pytrec_eval(qrels, results, measures)
     keys = next(iter(per_query.values())).keys()
     return {k: float(np.mean([v[k] for v in per_query.values()])) for k in keys}
 

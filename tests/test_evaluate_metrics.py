@@ -8,7 +8,6 @@ from math import log2
 import numpy as np
 import polars as pl
 import pytest
-import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from pipeline.evaluate.measures import metric_aliases
 from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
 from pipeline.evaluate.synthetic import synthetic_eval_set
 from pipeline.evaluate.ties import tie_keys
+from tests.trec_reference import pytrec_eval_many
 
 KS = (1, 3, 5)
 
@@ -320,7 +320,8 @@ def _random_judgments(seed: int, n_surveys: int) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _trec(frame: pl.DataFrame, measures: set[str], level: int) -> dict[str, dict[str, float]]:
+def _trec(frame: pl.DataFrame, *evaluations: tuple[set[str], int]) -> list[dict]:
+    """pytrec_eval's per-query values for each (measures, relevance level)."""
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for survey, candidate, label, score in frame.select(
@@ -328,7 +329,7 @@ def _trec(frame: pl.DataFrame, measures: set[str], level: int) -> dict[str, dict
     ).iter_rows():
         qrels.setdefault(survey, {})[candidate] = int(label)
         run.setdefault(survey, {})[candidate] = float(score)
-    return pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level).evaluate(run)
+    return pytrec_eval_many(qrels, run, list(evaluations))
 
 
 def _assert_agrees(ours: pl.DataFrame, theirs: dict, pairs: list[tuple[str, str]]) -> None:
@@ -350,8 +351,11 @@ def test_agrees_with_pytrec_eval(seed: int) -> None:
     frame = _random_judgments(seed, 40)
     ours = per_survey_metrics(frame, ks=ks)
     cut = ",".join(map(str, ks))
-    level1 = _trec(frame, {f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, level=1)
-    level3 = _trec(frame, {"recip_rank", f"recall.{cut}"}, level=3)
+    level1, level3 = _trec(
+        frame,
+        ({f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, 1),
+        ({"recip_rank", f"recall.{cut}"}, 3),
+    )
     pairs1 = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in ks] + [(f"R@{k}", f"recall_{k}") for k in ks]
     _assert_agrees(ours, level1, pairs1 + [("AP", "map"), ("Rprec", "Rprec")])
     _assert_agrees(
@@ -376,8 +380,9 @@ def test_agrees_with_pytrec_eval_property(labels: list[int], rnd) -> None:
     )
     ks = (1, 2, 5, 10)
     ours = per_survey_metrics(frame, ks=ks)
-    level1 = _trec(frame, {"ndcg_cut.1,2,5,10", "recall.1,2,5,10", "map", "Rprec"}, level=1)
-    level3 = _trec(frame, {"recip_rank"}, level=3)
+    level1, level3 = _trec(
+        frame, ({"ndcg_cut.1,2,5,10", "recall.1,2,5,10", "map", "Rprec"}, 1), ({"recip_rank"}, 3)
+    )
     pairs = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in ks] + [(f"R@{k}", f"recall_{k}") for k in ks]
     _assert_agrees(ours, level1, pairs + [("AP", "map"), ("Rprec", "Rprec")])
     _assert_agrees(ours, level3, [("RR(rel=3)", "recip_rank")])

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-import pytrec_eval
 
 from pipeline.config import EvaluateConfig
 from pipeline.evaluate import evaluate
@@ -30,6 +29,7 @@ from pipeline.rank.features import FEATURE_SETS, FEATURES, METADATA_SET, TEXT
 from pipeline.release_files import beir_file
 from pipeline.schema import CANDIDATES_VIEW, JUDGMENT_COLUMNS, SURVEY_DATE
 from tests.test_negatives import synthetic_release_dir
+from tests.trec_reference import pytrec_eval_many
 
 FAST = EvaluateConfig(bootstrap_samples=50, random_seeds=2)
 
@@ -204,10 +204,9 @@ def test_retrieval_mode_agrees_with_pytrec_eval(
         survey, _, doc, _, score, _ = line.split()
         run.setdefault(survey, {})[doc] = float(score)
     cut = ",".join(map(str, ks))
-    level1 = pytrec_eval.RelevanceEvaluator(
-        qrels, {f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, relevance_level=1
-    ).evaluate(run)
-    level3 = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}, relevance_level=3).evaluate(run)
+    level1, level3 = pytrec_eval_many(
+        qrels, run, [({f"ndcg_cut.{cut}", f"recall.{cut}", "map", "Rprec"}, 1), ({"recip_rank"}, 3)]
+    )
     pairs = [(f"nDCG@{k}", f"ndcg_cut_{k}") for k in ks] + [(f"R@{k}", f"recall_{k}") for k in ks]
     pairs += [("AP", "map"), ("Rprec", "Rprec")]
     checked = 0
