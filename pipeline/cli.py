@@ -404,7 +404,7 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], Any]]:
         "pipeline.demo",
         "pipeline.evaluate.command",  # evaluate
         "push",
-        "pipeline.jobs",  # job, submit
+        "pipeline.jobs.command",  # job, submit
         "pipeline.rank.command",  # features, train
     ):
         if name == "push":

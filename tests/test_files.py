@@ -31,7 +31,7 @@ ALLOWED = {
         "sources.py": "hash of an input path, not of a file",
         "archive.py": "a part's sha256 while it streams (checked against the published one), "
         "and the hash of a unit's member headers",
-        "jobs.py": "fingerprints of the package's bytes and of input identities, not of a file",
+        "jobs/identity.py": "fingerprints of the package's bytes and of input identities, not of a file",
     },
     "hashlib.file_digest": {},
     "tempfile.mkstemp": {},

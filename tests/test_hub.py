@@ -473,7 +473,7 @@ def test_submit_dry_run_prints_the_full_specs(
     assert TOKEN not in out.out + out.err
     plan = json.loads(out.out)
     assert f"pipeline_config (from {cfg})" in plan["code_upload"]
-    assert "pipeline/jobs.py" in plan["code_upload"] and plan["wait_for_shards"] is None
+    assert "pipeline/jobs/step.py" in plan["code_upload"] and plan["wait_for_shards"] is None
     specs = plan["jobs"]
     assert len(specs) == 5
     for spec in specs:
@@ -543,7 +543,10 @@ def test_submit_one_run_uploads_code_creates_the_bucket_and_pins_the_input(
     code = stub.commits[0]
     assert code["repo"] == "someone/survey-reading-lists-code"
     assert code["files"]["pipeline_config"] == cfg.read_bytes()
-    assert code["files"]["pipeline/jobs.py"] == (ROOT / "pipeline" / "jobs.py").read_bytes()
+    assert (
+        code["files"]["pipeline/jobs/step.py"]
+        == (ROOT / "pipeline" / "jobs" / "step.py").read_bytes()
+    )
     assert stub.buckets == ["someone/survey-reading-lists-work"]
     script = [*BASE, "--config", "/code/pipeline_config", "--step", "all", *PUBLISH, "--tag", "v1"]
     assert _sent(stub) == [("jobs", _uv(script), _volumes(INPUT_SHA, code["oid"]))]

@@ -1,0 +1,73 @@
+"""How long extract takes on a Job flavour, from ``make bench``'s figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# `make bench`'s figures (bench/results/extract.json, which a Job's code upload does not
+# ship: tests/test_docs.py checks these equal it), on the synthetic bench corpus packed as
+# the Hub packs unarXive 2024; the bench corpus compresses better than the real one, so real
+# decompression per MB of output may be slower. Flavours' vCPUs are the Hub's published
+# sizes, not checked here (`HfApi().list_jobs_hardware()`).
+GZIP_MB_S = 881.0  # ISA-L over the parts (our reader), one core, MB of JSONL per second
+EXTRACT_MB_S_PER_WORKER = 438.5  # extract, one worker, MB of JSONL per second
+ARCHIVE_RATIO = 371 / 105  # unarXive 2024: 371 GB of JSONL in 105 GB of parts
+MOUNT_MB_S = 200.0  # assumed read rate of the /data mount: not documented, not measured
+PUBLISHED_ARCHIVE_GB = 104.8  # the three parts' sizes on the Hub (39.8 + 39.8 + 25.2 GB)
+FLAVOR_VCPUS = {"cpu-basic": 2, "cpu-upgrade": 8, "cpu-performance": 8, "cpu-xl": 16}
+
+
+def input_summary(input_spec: str) -> dict[str, Any]:
+    """What ``--input`` names: its archives with their parts, and its JSONL files."""
+    from pipeline.sources import display, resolve_inputs
+
+    found = resolve_inputs([input_spec])
+    archives = [
+        {
+            "name": display(f.name),
+            "bytes": f.size,
+            "parts": [
+                {"name": display(p.name), "bytes": p.size, "sha256": p.sha256 or None}
+                for p in f.parts
+            ],
+        }
+        for f in found
+        if f.is_archive
+    ]
+    plain = [f for f in found if not f.is_archive]
+    return {
+        "input": input_spec,
+        "archives": archives,
+        "jsonl_files": len(plain),
+        "jsonl_bytes": sum(f.size for f in plain),
+    }
+
+
+def extract_projection(
+    archive_bytes: int, flavor: str, fan_out: int = 1, workers: int | None = None
+) -> dict[str, Any]:
+    """Projected wall time of extract over ``archive_bytes`` of tar.gz parts: every Job
+    reads and decompresses the whole stream (one core), its other cores decode its
+    units; the slowest of reading, decompressing and decoding sets the pace."""
+    vcpus = FLAVOR_VCPUS.get(flavor, 2)
+    decoders = workers or max(1, vcpus - 1)
+    jsonl = archive_bytes * ARCHIVE_RATIO
+    mount_s = archive_bytes / (MOUNT_MB_S * 1e6)
+    read_s = jsonl / (GZIP_MB_S * 1e6)
+    decode_s = jsonl / max(fan_out, 1) / (EXTRACT_MB_S_PER_WORKER * 1e6 * decoders)
+    return {
+        "flavor": flavor,
+        "vcpus": vcpus,
+        "decoding_workers": decoders,
+        "jsonl_gb": round(jsonl / 1e9, 1),
+        "read_hours": round(mount_s / 3600, 2),
+        "decompress_hours": round(read_s / 3600, 2),
+        "decode_hours_per_job": round(decode_s / 3600, 2),
+        "projected_hours": round(max(mount_s, read_s, decode_s) / 3600, 2),
+        "rates": {
+            "mount_mb_s_assumed": MOUNT_MB_S,
+            "gzip_mb_s": GZIP_MB_S,
+            "extract_mb_s_per_worker": EXTRACT_MB_S_PER_WORKER,
+            "source": "make bench on the 2-core development machine, not measured on Jobs",
+        },
+    }
