@@ -58,11 +58,13 @@ if str(ROOT) not in sys.path:
 
 from pipeline import schema as S  # noqa: E402
 from pipeline.config import Config  # noqa: E402
+from pipeline.files import write_json  # noqa: E402
 from pipeline.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  # noqa: E402
-from pipeline.runner import INPUTS, run_map, write_json  # noqa: E402
+from pipeline.runner import run_map  # noqa: E402
 from pipeline.sources import InputFile  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
+from pipeline.workdir import INPUTS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 

@@ -1,7 +1,8 @@
 """Run one reduce stage with other batch sizes than the defaults (for ``bench_scale --batch-check``).
 
-The batch sizes are module constants; this sets them to a fraction of their defaults, as ``tests/test_batch_sizes.py`` does at its
-smallest, and runs the stage in this process with ``force``. The outputs must have the
+The batch sizes are the stages' limits (:class:`pipeline.stages.base.Limits`, outside the
+config and its hash); this runs the stage in this process with ``force`` and every limit
+divided, as ``tests/test_batch_sizes.py`` does at its smallest. The outputs must have the
 same bytes as with the defaults: each batch's rows depend only on its own surveys,
 works or files.
 
@@ -21,9 +22,7 @@ if str(ROOT) not in sys.path:
 from pipeline.config import load_config  # noqa: E402
 from pipeline.runner import run_reduce  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
-from pipeline.stages import release as R  # noqa: E402
-from pipeline.stages import works as W  # noqa: E402
-from pipeline.stages.negatives import stage as N  # noqa: E402
+from pipeline.stages.base import Limits  # noqa: E402
 
 
 def main() -> int:
@@ -32,12 +31,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--divide", type=int, default=7, help="batch sizes = defaults // this")
     args = ap.parse_args()
-    d = max(args.divide, 1)
-    W._MERGE_EVERY = max(W._MERGE_EVERY // d, 1)
-    N.BATCH_PAIRS = max(N.BATCH_PAIRS // d, 1)
-    R.BATCH_ROWS = max(R.BATCH_ROWS // d, 1)
+    limits = Limits().divided(max(args.divide, 1))
     # the config stays the default: it is recorded in every output's metadata
-    run_reduce(GRAPH[args.stage], args.out, load_config(None), force=True, stages=GRAPH)
+    run_reduce(
+        GRAPH[args.stage], args.out, load_config(None), force=True, stages=GRAPH, limits=limits
+    )
     return 0
 
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from pipeline import workdir as W
 from pipeline.config import Config, load_config
-from pipeline.runner import DEFAULT_MAX_FAILED, check_failures, run_map, run_reduce
-from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
+from pipeline.sources import InputError
 from pipeline.stages import GRAPH
 from pipeline.stages.extract.driver import summarize
 
@@ -306,15 +306,20 @@ def extract(
     cfg, specs, workers, out = config_of(config), _specs(inputs), _workers(workers), Path(out)
     if not specs:
         raise InputError("extract needs --input")
-    every = resolve_inputs(specs, exclude=_not_input(out, specs))
-    files = shard(every, *shard_of)
+    stage = GRAPH["extract"]
     with W.run_lock(out, cfg):  # a run with another config is refused (WorkDirBusyError)
-        # every shard records the whole input list under its own name: later stages check that
-        # all shards agree on it and wait until every file of it is done
-        W.record_shard_inputs(out, "extract", shard_of, specs, every, prune)
-        W.check_foreign_outputs(out, GRAPH["extract"], every, prune)
-        W.clean_stale_temps(W.stage_dir(out, "extract"))
-        run_map(GRAPH["extract"], files, out, cfg, workers, force, verify, shard_of)
+        every = run_map_stage(
+            stage,
+            specs,
+            out,
+            cfg,
+            workers,
+            exclude=_not_input(out, specs),
+            force=force,
+            verify=verify,
+            shard_of=shard_of,
+            prune=prune,
+        )
         totals = summarize(out)
         result = ExtractResult(
             out=out,
@@ -335,9 +340,7 @@ def extract(
             len(result.failed_files),
             result.outputs,
         )
-        keys = {f.key for f in every}
-        failed = [f for f in W.failed_inputs(out, GRAPH["extract"], cfg) if f["source_key"] in keys]
-        check_failures(failed, len(every), max_failed_files, "extract")
+        check_map_failures(stage, out, cfg, every, max_failed_files)
     return result
 
 

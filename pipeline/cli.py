@@ -296,13 +296,14 @@ def _roles(args: argparse.Namespace) -> int:
     import polars as pl
 
     from pipeline.roles import heading_report, work_headings
-    from pipeline.runner import ReduceContext
+    from pipeline.stages.context import ReduceContext
     from pipeline.tables import scan_extract
 
     cfg = load_config(args.config)
     if args.from_out is not None:
-        ctx = ReduceContext(args.from_out, cfg, GRAPH["extract"], args.from_out, GRAPH)
-        if not ctx.upstream("extract", "sections"):
+        # read as the stage that applies the roles reads them (labels, which reads extract)
+        ctx = ReduceContext(args.from_out, cfg, GRAPH["labels"], args.from_out, GRAPH)
+        if not ctx.files("extract", "sections"):
             raise InputError(f"{args.from_out}: no extract sections tables (run extract first)")
         headings = work_headings(scan_extract(ctx, "sections"), scan_extract(ctx, "mentions"))
     else:

@@ -51,68 +51,37 @@ from pipeline.archive import (
     unit_key,
 )
 from pipeline.config import Config
-from pipeline.files import (  # noqa: F401 - also re-exported for older callers
-    atomic_path,
+from pipeline.files import (
     file_record,
-    sha256_file,
-    sha256_text,
     temp_tag,
     write_json,
 )
-from pipeline.graph import Stage, stage_graph  # noqa: F401 - re-exported for the stages
 from pipeline.progress import Progress
 from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import InputFile, InputReadError, display, source_name, stream_lines
-
-# The work directory's layout and its reads are pipeline.workdir's; re-exported for the
-# stage modules and older callers that import them from here.
-from pipeline.workdir import (  # noqa: F401
+from pipeline.sources import (
+    InputFile,
+    InputReadError,
+    display,
+    resolve_inputs,
+    shard,
+    source_name,
+    stream_lines,
+)
+from pipeline.stages.base import Limits, Stage
+from pipeline.stages.context import ReduceContext
+from pipeline.workdir import (
     FAILED,
-    INPUTS,
-    MANIFESTS,
-    MARKERS,
-    SHARD_INPUTS,
     SUCCESS,
-    check_files,
-    clean_stale_temps,
-    disagreement,
     failed_inputs,
     input_list,
     map_output_problem,
-    reduce_done,
     reduce_problem,
-    shard_record_path,
-    shard_records,
     stage_key,
-    write_shard_record,
 )
 
 log = logging.getLogger("pipeline")
 
 DEFAULT_MAX_FAILED = "1%"
-
-
-# --------------------------------------------------------------------- stages
-@dataclass
-class ReduceContext:
-    """What a reduce stage sees: the work dir, the config, its own temp output dir and the
-    stage graph (:func:`stage_graph`) it runs in."""
-
-    out: Path
-    cfg: Config
-    stage: Stage
-    tmp_dir: Path
-    stages: Mapping[str, Stage]
-
-    def upstream(self, stage: str, table: str) -> list[Path]:
-        """Parquet files of an upstream table (map: one per input file; reduce: one)."""
-        return W.upstream_files(self.out, self.stages, stage, table)
-
-    def output(self, name: str) -> Path:
-        """Path for an output file of this stage (inside the temp dir until success)."""
-        p = self.tmp_dir / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        return p
 
 
 # --------------------------------------------------------------------- keys and markers
@@ -423,6 +392,47 @@ def _record_failure(
     write_json(W.manifest_path(Path(out), stage.name, source.key), manifest)
     _log_done(manifest)
     return manifest
+
+
+def run_map_stage(
+    stage: Stage,
+    specs: list[str],
+    out: Path,
+    cfg: Config,
+    workers: int,
+    *,
+    exclude: list[Path],
+    force: bool = False,
+    verify: bool = False,
+    shard_of: tuple[int, int] = (0, 1),
+    prune: bool = False,
+) -> list[InputFile]:
+    """A map stage from its input specs: resolve them (``exclude``: folders discovery must
+    not read), record this shard's whole input list, refuse (or, ``prune``, delete) finished
+    outputs of files that are no longer inputs, clean stale temporary files, then
+    :func:`run_map` over this shard's files. Returns every input file (all shards').
+
+    Raises:
+        InputError: an input list that differs from the one in ``out``, or finished outputs
+            of files that are not inputs (without ``prune``).
+    """
+    every = resolve_inputs(specs, exclude=exclude)
+    # every shard records the whole input list under its own name: later stages check that
+    # all shards agree on it and wait until every file of it is done
+    W.record_shard_inputs(out, stage.name, shard_of, specs, every, prune)
+    W.check_foreign_outputs(out, stage, every, prune)
+    W.clean_stale_temps(W.stage_dir(out, stage.name))
+    run_map(stage, shard(every, *shard_of), out, cfg, workers, force, verify, shard_of)
+    return every
+
+
+def check_map_failures(
+    stage: Stage, out: Path, cfg: Config, inputs: list[InputFile], max_failed: str
+) -> None:
+    """Refuse a map run in which more of ``inputs`` failed than ``max_failed`` allows."""
+    keys = {f.key for f in inputs}
+    failed = [f for f in W.failed_inputs(out, stage, cfg) if f["source_key"] in keys]
+    check_failures(failed, len(inputs), max_failed, stage.name)
 
 
 def run_map(
@@ -1152,6 +1162,7 @@ def run_reduce(
     verify: bool = False,
     *,
     stages: Mapping[str, Stage],
+    limits: Limits | None = None,
 ) -> dict[str, Any] | None:
     """Run a reduce stage unless it is done and intact; return its manifest.
 
@@ -1160,6 +1171,7 @@ def run_reduce(
     ``max_failed`` (``--max-failed-files``): how many input files of an upstream map stage
     may have failed (a count, or a share such as ``"1%"``). ``verify``: also compare this
     stage's own files with the sha256 its ``_SUCCESS.json`` records (sizes always are).
+    ``limits``: the stage's batch sizes (default :class:`Limits`); they never change output.
     """
     # every upstream file is checked (size and sha256) before this stage reads it; a file
     # is hashed once per process, so a run hashes each upstream file once
@@ -1170,7 +1182,7 @@ def run_reduce(
                 raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
                 log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
-                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages)
+                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
         if stages[up].kind == "map":
             if stage_key(out, up, cfg, stages) is None:
                 raise RuntimeError(
@@ -1192,8 +1204,13 @@ def run_reduce(
     tmp.mkdir(parents=True)
     try:
         t0 = time.monotonic()
-        ctx = ReduceContext(out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages)
-        counts = stage.fn(ctx)
+        ctx = ReduceContext(
+            out=out, cfg=cfg, stage=stage, tmp_dir=tmp, stages=stages, limits=limits or Limits()
+        )
+        try:
+            counts = stage.fn(ctx)
+        finally:
+            shutil.rmtree(W.reduce_scratch_dir(tmp), ignore_errors=True)
         files = {
             p.relative_to(tmp).as_posix(): file_record(p)
             for p in sorted(tmp.rglob("*"))

@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from pipeline import schema as S
 from pipeline.aliases import id_kind
-from pipeline.runner import ReduceContext
+from pipeline.stages.context import ReduceContext
 from pipeline.tables import scan_extract
 
 WORK_PAPER = "_work_paper_id"
@@ -256,7 +256,7 @@ def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
 
     ``survey_date`` is the survey's text date (:mod:`pipeline.visible`).
     """
-    return S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(
+    return ctx.read("surveys", "surveys").select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         S.PRIMARY_CATEGORY,
         S.FIRST_VERSION_DATE,
@@ -268,7 +268,7 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
     """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites."""
     surveys = surveys_frame(ctx).drop(S.SURVEY_DATE).collect(engine="streaming")
     cites = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        ctx.read("works", "cites")
         # the surveys' rows only, before the distinct: not every citation of the corpus
         .filter(
             pl.col(S.PAPER_ID).is_in(surveys[S.SURVEY_ID].implode())
@@ -292,20 +292,10 @@ def paper_citations(
     if part is not None:
         cites = part.cites
     else:
-        cites = S.scan(ctx.upstream("works", "cites"), S.CITES).filter(
-            pl.col(S.WORK_ID).is_not_null()
-        )
+        cites = ctx.read("works", "cites").filter(pl.col(S.WORK_ID).is_not_null())
     if works is not None:
         cites = cites.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
     return cites.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
-
-
-# rows of ``cites`` per part of :func:`work_parts` (what a corpus-wide group-by holds at once)
-PRIOR_PART_ROWS = 10_000_000
-
-
-# rows of ``cites`` read at once while it is split into parts (:func:`work_parts`)
-SPLIT_ROWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -319,7 +309,7 @@ class WorkPart:
 
 
 def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPart]:
-    """The corpus's works cut into disjoint parts of about :data:`PRIOR_PART_ROWS` rows of
+    """The corpus's works cut into disjoint parts of about ``ctx.limits.work_part_rows`` rows of
     ``cites`` each, by a hash of the id (one part, no filter, for a small corpus). A query
     whose rows of a work depend on that work's rows only (a group-by or join on
     ``work_id``) gives the same rows part by part.
@@ -330,12 +320,12 @@ def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPa
     whole table.
     """
     cites = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        ctx.read("works", "cites")
         .filter(pl.col(S.WORK_ID).is_not_null())
         .select(S.PAPER_ID, S.WORK_ID)
     )
     n = cites.select(pl.len()).collect(engine="streaming").item()
-    k = max(1, -(-n // PRIOR_PART_ROWS))
+    k = max(1, -(-n // ctx.limits.work_part_rows))
     if k == 1:
         return [WorkPart(pl.lit(True), cites)]
     index = pl.col(S.WORK_ID).hash(0) % k
@@ -347,9 +337,9 @@ def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPa
     schema = pa.schema([(S.PAPER_ID, pa.string()), (S.WORK_ID, pa.string())])
     writers = [pq.ParquetWriter(p, schema) for p in paths]
     try:
-        for path in ctx.upstream("works", "cites"):
+        for path in ctx.files("works", "cites"):
             for rb in pq.ParquetFile(path).iter_batches(
-                batch_size=SPLIT_ROWS, columns=[S.PAPER_ID, S.WORK_ID]
+                batch_size=ctx.limits.split_rows, columns=[S.PAPER_ID, S.WORK_ID]
             ):
                 chunk = (
                     pl.from_arrow(rb)

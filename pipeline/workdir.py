@@ -38,7 +38,7 @@ import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.config import Config
 from pipeline.files import (
@@ -49,10 +49,12 @@ from pipeline.files import (
     temp_tag,
     write_json,
 )
-from pipeline.graph import Stage
 from pipeline.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
 from pipeline.schema import SCHEMA_VERSION
 from pipeline.sources import InputError, InputFile, display
+
+if TYPE_CHECKING:
+    from pipeline.stages.base import Stage
 
 log = logging.getLogger("pipeline")
 
@@ -107,11 +109,16 @@ def archive_record_path(out: Path, stage: str, key: str) -> Path:
     return out / stage / ARCHIVES / f"{key}.json"
 
 
+def archive_record_paths(out: Path, stage: str) -> list[Path]:
+    """Every archive record of a map stage, sorted."""
+    return sorted((out / stage / ARCHIVES).glob("*.json"))
+
+
 def archive_records(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
     """Archive records written with ``cfg``'s sections and this schema, by archive key."""
     want = cfg.section_hash(*stage.config_sections)
     found = {}
-    for p in sorted((out / stage.name / ARCHIVES).glob("*.json")):
+    for p in archive_record_paths(out, stage.name):
         with contextlib.suppress(OSError):
             data = read_record(p, "key")
             if data is not None and _is_current(data["key"], want):
@@ -151,6 +158,12 @@ def upstream_files(out: Path, stages: Mapping[str, Stage], stage: str, table: st
 def reduce_temp_dir(out: Path, stage: str) -> Path:
     """A fresh owner-tagged folder a reduce stage writes into before it replaces its own."""
     return out / f".{stage}.{temp_tag()}"
+
+
+def reduce_scratch_dir(tmp_dir: Path) -> Path:
+    """A reduce stage's scratch folder inside its temporary directory (the runner removes
+    it before the stage's files are listed)."""
+    return tmp_dir / "_scratch"
 
 
 def reduce_old_dir(out: Path, stage: str) -> Path:
@@ -441,7 +454,7 @@ def check_foreign_outputs(
     for m in manifest_paths(out, stage.name):
         if not ours(m.stem) and not marker_path(out, stage.name, m.stem).exists():
             m.unlink(missing_ok=True)  # a failed file that is no longer an input: no outputs
-    for p in sorted((out / stage.name / ARCHIVES).glob("*.json")):
+    for p in archive_record_paths(out, stage.name):
         if p.stem not in archives:
             p.unlink(missing_ok=True)
     foreign = [m.stem for m in marker_paths(out, stage.name) if not ours(m.stem)]

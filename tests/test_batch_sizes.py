@@ -1,12 +1,13 @@
 """Output bytes depend neither on the reduce stages' batch sizes nor on Polars' thread
 count (issue 10).
 
-``works`` merges per-file partials every ``_MERGE_EVERY`` files and sorts ``cites`` in
-paper-id ranges, ``negatives`` builds candidate pairs in batches of at most
-``BATCH_PAIRS`` (in survey-date order, each reading its own dates' prior-count rows),
-``negatives`` and ``split`` cut the works into parts of ``PRIOR_PART_ROWS`` citations,
-``release`` writes reading lists in batches of ``BATCH_ROWS`` rows: with every one of
-them at its smallest, every output file has the same bytes.
+The batch sizes are the stages' :class:`pipeline.stages.base.Limits`: ``works`` merges
+per-file partials every ``works_merge_every`` files and sorts ``cites`` in paper-id ranges,
+``negatives`` builds candidate pairs in batches of at most ``negatives_batch_pairs`` (in
+survey-date order, each reading its own dates' prior-count rows), ``negatives`` and
+``split`` cut the works into parts of ``work_part_rows`` citations, ``release`` writes
+reading lists in batches of ``release_batch_rows`` rows: with every one of them at its
+smallest, every output file has the same bytes.
 """
 
 from __future__ import annotations
@@ -20,10 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import visible as V
-from pipeline.stages import release as R
-from pipeline.stages import works as W
-from pipeline.stages.negatives import stage as N
+from pipeline.stages.base import Limits
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
 STAGES = ("works", "negatives", "split", "release")
@@ -39,7 +37,7 @@ def _hashes(out: Path) -> dict[str, str]:
 
 
 def test_outputs_do_not_depend_on_batch_sizes(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     src = synthetic_release_dir(tmp_path_factory)
     out = tmp_path / "out"
@@ -49,15 +47,17 @@ def test_outputs_do_not_depend_on_batch_sizes(
     before = _hashes(out)
     assert any(k.endswith("_survey_reading_lists.parquet") for k in before)
 
-    monkeypatch.setattr(W, "_MERGE_EVERY", 1)
-    monkeypatch.setattr(N, "BATCH_PAIRS", 1)  # one survey per batch
-    monkeypatch.setattr(R, "BATCH_ROWS", 3)
-    # works cut into parts (cites split into files, read a chunk at a time)
-    monkeypatch.setattr(V, "PRIOR_PART_ROWS", 40)
-    monkeypatch.setattr(V, "SPLIT_ROWS", 7)
+    smallest = Limits(
+        works_merge_every=1,
+        negatives_batch_pairs=1,  # one survey per batch
+        release_batch_rows=3,
+        # works cut into parts (cites split into files, read a chunk at a time)
+        work_part_rows=40,
+        split_rows=7,
+    )
     for stage in STAGES:
         shutil.rmtree(out / stage)
-        run_stage(out, stage, _cfg())
+        run_stage(out, stage, _cfg(), smallest)
     assert _hashes(out) == before
 
 

@@ -33,7 +33,7 @@ def test_write_table_bytes_do_not_depend_on_chunking(tmp_path: Path) -> None:
     """Polars splits frames by thread count; the written bytes must not follow the split."""
     from pipeline import schema as S
     from pipeline.config import Config
-    from pipeline.tables import write_table
+    from pipeline.parquet import write_table
 
     n = 40_000  # several Parquet data pages per column: page boundaries are what chunks moved
     rows = {

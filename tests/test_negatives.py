@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -16,11 +17,14 @@ from pipeline import api
 from pipeline import schema as S
 from pipeline import visible as V
 from pipeline.config import NEGATIVE_SAMPLINGS, Config, load_config
-from pipeline.runner import ReduceContext, file_record, write_json
+from pipeline.files import file_record, write_json
 from pipeline.stages import GRAPH
+from pipeline.stages.base import Limits
+from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives import rules as NR
 from pipeline.stages.negatives import sampling as NS
 from pipeline.stages.negatives.strategies import HARDNESS, STRATEGIES
+from pipeline.workdir import reduce_scratch_dir
 
 # --------------------------------------------------------------------- hand-made work dir
 # Surveys (all cs.CL except S3):          S2 2021-03-01 < S1 2021-05-15 < S3 2022-01-10 < S4 2023-02-01
@@ -237,13 +241,18 @@ def build_handmade(out: Path) -> None:
     write_json(out / "labels/_SUCCESS.json", {"counts": {}})
 
 
-def run_stage(out: Path, name: str, cfg: Config) -> dict:
-    """Call a reduce stage's function directly, writing into ``out/<name>/`` (as the runner would)."""
+def run_stage(out: Path, name: str, cfg: Config, limits: Limits | None = None) -> dict:
+    """Call a reduce stage's function directly, writing into ``out/<name>/`` (as the runner
+    would, scratch folder removed)."""
     d = out / name
     d.mkdir(parents=True, exist_ok=True)
-    counts = GRAPH[name].fn(
-        ReduceContext(out=out, cfg=cfg, stage=GRAPH[name], tmp_dir=d, stages=GRAPH)
+    ctx = ReduceContext(
+        out=out, cfg=cfg, stage=GRAPH[name], tmp_dir=d, stages=GRAPH, limits=limits or Limits()
     )
+    try:
+        counts = GRAPH[name].fn(ctx)
+    finally:
+        shutil.rmtree(reduce_scratch_dir(d), ignore_errors=True)
     files = {
         p.relative_to(d).as_posix(): file_record(p)
         for p in sorted(d.rglob("*"))

@@ -1,4 +1,4 @@
-"""``tables.sink_checked``: a streamed table has the bytes of the same rows written at once."""
+"""``parquet.sink_checked``: a streamed table has the bytes of the same rows written at once."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import tables
+from pipeline import parquet
 from pipeline.config import load_config
 
 SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int64())])
@@ -23,14 +23,14 @@ def _rows(n: int) -> pl.DataFrame:
 def test_sink_has_fixed_row_groups_and_the_bytes_of_write_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int
 ) -> None:
-    monkeypatch.setattr(tables, "ROW_GROUP_ROWS", 7)
+    monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 7)
     cfg = load_config(None)
     # several input files: the sink sees several morsels, as on a real corpus
     for i, part in enumerate(_rows(n).iter_slices(13) if n else [_rows(0)]):
         part.write_parquet(tmp_path / f"in-{i:03d}.parquet")
     lf = pl.scan_parquet(sorted(tmp_path.glob("in-*.parquet")))
-    tables.sink_checked(lf, SCHEMA, tmp_path / "sunk.parquet", cfg)
-    tables.write_table(_rows(n), tmp_path / "written.parquet", SCHEMA, cfg, "t")
+    parquet.sink_checked(lf, SCHEMA, tmp_path / "sunk.parquet", cfg)
+    parquet.write_table(_rows(n), tmp_path / "written.parquet", SCHEMA, cfg, "t")
 
     meta = pq.ParquetFile(tmp_path / "sunk.parquet").metadata
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]

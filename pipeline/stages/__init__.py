@@ -1,20 +1,33 @@
 """The pipeline's stages, declared once, in run order.
 
-Each stage module defines ``STAGE`` (a :class:`pipeline.runner.Stage`) and nothing
+Each stage module defines ``STAGE`` (a :class:`pipeline.stages.base.Stage`) and nothing
 registers itself: :data:`STAGES` is the list the runner is handed, and :data:`GRAPH`
 the same stages by name (each stage reads only stages listed before it).
+
+Both are built on first use (PEP 562): the executor imports the contract
+(:mod:`pipeline.stages.base`) without importing every stage, and a stage module
+imports the contract without importing the executor.
 """
 
-from pipeline.runner import Stage, stage_graph
-from pipeline.stages import extract, labels, negatives, release, split, surveys, works
+from __future__ import annotations
 
-STAGES: tuple[Stage, ...] = (
-    extract.STAGE,
-    works.STAGE,
-    surveys.STAGE,
-    labels.STAGE,
-    negatives.STAGE,
-    split.STAGE,
-    release.STAGE,
-)
-GRAPH = stage_graph(STAGES)
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name not in ("STAGES", "GRAPH"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from pipeline.stages import extract, labels, negatives, release, split, surveys, works
+    from pipeline.stages.base import stage_graph
+
+    stages = (
+        extract.STAGE,
+        works.STAGE,
+        surveys.STAGE,
+        labels.STAGE,
+        negatives.STAGE,
+        split.STAGE,
+        release.STAGE,
+    )
+    globals().update(STAGES=stages, GRAPH=stage_graph(stages))
+    return globals()[name]

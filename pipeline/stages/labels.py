@@ -40,8 +40,9 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline.roles import OTHER, role_distribution, section_roles
-from pipeline.runner import ReduceContext, Stage
-from pipeline.tables import scan_extract, write_table
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
+from pipeline.tables import scan_extract
 
 
 def _n(role: str) -> str:
@@ -84,12 +85,12 @@ def reason_expr(total_min: int, related_min: int) -> pl.Expr:
 def build_labels(ctx: ReduceContext) -> dict[str, Any]:
     """Label every (survey, resolved work) pair; write ``labels.parquet``."""
     rcfg, lcfg = ctx.cfg.roles, ctx.cfg.labels
-    surveys = S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(S.PAPER_ID)
+    surveys = ctx.read("surveys", "surveys").select(S.PAPER_ID)
     # the surveys' rows are picked as the files are read (a filter, not a semi-join:
     # that read and held every mention, 1.0 GB at 300k papers, measured)
     survey_ids = surveys.collect()[S.PAPER_ID]
     survey_cites = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        ctx.read("works", "cites")
         .filter(pl.col(S.PAPER_ID).is_in(survey_ids.implode()))
         .drop_nulls(S.WORK_ID)
     )
@@ -129,7 +130,7 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.SURVEY_ID, S.WORK_ID)
         .collect(engine="streaming")
     )
-    write_table(labels, ctx.output("labels.parquet"), S.LABELS, ctx.cfg, "labels")
+    ctx.write("labels", labels)
 
     survey_total = int(survey_mentions.select(pl.col(S.N_MENTIONS).sum()).collect().item() or 0)
     tiers = labels.group_by(S.LABEL).len()
@@ -161,5 +162,6 @@ STAGE = Stage(
     reads=("extract", "works", "surveys"),
     config_sections=("works", "surveys", "roles", "labels"),
     fn=build_labels,
+    outputs=(("labels", S.LABELS),),
     help="relevance tiers 1-4 for every (survey, cited work) pair from where the survey cites it",
 )

@@ -58,6 +58,7 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline import schema as S
 from pipeline import visible as V
+from pipeline import workdir as W
 from pipeline.card import render_release_card
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.files import sha256_file, write_json
@@ -68,6 +69,7 @@ from pipeline.leak_audit import (
     relative_audit,
     relative_feature_values,
 )
+from pipeline.parquet import RowGroupWriter, write_table
 from pipeline.progress import steps
 from pipeline.provenance import summarize as summarize_provenance
 from pipeline.release_files import (
@@ -77,14 +79,10 @@ from pipeline.release_files import (
     READING_LISTS_FILE,
     beir_file,
 )
-from pipeline.runner import (
-    MANIFESTS,
-    SUCCESS,
-    ReduceContext,
-    Stage,
-    failed_inputs,
-)
-from pipeline.tables import RowGroupWriter, id_batches, scan_extract, write_table
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
+from pipeline.tables import id_batches, scan_extract
+from pipeline.workdir import failed_inputs
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
@@ -96,8 +94,8 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     """Every (survey, candidate) row of the release, both splits, with a ``split`` column
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
     as the files are read)."""
-    cands = S.scan(ctx.upstream("split", "candidates"), S.CANDIDATES)
-    works = S.scan(ctx.upstream("works", "works"), S.WORKS)
+    cands = ctx.read("split", "candidates")
+    works = ctx.read("works", "works")
     if survey_ids is not None:
         cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
         work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
@@ -190,11 +188,6 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
 
 
 # --------------------------------------------------------------------- metadata
-def _read_counts(out: Path, stage: str) -> dict[str, Any]:
-    p = out / stage / SUCCESS
-    return json.loads(p.read_text())["counts"] if p.exists() else {}
-
-
 def _rate(num: int, den: int) -> float | None:
     return round(num / den, 6) if den else None
 
@@ -247,8 +240,8 @@ def split_counts(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, Any]:
 
 def resolution(ctx: ReduceContext) -> dict[str, Any]:
     """Share of bib entries resolved to a work: all corpus papers, and detected surveys."""
-    surveys = S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(S.PAPER_ID)
-    cites = S.scan(ctx.upstream("works", "cites"), S.CITES)
+    surveys = ctx.read("surveys", "surveys").select(S.PAPER_ID)
+    cites = ctx.read("works", "cites")
     resolved = pl.col(S.WORK_ID).is_not_null().sum()
     total, n_resolved = cites.select(pl.len(), resolved).collect(engine="streaming").row(0)
     s_total, s_resolved = (
@@ -258,7 +251,7 @@ def resolution(ctx: ReduceContext) -> dict[str, Any]:
         .row(0)
     )
     n_works, n_corpus = (
-        S.scan(ctx.upstream("works", "works"), S.WORKS)
+        ctx.read("works", "works")
         .select(pl.len(), pl.col(S.PAPER_ID).is_not_null().sum())
         .collect(engine="streaming")
         .row(0)
@@ -283,9 +276,9 @@ def role_distribution(ctx: ReduceContext) -> dict[str, Any]:
     Also ``surveys_labelled``: the per-role columns of ``labels`` summed (mentions of
     resolved works only, with a survey's topical sections counted as related work).
     """
-    counts = _read_counts(ctx.out, "labels")
+    counts = ctx.counts("labels")
     sums = (
-        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
+        ctx.read("labels", "labels")
         .select([pl.col(c).sum() for c in S.ROLE_COUNT_COLUMNS])
         .collect(engine="streaming")
         .row(0)
@@ -305,10 +298,10 @@ def role_distribution(ctx: ReduceContext) -> dict[str, Any]:
 
 def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
     """Input files (names only) and their revision, from the manifests of the current extract outputs."""
-    keys = {p.stem for p in ctx.upstream("extract", "papers")}
+    keys = {p.stem for p in ctx.files("extract", "papers")}
     files = []
     revisions = set()
-    for p in sorted((ctx.out / "extract" / MANIFESTS).glob("*.json")):
+    for p in W.manifest_paths(ctx.out, "extract"):
         m = json.loads(p.read_text())
         if m.get("source_key") not in keys:
             continue
@@ -333,9 +326,9 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
 def paper_provenance(ctx: ReduceContext) -> dict[str, Any]:
     """Synthetic, real or unknown: :func:`pipeline.provenance.summarize` over the manifests
     of the extract outputs this release read (an output without a manifest is unknown)."""
-    papers = {p.stem: p for p in ctx.upstream("extract", "papers")}
+    papers = {p.stem: p for p in ctx.files("extract", "papers")}
     manifests = {}
-    for p in sorted((ctx.out / "extract" / MANIFESTS).glob("*.json")):
+    for p in W.manifest_paths(ctx.out, "extract"):
         m = json.loads(p.read_text())
         if m.get("source_key") in papers:
             manifests[m["source_key"]] = m.get("counts")
@@ -385,9 +378,6 @@ def file_entry(path: Path) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------- the stage
-# Reading-list rows built at once (survey and candidate texts): bounds the stage's memory,
-# not its output (RowGroupWriter writes the bytes of the whole table).
-BATCH_ROWS = 200_000
 # what split_counts reads of the rows
 _LIGHT_COLUMNS = (S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.LABEL_REASON, S.SURVEY_PRIMARY_CATEGORY,
                   S.SURVEY_DATE, S.IN_DOMAIN, S.SURVEY_LICENSE, S.CANDIDATE_LICENSE)  # fmt: skip
@@ -403,7 +393,7 @@ def _write_split(
     ctx: ReduceContext, split: str, per_survey: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
-    :data:`BATCH_ROWS` rows (in survey order, so every file has the rows, order and bytes
+    ``ctx.limits.release_batch_rows`` rows (in survey order, so every file has the rows, order and bytes
     of the whole split written at once); return its light columns and audit values."""
     schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS,
                "top_ranked": S.BEIR_TOP_RANKED}  # fmt: skip
@@ -422,7 +412,8 @@ def _write_split(
         },
     }  # fmt: skip
     light, values, corpus, relative, texts = [], [], [], [], []
-    for ids in steps(survey_batches(per_survey, BATCH_ROWS), f"release: {split} survey batches"):
+    batches = survey_batches(per_survey, ctx.limits.release_batch_rows)
+    for ids in steps(batches, f"release: {split} survey batches"):
         part = (
             reading_lists(ctx, ids)
             .filter(pl.col(S.SPLIT) == split)
@@ -520,15 +511,13 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     Raises:
         RuntimeError: a (survey, candidate) pair appears twice (:func:`check_unique_pairs`).
     """
-    cands = S.scan(ctx.upstream("split", "candidates"), S.CANDIDATES)
+    cands = ctx.read("split", "candidates")
     check_unique_pairs(
         cands.select(S.SURVEY_ID, pl.col(S.WORK_ID).alias(S.CANDIDATE_ID)).collect(
             engine="streaming"
         )
     )
-    surveys = S.scan(ctx.upstream("split", "split_surveys"), S.SPLIT_SURVEYS).collect(
-        engine="streaming"
-    )
+    surveys = ctx.read("split", "split_surveys").collect(engine="streaming")
     rcfg = ctx.cfg.release
     if rcfg.leak_audit not in LEAK_AUDIT_MODES:
         raise ValueError(
@@ -618,7 +607,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             k: sum(meta_splits[s][k] for s in S.SPLIT_NAMES)
             for k in ("surveys", "rows", "positives", "negatives")
         },
-        "leakage": _read_counts(ctx.out, "split").get("leakage", {}),
+        "leakage": ctx.counts("split").get("leakage", {}),
         "leak_audit": {
             "bounds": [low, high],
             "splits": leak,
@@ -628,12 +617,12 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             "passed": not problems,
         },
         "candidate_text": texts,
-        "negatives": _read_counts(ctx.out, "negatives"),
+        "negatives": ctx.counts("negatives"),
         "resolution": resolution(ctx),
-        "works_resolution": _read_counts(ctx.out, "works").get("resolution", {}),
+        "works_resolution": ctx.counts("works").get("resolution", {}),
         "surveys_counts": {
             k: v
-            for k, v in _read_counts(ctx.out, "surveys").items()
+            for k, v in ctx.counts("surveys").items()
             if k.startswith("rejected") or k in ("kept", "candidates")
         },
         "roles": role_distribution(ctx),

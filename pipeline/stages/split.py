@@ -33,8 +33,8 @@ import polars as pl
 
 from pipeline import schema as S
 from pipeline import visible as V
-from pipeline.runner import ReduceContext, Stage
-from pipeline.tables import write_table
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
 
 TRAIN, EVAL = S.SPLIT_NAMES
 HARD_NEGATIVE_REASON = "hard negative"
@@ -57,9 +57,9 @@ def eval_from(ctx: ReduceContext) -> date:
 
 def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
     """Every detected survey with a text date, its split and its positive / negative counts."""
-    negative_surveys = S.scan(
-        ctx.upstream("negatives", "negative_surveys"), S.NEGATIVE_SURVEYS
-    ).select(S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES)
+    negative_surveys = ctx.read("negatives", "negative_surveys").select(
+        S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES
+    )
     return (
         V.surveys_frame(ctx)
         .filter(pl.col(S.SURVEY_DATE).is_not_null())
@@ -82,14 +82,14 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
     """Positives and negatives of every placed survey, with dates and prior-only counts; and the
     positives dropped because their work is dated on or after the survey's text date."""
     counts = [S.N_MENTIONS, *S.ROLE_COUNT_COLUMNS]
-    known = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+    known = ctx.read("works", "works").select(
         S.WORK_ID, pl.col(S.KNOWN_DATE).alias(S.CANDIDATE_DATE)
     )
     placed_surveys = surveys.select(
         S.SURVEY_ID, S.SPLIT, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE
     )
     positives = (
-        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
+        ctx.read("labels", "labels")
         .filter(pl.col(S.LABEL) >= 1)
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.LABEL_REASON, *counts)
         .with_columns(pl.lit(None, pl.String).alias(S.NEGATIVE_SOURCE))
@@ -98,7 +98,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
     )
     after = (pl.col(S.CANDIDATE_DATE) >= pl.col(S.SURVEY_DATE)).fill_null(False)
     negatives = (
-        S.scan(ctx.upstream("negatives", "negatives"), S.NEGATIVES)
+        ctx.read("negatives", "negatives")
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.NEGATIVE_SOURCE)
         .with_columns([pl.lit(0, pl.Int64).alias(c) for c in counts])
         .with_columns(pl.lit(HARD_NEGATIVE_REASON).alias(S.LABEL_REASON))
@@ -152,7 +152,7 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
     kept, dropped = candidates(ctx, surveys.lazy())
     cands, dropped = pl.collect_all([kept, dropped], engine="streaming")
     survey_works = (
-        S.scan(ctx.upstream("works", "works"), S.WORKS)
+        ctx.read("works", "works")
         .filter(pl.col(S.PAPER_ID).is_not_null())
         .select(S.PAPER_ID, S.WORK_ID)
         .join(
@@ -164,11 +164,9 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
     audit["positives_dated_after_survey_dropped"] = dropped.height
     if audit["surveys_in_both_splits"] or audit["candidates_dated_after_survey"]:
         raise RuntimeError(f"split: leakage audit failed (must be 0): {audit}")
-    write_table(cands, ctx.output("candidates.parquet"), S.CANDIDATES, ctx.cfg, "candidates")
-    write_table(
-        surveys, ctx.output("split_surveys.parquet"), S.SPLIT_SURVEYS, ctx.cfg, "split_surveys"
-    )
-    n_all = S.scan(ctx.upstream("surveys", "surveys"), S.SURVEYS).select(pl.len()).collect().item()
+    ctx.write("candidates", cands)
+    ctx.write("split_surveys", surveys)
+    n_all = ctx.read("surveys", "surveys").select(pl.len()).collect().item()
     counts: dict[str, Any] = {
         "eval_from": eval_from(ctx).isoformat(),
         "surveys_without_date": n_all - surveys.height,
@@ -193,8 +191,9 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
 STAGE = Stage(
     name="split",
     kind="reduce",
-    reads=("works", "surveys", "labels", "negatives"),
+    reads=("extract", "works", "surveys", "labels", "negatives"),
     config_sections=("split", "extract"),
     fn=build_split,
+    outputs=(("candidates", S.CANDIDATES), ("split_surveys", S.SPLIT_SURVEYS)),
     help="train/eval split by survey date; candidates table; leakage audit",
 )

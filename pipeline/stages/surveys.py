@@ -23,9 +23,10 @@ from typing import Any
 import polars as pl
 
 from pipeline import schema as S
-from pipeline.runner import ReduceContext, Stage
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
 from pipeline.survey_rules import prefilter_pattern, survey_reason
-from pipeline.tables import scan_extract, write_table
+from pipeline.tables import scan_extract
 
 RESOLVED_ENTRIES = "resolved_entries"
 
@@ -60,7 +61,7 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     # bib entries counted for the cued papers only: a group-by over every paper's
     # entries held 1.5 GB at 300k papers (measured) for the few hundred rows kept
     refs = (
-        S.scan(ctx.upstream("works", "cites"), S.CITES)
+        ctx.read("works", "cites")
         .filter(pl.col(S.PAPER_ID).is_in(cued[S.PAPER_ID].implode()))
         .group_by(S.PAPER_ID)
         .agg(
@@ -86,7 +87,7 @@ def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     enough_refs = candidates.filter(pl.col(S.N_RESOLVED) >= scfg.min_resolved_refs)
     enough = enough_refs.filter(pl.col(S.RESOLVED_FRAC) >= scfg.min_resolved_frac - 1e-12)
     kept = enough.head(scfg.max_surveys) if scfg.max_surveys > 0 else enough
-    write_table(kept, ctx.output("surveys.parquet"), S.SURVEYS, ctx.cfg, "surveys")
+    ctx.write("surveys", kept)
     return {
         "cs_papers": int(
             papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))
@@ -110,5 +111,6 @@ STAGE = Stage(
     reads=("extract", "works"),
     config_sections=("works", "surveys"),
     fn=find_surveys,
+    outputs=(("surveys", S.SURVEYS),),
     help="computer-science literature surveys (title/abstract cues, enough resolved references)",
 )

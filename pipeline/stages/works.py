@@ -70,14 +70,12 @@ from pipeline import schema as S
 from pipeline import titles as T
 from pipeline.aliases import ALIAS, ARXIV_PREFIX, OTHER
 from pipeline.progress import steps
-from pipeline.runner import ReduceContext, Stage
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
 from pipeline.tables import (
-    RowGroupWriter,
     duplicate_papers,
     scan_extract,
     scan_extract_files,
-    sink_checked,
-    write_table,
 )
 
 # internal columns (never written)
@@ -90,7 +88,6 @@ _REF_YEAR = "_reference_year"
 _RAW_BYTES = "_raw_bytes"
 PARSED_COUNT = "_parsed_count"
 _RANGE = "_paper_range"
-_MERGE_EVERY = 8  # per-file per-work partials combined every this many files
 _EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String})
 _EMPTY_CITES = pl.DataFrame(
     schema={S.PAPER_ID: pl.String, S.REF_ID: pl.String, S.WORK_ID: pl.String,
@@ -375,18 +372,10 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     Held in memory: the alias graph (aliases, links, labels), the title map, and
     per-work partials (counts, an example raw string). Per-entry work (aliases, title
     keys, resolution) runs one extract file at a time, into scratch files next to the
-    outputs (deleted at the end); ``cites`` is sorted in paper-id ranges. None of the
+    outputs (``ctx.scratch()``, which the runner removes); ``cites`` is sorted in paper-id ranges. None of the
     outputs depends on the files' sizes or on the number of ranges.
     """
-    scratch = ctx.tmp_dir / "_scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    try:
-        return _build_works(ctx, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
+    scratch = ctx.scratch()
     wcfg = ctx.cfg.works
     # extract already normalises DOIs; lower-casing again keeps aliases right for any input
     doi = pl.col(S.DOI).str.to_lowercase()
@@ -414,7 +403,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         del aliases_i
     links = pl.concat(link_parts).unique().sort(ALIAS, OTHER)
     del link_parts
-    write_table(links, ctx.output("links.parquet"), S.LINKS, ctx.cfg, "links")
+    ctx.write("links", links)
     junk = junk_aliases(links.lazy(), wcfg.max_alias_partners).collect(engine="streaming")
 
     # Node ids in sorted alias order: the minimum node of a component is its canonical alias.
@@ -572,7 +561,7 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             .agg(pl.col(S.PAPER_ID).n_unique().cast(pl.Int64).alias(S.N_CITING_PAPERS))
             .collect(engine="streaming")
         )
-        if len(examples) >= _MERGE_EVERY:
+        if len(examples) >= ctx.limits.works_merge_every:
             examples = [_compact(_merge_examples(examples))]
             citing = [_compact(_merge_citing(citing))]
             parsed = [_compact(_merge_parsed(parsed))]
@@ -582,15 +571,13 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     parsed_title = parsed_titles(_merge_parsed(parsed).lazy()).collect()
     del examples, citing, titles, parsed
 
-    title_keys_path = ctx.output("title_keys.parquet")
     title_keys = pl.concat(title_key_parts).unique().sort(S.WORK_ID, T.KEY)
     del title_key_parts
-    write_table(title_keys, title_keys_path, S.TITLE_KEYS, ctx.cfg, "title_keys")
+    ctx.write("title_keys", title_keys)
     n_title_keys = title_keys.height
     del title_keys
 
-    cites_path = ctx.output("cites.parquet")
-    writer = RowGroupWriter(cites_path, S.CITES, ctx.cfg, "cites")
+    writer = ctx.writer("cites")
     cs = papers.select(
         S.PAPER_ID,
         pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
@@ -612,7 +599,6 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     del cs, entry_counts, rate_counts
 
     arxiv_month = arxiv_month_expr(pl.col(S.WORK_ID))
-    works_path = ctx.output("works.parquet")
     if n_citing is None:
         n_citing = pl.DataFrame(schema={S.WORK_ID: pl.String, S.N_CITING_PAPERS: pl.Int64})
     if example_raw is None:
@@ -620,7 +606,8 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             schema={S.WORK_ID: pl.String, S.RAW: pl.String, _RAW_BYTES: pl.UInt32,
                     _REF_YEAR: pl.Int32}
         )  # fmt: skip
-    sink_checked(
+    ctx.sink(
+        "works",
         n_citing.lazy()
         .join(
             alias_work.lazy().group_by(S.WORK_ID).agg(pl.col(ALIAS).sort().alias(S.ALIASES)),
@@ -654,14 +641,11 @@ def _build_works(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
             how="left",
             maintain_order="left",
         ),
-        S.WORKS,
-        works_path,
-        ctx.cfg,
     )
     del n_citing, example_raw, parsed_title
 
     works = (
-        S.scan(works_path, S.WORKS)
+        S.scan(ctx.table_path("works"), S.WORKS)
         .select(
             pl.len().alias("works"),
             pl.col(S.PAPER_ID).is_not_null().sum().alias("in_corpus"),
@@ -725,5 +709,11 @@ STAGE = Stage(
     reads=("extract",),
     config_sections=("works",),
     fn=build_works,
+    outputs=(
+        ("links", S.LINKS),
+        ("title_keys", S.TITLE_KEYS),
+        ("cites", S.CITES),
+        ("works", S.WORKS),
+    ),
     help="canonical cited works (arXiv id / DOI / OpenAlex union-find) and every bib entry resolved",
 )

@@ -22,12 +22,14 @@ import polars as pl
 import regex
 
 from pipeline import schema as S
+from pipeline import workdir as W
 from pipeline.config import Config
 from pipeline.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
-from pipeline.runner import FAILED, Stage
 from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
+from pipeline.stages.base import Stage
 from pipeline.stages.extract.records import DECODER, Reject, decode_reason
 from pipeline.stages.extract.rows import FileDone, Tables, Writer, extract_record
+from pipeline.workdir import FAILED
 
 GIL_SWITCH_INTERVAL = 0.0002  # seconds; see extract_files
 
@@ -239,7 +241,7 @@ STAGE = Stage(
     config_sections=("extract",),
     fn=extract_file,
     fn_many=extract_files,
-    tables=tuple(S.EXTRACT_TABLES),
+    outputs=tuple(S.EXTRACT_TABLES.items()),
     help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
 )
 
@@ -251,17 +253,15 @@ def summarize(out: Path) -> dict[str, Any]:
     for a paper found in several files is the one whose ``source_file`` sorts first.
     """
     from pipeline.files import write_json
-    from pipeline.runner import MANIFESTS, MARKERS, map_output_problem
-    from pipeline.workdir import ARCHIVES, read_record, summary_path
 
-    base = out / STAGE.name
+    name = STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
-    for path in sorted((base / MANIFESTS).glob("*.json")):
-        manifest = read_record(path, "counts")
+    for path in W.manifest_paths(out, name):
+        manifest = W.read_record(path, "counts")
         if manifest is None:  # damaged: its file is redone (runner.run_map)
             continue
         if manifest.get("status") == FAILED:
-            if not (base / MARKERS / path.name).exists():
+            if not W.marker_path(out, name, path.stem).exists():
                 totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
             continue
         counts = manifest["counts"]
@@ -274,10 +274,10 @@ def summarize(out: Path) -> dict[str, Any]:
     # only outputs that match their marker's sizes: a damaged file of another shard is
     # redone by that shard, and is checked again before any later stage reads it
     papers = []
-    for marker in sorted((base / MARKERS).glob("*.json")):
-        data = read_record(marker)
-        if data is not None and map_output_problem(out, STAGE.name, data, checksum=False) is None:
-            papers.append(base / "papers" / f"{marker.stem}.parquet")
+    for marker in W.marker_paths(out, name):
+        data = W.read_record(marker)
+        if data is not None and W.map_output_problem(out, name, data, checksum=False) is None:
+            papers.append(W.map_output(out, name, "papers", marker.stem))
     if papers:
         ids = pl.scan_parquet(papers).select(S.PAPER_ID)
         stats = ids.select(
@@ -286,8 +286,8 @@ def summarize(out: Path) -> dict[str, Any]:
         totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
         totals["unique_papers"] = int(stats["unique"][0])
     members: dict[str, int] = {}
-    for path in sorted((base / ARCHIVES).glob("*.json")):
-        record = read_record(path, "members")
+    for path in W.archive_record_paths(out, name):
+        record = W.read_record(path, "members")
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             for kind, n in (record or {}).get("members", {}).items():
                 members[kind] = members.get(kind, 0) + int(n)
@@ -295,5 +295,5 @@ def summarize(out: Path) -> dict[str, Any]:
         # archives' members by kind: JSONL members (read), empty and non-JSONL members and
         # directories (skipped), over every archive read to its end
         totals["archive_members"] = dict(sorted(members.items()))
-    write_json(summary_path(out, STAGE.name), totals)
+    write_json(W.summary_path(out, name), totals)
     return totals

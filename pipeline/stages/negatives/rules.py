@@ -45,7 +45,7 @@ from pipeline import aliases as W
 from pipeline import schema as S
 from pipeline import titles as T
 from pipeline import visible as V
-from pipeline.runner import ReduceContext
+from pipeline.stages.context import ReduceContext
 from pipeline.tables import scan_extract
 from pipeline.visible import paper_citations, surveys_frame
 
@@ -68,7 +68,7 @@ SURVEYS_COARSE = "_surveys_coarse"
 # --------------------------------------------------------------------- inputs
 def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
     """:func:`pipeline.visible.work_features` of every work."""
-    return V.work_features(S.scan(ctx.upstream("works", "works"), S.WORKS))
+    return V.work_features(ctx.read("works", "works"))
 
 
 def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFrame) -> pl.LazyFrame:
@@ -76,7 +76,7 @@ def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFram
     ``_after_survey``: the work is dated on or after the survey's text date (an identifier or
     date error: such positives are dropped from the release, and counted)."""
     return (
-        S.scan(ctx.upstream("labels", "labels"), S.LABELS)
+        ctx.read("labels", "labels")
         .filter(pl.col(S.LABEL) >= 1)
         .join(surveys, on=S.SURVEY_ID, how="inner")
         .join(works, on=S.WORK_ID, how="left")
@@ -104,7 +104,7 @@ def eligible_works(
     that part (:func:`pipeline.visible.work_parts`; a work's rows depend on its own rows
     only).
     """
-    works = S.scan(ctx.upstream("works", "works"), S.WORKS).select(
+    works = ctx.read("works", "works").select(
         S.WORK_ID, pl.col(S.PAPER_ID).alias(V.WORK_PAPER), S.CATEGORIES, S.KNOWN_DATE
     )
     sc = citations
@@ -187,7 +187,7 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
         .collect(engine="streaming")
     )
     own_ids = own[W.ALIAS].unique()
-    links = S.scan(ctx.upstream("works", "links"), S.LINKS)
+    links = ctx.read("works", "links")
     hop = pl.concat(
         [
             links.filter(pl.col(W.ALIAS).is_in(own_ids.implode())),
@@ -205,7 +205,7 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
         ]
     ).unique()
     aliases = (
-        S.scan(ctx.upstream("works", "works"), S.WORKS)
+        ctx.read("works", "works")
         .select(S.WORK_ID, pl.col(S.ALIASES).alias(W.ALIAS))
         .explode(W.ALIAS)
         .drop_nulls(W.ALIAS)
@@ -220,7 +220,7 @@ def cited_pairs(ctx: ReduceContext, citations: pl.LazyFrame) -> pl.LazyFrame:
     return pl.concat(
         [
             citations.select(S.SURVEY_ID, S.WORK_ID),
-            S.scan(ctx.upstream("labels", "labels"), S.LABELS).select(S.SURVEY_ID, S.WORK_ID),
+            ctx.read("labels", "labels").select(S.SURVEY_ID, S.WORK_ID),
             _alias_hits(ctx),
         ]
     ).unique()

@@ -8,7 +8,6 @@ Outputs: ``negatives.parquet`` (``schema.NEGATIVES``, sorted by survey then work
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ import polars as pl
 from pipeline import schema as S
 from pipeline import visible as V
 from pipeline.progress import steps
-from pipeline.runner import ReduceContext, Stage
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives.rules import (
     AFTER_SURVEY,
     cited_pairs,
@@ -45,12 +45,7 @@ from pipeline.stages.negatives.sampling import (
     work_index,
 )
 from pipeline.stages.negatives.strategies import STRATEGIES, Batch, Pools
-from pipeline.tables import write_table
 from pipeline.visible import prior_tables, survey_citations, surveys_frame
-
-# Survey x pool pairs built at once. Not a setting: the output does not depend on it (and a
-# setting would change the release's recorded config).
-BATCH_PAIRS = 5_000_000
 
 
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
@@ -58,7 +53,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
 
     Candidate pairs are those of each survey's windows
     (:func:`pipeline.stages.negatives.sampling.windows`), built and matched in batches of
-    surveys (``negatives.survey_batch_size`` surveys, :data:`BATCH_PAIRS` window pairs; a
+    surveys (``negatives.survey_batch_size`` surveys, ``ctx.limits.negatives_batch_pairs`` window pairs; a
     survey's pairs only depend on itself), which bounds memory. A batch costs its pairs, not
     the corpus: works are integer keys (``sampling.work_index``), window pairs read their
     pool entry and work by position (``sampling.window_rows``), and batches run in
@@ -66,14 +61,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     last row before them (:func:`pipeline.visible.prior_rows_between`,
     :func:`pipeline.visible.last_prior_rows`).
     """
-    scratch = ctx.tmp_dir / "_scratch"
-    try:
-        return _build_negatives(ctx, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
+    scratch = ctx.scratch()
     ncfg = ctx.cfg.negatives
     strategy = STRATEGIES[ncfg.negative_sampling]
 
@@ -131,9 +119,7 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     # the exclusions by identifier, whole; the title hits per batch, within its window
     cited = indexed(cited_pairs(ctx, sc_by_id.lazy()), index).collect(engine="streaming").lazy()
     del sc_by_id
-    indexed(S.scan(ctx.upstream("works", "title_keys"), S.TITLE_KEYS), index).sink_parquet(
-        scratch / "title_keys.parquet"
-    )
+    indexed(ctx.read("works", "title_keys"), index).sink_parquet(scratch / "title_keys.parquet")
     work_keys = pl.scan_parquet(scratch / "title_keys.parquet")
     survey_keys = survey_title_keys(ctx).collect(engine="streaming")
     work_hashes = indexed_hashes(
@@ -158,7 +144,9 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
     # the whole table (60M rows at 2.3M papers) per batch would make the stage grow with the
     # square of the corpus.
     by_date = surveys.sort(S.SURVEY_DATE, S.SURVEY_ID, nulls_last=True)
-    batches = survey_batches(by_date, survey_windows, ncfg.survey_batch_size, BATCH_PAIRS)
+    batches = survey_batches(
+        by_date, survey_windows, ncfg.survey_batch_size, ctx.limits.negatives_batch_pairs
+    )
     spans = [
         by_date.filter(pl.col(S.SURVEY_ID).is_in(b.implode()))
         .select(pl.col(S.SURVEY_DATE).min().alias("lo"), pl.col(S.SURVEY_DATE).max().alias("hi"))
@@ -253,14 +241,8 @@ def _build_negatives(ctx: ReduceContext, scratch: Path) -> dict[str, Any]:
         .sort(S.SURVEY_ID)
         .collect()
     )
-    write_table(negatives, ctx.output("negatives.parquet"), S.NEGATIVES, ctx.cfg, "negatives")
-    write_table(
-        per_survey,
-        ctx.output("negative_surveys.parquet"),
-        S.NEGATIVE_SURVEYS,
-        ctx.cfg,
-        "negative_surveys",
-    )
+    ctx.write("negatives", negatives)
+    ctx.write("negative_surveys", per_survey)
 
     def by(column: str, names: tuple[Any, ...]) -> dict[str, int]:
         got = negatives.group_by(column).len()
@@ -291,5 +273,6 @@ STAGE = Stage(
     reads=("extract", "works", "surveys", "labels"),
     config_sections=("negatives", "extract"),
     fn=build_negatives,
+    outputs=(("negatives", S.NEGATIVES), ("negative_surveys", S.NEGATIVE_SURVEYS)),
     help="hard negatives per survey, matched to its positives on everything visible",
 )
