@@ -29,11 +29,9 @@ from filler chunks built once per process, so generation runs at tens of MB/s.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import json
 import random
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -1935,68 +1933,3 @@ def generate(
             out.writelines(buf)
         paths.append(path)
     return paths
-
-
-# ------------------------------------------------------------------------- CLI
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register the ``synth`` subcommand on an ``argparse`` subparsers object."""
-    from pipeline.arg_types import add_out_arg
-
-    p = subparsers.add_parser(
-        "synth",
-        help="write a deterministic synthetic unarXive-format corpus",
-        description="Writes JSONL files of synthetic unarXive records into DIR: the same "
-        "arguments give the same bytes. Every record carries the synthetic mark, so a release "
-        "built from them says SYNTHETIC on its card and push refuses it without "
-        "--allow-synthetic.",
-    )
-    add_out_arg(p, "the JSONL files of the corpus")
-    p.add_argument("--papers", required=True, type=int, metavar="N", help="number of papers")
-    p.add_argument("--layout", choices=LAYOUTS, default="2022", help="record layout (default 2022)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--small", action="store_true", help="~10 KB records instead of ~200 KB")
-    p.add_argument(
-        "--survey-share",
-        type=float,
-        default=0.08,
-        metavar="F",
-        help="share of CS papers that are surveys",
-    )
-    p.add_argument("--malformed", type=int, default=0, metavar="N", help="broken lines to insert")
-    p.add_argument("--files", type=int, default=1, metavar="K", help="number of output files")
-    p.add_argument(
-        "--cs-share",
-        type=float,
-        default=0.7,
-        metavar="F",
-        help="share of papers with a cs.* primary category",
-    )
-    p.set_defaults(func=main)
-    return p
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run ``synth`` from parsed arguments; prints one summary line.
-
-    An argument out of range raises ``ValueError``: ``python -m pipeline`` reports it in its
-    one error format, exit code 2.
-    """
-    start = time.perf_counter()
-    paths = generate(
-        Path(args.out),
-        args.papers,
-        layout=args.layout,
-        seed=args.seed,
-        small=args.small,
-        survey_share=args.survey_share,
-        malformed=args.malformed,
-        files=args.files,
-        cs_share=args.cs_share,
-    )
-    seconds = time.perf_counter() - start
-    mb = sum(p.stat().st_size for p in paths) / 1e6
-    print(
-        f"synth: {args.papers} papers + {args.malformed} malformed lines, layout {args.layout}, seed {args.seed}"
-        f" -> {len(paths)} file(s) in {args.out}: {mb:.1f} MB in {seconds:.1f} s ({mb / max(seconds, 1e-9):.1f} MB/s)"
-    )
-    return 0

@@ -1,4 +1,5 @@
-"""The package's import graph: no cycle, and no stage leaning on a sibling stage.
+"""The package's import graph: no cycle, no import up a layer (:data:`LAYERS`, the plan
+of the package), and no stage leaning on a sibling stage.
 
 Read from the source with ``ast`` (nothing is imported), so a cycle that import order
 happens to tolerate today is still found. Two graphs are checked:
@@ -238,3 +239,63 @@ def test_the_stage_checks_see_stage_packages() -> None:
     assert _stage_of(f"{STAGE_PACKAGE}.negatives") == "negatives"
     assert _stage_of(f"{STAGE_PACKAGE}.negativesx") is None
     assert _stage_of(STAGE_PACKAGE) is None
+
+
+# --------------------------------------------------------------------- layers
+# The plan of the package, bottom to top: a module imports only from its own layer or the
+# layers below it (every import, also one inside a function). A module is in the layer of
+# the longest prefix that names it; a module no layer names fails the test below, so a
+# new module gets a place in the plan when it is written.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("pipeline", "schema", "config", "errors", "files", "progress", "release_files",
+              "parquet")),
+    ("corpus", ("compression", "sources", "archive", "layout", "provenance")),
+    ("engine", ("workdir", "stages.base", "stages.context", "runner")),
+    ("rules", ("aliases", "ids", "roles", "survey_rules", "titles", "text_match", "redact",
+               "leak_audit", "visible", "tables")),
+    ("rank", ("rank",)),
+    ("evaluate", ("evaluate", "plots")),
+    ("card", ("card",)),
+    ("stages", ("stages",)),
+    ("synth", ("synth", "demo_corpus")),
+    ("hub", ("publish",)),
+    ("api", ("api",)),
+    ("jobs", ("jobs",)),
+    ("cli", ("cli", "__main__")),
+)  # fmt: skip
+
+
+def _layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            full = PACKAGE if prefix == PACKAGE else f"{PACKAGE}.{prefix}"
+            exact_only = prefix == PACKAGE  # the package's __init__, not everything in it
+            if module == full or (not exact_only and module.startswith(f"{full}.")):
+                if best is None or len(full) > best[0]:
+                    best = (len(full), i)
+    return None if best is None else best[1]
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in _modules() if _layer_of(m) is None] == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    """0 imports from a lower layer to a higher one, counting imports inside functions."""
+    wrong = []
+    for name, imported in _graph(lazy=True).items():
+        mine = _layer_of(name)
+        for target in imported:
+            theirs = _layer_of(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                wrong.append(f"{name} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_layer_finder_takes_the_longest_prefix() -> None:
+    names = [n for n, _ in LAYERS]
+    assert names[_layer_of("pipeline.stages.context")] == "engine"
+    assert names[_layer_of("pipeline.stages.negatives.rules")] == "stages"
+    assert names[_layer_of("pipeline")] == "core"
+    assert _layer_of("pipeline.nosuchmodule") is None

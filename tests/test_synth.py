@@ -561,8 +561,10 @@ def test_convert_line_keeps_broken_lines(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- CLI
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import synth as synth_cli
+
     parser = argparse.ArgumentParser()
-    synth.add_parser(parser.add_subparsers(dest="command"))
+    synth_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
         [
             "synth",

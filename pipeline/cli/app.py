@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
-from pipeline.arg_types import add_out_arg, add_release_arg, repo_id
+from pipeline.cli.args import add_out_arg, add_release_arg, positive_int, repo_id, shard_arg
 from pipeline.config import Config, describe, load_config
 from pipeline.errors import INTERRUPTED, TERMINATED, user_message
 from pipeline.progress import redirect_logging
@@ -27,27 +27,6 @@ from pipeline.stages import GRAPH
 log = logging.getLogger("pipeline")
 CONSOLE_SCRIPT = "survey-reading-lists"  # [project.scripts] in pyproject.toml
 STATUS_WIDTH = 100  # status wraps its counts at this many columns
-
-
-def _shard_arg(value: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 0/4; got {value!r}") from None
-    if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
-    return i, n
-
-
-def positive_int(value: str) -> int:
-    """argparse type: an integer >= 1 (``--workers``)."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"need a whole number >= 1; got {value!r}")
-    return number
 
 
 def _max_failed_arg(value: str) -> str:
@@ -76,7 +55,7 @@ def _common(
         if shards:
             p.add_argument(
                 "--shard",
-                type=_shard_arg,
+                type=shard_arg,
                 default=(0, 1),
                 help="take sorted(files)[I::N] of the inputs",
             )
@@ -401,12 +380,12 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], Any]]:
 
     found: list[Callable[[argparse._SubParsersAction], Any]] = []
     for name in (
-        "pipeline.synth",
-        "pipeline.demo",
-        "pipeline.evaluate.command",  # evaluate
+        "pipeline.cli.synth",
+        "pipeline.cli.demo",
+        "pipeline.cli.evaluate",  # evaluate
         "push",
-        "pipeline.jobs.command",  # job, submit
-        "pipeline.rank.command",  # features, train
+        "pipeline.cli.jobs",  # job, submit
+        "pipeline.cli.rank",  # features, train
     ):
         if name == "push":
             found.append(_add_push)

@@ -185,3 +185,25 @@ def add_out_arg(
         help=f"the directory this command writes: {writes}"
         + (f" (default: {shown})" if shown else ""),
     )
+
+
+def shard_arg(value: str) -> tuple[int, int]:
+    """argparse type: ``I/N`` with 0 <= I < N (``--shard``)."""
+    try:
+        i, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes I/N, e.g. 0/4; got {value!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {value}: need 0 <= I < N")
+    return i, n
+
+
+def positive_int(value: str) -> int:
+    """argparse type: an integer >= 1 (``--workers``)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"need a whole number >= 1; got {value!r}")
+    return number

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from pipeline import api
+from pipeline.cli.args import positive_int
 from pipeline.demo_corpus import REAL_FILES, build_corpus, demo_data
 
 __all__ = ["REAL_FILES", "add_parser", "build_corpus", "demo_data", "main"]
@@ -31,15 +32,9 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def positive_int(value: str) -> int:
-    from pipeline.cli import positive_int as check
-
-    return check(value)
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``demo`` subcommand."""
-    from pipeline.arg_types import add_out_arg
+    from pipeline.cli.args import add_out_arg
 
     p = subparsers.add_parser(
         "demo",

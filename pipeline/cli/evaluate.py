@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline.arg_types import add_out_arg, add_release_arg
+from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")

@@ -9,6 +9,17 @@ from typing import Any
 
 from pipeline import api
 from pipeline import workdir as W
+from pipeline.cli.args import (
+    add_out_arg,
+    config_file,
+    job_duration,
+    namespace,
+    non_negative_seconds,
+    positive_int,
+    positive_seconds,
+    repo_id,
+    shard_arg,
+)
 from pipeline.errors import require_token
 from pipeline.jobs.identity import (
     code_fingerprint,
@@ -129,17 +140,6 @@ DEFAULTS = SubmitOptions()
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``job`` and ``submit``."""
-    from pipeline.arg_types import (
-        add_out_arg,
-        config_file,
-        job_duration,
-        namespace,
-        non_negative_seconds,
-        positive_seconds,
-        repo_id,
-    )
-    from pipeline.cli import _shard_arg, positive_int
-
     p = sub.add_parser(
         "job",
         help="what a Hugging Face Job runs: all | shard | finish (see `submit`)",
@@ -195,7 +195,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="push a release built from synthetic papers all the same (see push)",
     )
     p.add_argument(
-        "--shard", type=_shard_arg, default=None, metavar="I/N", help="step shard: which units"
+        "--shard", type=shard_arg, default=None, metavar="I/N", help="step shard: which units"
     )
     p.add_argument(
         "--wait",

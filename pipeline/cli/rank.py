@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from pipeline import api
-from pipeline.arg_types import add_out_arg, add_release_arg
+from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.rank.features import FEATURE_SETS, FULL_SET
 from pipeline.rank.release import FEATURES_JSON, MODEL_NAME
 

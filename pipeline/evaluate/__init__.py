@@ -1,5 +1,5 @@
 """Evaluation stage: metrics, baselines and bootstrap statistics (the ``evaluate`` command
-is :mod:`pipeline.evaluate.command`, over :func:`pipeline.api.evaluate`).
+is :mod:`pipeline.cli.evaluate`, over :func:`pipeline.api.evaluate`).
 
 Public API:
 

@@ -6,7 +6,7 @@ Public API:
 * :func:`write_features` - the ``features`` command.
 * :func:`train_release`, :func:`train_from_release`, :func:`load_model`, :func:`score` -
   the ``train`` command and scoring with a model file.
-* :mod:`pipeline.rank.command` - the ``features`` and ``train`` commands.
+* :mod:`pipeline.cli.rank` - the ``features`` and ``train`` commands.
 """
 
 from pipeline.rank.features import FEATURES, FeatureError, compute_features
