@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipeline.archive import PACK_MTIME
-from pipeline.compression import Decompressed
-from pipeline.config import Config
-from pipeline.runner import run_map
-from pipeline.sources import resolve_inputs
+from pipeline.core.config import Config
+from pipeline.corpus.archive import PACK_MTIME
+from pipeline.corpus.compression import Decompressed
+from pipeline.corpus.sources import resolve_inputs
+from pipeline.engine.runner import run_map
 from pipeline.stages import GRAPH
 
 MEMBER_ROOT = "processed_unarxive_extended_data/unarXive_01981221/bench"
@@ -94,7 +94,7 @@ def decompressors(whole: Path, parts_dir: Path) -> dict[str, Callable[[], Any]]:
         (archive,) = resolve_inputs([str(parts_dir)])
 
         def ours() -> Any:
-            from pipeline.archive import PartsReader
+            from pipeline.corpus.archive import PartsReader
 
             return Decompressed(PartsReader(archive), "gzip", (isal_zlib, None))
 

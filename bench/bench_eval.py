@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import pytrec_eval  # noqa: E402
 
-from pipeline.config import EvaluateConfig  # noqa: E402
+from pipeline.core.config import EvaluateConfig  # noqa: E402
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID  # noqa: E402
 from pipeline.evaluate.evaluation import per_survey_subsets  # noqa: E402
 from pipeline.evaluate.measures import (  # noqa: E402

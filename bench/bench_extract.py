@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
 from bench.naive_extract import naive_extract  # noqa: E402
-from pipeline import schema as S  # noqa: E402
-from pipeline.config import Config  # noqa: E402
-from pipeline.sources import iter_lines, resolve_inputs  # noqa: E402
+from pipeline.core import schema as S  # noqa: E402
+from pipeline.core.config import Config  # noqa: E402
+from pipeline.corpus.sources import iter_lines, resolve_inputs  # noqa: E402
 from pipeline.stages.extract.driver import extract_files  # noqa: E402
 from pipeline.stages.extract.records import DECODER  # noqa: E402
 
@@ -47,7 +47,7 @@ def corpus(dir_: Path, size_mb: int, seed: int) -> list[Path]:
     """Synthetic corpus of about ``size_mb`` MB in ~100 MB files (cached between runs)."""
     stamp = dir_ / f".done-{size_mb}-{seed}"
     if not stamp.exists():
-        from pipeline.synth import generate
+        from pipeline.synth.generator import generate
 
         shutil.rmtree(dir_, ignore_errors=True)
         dir_.mkdir(parents=True)

@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
-from pipeline.files import sha256_file  # noqa: E402
+from pipeline.core.files import sha256_file  # noqa: E402
 
 DEFAULT_SIZES = (100_000, 300_000, 1_000_000, 2_300_000)
 FULL_CORPUS_BYTES = 371e9  # unarXive 2024 JSONL unpacked (the card: about 371 GB)

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.cli import main  # noqa: E402
-from pipeline.layout import to_2024_layout  # noqa: E402
+from pipeline.corpus.layout import to_2024_layout  # noqa: E402
 from pipeline.stages.extract.records import DECODER  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -15,8 +15,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import schema as S
-from pipeline.ids import normalize_arxiv, normalize_doi, normalize_openalex, strip_version
+from pipeline.core import schema as S
+from pipeline.rules.ids import normalize_arxiv, normalize_doi, normalize_openalex, strip_version
 from pipeline.stages.extract.records import clean_heading, parse_iso_date, parse_version_date
 
 CITE = re.compile(r"\{\{cite:([^}]*)\}\}")

@@ -6,7 +6,7 @@ module writes the four ``extract`` tables (``schema.PAPERS``, ``REFERENCES``,
 ``MENTIONS``, ``REJECTS``) with numpy and Polars, one input "file" of
 :data:`PAPERS_PER_FILE` papers at a time (memory is bounded by one file plus the
 work pools, under 1 GB at 2.3M papers). The runner's own map-stage machinery
-(:func:`pipeline.runner.run_map`) moves the files into place and writes their
+(:func:`pipeline.engine.runner.run_map`) moves the files into place and writes their
 manifests and completion markers, so ``python -m pipeline run --out DIR`` and every
 per-stage command treat ``extract`` as done. ``pipeline synth`` stays what the demo
 and the tests use: it writes real JSONL records through ``extract``.
@@ -56,15 +56,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from pipeline import schema as S  # noqa: E402
-from pipeline.config import Config  # noqa: E402
-from pipeline.files import write_json  # noqa: E402
-from pipeline.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  # noqa: E402
-from pipeline.runner import run_map  # noqa: E402
-from pipeline.sources import InputFile  # noqa: E402
+from pipeline.core import schema as S  # noqa: E402
+from pipeline.core.config import Config  # noqa: E402
+from pipeline.core.files import write_json  # noqa: E402
+from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  # noqa: E402
+from pipeline.corpus.sources import InputFile  # noqa: E402
+from pipeline.engine.runner import run_map  # noqa: E402
+from pipeline.engine.workdir import INPUTS  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
-from pipeline.workdir import INPUTS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
@@ -858,7 +858,7 @@ def _generate_file(corpus: ScaleCorpus):
             "mentions_rows": tables["mentions"].num_rows,
             "cite_spans_missing_bib": 0,
             "layouts": {"2022": 0, "2024": papers},
-            # every paper is generated: a release built from them says so (pipeline.provenance)
+            # every paper is generated: a release built from them says so (pipeline.corpus.provenance)
             SYNTHETIC_PAPERS: papers,
             SYNTHETIC_GENERATORS: {"bench/scale_corpus.py": papers},
             "rejects": {},

@@ -11,8 +11,8 @@ tests call these functions too, never the CLI with argv strings::
     api.evaluate("work/release").results["main_metrics"]
     api.evaluate_scores(my_scores, "work/release").mean("scores", "nDCG@10")  # nothing written
 
-A ``config`` argument is a :class:`~pipeline.config.Config`, the path of a TOML file,
-or None (the defaults). Failures raise the exceptions :mod:`pipeline.errors` turns
+A ``config`` argument is a :class:`~pipeline.core.config.Config`, the path of a TOML file,
+or None (the defaults). Failures raise the exceptions :mod:`pipeline.core.errors` turns
 into one line on the CLI (``InputError``, ``ConfigError``, ``RuntimeError``, ...).
 """
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import workdir as W
-from pipeline.config import Config, load_config
-from pipeline.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
-from pipeline.sources import InputError
+from pipeline.core.config import Config, load_config
+from pipeline.corpus.sources import InputError
+from pipeline.engine import workdir as W
+from pipeline.engine.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
 from pipeline.stages import GRAPH
 from pipeline.stages.extract.driver import summarize
 
@@ -447,11 +447,11 @@ def run(
 
 def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
     """Evaluate the baselines on a finished release (the last step of ``run``), then render
-    the release's card again with their results (:func:`pipeline.card.add_results`)."""
+    the release's card again with their results (:func:`pipeline.hub.card.add_results`)."""
     import polars as pl
 
-    from pipeline.card import add_results
     from pipeline.evaluate.evaluation import EVAL_DIR
+    from pipeline.hub.card import add_results
 
     if not W.reduce_finished(out, W.RELEASE):
         return None
@@ -694,8 +694,8 @@ def default_eval_out(spec: PathLike) -> Path:
     the work directory holding it, as ``run`` does, so results never mix with the files a
     ``push`` publishes; for a Hub dataset, the current directory.
     """
+    from pipeline.core.release_files import METADATA_FILE
     from pipeline.evaluate.evalset import is_hub_spec
-    from pipeline.release_files import METADATA_FILE
 
     if is_hub_spec(os.fspath(spec)):
         return Path(".")
@@ -767,10 +767,10 @@ def push(
     Raises:
         TokenError: no token (checked before any network call).
         RuntimeError: a release file differs from its record, or the release must not be
-            published as it is (:func:`pipeline.publish.publish_refusal`).
+            published as it is (:func:`pipeline.hub.publish.publish_refusal`).
     """
-    from pipeline.errors import require_token
-    from pipeline.publish import push_plan, push_release
+    from pipeline.core.errors import require_token
+    from pipeline.hub.publish import push_plan, push_release
 
     release = Path(release)
     options = {
@@ -805,7 +805,7 @@ def demo(
         workers: worker processes (default: the CPU count).
         config: a Config, a TOML path or None.
     """
-    from pipeline.demo_corpus import build_corpus
+    from pipeline.synth.demo_corpus import build_corpus
 
     out = Path(out)
     corpus = out / "corpus"

@@ -9,8 +9,8 @@ import pytest
 
 import pipeline
 from pipeline import api
-from pipeline.config import Config, ConfigError
-from pipeline.sources import InputError
+from pipeline.core.config import Config, ConfigError
+from pipeline.corpus.sources import InputError
 from tests.conftest import SAMPLE_2022
 
 

@@ -22,9 +22,9 @@ import polars as pl
 import pytest
 
 from pipeline import api, jobs
-from pipeline.archive import ArchiveReader, pack
-from pipeline.demo_corpus import ROOT, _to_2024
-from pipeline.sources import InputError, resolve_inputs
+from pipeline.corpus.archive import ArchiveReader, pack
+from pipeline.corpus.sources import InputError, resolve_inputs
+from pipeline.synth.demo_corpus import ROOT, _to_2024
 from tests.conftest import PREVIEW_2024, SAMPLE_2022
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def _members(synthetic: int = 0, tmp: Path | None = None) -> list[tuple[str, byt
     members.append((f"{ROOT}/23/arXiv_src_2310_002.jsonl", b""))
     members.append((f"{ROOT}/LICENSE", (SAMPLE_2022.parent / "LICENSE").read_bytes()))
     if synthetic:
-        from pipeline.synth import generate
+        from pipeline.synth.generator import generate
 
         assert tmp is not None
         for p in generate(tmp / "synth", papers=synthetic, small=True, files=2):
@@ -405,7 +405,7 @@ def test_submit_and_job_dry_runs_show_the_parts_they_found(parts: Path, tmp_path
 def test_a_scheduled_run_sees_the_same_identity_until_a_part_changes(
     parts: Path, tmp_path: Path
 ) -> None:
-    from pipeline.config import Config
+    from pipeline.core.config import Config
 
     folder = _copy(parts, tmp_path / "p")
     first = jobs.run_identity(str(folder), Config())

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.config import Config, ConfigError, load_config
+from pipeline.core.config import Config, ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -304,7 +304,7 @@ def test_a_hub_answer_quoting_the_token_never_prints_it(
 
 
 def test_scrub_hides_secrets_the_process_does_not_know() -> None:
-    from pipeline.redact import scrub
+    from pipeline.rules.redact import scrub
 
     other = "hf_" + "Zz9" * 12
     said = f"Authorization: Bearer abc.def-ghi; org token api_org_{'x1' * 16} and {other}."

@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 from pipeline import api
-from pipeline import schema as S
-from pipeline import workdir as W
 from pipeline.cli import main
+from pipeline.core import schema as S
+from pipeline.engine import workdir as W
 from pipeline.evaluate.evalset import EvalSetError
 from pipeline.stages.extract import records, rows
 from pipeline.stages.extract.structure import Occurrence, structure
@@ -219,9 +219,9 @@ def test_10_evaluate_refuses_a_release_file_that_differs_from_its_record(
 def test_12_a_dead_owners_temp_is_removed_when_its_pid_is_reused(tmp_path: Path) -> None:
     """A temp of a dead process whose pid now belongs to a live one (here: this process) is
     a leftover; it was kept forever when owners were judged by pid alone."""
-    from pipeline.files import owner_alive, temp_tag
+    from pipeline.core.files import owner_alive, temp_tag
 
-    code = "from pipeline.files import temp_tag; print(temp_tag())"
+    code = "from pipeline.core.files import temp_tag; print(temp_tag())"
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     dead_tag = child.stdout.strip()
     host, dead_pid = dead_tag.split("-")[1:3]
@@ -242,8 +242,8 @@ def test_12_a_dead_owners_temp_is_removed_when_its_pid_is_reused(tmp_path: Path)
 _HOLD = """
 import sys, time
 from pathlib import Path
-from pipeline import workdir as W
-from pipeline.config import load_config
+from pipeline.engine import workdir as W
+from pipeline.core.config import load_config
 with W.run_lock(Path(sys.argv[1]), load_config(sys.argv[2])):
     print("held", flush=True)
     time.sleep(600)

@@ -12,10 +12,11 @@ import polars as pl
 import pytest
 import zstandard
 
-from pipeline import api, sources
+from pipeline import api
 from pipeline.cli import main
-from pipeline.ids import strip_version
-from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines
+from pipeline.corpus import sources
+from pipeline.corpus.sources import InputFile, InputReadError, LongLine, iter_lines
+from pipeline.rules.ids import strip_version
 
 
 def _file(path: Path) -> InputFile:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from pipeline import card as C
-from pipeline import schema as S
-from pipeline.card import SOURCE_DATASET, card_values, render_card, size_category
 from pipeline.cli import main
-from pipeline.publish import release_files
+from pipeline.core import schema as S
+from pipeline.hub import card as C
+from pipeline.hub.card import SOURCE_DATASET, card_values, render_card, size_category
+from pipeline.hub.publish import release_files
 from tests.test_negatives import synthetic_release_dir
 
 
@@ -121,7 +121,7 @@ def test_no_judgment_column_among_the_inputs(release: Path) -> None:
     judgment: not in the schema, not in the written files, not on the card."""
     import pyarrow.parquet as pq
 
-    from pipeline.release_files import beir_file
+    from pipeline.core.release_files import beir_file
 
     inputs = {"candidates": S.CANDIDATES_VIEW, "queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS}
     for name, schema in inputs.items():
@@ -261,7 +261,7 @@ def test_every_number_on_the_card_traces_to_the_metadata(work: Path, release: Pa
 
 
 def test_card_links_its_tier_distribution_figure(release: Path, tmp_path: Path) -> None:
-    from pipeline.card import TIER_FIGURE, tier_distribution_figure
+    from pipeline.hub.card import TIER_FIGURE, tier_distribution_figure
 
     card = _card(release)
     assert f"]({TIER_FIGURE})" in card

@@ -31,9 +31,9 @@ def test_same_named_files_in_two_folders_keep_one_copy(
 
 def test_write_table_bytes_do_not_depend_on_chunking(tmp_path: Path) -> None:
     """Polars splits frames by thread count; the written bytes must not follow the split."""
-    from pipeline import schema as S
-    from pipeline.config import Config
-    from pipeline.parquet import write_table
+    from pipeline.core import schema as S
+    from pipeline.core.config import Config
+    from pipeline.core.parquet import write_table
 
     n = 40_000  # several Parquet data pages per column: page boundaries are what chunks moved
     rows = {

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pipeline.cli import main
-from pipeline.config import Config, ConfigError, field_check, load_config
+from pipeline.core.config import Config, ConfigError, field_check, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

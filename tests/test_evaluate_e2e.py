@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import (
     RunError,
     RunWarning,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from pipeline import api
-from pipeline.config import Config, EvaluateConfig
-from pipeline.release_files import BEIR_VIEWS
+from pipeline.core.config import Config, EvaluateConfig
+from pipeline.core.release_files import BEIR_VIEWS
 from tests.test_negatives import synthetic_release_dir
 from tests.trec_reference import pytrec_eval
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import (
     UnknownMetricError,
     metric_registry,

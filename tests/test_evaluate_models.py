@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 
 from pipeline import api
-from pipeline.config import Config, EvaluateConfig
+from pipeline.core.config import Config, EvaluateConfig
+from pipeline.core.release_files import CANDIDATES_FILE
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.examples import hashed_words, word_overlap
 from pipeline.evaluate.models import ModelError, model_texts
 from pipeline.evaluate.runs import RunError
-from pipeline.release_files import CANDIDATES_FILE
 from tests.test_negatives import synthetic_release_dir
 
 CONFIG = Config(evaluate=EvaluateConfig(bootstrap_samples=50, random_seeds=2))

@@ -17,7 +17,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
+from pipeline.core.release_files import beir_file
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
@@ -32,7 +33,6 @@ from pipeline.evaluate.measures import UNJUDGED_LABEL, main_metrics, metric_regi
 from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.evaluate.retrieval import RETRIEVAL_KS
 from pipeline.evaluate.synthetic import synthetic_eval_set
-from pipeline.release_files import beir_file
 from tests.trec_reference import ir_measures_calc
 
 ir_measures = pytest.importorskip("ir_measures")

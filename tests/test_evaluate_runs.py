@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import RunError, RunWarning, load_run, missing_surveys, read_run, tie_key
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,

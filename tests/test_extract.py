@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import schema as S
 from pipeline.cli import main
-from pipeline.ids import normalize_arxiv, normalize_doi, normalize_openalex
+from pipeline.core import schema as S
+from pipeline.rules.ids import normalize_arxiv, normalize_doi, normalize_openalex
 from pipeline.stages.extract.records import clean_heading, parse_version_date
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
@@ -287,7 +287,7 @@ def test_one_paper_in_two_members_of_a_unit_keeps_each_copys_bib(
     """Mentions are counted per copy: two members of one archive unit (one batch) hold the
     same paper, the second with half its bib entries gone; each member's mentions follow
     its own bib, and the second's spans to the dropped entries count as missing."""
-    from pipeline.archive import pack
+    from pipeline.corpus.archive import pack
 
     full = sample_records[0]
     cut = json.loads(json.dumps(full))

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import api
-from pipeline.layout import to_2024_layout
+from pipeline.corpus.layout import to_2024_layout
 
 
 def _extract(path: Path, out: Path) -> dict[str, pl.DataFrame]:

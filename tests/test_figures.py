@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import EVAL_FILENAME
 from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR

@@ -1,4 +1,4 @@
-"""One atomic writer and one file hash (pipeline/files.py), used everywhere."""
+"""One atomic writer and one file hash (pipeline/core/files.py), used everywhere."""
 
 from __future__ import annotations
 
@@ -9,27 +9,27 @@ import polars as pl
 import pytest
 
 import pipeline
-from pipeline import files
-from pipeline.config import EvaluateConfig
+from pipeline.core import files
+from pipeline.core.config import EvaluateConfig
+from pipeline.engine.workdir import clean_stale_temps
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import EVAL_FILENAME
 from pipeline.evaluate.synthetic import synthetic_eval_set
-from pipeline.workdir import clean_stale_temps
 
 ROOT = Path(pipeline.__file__).parent
-# Who may call these, and why. Everyone else goes through pipeline.files.
+# Who may call these, and why. Everyone else goes through pipeline.core.files.
 ALLOWED = {
     "os.replace": {
-        "files.py": "the atomic writer",
+        "core/files.py": "the atomic writer",
         # a map file's tables (temp_tag names) and a reduce stage's whole directory are
         # committed together, in the order the markers need
-        "runner.py": "multi-file commits with owner-tagged temps",
+        "engine/runner.py": "multi-file commits with owner-tagged temps",
     },
     "hashlib.sha256": {
-        "files.py": "the file hash",
-        "config.py": "hash of the config text, not of a file",
-        "sources.py": "hash of an input path, not of a file",
-        "archive.py": "a part's sha256 while it streams (checked against the published one), "
+        "core/files.py": "the file hash",
+        "core/config.py": "hash of the config text, not of a file",
+        "corpus/sources.py": "hash of an input path, not of a file",
+        "corpus/archive.py": "a part's sha256 while it streams (checked against the published one), "
         "and the hash of a unit's member headers",
         "jobs/identity.py": "fingerprints of the package's bytes and of input identities, not of a file",
     },

@@ -26,8 +26,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from pipeline import jobs, publish
+from pipeline import jobs
 from pipeline.cli import build_parser, main
+from pipeline.hub import publish
 from tests.test_release import handmade_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -382,7 +383,7 @@ def test_push_dry_run_passes_a_release_of_the_real_sample_records(tmp_path: Path
     """A release built only from the real unarXive records of tests/fixtures (its config
     naming the repo, authors and year) goes through push --dry-run without --allow-synthetic."""
     from pipeline import api
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
     from tests.conftest import PREVIEW_2024, SAMPLE_2022
     from tests.test_cli_errors import _env as cli_env
     from tests.test_cli_errors import _run

@@ -12,9 +12,16 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipeline import api, sources
-from pipeline.layout import group_sections
-from pipeline.sources import InputError, InputFile, InputReadError, iter_lines, resolve_inputs
+from pipeline import api
+from pipeline.corpus import sources
+from pipeline.corpus.layout import group_sections
+from pipeline.corpus.sources import (
+    InputError,
+    InputFile,
+    InputReadError,
+    iter_lines,
+    resolve_inputs,
+)
 from tests.test_roles import heading_role, survey_heading_role
 
 
@@ -160,8 +167,8 @@ def test_placeholder_headings_are_never_a_survey_core(heading: str) -> None:
 def test_placeholder_keys_of_a_2024_survey_are_not_its_core() -> None:
     import polars as pl
 
-    from pipeline.config import RolesConfig
-    from pipeline.roles import section_roles
+    from pipeline.core.config import RolesConfig
+    from pipeline.rules.roles import section_roles
 
     headings = ["Introduction", "Unknown Section", "Graph neural networks", "null"]
     sections = pl.LazyFrame(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import jobs
-from pipeline.config import load_config
+from pipeline.core.config import load_config
 from tests.test_hub import REPO, TOKEN, HubStub, _files_containing
 from tests.test_negatives import synthetic_corpus
 
@@ -95,7 +95,7 @@ def test_fan_out_shards_share_the_work_dir_and_finish_waits_on_markers(
         jobs.run_step("shard", str(data), work, shard=(1, 2), **kw)
         # a marker whose outputs are not all there yet (another mount's late flush) is
         # not enough: the file counts as missing until its recorded sizes match
-        from pipeline.config import load_config
+        from pipeline.core.config import load_config
 
         marker = json.loads(next((work / "extract" / "_markers").glob("*.json")).read_text())
         output = work / "extract" / next(iter(marker["outputs"]))
@@ -116,7 +116,7 @@ def test_a_job_step_runs_with_the_config_it_was_given(tmp_path: Path) -> None:
     """The Job calls the API with its ``--config`` (what ``submit`` ships as pipeline_config)."""
     import shutil
 
-    from pipeline.config import Config, load_config
+    from pipeline.core.config import Config, load_config
     from tests.conftest import SAMPLE_2022
 
     data, work = tmp_path / "data", tmp_path / "work"

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import schema as S
+from pipeline.core import schema as S
 from pipeline.stages.labels import reason_expr, tier_expr
 from tests.conftest import SURVEY_ID
 from tests.test_works import (

@@ -30,8 +30,8 @@ import polars as pl
 import pytest
 
 from pipeline import api
-from pipeline import schema as S
-from pipeline.layout import to_2024_layout
+from pipeline.core import schema as S
+from pipeline.corpus.layout import to_2024_layout
 from tests.test_works import run_stages
 
 STAGES = ("works", "surveys", "labels")
@@ -117,7 +117,7 @@ def test_real_sample_both_layouts(tmp_path: Path, sample_records: list[dict]) ->
     config.write_text(ALL_AS_SURVEYS)
     a = _labels(src_2022, tmp_path / "a2022", config)
     b = _labels(src_2024, tmp_path / "a2024", config)
-    # 739 pairs: 737 by identifier, 2 more entries resolved by title (pipeline.titles)
+    # 739 pairs: 737 by identifier, 2 more entries resolved by title (pipeline.rules.titles)
     assert a[S.SURVEY_ID].n_unique() == 40 and a.height == 739
     agreement, report = _compare(tmp_path / "a2022", a, b, "real sample, all papers as surveys")
     assert agreement >= ALL_AS_SURVEYS_MIN_AGREEMENT, report
@@ -127,7 +127,7 @@ def test_real_sample_both_layouts(tmp_path: Path, sample_records: list[dict]) ->
 
 @pytest.mark.parametrize(("papers", "small"), [(300, True), (80, False)])
 def test_synthetic_both_layouts(tmp_path: Path, papers: int, small: bool) -> None:
-    from pipeline.synth import generate
+    from pipeline.synth.generator import generate
 
     out = {}
     for layout in ("2022", "2024"):

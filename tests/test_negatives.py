@@ -14,17 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import api
-from pipeline import schema as S
-from pipeline import visible as V
-from pipeline.config import NEGATIVE_SAMPLINGS, Config, load_config
-from pipeline.files import file_record, write_json
+from pipeline.core import schema as S
+from pipeline.core.config import NEGATIVE_SAMPLINGS, Config, load_config
+from pipeline.core.files import file_record, write_json
+from pipeline.engine.workdir import reduce_scratch_dir
+from pipeline.rules import visible as V
 from pipeline.stages import GRAPH
 from pipeline.stages.base import Limits
 from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives import rules as NR
 from pipeline.stages.negatives import sampling as NS
 from pipeline.stages.negatives.strategies import HARDNESS, STRATEGIES
-from pipeline.workdir import reduce_scratch_dir
 
 # --------------------------------------------------------------------- hand-made work dir
 # Surveys (all cs.CL except S3):          S2 2021-03-01 < S1 2021-05-15 < S3 2022-01-10 < S4 2023-02-01
@@ -608,7 +608,7 @@ _SYNTH: dict[str, Path] = {}
 
 def synthetic_corpus(root: Path) -> Path:
     """The synthetic corpus every end-to-end test uses (2022 layout, seed 0, small records)."""
-    from pipeline.synth import generate
+    from pipeline.synth.generator import generate
 
     corpus = root / "corpus"
     if not corpus.exists():

@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import schema as S
-from pipeline import titles as T
-from pipeline import visible as V
-from pipeline.leak_audit import audit, outside
+from pipeline.core import schema as S
+from pipeline.rules import titles as T
+from pipeline.rules import visible as V
+from pipeline.rules.leak_audit import audit, outside
 from tests.test_works import paper, ref, run_stages, write_extract
 
 LEGION = "Legion: Massively Composable Fuzzing"
@@ -351,7 +351,7 @@ def test_real_bibliographies_cannot_be_told_apart_by_the_text_the_release_shows(
     parsed title key: 0.45, and no punctuation left to compare)."""
     import random
 
-    from pipeline.leak_audit import PUNCTUATION_NGRAM, _auc, punctuation, shape_similarity
+    from pipeline.rules.leak_audit import PUNCTUATION_NGRAM, _auc, punctuation, shape_similarity
 
     refs = _real_bibliographies()
     refs = refs.with_columns(shown_text_of_raw(refs).alias("shown"))
@@ -395,7 +395,7 @@ def test_real_bibliographies_cannot_be_told_apart_by_the_text_the_release_shows(
 
 
 def test_shape_and_punctuation_read_no_word() -> None:
-    from pipeline.leak_audit import punctuation, shape
+    from pipeline.rules.leak_audit import punctuation, shape
 
     raw = "“Legion: Massively Composable Fuzzing,” in Proc. ASE, pp. 1–12, 2020."
     got = pl.select(shape(pl.lit(raw)).alias("s"), punctuation(pl.lit(raw)).alias("p")).row(0)
@@ -406,7 +406,7 @@ def test_shape_similarity_by_hand() -> None:
     """Group g: a, a, b (a = "x.y", b = "x,y"; shape 3-grams "a.a" and "a,a"). Row 0 against
     rows 1 + 2 ({a.a: 1, a,a: 1}): cos = 1 / sqrt(2). Row 2 against rows 0 + 1 ({a.a: 2}): 0.
     A group of one row has nothing to compare with: null, as is a text too short."""
-    from pipeline.leak_audit import shape_similarity
+    from pipeline.rules.leak_audit import shape_similarity
 
     groups = pl.Series(["g", "g", "g", "h", "g"])
     texts = pl.Series(["x.y", "x.y", "x,y", "x.y", "xy"])

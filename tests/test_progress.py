@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import progress
 from pipeline.cli.app import _log_to_stderr
+from pipeline.core import progress
 from tests.test_negatives import _cfg, build_handmade, run_stage
 from tests.test_works import extract_sample, run_stages
 

@@ -10,7 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
+from pipeline.core.release_files import beir_file
+from pipeline.core.schema import CANDIDATES_VIEW, JUDGMENT_COLUMNS, SURVEY_DATE
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
@@ -26,8 +28,6 @@ from pipeline.evaluate.runs import RunError, RunWarning
 from pipeline.evaluate.synthetic import synthetic_eval_set
 from pipeline.rank import FeatureError, ModelError, compute_features, load_model, train_release
 from pipeline.rank.features import FEATURE_SETS, FEATURES, METADATA_SET, TEXT
-from pipeline.release_files import beir_file
-from pipeline.schema import CANDIDATES_VIEW, JUDGMENT_COLUMNS, SURVEY_DATE
 from tests.test_negatives import synthetic_release_dir
 from tests.trec_reference import pytrec_eval_many
 

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from pipeline import api
-from pipeline import card as CARD
-from pipeline import schema as S
-from pipeline.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, beir_file
+from pipeline.core import schema as S
+from pipeline.core.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, beir_file
+from pipeline.hub import card as CARD
 from pipeline.stages import release as R
 from pipeline.stages import split as SP
 from tests.conftest import SAMPLE_2022, SURVEY_ID
@@ -45,7 +45,7 @@ from tests.test_negatives import (
 def handmade_release(root: Path, release: dict | None = None) -> Path:
     """The hand-made work dir of ``test_negatives`` run through negatives, split and release
     (``release``: ``[release]`` config values, e.g. the repo, authors and year the card names)."""
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
 
     build_handmade(root)
     cfg = load_config(overrides={"release": release}) if release else _cfg()
@@ -435,7 +435,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
             < rows[S.SURVEY_DATE].filter(rows[S.CANDIDATE_DATE].is_not_null())
         ).all()
     # the relative audit and the reading-free probe (issue 20)
-    from pipeline.leak_audit import RELATIVE_FEATURES, WITHOUT_ABSTRACT_SCOPE
+    from pipeline.rules.leak_audit import RELATIVE_FEATURES, WITHOUT_ABSTRACT_SCOPE
 
     assert leak["relative"]["outside_bounds"] == {}
     for split in S.SPLIT_NAMES:

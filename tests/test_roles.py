@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline import schema as S
-from pipeline.config import RolesConfig
-from pipeline.roles import (
+from pipeline.core import schema as S
+from pipeline.core.config import RolesConfig
+from pipeline.rules.roles import (
     ROLE_TABLE,
     heading_roles,
     normalize_expr,

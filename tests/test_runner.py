@@ -15,9 +15,9 @@ import pytest
 
 from pipeline import api
 from pipeline.cli import main
-from pipeline.config import ConfigError, load_config
-from pipeline.files import atomic_path
-from pipeline.sources import InputError, resolve_inputs, shard
+from pipeline.core.config import ConfigError, load_config
+from pipeline.core.files import atomic_path
+from pipeline.corpus.sources import InputError, resolve_inputs, shard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -207,8 +207,8 @@ def test_moved_corpus_is_refused_then_pruned(tmp_path: Path, sample_lines: list[
 
 
 def test_concurrent_runs_keep_each_others_temp_files(tmp_path: Path) -> None:
-    from pipeline.files import temp_tag
-    from pipeline.workdir import clean_stale_temps
+    from pipeline.core.files import temp_tag
+    from pipeline.engine.workdir import clean_stale_temps
 
     d = tmp_path / "extract" / "papers"
     d.mkdir(parents=True)
@@ -304,8 +304,8 @@ def test_shards_with_different_input_lists_are_refused(
     assert main(["extract", "--input", str(fewer), "--out", str(out), "--shard", "1/2"]) == 2
     assert str(corpus) in caplog.text and str(fewer) in caplog.text
     # shards started at the same time only meet in later stages: those refuse too
-    from pipeline.sources import resolve_inputs
-    from pipeline.workdir import write_shard_record
+    from pipeline.corpus.sources import resolve_inputs
+    from pipeline.engine.workdir import write_shard_record
 
     keys = [f.key for f in resolve_inputs([str(fewer)])]
     write_shard_record(out, "extract", 1, 2, [str(fewer)], keys)
@@ -322,12 +322,12 @@ def test_disk_full_is_one_line_and_rc_2(
 ) -> None:
     import errno
 
-    import pipeline.runner
+    import pipeline.engine.runner
 
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pipeline.runner, "file_record", full)
+    monkeypatch.setattr(pipeline.engine.runner, "file_record", full)
     corpus = _corpus(tmp_path, sample_lines[:2], 1)
     assert main(["extract", "--input", str(corpus), "--out", str(tmp_path / "o")]) == 2
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
@@ -340,8 +340,8 @@ def test_the_runner_and_the_jobs_judge_an_input_done_alike(
     """``runner.input_problem`` is what ``run_map`` skips by and what ``jobs.extract_missing``
     waits on: a fresh file, a finished one, a damaged manifest, another config."""
     from pipeline import jobs
-    from pipeline import workdir as W
-    from pipeline.runner import input_problem
+    from pipeline.engine import workdir as W
+    from pipeline.engine.runner import input_problem
     from pipeline.stages import GRAPH
 
     corpus, out = tmp_path / "in", tmp_path / "out"

@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.scale_corpus import REJECTS_OUT, build
-from pipeline import schema as S
-from pipeline.config import Config
-from pipeline.runner import run_reduce
+from pipeline.core import schema as S
+from pipeline.core.config import Config
+from pipeline.engine.runner import run_reduce
+from pipeline.engine.workdir import reduce_done
 from pipeline.stages import GRAPH
-from pipeline.workdir import reduce_done
 
 
 @pytest.fixture(scope="module")

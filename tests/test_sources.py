@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import huggingface_hub
 import pytest
 
-from pipeline.sources import InputError, iter_lines, resolve_inputs
+from pipeline.corpus.sources import InputError, iter_lines, resolve_inputs
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline import schema as S
-from pipeline.config import Config
-from pipeline.runner import run_reduce
+from pipeline.core import schema as S
+from pipeline.core.config import Config
+from pipeline.engine.runner import run_reduce
 from pipeline.stages import GRAPH, STAGES
 from pipeline.stages.base import Limits, Stage, StageContractError, stage_graph
 from pipeline.stages.context import ReduceContext

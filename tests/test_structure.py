@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 from pipeline import api
-from pipeline import schema as S
-from pipeline.config import RolesConfig
-from pipeline.roles import section_roles
+from pipeline.core import schema as S
+from pipeline.core.config import RolesConfig
+from pipeline.rules.roles import section_roles
 from pipeline.stages.extract.structure import Occurrence, structure
 from tests.conftest import FIXTURES, PREVIEW_2024, SAMPLE_2022
 

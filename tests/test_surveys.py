@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 
 from pipeline import api
-from pipeline import schema as S
-from pipeline.config import SurveysConfig
-from pipeline.survey_rules import prefilter_pattern, survey_reason
-from pipeline.workdir import MARKERS, SUCCESS
+from pipeline.core import schema as S
+from pipeline.core.config import SurveysConfig
+from pipeline.engine.workdir import MARKERS, SUCCESS
+from pipeline.rules.survey_rules import prefilter_pattern, survey_reason
 from tests.conftest import FIXTURES, SURVEY_ID
 from tests.test_works import counts, extract_sample, run_stages
 

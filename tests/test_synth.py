@@ -1,4 +1,4 @@
-"""Synthetic unarXive corpus (pipeline.synth) and the 2022 -> 2024 layout conversion.
+"""Synthetic unarXive corpus (pipeline.synth.generator) and the 2022 -> 2024 layout conversion.
 
 Only generated data is used here: the generator must stand on its own.
 """
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import api, synth
-from pipeline.layout import convert_line, group_sections, to_2024_layout
-from pipeline.synth import generate
+from pipeline import api
+from pipeline.corpus.layout import convert_line, group_sections, to_2024_layout
+from pipeline.synth import generator as synth
+from pipeline.synth.generator import generate
 
 CITE = re.compile(r"\{\{cite:([0-9a-f]{40})\}\}")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -39,7 +40,7 @@ RECORD_KEYS_2022 = [
     "body_text",
     "bib_entries",
     "ref_entries",
-    "_synthetic",  # the generated-record mark (pipeline.provenance), never in real records
+    "_synthetic",  # the generated-record mark (pipeline.corpus.provenance), never in real records
 ]
 RECORD_KEYS_2024 = [
     "paper_id",
@@ -250,7 +251,7 @@ def test_survey_structure(records: list[dict]) -> None:
 def test_real_section_structures(tmp_path: Path) -> None:
     """Sections that open with a subsection, paragraph-level headings, lettered
     appendices and protocol sections occur, and extract recovers the structure."""
-    from pipeline import schema as S
+    from pipeline.core import schema as S
 
     records = _records(generate(tmp_path / "g", 60, seed=5, survey_share=0.3))
 

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import parquet
-from pipeline.config import load_config
+from pipeline.core import parquet
+from pipeline.core.config import load_config
 
 SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int64())])
 

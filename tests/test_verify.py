@@ -99,7 +99,7 @@ def test_reduce_stage_refuses_a_damaged_extract_file(work, caplog) -> None:
 def test_push_refuses_a_release_with_a_changed_file(work, capsys, caplog, monkeypatch) -> None:
     # this synthetic release with its placeholder card would be refused for that
     # (tests/test_hub.py); here only the check against the release record is under test
-    monkeypatch.setattr("pipeline.publish.publish_refusal", lambda *args: None)
+    monkeypatch.setattr("pipeline.hub.publish.publish_refusal", lambda *args: None)
     _, out, _ = work
     release = out / "release"
     args = ["push", "--repo-id", "someone/x", "--release", str(release), "--dry-run"]

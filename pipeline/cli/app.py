@@ -15,13 +15,13 @@ from typing import Any
 
 from pipeline import __version__, api
 from pipeline.cli.args import add_out_arg, add_release_arg, positive_int, repo_id, shard_arg
-from pipeline.config import Config, describe, load_config
-from pipeline.errors import INTERRUPTED, TERMINATED, user_message
-from pipeline.progress import redirect_logging
-from pipeline.publish import ENDPOINT_HELP
-from pipeline.redact import SecretFilter
-from pipeline.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
-from pipeline.sources import InputError
+from pipeline.core.config import Config, describe, load_config
+from pipeline.core.errors import INTERRUPTED, TERMINATED, user_message
+from pipeline.core.progress import redirect_logging
+from pipeline.corpus.sources import InputError
+from pipeline.engine.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
+from pipeline.hub.publish import ENDPOINT_HELP
+from pipeline.rules.redact import SecretFilter
 from pipeline.stages import GRAPH
 
 log = logging.getLogger("pipeline")
@@ -274,9 +274,9 @@ def _roles(args: argparse.Namespace) -> int:
     """Print heading, normalised text, role and survey role (tab-separated)."""
     import polars as pl
 
-    from pipeline.roles import heading_report, work_headings
+    from pipeline.rules.roles import heading_report, work_headings
+    from pipeline.rules.tables import scan_extract
     from pipeline.stages.context import ReduceContext
-    from pipeline.tables import scan_extract
 
     cfg = load_config(args.config)
     if args.from_out is not None:
@@ -449,7 +449,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 @contextlib.contextmanager
 def _log_to_stderr(level: int) -> Iterator[None]:
     """The pipeline's log lines on stderr at ``level`` while a command runs, scrubbed of
-    secrets (:class:`pipeline.redact.SecretFilter`).
+    secrets (:class:`pipeline.rules.redact.SecretFilter`).
 
     A handler on the ``pipeline`` logger, not the root logger: records still propagate
     (pytest's capture sees them), and a command run from inside another (``demo`` runs

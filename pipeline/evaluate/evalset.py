@@ -7,6 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.schema import LABEL_NAMES
+from pipeline.engine.workdir import release_file_problem
 from pipeline.evaluate.columns import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_ID,
@@ -21,8 +23,6 @@ from pipeline.evaluate.columns import (
     SURVEY_TITLE,
     SURVEY_YEAR,
 )
-from pipeline.schema import LABEL_NAMES
-from pipeline.workdir import release_file_problem
 
 EVAL_COLUMNS = {
     SURVEY_ID: pl.String,
@@ -50,7 +50,7 @@ def _hub_download(spec: str) -> Path:
     from huggingface_hub import HfApi, constants, hf_hub_download  # only for Hub inputs
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
-    from pipeline.errors import hub_endpoint, transport_errors
+    from pipeline.core.errors import hub_endpoint, transport_errors
 
     rest = spec.removeprefix(HUB_PREFIX)
     owner, name, *inner = rest.split("/")

@@ -49,7 +49,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.config import EvaluateConfig, TrainConfig
+from pipeline.core.config import EvaluateConfig, TrainConfig
+from pipeline.core.files import atomic_path, file_identity
+from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.evaluate.baselines import (
     BASELINES,
     BM25,
@@ -113,8 +115,6 @@ from pipeline.evaluate.runs import (
 )
 from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.evaluate.ties import TIE_BREAKING
-from pipeline.files import atomic_path, file_identity
-from pipeline.schema import CANDIDATES_VIEW, LABEL_NAMES
 
 SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
 RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)

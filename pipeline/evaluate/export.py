@@ -25,9 +25,9 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.files import atomic_path
-from pipeline.release_files import RETRIEVAL_SPLITS, beir_file
-from pipeline.schema import (
+from pipeline.core.files import atomic_path
+from pipeline.core.release_files import RETRIEVAL_SPLITS, beir_file
+from pipeline.core.schema import (
     BEIR_CORPUS_ID,
     BEIR_CORPUS_IDS,
     BEIR_ID,
@@ -36,7 +36,7 @@ from pipeline.schema import (
     BEIR_TEXT,
     BEIR_TITLE,
 )
-from pipeline.workdir import release_file_problem
+from pipeline.engine.workdir import release_file_problem
 
 log = logging.getLogger("pipeline")
 

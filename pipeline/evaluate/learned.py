@@ -24,15 +24,15 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.config import TrainConfig
+from pipeline.core.config import TrainConfig
+from pipeline.core.files import file_identity
+from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
+from pipeline.core.schema import CANDIDATES_VIEW
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
-from pipeline.files import file_identity
 from pipeline.rank.features import candidates_view
 from pipeline.rank.model import load_model, meta_path, score
 from pipeline.rank.release import train_from_release
-from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
-from pipeline.schema import CANDIDATES_VIEW
 
 LGBM = "lgbm"
 LGBM_METADATA = "lgbm-metadata"

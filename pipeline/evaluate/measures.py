@@ -12,7 +12,7 @@ registry's names.
 
 Labels are the survey's judgments of each candidate: 0 = hard negative,
 1 = background, 2 = tool/method, 3 = related work, 4 = essential
-(``pipeline.schema.LABEL_NAMES``). "Relevant" means label >= 1 unless a metric says
+(``pipeline.core.schema.LABEL_NAMES``). "Relevant" means label >= 1 unless a metric says
 otherwise. A tier in a name always carries its comparison: ``_tier>=3`` is label 3 or
 4, ``_tier=3`` label 3 exactly (``recall@10_tier>=3`` vs ``recall@10_tier=3``).
 :func:`metric_aliases` gives each metric's previous name and its trec_eval name where it
@@ -37,7 +37,7 @@ from types import MappingProxyType
 
 import polars as pl
 
-from pipeline.config import EvaluateConfig
+from pipeline.core.config import EvaluateConfig
 
 UNJUDGED_LABEL = -1  # a retrieved document without a judgment (retrieval mode only)
 NEGATIVE_LABEL = 0

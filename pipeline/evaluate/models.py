@@ -14,7 +14,7 @@ scores every (survey, candidate) pair; the scores are then evaluated as a run is
   model folder, loaded offline (``HF_HUB_OFFLINE=1``) on the CPU, used as an encoder
   (``encode(texts, normalize_embeddings=True)``).
 
-Texts are the ones BM25 and the ``dense`` baseline read (:mod:`pipeline.text_match`):
+Texts are the ones BM25 and the ``dense`` baseline read (:mod:`pipeline.rules.text_match`):
 survey = title + abstract; candidate = title + abstract, or the title alone. Distinct
 texts are encoded once, in sorted order, in batches of ``batch_size``, with a progress
 bar; an encoder's vectors are kept in an embedding cache keyed by the model and the
@@ -43,11 +43,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipeline.core.files import atomic_path, sha256_file, sha256_text
+from pipeline.core.progress import steps
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ABSTRACT, SURVEY_ID, SURVEY_TITLE
-from pipeline.files import atomic_path, sha256_file, sha256_text
-from pipeline.progress import steps
-from pipeline.text_match import candidate_text, joined_text
+from pipeline.rules.text_match import candidate_text, joined_text
 
 log = logging.getLogger("pipeline")
 
@@ -241,7 +241,7 @@ class EmbeddingCache:
 
 
 def text_sha256(text: str) -> str:
-    """The cache key of a text (:func:`pipeline.files.sha256_text`)."""
+    """The cache key of a text (:func:`pipeline.core.files.sha256_text`)."""
     return sha256_text(text)
 
 

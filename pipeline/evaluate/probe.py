@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.config import TrainConfig
+from pipeline.core.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
 from pipeline.evaluate.learned import (
     LEAK_METRICS,

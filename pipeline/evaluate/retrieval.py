@@ -29,11 +29,11 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.release_files import beir_file
+from pipeline.core.schema import BEIR_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import UNJUDGED_LABEL
 from pipeline.evaluate.runs import Run, RunError, RunWarning, _at, read_run
-from pipeline.release_files import beir_file
-from pipeline.schema import BEIR_ID
 
 RERANK, RETRIEVAL = "rerank", "retrieval"
 MODES = (RERANK, RETRIEVAL)

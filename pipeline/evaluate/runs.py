@@ -41,8 +41,8 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
-from pipeline.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 
 RUN_COLUMNS = (SURVEY_ID, CANDIDATE_ID, SCORE)
 # Other names a header may give each run column: BEIR/MTEB's (what the release's qrels use)

@@ -7,6 +7,7 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
+from pipeline.core.schema import LABEL_NAMES, N_MENTIONS
 from pipeline.evaluate.columns import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_ID,
@@ -21,7 +22,6 @@ from pipeline.evaluate.columns import (
     SURVEY_ID,
     SURVEY_TITLE,
 )
-from pipeline.schema import LABEL_NAMES, N_MENTIONS
 
 DEFAULT_LABEL_PROBS = (0.5, 0.2, 0.1, 0.1, 0.1)
 _ID_POOL = 1_000_003  # prime, so survey-wise strides give distinct candidates

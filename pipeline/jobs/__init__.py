@@ -29,6 +29,7 @@ successful push: when all three are unchanged it says so and exits without work.
 What the bucket mount promises, and what the runner relies on: ``docs/MOUNTS.md``.
 """
 
+from pipeline.engine.workdir import PUBLISHED
 from pipeline.jobs.identity import (
     code_fingerprint,
     extract_missing,
@@ -39,7 +40,6 @@ from pipeline.jobs.plan import EXTRACT_MB_S_PER_WORKER, GZIP_MB_S, extract_proje
 from pipeline.jobs.specs import JobSpec, SubmitOptions, job_specs, pinned_dependencies
 from pipeline.jobs.step import run_step
 from pipeline.jobs.submit import submit
-from pipeline.workdir import PUBLISHED
 
 __all__ = [
     "EXTRACT_MB_S_PER_WORKER",

@@ -19,7 +19,7 @@ FLAVOR_VCPUS = {"cpu-basic": 2, "cpu-upgrade": 8, "cpu-performance": 8, "cpu-xl"
 
 def input_summary(input_spec: str) -> dict[str, Any]:
     """What ``--input`` names: its archives with their parts, and its JSONL files."""
-    from pipeline.sources import display, resolve_inputs
+    from pipeline.corpus.sources import display, resolve_inputs
 
     found = resolve_inputs([input_spec])
     archives = [

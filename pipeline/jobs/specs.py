@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pipeline.sources import InputError
+from pipeline.corpus.sources import InputError
 
 log = logging.getLogger("pipeline")
 

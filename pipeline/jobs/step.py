@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline import workdir as W
-from pipeline.config import Config
+from pipeline.core.config import Config
+from pipeline.core.files import write_json
+from pipeline.corpus.sources import InputError
+from pipeline.engine import workdir as W
 from pipeline.evaluate.report import render_report
-from pipeline.files import write_json
 from pipeline.jobs.identity import extract_missing, run_identity, unchanged_since_release
-from pipeline.sources import InputError
 
 log = logging.getLogger("pipeline")
 

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline.errors import require_token
+from pipeline.core.errors import require_token
+from pipeline.corpus.sources import InputError
+from pipeline.hub.publish import hub_api
 from pipeline.jobs.identity import code_fingerprint, package_files
 from pipeline.jobs.specs import (
     CONFIG_IN_CODE,
@@ -17,8 +19,6 @@ from pipeline.jobs.specs import (
     job_specs,
 )
 from pipeline.jobs.step import release_config_for
-from pipeline.publish import hub_api
-from pipeline.sources import InputError
 
 
 def upload_code(hf: Any, code_repo: str, config: Path | None) -> str:
@@ -43,7 +43,7 @@ def submit(opts: SubmitOptions, namespace: str) -> dict[str, Any]:
     """Create the bucket and the code commit, then the Jobs; wait for shards when not scheduled."""
     from huggingface_hub import Volume
 
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
 
     token = require_token("submit")
     if opts.config is not None:
@@ -118,7 +118,7 @@ def check_release_config(config: Path | None, repo: str) -> None:
     Raises:
         InputError: names the fields to set.
     """
-    from pipeline.card import unset_fields
+    from pipeline.hub.card import unset_fields
 
     cfg = release_config_for(api.config_of(config), repo, "submit")
     missing = [f for f in unset_fields(cfg.to_dict()["release"]) if f != "repo_id"]

@@ -1,11 +1,11 @@
 """Ranking features of a (survey, candidate) pair, from the answer-free ``candidates`` view only.
 
-Every feature reads only columns of :data:`pipeline.schema.CANDIDATES_VIEW` (the
+Every feature reads only columns of :data:`pipeline.core.schema.CANDIDATES_VIEW` (the
 release's ``candidates`` config: no label, no mention counts, no negative source)
 and only the rows of its own survey: a survey's features do not change when other
 surveys (earlier or later) are added, removed or altered, so nothing dated after a
 survey reaches it. The popularity columns of the view are already counted strictly
-before the survey's date by the pipeline (``pipeline/visible.py``).
+before the survey's date by the pipeline (``pipeline/rules/visible.py``).
 
 What is deliberately not used: the candidate lists of other surveys (they hold hard
 negatives chosen with the judgments, so co-occurrence across lists would leak them),
@@ -16,7 +16,7 @@ citation-graph information it publishes is the prior in-degree of each candidate
 Feature kinds: ``text`` reads the survey's or the candidate's words; ``metadata``
 reads dates, categories, what text exists and the id's form; ``citations`` reads the
 prior popularity counts; ``format`` places the candidate within its own survey's list
-without reading a word (:data:`pipeline.leak_audit.RELATIVE_FEATURES`: the shape of its
+without reading a word (:data:`pipeline.rules.leak_audit.RELATIVE_FEATURES`: the shape of its
 text, its length, date and text kind against the survey's other candidates). The
 ``metadata`` feature set (:data:`METADATA_SET`) is every ``metadata`` and ``citations``
 feature: a model on it is the leak probe of the report. The ``reading-free`` set
@@ -32,8 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipeline.leak_audit import RELATIVE_DOCS, RELATIVE_FEATURES, relative_values
-from pipeline.schema import (
+from pipeline.core.schema import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_CATEGORIES,
     CANDIDATE_DATE,
@@ -48,7 +47,8 @@ from pipeline.schema import (
     SURVEY_ID,
     SURVEY_TITLE,
 )
-from pipeline.text_match import (
+from pipeline.rules.leak_audit import RELATIVE_DOCS, RELATIVE_FEATURES, relative_values
+from pipeline.rules.text_match import (
     bm25_by_survey,
     candidate_text_tokens,
     survey_query_tokens,

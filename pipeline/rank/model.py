@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.config import TrainConfig
+from pipeline.core.config import TrainConfig
+from pipeline.core.schema import CANDIDATE_ID, LABEL, SURVEY_DATE, SURVEY_ID
 from pipeline.rank.features import (
     FEATURE_NAMES,
     FEATURE_SET_VERSION,
@@ -37,7 +38,6 @@ from pipeline.rank.features import (
     feature_set,
 )
 from pipeline.rank.lgbm_text import ModelTextError, check_model_text
-from pipeline.schema import CANDIDATE_ID, LABEL, SURVEY_DATE, SURVEY_ID
 
 MODEL_FORMAT = "lightgbm-lambdarank"
 VALIDATION_METRIC = "ndcg@10"
@@ -201,7 +201,7 @@ def meta_path(model_file: Path) -> Path:
 
 def write_model(model: TrainedModel, model_file: Path) -> None:
     """Write the model text and its JSON, each to a temp file renamed into place."""
-    from pipeline.files import atomic_path, write_json
+    from pipeline.core.files import atomic_path, write_json
 
     with atomic_path(model_file) as tmp:
         tmp.write_text(model.model_text, encoding="utf-8")

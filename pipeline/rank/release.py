@@ -11,7 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.config import TrainConfig
+from pipeline.core.config import TrainConfig
+from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
+from pipeline.core.schema import CANDIDATE_ID, LABEL, SURVEY_ID
 from pipeline.rank.features import (
     FEATURE_NAMES,
     FEATURE_SET_VERSION,
@@ -22,8 +24,6 @@ from pipeline.rank.features import (
     feature_docs,
 )
 from pipeline.rank.model import TrainedModel, train_ranker, write_model
-from pipeline.release_files import CANDIDATES_FILE, READING_LISTS_FILE
-from pipeline.schema import CANDIDATE_ID, LABEL, SURVEY_ID
 
 SPLITS = ("train", "eval")
 # The release's file names (pipeline/stages/release.py writes them; spelled there).
@@ -32,7 +32,7 @@ MODEL_NAME = "model"
 
 
 def _identity(path: Path) -> dict[str, str]:
-    from pipeline.files import file_identity
+    from pipeline.core.files import file_identity
 
     return file_identity(path)
 
@@ -69,7 +69,7 @@ def write_features(release: str | Path, out: str | Path) -> dict[str, Any]:
     Returns:
         The content of ``features.json``: feature definitions, version and row counts.
     """
-    from pipeline.files import atomic_path, write_json
+    from pipeline.core.files import atomic_path, write_json
 
     release, out = Path(release), Path(out)
     out.mkdir(parents=True, exist_ok=True)

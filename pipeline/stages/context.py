@@ -9,10 +9,10 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline import workdir as W
-from pipeline.config import Config
-from pipeline.parquet import RowGroupWriter, sink_checked, write_table
+from pipeline.core import schema as S
+from pipeline.core.config import Config
+from pipeline.core.parquet import RowGroupWriter, sink_checked, write_table
+from pipeline.engine import workdir as W
 from pipeline.stages.base import Limits, Stage, StageContractError
 
 
@@ -69,12 +69,12 @@ class ReduceContext:
         return write_table(frame, path, self.stage.schema_of(table), self.cfg, table)
 
     def writer(self, table: str) -> RowGroupWriter:
-        """A :class:`pipeline.parquet.RowGroupWriter` of a declared table, written in batches."""
+        """A :class:`pipeline.core.parquet.RowGroupWriter` of a declared table, written in batches."""
         path = self.table_path(table)
         return RowGroupWriter(path, self.stage.schema_of(table), self.cfg, table)
 
     def sink(self, table: str, frame: pl.LazyFrame) -> None:
-        """Stream a lazy frame to a declared table (:func:`pipeline.parquet.sink_checked`)."""
+        """Stream a lazy frame to a declared table (:func:`pipeline.core.parquet.sink_checked`)."""
         sink_checked(frame, self.stage.schema_of(table), self.table_path(table), self.cfg)
 
     def scratch(self) -> Path:

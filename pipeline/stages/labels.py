@@ -3,7 +3,7 @@
 Mentions. A survey's mentions of a work are the cite spans (plus heading markers)
 of every bib entry of the survey that resolves to that work, summed. Each mention
 takes the role of its section, resolved from the paper's structure (the ``sections``
-table; :func:`pipeline.roles.section_roles`); inside a survey the topical core (role
+table; :func:`pipeline.rules.roles.section_roles`); inside a survey the topical core (role
 ``other``) is counted as ``related_work`` when ``roles.survey_core_is_related_work`` is
 set (the default). The per-role columns
 ``n_introduction`` ... ``n_other`` therefore *partition* ``n_mentions``: with the
@@ -38,11 +38,11 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline.roles import OTHER, role_distribution, section_roles
+from pipeline.core import schema as S
+from pipeline.rules.roles import OTHER, role_distribution, section_roles
+from pipeline.rules.tables import scan_extract
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
-from pipeline.tables import scan_extract
 
 
 def _n(role: str) -> str:

@@ -5,10 +5,10 @@
 * ``qrels/``, ``corpus/``, ``queries/``, ``top_ranked/`` ``{train,test}.parquet``: the same
   data in MTEB's retrieval/re-ranking layout (explicit score-0 qrels for hard negatives;
   ``top_ranked``: each query's candidate ids), the eval split named ``test`` as MTEB's
-  and BEIR's loaders ask (:data:`pipeline.release_files.RETRIEVAL_SPLITS`).
+  and BEIR's loaders ask (:data:`pipeline.core.release_files.RETRIEVAL_SPLITS`).
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
-* ``README.md``: the dataset card (:mod:`pipeline.card`)
+* ``README.md``: the dataset card (:mod:`pipeline.hub.card`)
   with numbers taken from the metadata.
 
 A split without surveys is not written (``datasets`` cannot read a Parquet file with
@@ -27,7 +27,7 @@ Column rules:
   domain, like the positives outside the corpus.
 * ``n_citing_surveys``, ``candidate_prior_citations``: other detected surveys and distinct
   corpus papers citing the work, posted before the survey, for positives and negatives
-  alike (the survey itself never counts). The date rule is :mod:`pipeline.visible`'s
+  alike (the survey itself never counts). The date rule is :mod:`pipeline.rules.visible`'s
   (citers by their first version, the survey by its text date; the card's "Dates").
 * ``candidate_date`` is the work's ``known_date``.
 * ``candidate_title`` is a corpus paper's own title, else the work's ``parsed_title``
@@ -56,33 +56,33 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import __version__
-from pipeline import schema as S
-from pipeline import visible as V
-from pipeline import workdir as W
-from pipeline.card import render_release_card
-from pipeline.evaluate.probe import reading_free_probe
-from pipeline.files import sha256_file, write_json
-from pipeline.leak_audit import (
-    audit_values,
-    feature_values,
-    outside,
-    relative_audit,
-    relative_feature_values,
-)
-from pipeline.parquet import RowGroupWriter, write_table
-from pipeline.progress import steps
-from pipeline.provenance import summarize as summarize_provenance
-from pipeline.release_files import (
+from pipeline.core import schema as S
+from pipeline.core.files import sha256_file, write_json
+from pipeline.core.parquet import RowGroupWriter, write_table
+from pipeline.core.progress import steps
+from pipeline.core.release_files import (
     CANDIDATES_FILE,
     CARD_FILE,
     METADATA_FILE,
     READING_LISTS_FILE,
     beir_file,
 )
+from pipeline.corpus.provenance import summarize as summarize_provenance
+from pipeline.engine import workdir as W
+from pipeline.engine.workdir import failed_inputs
+from pipeline.evaluate.probe import reading_free_probe
+from pipeline.hub.card import render_release_card
+from pipeline.rules import visible as V
+from pipeline.rules.leak_audit import (
+    audit_values,
+    feature_values,
+    outside,
+    relative_audit,
+    relative_feature_values,
+)
+from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
-from pipeline.tables import id_batches, scan_extract
-from pipeline.workdir import failed_inputs
 
 LEAK_AUDIT_MODES = ("warn", "error")
 _W_PAPER = "_work_paper_id"
@@ -324,7 +324,7 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
 
 
 def paper_provenance(ctx: ReduceContext) -> dict[str, Any]:
-    """Synthetic, real or unknown: :func:`pipeline.provenance.summarize` over the manifests
+    """Synthetic, real or unknown: :func:`pipeline.corpus.provenance.summarize` over the manifests
     of the extract outputs this release read (an output without a manifest is unknown)."""
     papers = {p.stem: p for p in ctx.files("extract", "papers")}
     manifests = {}

@@ -1,6 +1,6 @@
 """Stage ``split`` (reduce): train/eval by survey text date, candidates table, leakage audit.
 
-A survey whose text date (:mod:`pipeline.visible`: the date of the version whose
+A survey whose text date (:mod:`pipeline.rules.visible`: the date of the version whose
 text the corpus holds) is before ``split.eval_from`` is in ``train``, on or after
 it in ``eval``; a survey without any version date cannot be placed and is dropped
 (counted). A survey first posted in 2021 and revised in 2023 is read as of 2023.
@@ -11,7 +11,7 @@ error: it is dropped and counted (``positives_dated_after_survey_dropped``).
 
 Candidate columns filled here for positives and negatives alike: ``candidate_date``
 (the work's ``known_date``) and the prior-only popularity counts of
-:func:`pipeline.visible.with_prior_counts`. Negatives get zero mention counts.
+:func:`pipeline.rules.visible.with_prior_counts`. Negatives get zero mention counts.
 
 Leakage audit (stage counts, then ``eval_metadata.json``):
 
@@ -31,8 +31,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline import visible as V
+from pipeline.core import schema as S
+from pipeline.rules import visible as V
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
 

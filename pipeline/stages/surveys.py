@@ -3,7 +3,7 @@
 A paper is a survey when
 
 * its primary category starts with ``surveys.category_prefix`` ("cs."),
-* :func:`pipeline.survey_rules.survey_reason` finds a cue in its title or abstract
+* :func:`pipeline.rules.survey_rules.survey_reason` finds a cue in its title or abstract
   (the rules run only on rows that pass the cheap Polars prefilter), and
 * it cites at least ``surveys.min_resolved_refs`` distinct resolved works.
 
@@ -22,11 +22,11 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schema as S
+from pipeline.core import schema as S
+from pipeline.rules.survey_rules import prefilter_pattern, survey_reason
+from pipeline.rules.tables import scan_extract
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
-from pipeline.survey_rules import prefilter_pattern, survey_reason
-from pipeline.tables import scan_extract
 
 RESOLVED_ENTRIES = "resolved_entries"
 

@@ -43,7 +43,7 @@ row per bib entry of every kept paper, sorted by ``paper_id, ref_id``). A work w
 component holds a corpus paper's ``arxiv:<paper_id>`` carries that paper's id, title,
 abstract, categories and first version date; any other work carries an example
 ``raw`` bib string (the longest; the smallest of those on ties; kept for the judgment
-side only) and a ``parsed_title``: of the title keys (:mod:`pipeline.titles`) of the
+side only) and a ``parsed_title``: of the title keys (:mod:`pipeline.rules.titles`) of the
 entries citing it, the most common (the smallest on ties), null when no entry's string
 gives a title. That is the text the release shows for it: lower-cased, punctuation
 collapsed, with no numbering, quotes, casing, authors, venue, URL or export tail of any
@@ -65,18 +65,18 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import aliases as A
-from pipeline import schema as S
-from pipeline import titles as T
-from pipeline.aliases import ALIAS, ARXIV_PREFIX, OTHER
-from pipeline.progress import steps
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
-from pipeline.tables import (
+from pipeline.core import schema as S
+from pipeline.core.progress import steps
+from pipeline.rules import aliases as A
+from pipeline.rules import titles as T
+from pipeline.rules.aliases import ALIAS, ARXIV_PREFIX, OTHER
+from pipeline.rules.tables import (
     duplicate_papers,
     scan_extract,
     scan_extract_files,
 )
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
 
 # internal columns (never written)
 NODE = "node"
@@ -249,10 +249,10 @@ def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
 def resolve_by_title(
     entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame, titles: pl.LazyFrame
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Resolve entries without identifier by title (:mod:`pipeline.titles`).
+    """Resolve entries without identifier by title (:mod:`pipeline.rules.titles`).
 
     Args:
-        entry_keys: :func:`pipeline.titles.segment_keys` of bib entries.
+        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries.
         entry_work: ``(paper_id, ref_id, work_id)`` of those entries resolved by identifier.
         titles: :func:`title_map`.
 

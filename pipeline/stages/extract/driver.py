@@ -4,7 +4,7 @@ and sum every file's counts (:func:`summarize`).
 
 Lines read = papers written + rejects (by reason), per file, in its manifest. Across
 files, readers keep the copy of a paper from the file whose ``source_file`` (its path
-relative to its ``--input``) sorts first (``pipeline.tables.papers_winner``).
+relative to its ``--input``) sorts first (``pipeline.rules.tables.papers_winner``).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ import msgspec
 import polars as pl
 import regex
 
-from pipeline import schema as S
-from pipeline import workdir as W
-from pipeline.config import Config
-from pipeline.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
-from pipeline.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
+from pipeline.core import schema as S
+from pipeline.core.config import Config
+from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
+from pipeline.corpus.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
+from pipeline.engine import workdir as W
+from pipeline.engine.workdir import FAILED
 from pipeline.stages.base import Stage
 from pipeline.stages.extract.records import DECODER, Reject, decode_reason
 from pipeline.stages.extract.rows import FileDone, Tables, Writer, extract_record
-from pipeline.workdir import FAILED
 
 GIL_SWITCH_INTERVAL = 0.0002  # seconds; see extract_files
 
@@ -38,7 +38,7 @@ def _documents(
     source: InputFile | Any, max_line_bytes: int
 ) -> Iterable[tuple[str, Iterable[tuple[int, bytes | memoryview | LongLine]]]]:
     """``(source_file, lines)`` per document: one for an input file, one per member for an
-    archive's unit (read by ``pipeline.runner.run_archive``), whose line numbers restart per
+    archive's unit (read by ``pipeline.engine.runner.run_archive``), whose line numbers restart per
     member."""
     if isinstance(source, InputFile):
         return [(source_name(source), iter_lines(source, max_line_bytes))]
@@ -252,7 +252,7 @@ def summarize(out: Path) -> dict[str, Any]:
     Written to ``<out>/extract/_summary.json`` after each extract run. The copy kept
     for a paper found in several files is the one whose ``source_file`` sorts first.
     """
-    from pipeline.files import write_json
+    from pipeline.core.files import write_json
 
     name = STAGE.name
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}

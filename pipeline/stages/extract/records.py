@@ -12,7 +12,7 @@ from datetime import date
 import msgspec
 import regex
 
-from pipeline.provenance import SYNTHETIC_FIELD
+from pipeline.corpus.provenance import SYNTHETIC_FIELD
 
 
 class CiteSpan(msgspec.Struct, gc=False):
@@ -73,7 +73,7 @@ class Record(msgspec.Struct, gc=False):
     body_text: list[Paragraph] | None = None
     sections: dict[str, Section2024] | None = None
     bib_entries: dict[str, BibEntry] | None = None
-    # set by the pipeline's own generators only (pipeline.provenance)
+    # set by the pipeline's own generators only (pipeline.corpus.provenance)
     synthetic: str | None = msgspec.field(default=None, name=SYNTHETIC_FIELD)
 
 

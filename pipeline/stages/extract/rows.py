@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 
-from pipeline import schema as S
-from pipeline.config import Config
-from pipeline.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
+from pipeline.core import schema as S
+from pipeline.core.config import Config
+from pipeline.rules.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
 from pipeline.stages.extract.records import (
     Abstract,
     BibIds,

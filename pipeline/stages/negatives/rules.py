@@ -33,7 +33,7 @@ Counts (output columns ``n_citing_surveys``, ``n_citing_surveys_same_category``)
 *other* detected surveys citing ``W`` whose first version date is strictly before
 ``S``'s (all of them, and those with ``S``'s primary category); ``S`` never counts
 itself and nothing posted on or after ``S``'s date counts
-(:func:`pipeline.visible.with_prior_counts`, also used by ``split`` for the positives).
+(:func:`pipeline.rules.visible.with_prior_counts`, also used by ``split`` for the positives).
 The field and date rules above still use every citing survey.
 """
 
@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import aliases as W
-from pipeline import schema as S
-from pipeline import titles as T
-from pipeline import visible as V
+from pipeline.core import schema as S
+from pipeline.rules import aliases as W
+from pipeline.rules import titles as T
+from pipeline.rules import visible as V
+from pipeline.rules.tables import scan_extract
+from pipeline.rules.visible import paper_citations, surveys_frame
 from pipeline.stages.context import ReduceContext
-from pipeline.tables import scan_extract
-from pipeline.visible import paper_citations, surveys_frame
 
 SOURCE_OWN, SOURCE_CITING_SURVEY, SOURCE_CITED_IN_CATEGORY = S.NEGATIVE_SOURCES
 # a positive dated on or after its survey (an identifier or date error): dropped, counted
@@ -67,7 +67,7 @@ SURVEYS_COARSE = "_surveys_coarse"
 
 # --------------------------------------------------------------------- inputs
 def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
-    """:func:`pipeline.visible.work_features` of every work."""
+    """:func:`pipeline.rules.visible.work_features` of every work."""
     return V.work_features(ctx.read("works", "works"))
 
 
@@ -100,8 +100,8 @@ def eligible_works(
     ``_first_cited`` is the earliest first version date of a citing survey (pool A) or
     citing paper of the category (pool B): the existence rule of undated works.
 
-    ``citations``: :func:`pipeline.visible.survey_citations`. ``part``: only the works of
-    that part (:func:`pipeline.visible.work_parts`; a work's rows depend on its own rows
+    ``citations``: :func:`pipeline.rules.visible.survey_citations`. ``part``: only the works of
+    that part (:func:`pipeline.rules.visible.work_parts`; a work's rows depend on its own rows
     only).
     """
     works = ctx.read("works", "works").select(
@@ -215,7 +215,7 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
 
 def cited_pairs(ctx: ReduceContext, citations: pl.LazyFrame) -> pl.LazyFrame:
     """``(survey_id, work_id)`` a survey cites by identifier: resolved entries (``citations``:
-    :func:`pipeline.visible.survey_citations`), labelled positives, alias hits (not title
+    :func:`pipeline.rules.visible.survey_citations`), labelled positives, alias hits (not title
     hits: :func:`title_hits`)."""
     return pl.concat(
         [
@@ -228,7 +228,7 @@ def cited_pairs(ctx: ReduceContext, citations: pl.LazyFrame) -> pl.LazyFrame:
 
 def survey_title_keys(ctx: ReduceContext) -> pl.LazyFrame:
     """``(survey_id, title_key)``: every segment key of every raw bib string of every survey
-    (:mod:`pipeline.titles`), with or without identifiers.
+    (:mod:`pipeline.rules.titles`), with or without identifiers.
 
     Only the surveys' rows are read, once (``segment_keys`` reads its input three times):
     every reference of the corpus would make this the stage's peak (6.8 GB at 300k papers).
@@ -285,7 +285,7 @@ def candidate_pairs(
     window: pl.LazyFrame,
 ) -> pl.LazyFrame:
     """Admissible (survey, work) pairs of ``window`` (``(survey_id, work_id)`` pairs to
-    consider; ``surveys``: columns of :func:`pipeline.visible.surveys_frame`), joined with
+    consider; ``surveys``: columns of :func:`pipeline.rules.visible.surveys_frame`), joined with
     their pool entry (``eligible``: :func:`eligible_works`) and work (``works``), with
     their visible features, prior counts and strata (:func:`admissible`)."""
     pooled = (

@@ -33,8 +33,9 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline import visible as V
+from pipeline.core import schema as S
+from pipeline.rules import visible as V
+from pipeline.rules.tables import id_batches
 from pipeline.stages.negatives.rules import (
     AGE_COARSE,
     AGE_KNOWN,
@@ -45,7 +46,6 @@ from pipeline.stages.negatives.rules import (
     exists_from,
     pool,
 )
-from pipeline.tables import id_batches
 
 _U32 = 2**32
 ID_HASH = "_id_hash"

@@ -13,9 +13,10 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline import visible as V
-from pipeline.progress import steps
+from pipeline.core import schema as S
+from pipeline.core.progress import steps
+from pipeline.rules import visible as V
+from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives.rules import (
@@ -45,7 +46,6 @@ from pipeline.stages.negatives.sampling import (
     work_index,
 )
 from pipeline.stages.negatives.strategies import STRATEGIES, Batch, Pools
-from pipeline.visible import prior_tables, survey_citations, surveys_frame
 
 
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
@@ -58,8 +58,8 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     the corpus: works are integer keys (``sampling.work_index``), window pairs read their
     pool entry and work by position (``sampling.window_rows``), and batches run in
     survey-date order, each reading the prior-count rows of its own dates plus each work's
-    last row before them (:func:`pipeline.visible.prior_rows_between`,
-    :func:`pipeline.visible.last_prior_rows`).
+    last row before them (:func:`pipeline.rules.visible.prior_rows_between`,
+    :func:`pipeline.rules.visible.last_prior_rows`).
     """
     scratch = ctx.scratch()
     ncfg = ctx.cfg.negatives

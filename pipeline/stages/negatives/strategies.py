@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline import schema as S
+from pipeline.core import schema as S
 from pipeline.stages.negatives.rules import admissible, candidate_pairs
 from pipeline.stages.negatives.sampling import window_pairs, window_rows
 
@@ -102,7 +102,7 @@ def co_citation(batch: pl.LazyFrame, positives: pl.LazyFrame, sc: pl.LazyFrame) 
     """``(survey_id, work_id, _hardness)``: how many surveys first posted before the survey
     cite the work *and* at least one of the survey's positives (co-citation as seen before
     the survey; what ``hardest`` orders by within a stratum). ``sc``: what every survey
-    cites (:func:`pipeline.visible.survey_citations`)."""
+    cites (:func:`pipeline.rules.visible.survey_citations`)."""
     earlier = sc.select(
         pl.col(S.SURVEY_ID).alias(_OTHER),
         S.WORK_ID,

@@ -54,8 +54,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline.config import RolesConfig
+from pipeline.core import schema as S
+from pipeline.core.config import RolesConfig
 
 OTHER = "other"
 

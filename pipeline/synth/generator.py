@@ -4,7 +4,7 @@ The real corpus (2.28M papers) cannot be shipped with the tests, and the two rea
 samples are far too small to exercise labels, hard negatives or throughput. This
 module writes JSONL files whose records mirror the real 2022 layout field by field
 (and, with ``layout="2024"``, the same records passed through
-:func:`pipeline.layout.to_2024_layout`), with the structure later stages depend on:
+:func:`pipeline.corpus.layout.to_2024_layout`), with the structure later stages depend on:
 
 * arXiv ids ``YYMM.NNNNN`` that match the first version date (2015-01..2025-12),
   increasing with submission time inside a month; CS and non-CS categories with
@@ -37,9 +37,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pipeline.files import atomic_path
-from pipeline.layout import to_2024_layout
-from pipeline.provenance import SYNTH_GENERATOR, SYNTHETIC_FIELD
+from pipeline.core.files import atomic_path
+from pipeline.corpus.layout import to_2024_layout
+from pipeline.corpus.provenance import SYNTH_GENERATOR, SYNTHETIC_FIELD
 
 LAYOUTS = ("2022", "2024")
 
@@ -1666,7 +1666,7 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         "body_text": body,
         "bib_entries": bib,
         "ref_entries": ref_entries,
-        # last, so a reject's head (the line's first bytes) is as before; see pipeline.provenance
+        # last, so a reject's head (the line's first bytes) is as before; see pipeline.corpus.provenance
         SYNTHETIC_FIELD: SYNTH_GENERATOR,
     }
 

@@ -60,7 +60,7 @@ import functools
 
 import regex
 
-from pipeline.config import SurveysConfig
+from pipeline.core.config import SurveysConfig
 
 _F = regex.IGNORECASE
 _SEP = " | "

@@ -16,7 +16,7 @@ import logging
 import numpy as np
 import polars as pl
 
-from pipeline.schema import (
+from pipeline.core.schema import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_TITLE,
     SURVEY_ABSTRACT,

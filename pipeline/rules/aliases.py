@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import schema as S
+from pipeline.core import schema as S
 
 ALIAS = S.LINK_ALIAS
 OTHER = S.LINK_OTHER_ALIAS

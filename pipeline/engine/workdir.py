@@ -20,7 +20,7 @@ manifests and records are, and what can be read from them.
       _locks/<config hash>.lock       held (flock, shared) by every run of that config
       _published.json                 what the last ``push`` of a Job published
 
-The runner (:mod:`pipeline.runner`) writes these files at the paths given here; the
+The runner (:mod:`pipeline.engine.runner`) writes these files at the paths given here; the
 API, the CLI and the Jobs ask this module where they are and what they say. A marker
 is keyed by input identity, config hash and schema version (``runner.map_marker_key``),
 never by worker rank, so a rerun with another worker count still resumes.
@@ -40,8 +40,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import Config
-from pipeline.files import (
+from pipeline.core.config import Config
+from pipeline.core.files import (
     atomic_path,
     owner_alive,
     sha256_file,
@@ -49,9 +49,9 @@ from pipeline.files import (
     temp_tag,
     write_json,
 )
-from pipeline.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
-from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import InputError, InputFile, display
+from pipeline.core.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
+from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.corpus.sources import InputError, InputFile, display
 
 if TYPE_CHECKING:
     from pipeline.stages.base import Stage
@@ -721,7 +721,7 @@ def replace_release_file(out: Path, rel: str, data: bytes) -> None:
     """Replace one file of ``out``'s finished release and its size and sha256 in the
     release's ``_SUCCESS.json``, so a rerun still finds the stage done and ``push`` still
     finds every file as recorded (``run`` renders the card again once the release is
-    evaluated: :func:`pipeline.card.add_results`).
+    evaluated: :func:`pipeline.hub.card.add_results`).
 
     Raises:
         RuntimeError: the release has no record, or its record does not list ``rel``.

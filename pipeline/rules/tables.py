@@ -14,7 +14,7 @@ import re
 
 import polars as pl
 
-from pipeline import schema as S
+from pipeline.core import schema as S
 from pipeline.stages.context import ReduceContext
 
 _KEY = "_extract_key"  # the extract output's file key (input name + path digest)

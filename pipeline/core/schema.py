@@ -186,7 +186,7 @@ WORKS = pa.schema(
         (FIRST_VERSION_DATE, pa.date32()),
         (RAW, pa.string()),
         # works outside the corpus: the title parsed from the bib strings citing it, as a
-        # title key (pipeline.titles): what the release shows, whoever cited it
+        # title key (pipeline.rules.titles): what the release shows, whoever cited it
         (PARSED_TITLE, pa.string()),
         (KNOWN_DATE, pa.date32()),
         (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (stages/works.py)
@@ -200,7 +200,10 @@ CITES = pa.schema(
         (PAPER_ID, pa.string()),
         (REF_ID, pa.string()),
         (WORK_ID, pa.string()),
-        (RESOLVED_BY, pa.string()),  # "identifier", "title" (pipeline.titles), null: unresolved
+        (
+            RESOLVED_BY,
+            pa.string(),
+        ),  # "identifier", "title" (pipeline.rules.titles), null: unresolved
     ]
 )
 

@@ -4,7 +4,7 @@ byte-split parts), read as one stream and grouped into units.
 unarXive 2024 is published as one gzip-compressed tar cut at arbitrary bytes into
 ``unarXive_2024.tar.gz.part_aa``, ``_ab``, ``_ac``: part ``ab`` cannot be decompressed
 without ``aa``. So the parts are read in order as one stream (:class:`PartsReader`),
-decompressed (:class:`pipeline.compression.Decompressed`), and the tar is parsed as it
+decompressed (:class:`pipeline.corpus.compression.Decompressed`), and the tar is parsed as it
 streams (``tarfile`` in stream mode), never unpacked to disk.
 
 **Units.** A run of consecutive JSONL members is one *unit*: the input unit of the
@@ -36,8 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.compression import GZIP_MAGIC, ZSTD_MAGIC, Decompressed, StreamError, compression_of
-from pipeline.sources import InputFile, display, open_raw
+from pipeline.corpus.compression import (
+    GZIP_MAGIC,
+    ZSTD_MAGIC,
+    Decompressed,
+    StreamError,
+    compression_of,
+)
+from pipeline.corpus.sources import InputFile, display, open_raw
 
 READ_ERRORS = (StreamError, tarfile.TarError, EOFError)  # what a damaged archive raises
 TAR_BUFFER = 1 << 20  # decompressed bytes tarfile reads at a time

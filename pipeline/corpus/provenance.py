@@ -23,7 +23,7 @@ SYNTHETIC_FIELD = "_synthetic"
 # extract manifest counts: papers written from records with the key, and per generator
 SYNTHETIC_PAPERS = "synthetic_papers"
 SYNTHETIC_GENERATORS = "synthetic_generators"
-SYNTH_GENERATOR = "pipeline.synth"
+SYNTH_GENERATOR = "pipeline.synth"  # the package: records keep the mark when its modules move
 
 REAL, SYNTHETIC, UNKNOWN = "real", "synthetic", "unknown"
 ALLOW_FLAG = "--allow-synthetic"

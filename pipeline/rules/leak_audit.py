@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline import schema as S
-from pipeline.aliases import id_kind
+from pipeline.core import schema as S
+from pipeline.rules.aliases import id_kind
 
 _GROUP = "_group"
 _Y = "_positive"
@@ -271,9 +271,9 @@ def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataF
         rows: ``candidates`` rows (``survey_id``, ``candidate_id``, ``candidate_title``,
             ``candidate_abstract``, ``candidate_date``); the rows of a survey all present.
         text: the candidate text the formatting and length features read; the text
-            systems are given (:func:`pipeline.text_match.candidate_text`) when None.
+            systems are given (:func:`pipeline.rules.text_match.candidate_text`) when None.
     """
-    from pipeline.text_match import candidate_text
+    from pipeline.rules.text_match import candidate_text
 
     text = candidate_text() if text is None else text
     kind = text_kind(

@@ -2,7 +2,7 @@
 depend on the data only.
 
 Used by the evaluation report's figures (:mod:`pipeline.evaluate.figures`) and the
-dataset card's (:mod:`pipeline.card`): a fixed size and DPI, a font shipped with
+dataset card's (:mod:`pipeline.hub.card`): a fixed size and DPI, a font shipped with
 matplotlib, and no metadata in the PNG (no software version, no date), so the same
 numbers give the same bytes.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.files import atomic_path
+from pipeline.core.files import atomic_path
 
 DPI = 100
 # pinned look, independent of the user's matplotlibrc

@@ -14,8 +14,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import schema as S
-from pipeline.config import Config
+from pipeline.core import schema as S
+from pipeline.core.config import Config
 
 ROW_GROUP_ROWS = 100_000
 

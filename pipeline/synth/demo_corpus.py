@@ -2,12 +2,12 @@
 
 It comes in the form unarXive 2024 is published in on the Hub: one gzip-compressed tar of
 ``processed_unarxive_extended_data/.../*.jsonl`` members in the 2024 layout, byte-split
-into ``unarXive_2024.tar.gz.part_aa``, ``_ab``, ``_ac`` (:func:`pipeline.archive.pack`).
+into ``unarXive_2024.tar.gz.part_aa``, ``_ab``, ``_ac`` (:func:`pipeline.corpus.archive.pack`).
 Its members, built deterministically:
 
 * synthetic unarXive records (one generated world in four members, each holding many
   papers, with a few malformed lines to show rejects), converted from the generator's
-  2022 layout by the publisher's grouping rule (:func:`pipeline.layout.group_sections`:
+  2022 layout by the publisher's grouping rule (:func:`pipeline.corpus.layout.group_sections`:
   stripped paragraphs with unshifted spans, ``"null"`` for a null heading); every 40th
   paper has a paragraph without a heading, which the publisher files under
   ``"Unknown Section"``;
@@ -48,7 +48,7 @@ NO_HEADING_EVERY = 40  # every 40th synthetic paper loses one paragraph's headin
 def _to_2024(data: bytes, drop_heading_every: int = 0) -> bytes:
     """JSONL in the 2022 layout -> the 2024 layout (malformed lines kept as they are);
     with ``drop_heading_every``, that line's last paragraph loses its heading first."""
-    from pipeline.layout import convert_line
+    from pipeline.corpus.layout import convert_line
 
     def drop_heading(record: dict) -> dict:
         body = [dict(p) for p in record["body_text"]]
@@ -71,7 +71,7 @@ def corpus_members(
     import gzip
     import tempfile
 
-    from pipeline.synth import generate
+    from pipeline.synth.generator import generate
 
     fixtures = demo_data() if fixtures is None else fixtures
     members: list[tuple[str, bytes | None]] = [
@@ -113,7 +113,7 @@ def build_corpus(
 ) -> list[Path]:
     """Write the demo corpus into ``corpus`` as the 3 parts of one tar.gz (idempotent: same
     bytes every time); returns the parts' paths."""
-    from pipeline.archive import pack
+    from pipeline.corpus.archive import pack
 
     corpus.mkdir(parents=True, exist_ok=True)
     return pack(corpus_members(papers, fixtures, scratch=corpus), corpus, ARCHIVE, parts=3)

@@ -37,11 +37,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from pipeline import provenance as P
-from pipeline import schema as S
-from pipeline.evaluate.measures import ndcg_name
-from pipeline.leak_audit import RELATIVE_DOCS
-from pipeline.release_files import (
+from pipeline.core import schema as S
+from pipeline.core.release_files import (
     BEIR_VIEWS,
     CANDIDATES_FILE,
     CARD_FILE,
@@ -52,6 +49,9 @@ from pipeline.release_files import (
     RETRIEVAL_SPLITS,
     beir_file,
 )
+from pipeline.corpus import provenance as P
+from pipeline.evaluate.measures import ndcg_name
+from pipeline.rules.leak_audit import RELATIVE_DOCS
 
 CARD_TEMPLATE = "survey_reading_lists.md"
 METHODS_TEMPLATE = "methods.md"
@@ -252,7 +252,7 @@ def add_results(out: Path, results_file: Path) -> bool:
     sha256 in the release's ``_SUCCESS.json``; False (nothing written) when the results are
     not of this release's eval file.
     """
-    from pipeline import workdir as W
+    from pipeline.engine import workdir as W
 
     release = W.release_dir(out)
     meta = json.loads((release / METADATA_FILE).read_text(encoding="utf-8"))
@@ -268,10 +268,10 @@ def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:
     """Write the tier distribution per split as a PNG: for every label, its share of each
     split's rows, with the row count beside the bar (the numbers of the card's label table).
 
-    Drawn as :mod:`pipeline.plots` draws every figure, so the same metadata gives the same
+    Drawn as :mod:`pipeline.evaluate.plots` draws every figure, so the same metadata gives the same
     bytes.
     """
-    from pipeline.plots import pyplot, save_png
+    from pipeline.evaluate.plots import pyplot, save_png
 
     labels = sorted(S.LABEL_NAMES)
     splits = list(S.SPLIT_NAMES)
@@ -331,7 +331,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-# every config of the card: (name, a file of it, its schema in pipeline.schema)
+# every config of the card: (name, a file of it, its schema in pipeline.core.schema)
 CARD_CONFIGS = (
     ("reading_lists", READING_LISTS_FILE, "READING_LISTS"),
     ("candidates", CANDIDATES_FILE, "CANDIDATES_VIEW"),

@@ -1,8 +1,8 @@
 """The runner: executes the stages, writing their outputs, completion markers and manifests
-at the paths :mod:`pipeline.workdir` gives, with progress.
+at the paths :mod:`pipeline.engine.workdir` gives, with progress.
 
 Stage code is a transform; the runner owns I/O and resumability; the work directory's
-layout, and every read of it, is :mod:`pipeline.workdir`'s.
+layout, and every read of it, is :mod:`pipeline.engine.workdir`'s.
 
 * A **map** stage runs once per input file. Its outputs go to
   ``<out>/<stage>/<table>/<file key>.parquet`` and a marker
@@ -40,8 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
-from pipeline import workdir as W
-from pipeline.archive import (
+from pipeline.core.config import Config
+from pipeline.core.files import (
+    file_record,
+    temp_tag,
+    write_json,
+)
+from pipeline.core.progress import Progress
+from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.corpus.archive import (
     CHUNK,
     READ_ERRORS,
     ArchiveError,
@@ -50,15 +57,7 @@ from pipeline.archive import (
     unit_identity,
     unit_key,
 )
-from pipeline.config import Config
-from pipeline.files import (
-    file_record,
-    temp_tag,
-    write_json,
-)
-from pipeline.progress import Progress
-from pipeline.schema import SCHEMA_VERSION
-from pipeline.sources import (
+from pipeline.corpus.sources import (
     InputFile,
     InputReadError,
     display,
@@ -67,9 +66,8 @@ from pipeline.sources import (
     source_name,
     stream_lines,
 )
-from pipeline.stages.base import Limits, Stage
-from pipeline.stages.context import ReduceContext
-from pipeline.workdir import (
+from pipeline.engine import workdir as W
+from pipeline.engine.workdir import (
     FAILED,
     SUCCESS,
     failed_inputs,
@@ -78,6 +76,8 @@ from pipeline.workdir import (
     reduce_problem,
     stage_key,
 )
+from pipeline.stages.base import Limits, Stage
+from pipeline.stages.context import ReduceContext
 
 log = logging.getLogger("pipeline")
 

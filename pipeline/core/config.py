@@ -424,7 +424,7 @@ def _iso_date(value: str) -> bool:
 
 
 def _roles() -> tuple[str, ...]:
-    from pipeline.schema import ROLES
+    from pipeline.core.schema import ROLES
 
     return ROLES
 

@@ -11,9 +11,9 @@ the repo (the card's ``configs`` name exact files, so they are not loaded).
 
 Before anything is uploaded (and in a dry run) ``push`` refuses, in one line: a release
 whose files differ from its record; a release built from synthetic papers or papers of
-unknown provenance, unless ``--allow-synthetic`` (:mod:`pipeline.provenance`); a card
+unknown provenance, unless ``--allow-synthetic`` (:mod:`pipeline.corpus.provenance`); a card
 that still holds a placeholder (``OWNER/...``, ``{AUTHORS}``, ``{YEAR}``) or names another
-repo than ``--repo-id`` (:func:`pipeline.card.publish_problem`).
+repo than ``--repo-id`` (:func:`pipeline.hub.card.publish_problem`).
 
 Authentication is huggingface_hub's own (``HF_TOKEN`` or ``hf auth login``). The
 token is never printed, logged or written.
@@ -26,10 +26,10 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pipeline.files import sha256_file
-from pipeline.provenance import verdict as provenance_verdict
-from pipeline.release_files import CARD_FILE, METADATA_FILE
-from pipeline.workdir import (  # noqa: F401 - release_files is also imported from here
+from pipeline.core.files import sha256_file
+from pipeline.core.release_files import CARD_FILE, METADATA_FILE
+from pipeline.corpus.provenance import verdict as provenance_verdict
+from pipeline.engine.workdir import (  # noqa: F401 - release_files is also imported from here
     SUCCESS,
     is_publishable,
     release_files,
@@ -105,12 +105,12 @@ def publish_refusal(
     """Why this release must not be published to ``repo_id`` as it is, in one line; else None.
 
     A release built from synthetic papers, or papers of unknown provenance, is refused
-    unless ``allow_synthetic`` (:func:`pipeline.provenance.push_refusal`); a card that still
+    unless ``allow_synthetic`` (:func:`pipeline.corpus.provenance.push_refusal`); a card that still
     holds a placeholder, or names another repo than ``repo_id``, always
-    (:func:`pipeline.card.publish_problem`).
+    (:func:`pipeline.hub.card.publish_problem`).
     """
-    from pipeline.card import publish_problem
-    from pipeline.provenance import push_refusal
+    from pipeline.corpus.provenance import push_refusal
+    from pipeline.hub.card import publish_problem
 
     if not allow_synthetic:
         refusal = push_refusal(meta)

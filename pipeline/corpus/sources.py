@@ -10,7 +10,7 @@ Besides JSONL files, an input can be an archive of them (``.tar``, ``.tar.gz``/`
 ``.tar.zst``), whole or byte-split into parts (``NAME.part_aa``, ``NAME.part_ab``, ... or
 ``NAME.001``, ``NAME.002``, ...): the form unarXive 2024 is published in. Parts are found
 beside each other, checked to be complete, and read as one stream in part order
-(:mod:`pipeline.archive`).
+(:mod:`pipeline.corpus.archive`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from pipeline.compression import Decompressed, StreamError, compression_of
+from pipeline.corpus.compression import Decompressed, StreamError, compression_of
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.xz", ".jsonl.bz2", ".json")
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tzst")
@@ -394,7 +394,7 @@ def shard(files: list[InputFile], index: int, count: int) -> list[InputFile]:
     """``sorted(files)[index::count]`` so ``count`` machines split one corpus.
 
     Archives are not split by file: every shard reads each archive and takes its own
-    share of the archive's units (``pipeline.archive``: unit ``u`` is shard ``u % count``'s).
+    share of the archive's units (``pipeline.corpus.archive``: unit ``u`` is shard ``u % count``'s).
     """
     if not 0 <= index < count:
         raise InputError(f"--shard {index}/{count}: need 0 <= I < N")
@@ -416,7 +416,7 @@ def open_binary(f: InputFile) -> IO[bytes] | Decompressed:
     """Decompressed byte stream of an input file (by suffix).
 
     gzip and zstd end only where their decompressor says the stream ends
-    (:class:`pipeline.compression.Decompressed`): a cut file is an error, not a short read.
+    (:class:`pipeline.corpus.compression.Decompressed`): a cut file is an error, not a short read.
     """
     raw = open_raw(f)
     name = f.path

@@ -43,10 +43,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import schema as S
-from pipeline.aliases import id_kind
+from pipeline.core import schema as S
+from pipeline.rules.aliases import id_kind
+from pipeline.rules.tables import scan_extract
 from pipeline.stages.context import ReduceContext
-from pipeline.tables import scan_extract
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"
@@ -254,7 +254,7 @@ def latest_possible_date() -> pl.Expr:
 def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
     """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey.
 
-    ``survey_date`` is the survey's text date (:mod:`pipeline.visible`).
+    ``survey_date`` is the survey's text date (:mod:`pipeline.rules.visible`).
     """
     return ctx.read("surveys", "surveys").select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
@@ -392,7 +392,7 @@ def prior_tables(
     works: pl.LazyFrame | None = None,
     corpus: pl.LazyFrame | None = None,
 ) -> dict[str, pl.LazyFrame]:
-    """The running-count tables of :func:`pipeline.visible.with_prior_counts`, collected.
+    """The running-count tables of :func:`pipeline.rules.visible.with_prior_counts`, collected.
 
     ``citations``: :func:`survey_citations`, when the caller holds it already. ``works``:
     only these works' rows (a ``work_id`` column), which is all a caller that counts for

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.schema import TITLE_KEY as KEY
+from pipeline.core.schema import TITLE_KEY as KEY
 
 MIN_WORDS = 3
 MIN_CHARS = 15
