@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config, load_config, validate
 from pipeline.corpus.sources import InputError
 from pipeline.engine import workdir as W
 from pipeline.engine.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
@@ -45,7 +45,10 @@ def config_of(config: ConfigLike) -> Config:
     Raises:
         ConfigError: the file is missing, not TOML, or holds a bad value.
     """
-    return config if isinstance(config, Config) else load_config(config)
+    if isinstance(config, Config):
+        validate(config)  # a Config made in code meets the rules a TOML file does
+        return config
+    return load_config(config)
 
 
 def default_workers() -> int:

@@ -1,21 +1,28 @@
-"""Column and file names used by the evaluation stage that ``pipeline/core/schema.py`` lacks.
+"""The column and file names the evaluation uses, from one place.
 
-The eval table's own columns (``survey_title``, ``candidate_raw``, ...) belong in
-``pipeline/core/schema.py``; until they are added there, they are spelled once here and
-nowhere else in ``pipeline/evaluate``. Names that schema.py already has are
-re-exported so that evaluation code imports every column name from one place.
+The eval table's columns are :mod:`pipeline.core.schema`'s and its file name is
+:mod:`pipeline.core.release_files`'s, re-exported here; the columns of runs and of the
+evaluation's own outputs (``score``, ``system``, ``subset``, ``survey_year``) are spelled
+here, once.
 """
 
 from __future__ import annotations
 
+from pipeline.core.release_files import EVAL_FILE as EVAL_FILENAME
 from pipeline.core.schema import (
+    CANDIDATE_ABSTRACT,
     CANDIDATE_ID,
     CANDIDATE_PRIOR_CITATIONS,
+    CANDIDATE_RAW,
+    CANDIDATE_TITLE,
     IN_DOMAIN,
     LABEL,
     LABEL_NAME,
     LINE_NUMBER,
+    SURVEY_ABSTRACT,
+    SURVEY_DATE,
     SURVEY_ID,
+    SURVEY_TITLE,
 )
 
 __all__ = [
@@ -38,16 +45,6 @@ __all__ = [
     "SURVEY_YEAR",
     "SYSTEM",
 ]
-
-# ----------------------------------------------------------- eval table (release)
-SURVEY_TITLE = "survey_title"
-SURVEY_ABSTRACT = "survey_abstract"
-SURVEY_DATE = "survey_date"
-CANDIDATE_TITLE = "candidate_title"
-CANDIDATE_ABSTRACT = "candidate_abstract"
-CANDIDATE_RAW = "candidate_raw"
-
-EVAL_FILENAME = "eval_survey_reading_lists.parquet"
 
 # ----------------------------------------------------------- runs and outputs
 SCORE = "score"

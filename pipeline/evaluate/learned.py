@@ -28,6 +28,7 @@ from pipeline.core.config import TrainConfig
 from pipeline.core.files import file_identity
 from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 from pipeline.core.schema import CANDIDATES_VIEW
+from pipeline.evaluate.baselines import BM25
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
 from pipeline.rank.features import candidates_view
@@ -40,7 +41,7 @@ LGBM_READING_FREE = "lgbm-reading-free"
 # name -> feature set
 LEARNED_BASELINES = {LGBM: "full", LGBM_METADATA: "metadata", LGBM_READING_FREE: "reading-free"}
 LEAK_PROBE = LGBM_METADATA
-LEAK_REFERENCE = "bm25"
+LEAK_REFERENCE = BM25
 LEAK_METRICS = (ndcg_name(10), HARD_NEGATIVE_AUC)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.config import TrainConfig
+from pipeline.evaluate.baselines import BM25
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
 from pipeline.evaluate.learned import (
     LEAK_METRICS,
@@ -32,7 +33,7 @@ from pipeline.rank.model import score
 from pipeline.rank.release import read_judgments, read_view, train_from_release
 
 PROBE = LGBM_READING_FREE
-REFERENCE = "bm25"
+REFERENCE = BM25
 PROBE_METRICS = LEAK_METRICS
 
 

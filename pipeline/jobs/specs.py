@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.corpus.sources import InputError
+from pipeline.hub.card import SOURCE_DATASET
 
 log = logging.getLogger("pipeline")
 
 DISTRIBUTION = "survey-reading-lists"
-DEFAULT_INPUT_REPO = "ines-besrour/unarxive_2024"
+DEFAULT_INPUT_REPO = SOURCE_DATASET  # the corpus the card names
 DEFAULT_RELEASE_NAME = "survey-reading-lists"
 DEFAULT_BUCKET_NAME = "survey-reading-lists-work"
 DEFAULT_CODE_NAME = "survey-reading-lists-code"

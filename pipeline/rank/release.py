@@ -13,7 +13,7 @@ import polars as pl
 
 from pipeline.core.config import TrainConfig
 from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
-from pipeline.core.schema import CANDIDATE_ID, LABEL, SURVEY_ID
+from pipeline.core.schema import CANDIDATE_ID, LABEL, SPLIT_NAMES, SURVEY_ID
 from pipeline.rank.features import (
     FEATURE_NAMES,
     FEATURE_SET_VERSION,
@@ -25,7 +25,7 @@ from pipeline.rank.features import (
 )
 from pipeline.rank.model import TrainedModel, train_ranker, write_model
 
-SPLITS = ("train", "eval")
+SPLITS = SPLIT_NAMES
 # The release's file names (pipeline/stages/release.py writes them; spelled there).
 FEATURES_JSON = "features.json"
 MODEL_NAME = "model"

@@ -198,11 +198,12 @@ def shown_title() -> pl.Expr:
     return pl.coalesce(pl.col(S.TITLE), pl.col(S.PARSED_TITLE))
 
 
-def in_domain_expr() -> pl.Expr:
-    """The candidate is a corpus paper whose own categories include the survey's primary category."""
+def in_domain_expr(survey_category: str = S.PRIMARY_CATEGORY) -> pl.Expr:
+    """The candidate is a corpus paper whose own categories include the survey's primary
+    category (column ``survey_category``; the candidate's corpus paper id in :data:`WORK_PAPER`)."""
     return (
         pl.col(WORK_PAPER).is_not_null()
-        & pl.col(S.CANDIDATE_CATEGORIES).list.contains(pl.col(S.PRIMARY_CATEGORY)).fill_null(False)
+        & pl.col(S.CANDIDATE_CATEGORIES).list.contains(pl.col(survey_category)).fill_null(False)
     ).fill_null(False)
 
 

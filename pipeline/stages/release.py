@@ -84,8 +84,7 @@ from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
 
-LEAK_AUDIT_MODES = ("warn", "error")
-_W_PAPER = "_work_paper_id"
+_W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 log = logging.getLogger("pipeline")
 
 
@@ -120,12 +119,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.RAW).alias(S.CANDIDATE_RAW),
         pl.col(S.PAPER_ID).alias(_W_PAPER),
     )
-    in_domain = (
-        pl.col(_W_PAPER).is_not_null()
-        & pl.col(S.CANDIDATE_CATEGORIES)
-        .list.contains(pl.col(S.SURVEY_PRIMARY_CATEGORY))
-        .fill_null(False)
-    ).fill_null(False)
+    in_domain = V.in_domain_expr(S.SURVEY_PRIMARY_CATEGORY)
     names = {int(k): v for k, v in S.LABEL_NAMES.items()}
     return (
         cands.join(surveys, on=S.SURVEY_ID, how="left")
@@ -518,18 +512,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         )
     )
     surveys = ctx.read("split", "split_surveys").collect(engine="streaming")
-    rcfg = ctx.cfg.release
-    if rcfg.leak_audit not in LEAK_AUDIT_MODES:
-        raise ValueError(
-            f"release.leak_audit={rcfg.leak_audit!r}; available: {list(LEAK_AUDIT_MODES)}"
-        )
-    if (
-        len(rcfg.leak_auc_bounds) != 2
-        or not 0 <= rcfg.leak_auc_bounds[0] <= 0.5 <= rcfg.leak_auc_bounds[1] <= 1
-    ):
-        raise ValueError(
-            f"release.leak_auc_bounds={list(rcfg.leak_auc_bounds)}: need [low, high] with 0 <= low <= 0.5 <= high <= 1"
-        )
+    rcfg = ctx.cfg.release  # its values are checked where the config is made (config.validate)
     low, high = rcfg.leak_auc_bounds
     leak: dict[str, Any] = {}
     relative: dict[str, Any] = {}

@@ -41,18 +41,8 @@ HARD_NEGATIVE_REASON = "hard negative"
 
 
 def eval_from(ctx: ReduceContext) -> date:
-    """``split.eval_from`` as a date.
-
-    Raises:
-        ValueError: the value is not an ISO date (names the setting and the value).
-    """
-    value = ctx.cfg.split.eval_from
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"split.eval_from={value!r}: expected an ISO date such as 2023-01-01"
-        ) from None
+    """``split.eval_from`` as a date (an ISO date: config.validate checked it)."""
+    return date.fromisoformat(ctx.cfg.split.eval_from)
 
 
 def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
