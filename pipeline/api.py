@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config, load_config, validate
+from pipeline.core.errors import UsageError
 from pipeline.corpus.sources import InputError
 from pipeline.engine import workdir as W
 from pipeline.engine.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
@@ -142,7 +143,7 @@ class EvalResult:
 
     def _written(self, name: str) -> Path:
         if self.out is None:
-            raise ValueError("nothing was written: evaluate_scores keeps its results in memory")
+            raise UsageError("nothing was written: evaluate_scores keeps its results in memory")
         return self.out / name
 
     @property

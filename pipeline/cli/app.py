@@ -16,7 +16,7 @@ from typing import Any
 from pipeline import __version__, api
 from pipeline.cli.args import add_out_arg, add_release_arg, positive_int, repo_id, shard_arg
 from pipeline.core.config import Config, describe, load_config
-from pipeline.core.errors import INTERRUPTED, TERMINATED, user_message
+from pipeline.core.errors import INTERRUPTED, TERMINATED, UsageError, user_message
 from pipeline.core.progress import redirect_logging
 from pipeline.corpus.sources import InputError
 from pipeline.engine.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
@@ -396,10 +396,6 @@ def _plugins() -> list[Callable[[argparse._SubParsersAction], Any]]:
             if e.name != name:
                 raise
     return found
-
-
-class UsageError(ValueError):
-    """A command line argparse refuses: reported like every expected failure (:func:`main`)."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
+from pipeline.core.errors import UsageError
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
@@ -237,7 +238,7 @@ def main(args: argparse.Namespace) -> int:
     """
     if args.baselines_only and args.systems:
         flags = sorted({flag for flag, _, _ in args.systems})
-        raise ValueError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
+        raise UsageError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
     result = api.evaluate(
         args.release,
         out=args.out,

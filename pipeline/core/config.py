@@ -26,6 +26,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.errors import PipelineError
+
 
 def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - "help" reads best here
     if isinstance(default, (list, dict, tuple)) and not isinstance(default, tuple):
@@ -248,7 +250,7 @@ class Config:
         return self.section_hash()
 
 
-class ConfigError(ValueError):
+class ConfigError(PipelineError, ValueError):
     """A config file names an unknown section or field, or a value of the wrong type."""
 
 

@@ -1,9 +1,11 @@
 """Expected failures and the one-line messages a user can act on.
 
-The CLI (:func:`pipeline.cli.main`) turns every exception :func:`user_message` knows
-into one line on stderr and exit code 2; anything else is a bug and is reported as
-one line too, with the traceback only under ``-v``. Hub failures are told apart
-here, in one place: no token, a token the Hub refuses, a Hub that cannot be reached.
+Every failure the pipeline expects (bad input or config, a refused request, a stage that
+cannot go on) is a :class:`PipelineError`. The CLI (:func:`pipeline.cli.main`) reports it,
+and Hub and operating-system errors (:func:`user_message`), as one line on stderr with exit
+code 2. Anything else, a ``ValueError`` of a library included, is a bug: one line too, exit
+code 1, with the traceback under ``-v``. Hub failures are told apart here, in one place:
+no token, a token the Hub refuses, a Hub that cannot be reached.
 """
 
 from __future__ import annotations
@@ -16,7 +18,21 @@ INTERRUPTED = "interrupted; rerun the same command to resume"
 TERMINATED = "terminated (SIGTERM); rerun the same command to resume"
 
 
-class TokenError(RuntimeError):
+class PipelineError(Exception):
+    """An expected failure: its message says what went wrong and what to do."""
+
+
+class UsageError(PipelineError, ValueError):
+    """A request a command or an API function cannot serve (an unknown mode, nothing to
+    evaluate, a bad command line)."""
+
+
+class StageError(PipelineError, RuntimeError):
+    """A stage that cannot run or finish on what it was given: an upstream stage not done,
+    more failed inputs than allowed, an audit that failed, outputs that cannot be trusted."""
+
+
+class TokenError(PipelineError, RuntimeError):
     """No Hugging Face token where a command needs one (checked before any network call)."""
 
 
@@ -123,11 +139,10 @@ def os_error_in(exc: BaseException) -> bool:
 def user_message(exc: BaseException) -> str | None:
     """One line for an expected failure, or None when ``exc`` is a bug.
 
-    Expected: invalid input or config (``ValueError`` and its subclasses such as
-    ``InputError``, ``ConfigError``, ``EvalSetError``, ``RunError``), Hub errors,
-    ``RuntimeError`` raised by the pipeline's own checks, and operating-system errors
-    (missing files, a file where a directory belongs, a full disk), also when Polars or
-    pyarrow report them (:func:`os_error_in`).
+    Expected: a :class:`PipelineError` (``InputError``, ``ConfigError``, ``EvalSetError``,
+    ``RunError``, :class:`StageError`, ...), Hub errors, a timeout, and operating-system
+    errors (missing files, a file where a directory belongs, a full disk), also when Polars
+    or pyarrow report them (:func:`os_error_in`).
     """
     hub = _hub_message(exc)
     if hub is not None:
@@ -138,6 +153,6 @@ def user_message(exc: BaseException) -> str | None:
         return f"{exc.filename}: no such file or directory" if exc.filename else _one_line(exc)
     if os_error_in(exc):
         return f"{type(exc).__name__}: {_one_line(exc)}"
-    if isinstance(exc, (ValueError, RuntimeError, TimeoutError)):
+    if isinstance(exc, (PipelineError, TimeoutError)):
         return _one_line(exc)
     return None

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.core.errors import PipelineError
 from pipeline.corpus.compression import (
     GZIP_MAGIC,
     ZSTD_MAGIC,
@@ -50,7 +51,7 @@ TAR_BUFFER = 1 << 20  # decompressed bytes tarfile reads at a time
 CHUNK = 4 << 20  # bytes of member data handed on at a time
 
 
-class ArchiveError(Exception):
+class ArchiveError(PipelineError):
     """An archive cannot be read on: the message names the part and what is wrong.
 
     Attributes:

@@ -18,6 +18,8 @@ import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
+from pipeline.core.errors import PipelineError
+
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 RAW_CHUNK = 1 << 20  # compressed bytes read at a time
@@ -44,7 +46,7 @@ def _gzip_library() -> tuple[str, Any]:
 GZIP_LIBRARY, _GZ = _gzip_library()
 
 
-class StreamError(Exception):
+class StreamError(PipelineError):
     """The compressed stream is damaged or ends before its end marker.
 
     Attributes:

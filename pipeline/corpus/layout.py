@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.corpus.sources import InputError
+
 # Top-level keys in the order the 2024 release writes them. ``sections`` goes last.
 _KEY_ORDER = (
     "paper_id",
@@ -97,7 +99,7 @@ def to_2024_layout(record: dict[str, Any]) -> dict[str, Any]:
     """
     body = record.get("body_text")
     if not isinstance(body, list):
-        raise ValueError("not a 2022-layout record: 'body_text' is missing or not a list")
+        raise InputError("not a 2022-layout record: 'body_text' is missing or not a list")
     out: dict[str, Any] = {}
     for key in _KEY_ORDER:
         if key in record:

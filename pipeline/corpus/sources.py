@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from pipeline.core.errors import PipelineError
 from pipeline.corpus.compression import Decompressed, StreamError, compression_of
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.xz", ".jsonl.bz2", ".json")
@@ -44,7 +45,7 @@ BOM = b"\xef\xbb\xbf"
 LONG_LINE_HEAD = 4096  # bytes of an over-long line kept for its reject record
 
 
-class InputError(ValueError):
+class InputError(PipelineError, ValueError):
     """An ``--input`` spec matched nothing or could not be read."""
 
 
@@ -70,7 +71,7 @@ def _part_label(alpha: str | None, num: str | None, index: int) -> str:
     return "part_" + "".join(reversed(chars))
 
 
-class InputReadError(Exception):
+class InputReadError(PipelineError):
     """An input file could not be read to its end (corrupt compression, I/O or network error).
 
     Attributes:

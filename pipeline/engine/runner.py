@@ -41,6 +41,7 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.core.config import Config
+from pipeline.core.errors import StageError
 from pipeline.core.files import (
     file_record,
     temp_tag,
@@ -152,7 +153,7 @@ def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, re
     allowed = allowed_failures(max_failed, total)
     if len(failed) > allowed:
         listed = "; ".join(f"{f['file']} ({f['reason']})" for f in failed[:10])
-        raise RuntimeError(
+        raise StageError(
             f"{reader}: {len(failed)} of {total} input files failed, more than "
             f"--max-failed-files {max_failed} allows ({allowed}): {listed}"
             + (" ..." if len(failed) > 10 else "")
@@ -180,7 +181,7 @@ def _check_map_complete(
     failed = [f for f in failed_inputs(out, stage, cfg) if f["source_key"] in want]
     missing = sorted(want - done - {f["source_key"] for f in failed})
     if missing:
-        raise RuntimeError(
+        raise StageError(
             f"{reader}: {name} has {len(want) - len(missing)} of {len(want)} input files done "
             f"(missing e.g. {missing[0]}); run the remaining shards first"
         )
@@ -1147,7 +1148,7 @@ def _check_map_outputs(out: Path, name: str, reader: str) -> None:
             problem = map_output_problem(out, name, marker, checksum=True)
         if problem is not None:
             path.unlink()
-            raise RuntimeError(
+            raise StageError(
                 f"{reader}: {name} output of {path.stem} cannot be trusted: {problem}. Its "
                 f"marker is removed: rerun {name} (or run) with the same --input to redo it"
             )
@@ -1179,13 +1180,13 @@ def run_reduce(
         if stages[up].kind == "reduce":
             problem = reduce_problem(out, up, cfg, stages, checksum=True)
             if problem in ("not done", "stale"):
-                raise RuntimeError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
+                raise StageError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
                 log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
                 run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
         if stages[up].kind == "map":
             if stage_key(out, up, cfg, stages) is None:
-                raise RuntimeError(
+                raise StageError(
                     f"{stage.name}: upstream stage {up!r} has no finished outputs in {out / up}"
                 )
             _check_map_complete(out, stages[up], cfg, stage.name, max_failed)

@@ -41,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Config
+from pipeline.core.errors import PipelineError, StageError
 from pipeline.core.files import (
     atomic_path,
     owner_alive,
@@ -395,7 +396,7 @@ def input_list(out: Path, name: str, reader: str) -> list[str] | None:
         return legacy["files"] if legacy is not None else None
     problem = disagreement(records)
     if problem is not None:
-        raise RuntimeError(f"{reader}: {problem}")
+        raise StageError(f"{reader}: {problem}")
     return next(iter(records.values()))["files"]
 
 
@@ -556,7 +557,7 @@ def has_work(out: Path, stages: Mapping[str, Stage]) -> bool:
 
 
 # --------------------------------------------------------------------- the lock
-class WorkDirBusyError(RuntimeError):
+class WorkDirBusyError(PipelineError, RuntimeError):
     """A run with another config is using the work directory."""
 
 
@@ -729,7 +730,7 @@ def replace_release_file(out: Path, rel: str, data: bytes) -> None:
     record_path = success_path(out, RELEASE)
     record = read_record(record_path, "files")
     if record is None or rel not in record["files"]:
-        raise RuntimeError(
+        raise StageError(
             f"{record_path}: no record of {rel}; rebuild the release before replacing it"
         )
     path = release_dir(out) / rel

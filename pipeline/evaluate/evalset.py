@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.errors import PipelineError
 from pipeline.core.schema import LABEL_NAMES
 from pipeline.engine.workdir import release_file_problem
 from pipeline.evaluate.columns import (
@@ -41,7 +42,7 @@ HUB_PREFIX = "hf://datasets/"
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+(@[\w./-]+)?$")
 
 
-class EvalSetError(ValueError):
+class EvalSetError(PipelineError, ValueError):
     """The eval table is missing columns or breaks one of its invariants."""
 
 

@@ -50,6 +50,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.core.config import EvaluateConfig, TrainConfig
+from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path, file_identity
 from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.evaluate.baselines import (
@@ -266,7 +267,7 @@ def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfi
         ORACLE: oracle_scores,
     }
     if name not in scorers:
-        raise ValueError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
+        raise UsageError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
     # A system reads the answer-free candidates view only; the oracle is the one exception.
     visible = eval_set if name == ORACLE else answer_free(eval_set)
     return per_survey_subsets(_with_scores(eval_set, scorers[name](visible)), config.ks)
@@ -736,17 +737,17 @@ def run_evaluation(
     runs, model_files, models = list(runs), list(model_files), list(models)
     scores = dict(scores or {})
     if mode not in MODES:
-        raise ValueError(f"--mode {mode!r}: unknown; available: {', '.join(MODES)}")
+        raise UsageError(f"--mode {mode!r}: unknown; available: {', '.join(MODES)}")
     if mode == RETRIEVAL and (model_files or models):
-        raise ValueError(
+        raise UsageError(
             "--mode retrieval evaluates runs over the whole corpus: --model-file, --encoder, "
             "--scorer and --sentence-transformer re-rank the judged candidates (drop --mode "
             "retrieval for them)"
         )
     if mode == RETRIEVAL and not (runs or scores):
-        raise ValueError("--mode retrieval needs a --run over the split's corpus")
+        raise UsageError("--mode retrieval needs a --run over the split's corpus")
     if not (runs or scores or model_files or models or baselines):
-        raise ValueError("nothing to evaluate: no system given and no baselines asked for")
+        raise UsageError("nothing to evaluate: no system given and no baselines asked for")
     eval_path = resolve_eval_file(eval_file)
     eval_set = load_eval_set(eval_path)
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
@@ -934,7 +935,7 @@ def evaluate(
     """
     runs = list(runs)
     if baselines_only and runs:
-        raise ValueError("--baselines-only evaluates no runs, but --run files were given")
+        raise UsageError("--baselines-only evaluates no runs, but --run files were given")
     return run_evaluation(
         eval_file,
         runs,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path
 from pipeline.core.release_files import RETRIEVAL_SPLITS, beir_file
 from pipeline.core.schema import (
@@ -54,7 +55,7 @@ def _read(release: Path, view: str, split: str, columns: list[str]) -> pl.DataFr
         )
     problem = release_file_problem(path)
     if problem is not None:
-        raise ValueError(problem)
+        raise UsageError(problem)
     return pl.read_parquet(path, columns=columns)
 
 
@@ -74,9 +75,9 @@ def export_release(
         FileNotFoundError: the release has no such split.
     """
     if fmt not in FORMATS:
-        raise ValueError(f"--format {fmt!r}: unknown; available: {', '.join(FORMATS)}")
+        raise UsageError(f"--format {fmt!r}: unknown; available: {', '.join(FORMATS)}")
     if split not in RETRIEVAL_SPLITS:
-        raise ValueError(f"--split {split!r}: unknown; available: {', '.join(RETRIEVAL_SPLITS)}")
+        raise UsageError(f"--split {split!r}: unknown; available: {', '.join(RETRIEVAL_SPLITS)}")
     corpus = _read(release, "corpus", split, [BEIR_ID, BEIR_TITLE, BEIR_TEXT])
     queries = _read(release, "queries", split, [BEIR_ID, BEIR_TEXT])
     qrels = _read(release, "qrels", split, [BEIR_QUERY_ID, BEIR_CORPUS_ID, BEIR_SCORE])

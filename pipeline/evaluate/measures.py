@@ -38,6 +38,7 @@ from types import MappingProxyType
 import polars as pl
 
 from pipeline.core.config import EvaluateConfig
+from pipeline.core.errors import PipelineError, UsageError
 
 UNJUDGED_LABEL = -1  # a retrieved document without a judgment (retrieval mode only)
 NEGATIVE_LABEL = 0
@@ -102,7 +103,7 @@ MAIN_METRICS = (
 )
 
 
-class UnknownMetricError(ValueError):
+class UnknownMetricError(PipelineError, ValueError):
     """A metric name that is not in the registry (the message lists the available names)."""
 
 
@@ -391,7 +392,7 @@ def metric_registry(ks: Sequence[int] | None = None) -> Mapping[str, Metric]:
     cutoffs = default_ks() if ks is None else tuple(ks)
     bad = [k for k in cutoffs if not isinstance(k, int) or isinstance(k, bool) or k < 1]
     if bad:
-        raise ValueError(f"cutoffs must be positive integers, got {bad}")
+        raise UsageError(f"cutoffs must be positive integers, got {bad}")
     return _registry(tuple(sorted(set(cutoffs))))
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from pipeline.core.errors import UsageError
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import (  # noqa: F401 - re-exported
     ESSENTIAL_LABEL,
@@ -227,7 +228,7 @@ def per_survey_metrics(
         ValueError: ``ranked`` is neither ``all`` nor ``scored``.
     """
     if ranked not in RANKINGS:
-        raise ValueError(f"ranked={ranked!r}; available: {', '.join(RANKINGS)}")
+        raise UsageError(f"ranked={ranked!r}; available: {', '.join(RANKINGS)}")
     chosen = resolve_metrics(metrics, ks)
     cutoffs = sorted({*(default_ks() if ks is None else ks), FIXED_CUTOFF})
     aggregates = _aggregates(cutoffs)

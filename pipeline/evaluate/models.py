@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipeline.core.errors import PipelineError
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.progress import steps
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
@@ -59,7 +60,7 @@ _QUERY, _DOC = "_query_text", "_candidate_text"
 _HASH, _VECTOR = "text_sha256", "vector"
 
 
-class ModelError(ValueError):
+class ModelError(PipelineError, ValueError):
     """A model cannot be loaded or returned something unusable (the message names the flag)."""
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.errors import PipelineError
 from pipeline.core.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
 
@@ -60,7 +61,7 @@ _RAW_SCORE = "_score_text"
 _TAG = "_tag"
 
 
-class RunError(ValueError):
+class RunError(PipelineError, ValueError):
     """A run file is malformed or does not match the eval set (the message says where)."""
 
 

@@ -26,6 +26,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file
 from pipeline.core.release_files import CARD_FILE, METADATA_FILE
 from pipeline.corpus.provenance import verdict as provenance_verdict
@@ -59,12 +60,12 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
     try:
         by_runner = release_records(release)
     except (ValueError, AttributeError) as e:  # half-written or not a JSON object
-        raise RuntimeError(
+        raise StageError(
             f"push: {release / SUCCESS} is damaged ({' '.join(str(e).split())}); rebuild the "
             "release"
         ) from e
     if not isinstance(by_runner, dict):
-        raise RuntimeError(
+        raise StageError(
             f"push: {release / SUCCESS} is missing, damaged or lists no files, so the release "
             "files cannot be checked against what the release stage wrote; rebuild the release"
         )
@@ -76,16 +77,16 @@ def verify_release(release: Path, files: list[dict[str, Any]]) -> None:
             continue
         got = have.get(rel)
         if got is None:
-            raise RuntimeError(f"push: {release / rel} is missing; rebuild the release")
+            raise StageError(f"push: {release / rel} is missing; rebuild the release")
         if got["bytes"] != want["bytes"] or got["sha256"] != want["sha256"]:
-            raise RuntimeError(
+            raise StageError(
                 f"push: {release / rel} differs from the release record ({got['bytes']} bytes, "
                 f"sha256 {got['sha256'][:12]}...; recorded {want['bytes']} bytes, sha256 "
                 f"{want['sha256'][:12]}...); refusing to publish it: rebuild the release"
             )
     extra = sorted(set(have) - set(recorded))
     if extra:
-        raise RuntimeError(
+        raise StageError(
             f"push: {release / extra[0]} is not a file the release stage wrote (not in "
             f"{SUCCESS}); refusing to publish it"
         )
@@ -155,7 +156,7 @@ def push_plan(
     verify_release(release, files)
     refusal = publish_refusal(release, meta, repo_id, allow_synthetic)
     if refusal is not None:
-        raise RuntimeError(refusal)
+        raise StageError(refusal)
     version = meta.get("version", "")
     branch = revision or DEFAULT_REVISION
     return {

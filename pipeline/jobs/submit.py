@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import api
-from pipeline.core.errors import require_token
+from pipeline.core.errors import StageError, require_token
 from pipeline.corpus.sources import InputError
 from pipeline.hub.publish import hub_api
 from pipeline.jobs.identity import code_fingerprint, package_files
@@ -98,9 +98,7 @@ def submit(opts: SubmitOptions, namespace: str) -> dict[str, Any]:
             if f.status.stage != "COMPLETED"
         ]
         if failed:
-            raise RuntimeError(
-                f"submit: shard Job(s) did not complete: {failed}; resubmit to resume"
-            )
+            raise StageError(f"submit: shard Job(s) did not complete: {failed}; resubmit to resume")
     info = create(finish)
     done.append({"name": finish.name, "id": info.id, "schedule": finish.schedule})
     return {

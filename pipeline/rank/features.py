@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from pipeline.core.errors import PipelineError
 from pipeline.core.schema import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_CATEGORIES,
@@ -63,7 +64,7 @@ ID_KINDS = ("arxiv", "doi", "openalex")  # id_kind = index in this tuple, len(ID
 _QUERY, _TITLE_QUERY, _DOC = "_query", "_title_query", "_doc"
 
 
-class FeatureError(ValueError):
+class FeatureError(PipelineError, ValueError):
     """The input lacks a column of the candidates view, or a feature set is unknown."""
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline.core.errors import PipelineError
+
 END_OF_TREES = "end of trees"
 PARAMETERS, END_OF_PARAMETERS = "parameters:", "end of parameters"
 PANDAS_CATEGORICAL = "pandas_categorical"
@@ -37,7 +39,7 @@ CATEGORICAL_BIT = 1
 MISSING_TYPES = (0, 1, 2)  # none, zero, NaN
 
 
-class ModelTextError(ValueError):
+class ModelTextError(PipelineError, ValueError):
     """The text is not a LightGBM model this code can score safely (the message says where)."""
 
 

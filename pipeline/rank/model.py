@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.core.config import TrainConfig
+from pipeline.core.errors import PipelineError
 from pipeline.core.schema import CANDIDATE_ID, LABEL, SURVEY_DATE, SURVEY_ID
 from pipeline.rank.features import (
     FEATURE_NAMES,
@@ -43,7 +44,7 @@ MODEL_FORMAT = "lightgbm-lambdarank"
 VALIDATION_METRIC = "ndcg@10"
 
 
-class ModelError(ValueError):
+class ModelError(PipelineError, ValueError):
     """A model file or its JSON is missing, unreadable or names another feature set."""
 
 

@@ -55,7 +55,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.core.config import RolesConfig
+from pipeline.core.config import ConfigError, RolesConfig
 
 OTHER = "other"
 
@@ -177,7 +177,7 @@ def role_table(cfg: RolesConfig | None = None) -> list[tuple[str, str]]:
     overrides = list((cfg.overrides if cfg is not None else {}).items())
     for pattern, role in overrides:
         if role not in S.ROLES:
-            raise ValueError(
+            raise ConfigError(
                 f"roles.overrides[{pattern!r}] = {role!r}: unknown role; available: {list(S.ROLES)}"
             )
     return overrides + list(ROLE_TABLE)
@@ -244,7 +244,7 @@ def survey_role_expr(
         return role
     unknown = [r for r in cfg.survey_core_roles if r not in S.ROLES]
     if unknown:
-        raise ValueError(
+        raise ConfigError(
             f"roles.survey_core_roles: unknown role(s) {unknown}; available: {list(S.ROLES)}"
         )
     if protocol is None:

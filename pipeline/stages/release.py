@@ -57,6 +57,7 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline.core import schema as S
+from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file, write_json
 from pipeline.core.parquet import RowGroupWriter, write_table
 from pipeline.core.progress import steps
@@ -491,7 +492,7 @@ def check_unique_pairs(rows: pl.DataFrame) -> None:
     )
     if dup.height:
         survey, candidate, n = dup.row(0)
-        raise RuntimeError(
+        raise StageError(
             f"release: (survey_id, candidate_id) = ({survey!r}, {candidate!r}) appears {n} "
             f"times; {dup.height} pair(s) are duplicated, {int(dup['len'].sum()) - dup.height} "
             "extra row(s) in all. Every (survey, candidate) pair must appear once: check the "
@@ -567,7 +568,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         )
     if problems:
         if rcfg.leak_audit == "error":
-            raise RuntimeError(f"release: leak audit: {'; '.join(problems)}")
+            raise StageError(f"release: leak audit: {'; '.join(problems)}")
         log.warning("release: LEAK AUDIT: %s", "; ".join(problems))
     sections = upstream_sections(ctx.stages, ctx.stage.name)
     meta = {

@@ -32,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.core.errors import StageError
 from pipeline.rules import visible as V
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
@@ -153,7 +154,7 @@ def build_split(ctx: ReduceContext) -> dict[str, Any]:
     audit = leakage_audit(cands, survey_works)
     audit["positives_dated_after_survey_dropped"] = dropped.height
     if audit["surveys_in_both_splits"] or audit["candidates_dated_after_survey"]:
-        raise RuntimeError(f"split: leakage audit failed (must be 0): {audit}")
+        raise StageError(f"split: leakage audit failed (must be 0): {audit}")
     ctx.write("candidates", cands)
     ctx.write("split_surveys", surveys)
     n_all = ctx.read("surveys", "surveys").select(pl.len()).collect().item()

@@ -66,6 +66,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.core.errors import StageError
 from pipeline.core.progress import steps
 from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
@@ -178,7 +179,7 @@ def connected_components(edges: pl.DataFrame, max_iterations: int) -> tuple[pl.D
         labels = jumped
         if changed == 0:
             return labels.sort(u), rounds
-    raise RuntimeError(
+    raise StageError(
         f"works: connected components did not converge in {max_iterations} rounds "
         f"({labels.height} linked nodes); raise works.max_label_iterations"
     )

@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path
 from pipeline.corpus.layout import to_2024_layout
 from pipeline.corpus.provenance import SYNTH_GENERATOR, SYNTHETIC_FIELD
@@ -1817,17 +1818,17 @@ def _check_args(
     papers: int, layout: str, survey_share: float, malformed: int, files: int, cs_share: float
 ) -> None:
     if papers < 0:
-        raise ValueError(f"papers must be >= 0, got {papers}")
+        raise UsageError(f"papers must be >= 0, got {papers}")
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        raise UsageError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if not 0.0 <= survey_share <= 1.0:
-        raise ValueError(f"survey_share must be in [0, 1], got {survey_share}")
+        raise UsageError(f"survey_share must be in [0, 1], got {survey_share}")
     if not 0.0 <= cs_share <= 1.0:
-        raise ValueError(f"cs_share must be in [0, 1], got {cs_share}")
+        raise UsageError(f"cs_share must be in [0, 1], got {cs_share}")
     if malformed < 0:
-        raise ValueError(f"malformed must be >= 0, got {malformed}")
+        raise UsageError(f"malformed must be >= 0, got {malformed}")
     if files < 1:
-        raise ValueError(f"files must be >= 1, got {files}")
+        raise UsageError(f"files must be >= 1, got {files}")
 
 
 def generate(

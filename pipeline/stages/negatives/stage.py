@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.core.errors import StageError
 from pipeline.core.progress import steps
 from pipeline.rules import visible as V
 from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
@@ -85,7 +86,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     del works_by_id
     positives = indexed(positives_by_id.lazy(), index).collect()
     if positives.height != positives_by_id.height:
-        raise ValueError(
+        raise StageError(
             f"labels: {positives_by_id.height - positives.height} positives name a work "
             "missing from works' table; rerun works and labels"
         )
