@@ -49,7 +49,7 @@ def handmade_release(root: Path, release: dict | None = None) -> Path:
 
     build_handmade(root)
     cfg = load_config(overrides={"release": release}) if release else _cfg()
-    for name in ("negatives", "split", "release"):
+    for name in ("negatives", "split", "aspects", "release"):
         run_stage(root, name, cfg)
     return root
 
@@ -380,7 +380,12 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 16
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 20
+    # the section-level reading lists and their view, both splits (issue 25)
+    assert {f"aspects/{split}_survey_reading_lists.parquet" for split in S.SPLIT_NAMES} <= set(
+        first
+    )
+    assert {f"aspects/candidates/{split}.parquet" for split in S.SPLIT_NAMES} <= set(first)
     assert CARD.METHODS_FILE in first
     # the card's tier distribution figure is rebuilt byte for byte too
     assert CARD.TIER_FIGURE in first

@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.aspect_queries import as_queries, present_query_columns
 from pipeline.config import TrainConfig
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
@@ -46,8 +47,10 @@ LEAK_METRICS = (ndcg_name(10), HARD_NEGATIVE_AUC)
 
 def eval_view(eval_path: Path) -> pl.DataFrame:
     """The candidates-view columns of the eval file, in canonical order."""
-    present = [c for c in CANDIDATES_VIEW.names if c in pl.read_parquet_schema(eval_path)]
-    return candidates_view(pl.read_parquet(eval_path, columns=present), where=str(eval_path))
+    schema = pl.read_parquet_schema(eval_path)
+    present = [c for c in CANDIDATES_VIEW.names if c in schema]
+    frame = pl.read_parquet(eval_path, columns=[*present, *present_query_columns(schema)])
+    return candidates_view(as_queries(frame), where=str(eval_path))
 
 
 def _aligned(eval_set: pl.DataFrame, scores: pl.DataFrame, name: str) -> pl.Series:

@@ -6,7 +6,16 @@ the same stages by name (each stage reads only stages listed before it).
 """
 
 from pipeline.runner import Stage, stage_graph
-from pipeline.stages import extract, labels, negatives, release, split, surveys, works
+from pipeline.stages import (
+    aspects,
+    extract,
+    labels,
+    negatives,
+    release,
+    split,
+    surveys,
+    works,
+)
 
 STAGES: tuple[Stage, ...] = (
     extract.STAGE,
@@ -15,6 +24,7 @@ STAGES: tuple[Stage, ...] = (
     labels.STAGE,
     negatives.STAGE,
     split.STAGE,
+    aspects.STAGE,
     release.STAGE,
 )
 GRAPH = stage_graph(STAGES)
