@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline import api
 from pipeline.arg_types import add_out_arg, add_release_arg
+from pipeline.evaluate.aspects import TASK_LISTS, TASKS
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
@@ -85,6 +86,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
+    )
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default=TASK_LISTS,
+        help="lists (default): a query per survey; aspects: a query per topical section of a "
+        "survey (the release's aspects/ folder), with a breakdown per aspect kind and the "
+        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out",
     )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
@@ -253,6 +262,7 @@ def main(args: argparse.Namespace) -> int:
         learned=not args.no_learned,
         cache=not args.no_cache,
         batch_size=args.batch_size,
+        task=args.task,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line
