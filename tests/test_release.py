@@ -266,7 +266,8 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
     assert fm["license"] == "cc-by-sa-4.0"
     assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
     configs = {c["config_name"]: c for c in fm["configs"]}
-    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS}
+    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS, "aspects",
+                            "aspect_candidates"}  # fmt: skip
     assert [name for name, c in configs.items() if c.get("default")] == ["qrels"]
     for name, c in configs.items():
         # MTEB and BEIR ask for "test" (BEIR's HFDataLoader takes the first split)
