@@ -322,3 +322,20 @@ def test_evaluate_task_aspects(synthetic_release: Path, tmp_path: Path) -> None:
     assert "## Whole-survey systems per aspect" in report and "## By aspect kind" in report
     # the default output is eval/aspects/ beside the release, never inside it
     assert not (synthetic_release / "release" / "aspects" / "eval").exists()
+
+
+def test_a_changed_aspects_file_is_not_scored(tmp_path: Path) -> None:
+    from pipeline.evaluate.aspects import recorded_problem
+    from pipeline.release_files import EVAL_FILE
+
+    release = tmp_path / "release"
+    (release / "aspects").mkdir(parents=True)
+    path = release / "aspects" / EVAL_FILE
+    path.write_bytes(b"rows")
+    from pipeline.files import sha256_file
+
+    files = {f"aspects/{EVAL_FILE}": {"sha256": sha256_file(path)}}
+    (release / "eval_metadata.json").write_text(json.dumps({"files": files}))
+    assert recorded_problem(path) is None
+    path.write_bytes(b"other rows")
+    assert "changed after the release stage wrote it" in (recorded_problem(path) or "")
