@@ -649,4 +649,8 @@ COLUMN_DOCS: dict[str, str] = {
     "aspects." + LABEL: "the aspect tier: 4 (cited at least `labels.essential_related_mentions` "
     "times in the section), 3 (cited once in it), 0 (not cited in it)",
     "aspects." + N_MENTIONS: "in-text mentions of the work within the aspect's section",
+    "aspects." + LABEL_NAME: "the tier's name; label 0 is `in_survey_negative` or "
+    "`hard_negative`, as `negative_kind`",
+    "aspects." + LABEL_REASON: "the rule that gave the aspect tier (`2+ in section`, `in "
+    "section`, `in-survey negative`, `hard negative`)",
 }

@@ -339,3 +339,22 @@ def test_a_changed_aspects_file_is_not_scored(tmp_path: Path) -> None:
     assert recorded_problem(path) is None
     path.write_bytes(b"other rows")
     assert "changed after the release stage wrote it" in (recorded_problem(path) or "")
+
+
+def test_aspect_rows_do_not_depend_on_the_batches(
+    synthetic_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.files import sha256_file
+    from pipeline.runner import ReduceContext
+    from pipeline.stages import GRAPH
+    from pipeline.stages import aspects as stage
+
+    monkeypatch.setattr(stage, "BATCH_ROWS", 500)  # a few surveys per batch
+    ctx = ReduceContext(
+        out=synthetic_release, cfg=load_config(), stage=GRAPH["aspects"], tmp_dir=tmp_path,
+        stages=GRAPH,
+    )  # fmt: skip
+    counts = stage.build_aspects(ctx)
+    assert counts["rows"] > 10 * 500
+    for name in ("aspects.parquet", "aspect_candidates.parquet"):
+        assert sha256_file(tmp_path / name) == sha256_file(synthetic_release / "aspects" / name)

@@ -48,6 +48,7 @@ the core, and the positives' mentions outside every aspect.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -55,7 +56,7 @@ import polars as pl
 from pipeline import schema as S
 from pipeline.roles import PLACEHOLDER, PROTOCOL, normalize_expr, role_expr, section_roles
 from pipeline.runner import ReduceContext, Stage
-from pipeline.tables import scan_extract, write_table
+from pipeline.tables import RowGroupWriter, id_batches, scan_extract, write_table
 
 IN_SURVEY, HARD = S.NEGATIVE_KINDS
 SECTION_LEVEL, SUBSECTION_LEVEL, KEY_LEVEL = S.ASPECT_LEVELS
@@ -159,8 +160,64 @@ def units(sections: pl.LazyFrame, cfg: Any) -> pl.LazyFrame:
     )
 
 
-def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """The aspects, their candidates and the counts of what was not an aspect."""
+@dataclass(frozen=True)
+class CandidateRows:
+    """The ``aspect_candidates`` rows of some surveys (:meth:`of`): every candidate of the
+    survey in each of its aspects, with the aspect's judgment."""
+
+    aspects: pl.DataFrame
+    candidates: pl.LazyFrame
+    cited: pl.DataFrame
+    label: pl.Expr
+    reason: pl.Expr
+    negative_kind: pl.Expr
+
+    def sizes(self) -> pl.DataFrame:
+        """``(survey_id, rows)`` in survey order: how many rows each survey gives."""
+        per_survey = self.candidates.group_by(S.SURVEY_ID).len().collect(engine="streaming")
+        return (
+            self.aspects.group_by(S.SURVEY_ID)
+            .len()
+            .rename({"len": "_aspects"})
+            .join(per_survey, on=S.SURVEY_ID, how="inner")
+            .select(S.SURVEY_ID, (pl.col("_aspects") * pl.col("len")).alias("rows"))
+            .sort(S.SURVEY_ID)
+        )
+
+    def of(self, survey_ids: pl.Series) -> pl.DataFrame:
+        """The rows of ``survey_ids``, sorted by (aspect_id, work_id)."""
+        ids = survey_ids.implode()
+        return (
+            self.aspects.lazy()
+            .filter(pl.col(S.SURVEY_ID).is_in(ids))
+            .select(S.ASPECT_ID, S.SURVEY_ID, S.SPLIT)
+            .join(
+                self.candidates.filter(pl.col(S.SURVEY_ID).is_in(ids)).select(
+                    S.SURVEY_ID, S.WORK_ID, pl.col(S.LABEL).alias("_survey_label")
+                ),
+                on=S.SURVEY_ID,
+                how="inner",
+            )
+            .join(
+                self.cited.lazy().select(S.ASPECT_ID, S.WORK_ID, S.N_MENTIONS),
+                on=[S.ASPECT_ID, S.WORK_ID],
+                how="left",
+            )
+            .with_columns(pl.col(S.N_MENTIONS).fill_null(0))
+            .with_columns(
+                self.label.alias(S.LABEL),
+                self.reason.alias(S.LABEL_REASON),
+                self.negative_kind.alias(S.NEGATIVE_KIND),
+            )
+            .select(S.ASPECT_CANDIDATES.names)
+            .sort(S.ASPECT_ID, S.WORK_ID)
+            .collect(engine="streaming")
+        )
+
+
+def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict[str, Any]]:
+    """The aspects, their candidate rows (built survey batch by survey batch) and the counts
+    of what was not an aspect."""
     cfg = ctx.cfg
     related_min = cfg.labels.essential_related_mentions
     candidates = S.scan(ctx.upstream("split", "candidates"), S.CANDIDATES).select(
@@ -253,27 +310,7 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, pl.DataFrame, dict[
         .then(pl.lit(IN_SURVEY))
         .otherwise(pl.lit(HARD))
     )
-    rows = (
-        aspects.lazy()
-        .select(S.ASPECT_ID, S.SURVEY_ID, S.SPLIT)
-        .join(
-            candidates.select(S.SURVEY_ID, S.WORK_ID, pl.col(S.LABEL).alias("_survey_label")),
-            on=S.SURVEY_ID,
-            how="inner",
-        )
-        .join(
-            cited.lazy().select(S.ASPECT_ID, S.WORK_ID, S.N_MENTIONS),
-            on=[S.ASPECT_ID, S.WORK_ID],
-            how="left",
-        )
-        .with_columns(pl.col(S.N_MENTIONS).fill_null(0))
-        .with_columns(
-            label.alias(S.LABEL), reason.alias(S.LABEL_REASON), negative_kind.alias(S.NEGATIVE_KIND)
-        )
-        .select(S.ASPECT_CANDIDATES.names)
-        .sort(S.ASPECT_ID, S.WORK_ID)
-        .collect(engine="streaming")
-    )
+    rows = CandidateRows(aspects, candidates, cited, label, reason, negative_kind)
     core_units = per_unit.filter(pl.col("_core"))
     counts = {
         "units_with_positives": per_unit.height,
@@ -314,18 +351,26 @@ def summary(aspects: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+# (aspect, candidate) rows built at once: bounds the stage's memory, not its output (the
+# survey order of the batches is the file's order: aspect ids begin with their survey id)
+BATCH_ROWS = 2_000_000
+
+
 def build_aspects(ctx: ReduceContext) -> dict[str, Any]:
     """Write ``aspects.parquet`` and ``aspect_candidates.parquet``; return the counts."""
     aspects, rows, counts = aspect_tables(ctx)
     write_table(aspects, ctx.output("aspects.parquet"), S.ASPECTS, ctx.cfg, "aspects")
-    write_table(
-        rows, ctx.output("aspect_candidates.parquet"), S.ASPECT_CANDIDATES, ctx.cfg,
+    writer = RowGroupWriter(
+        ctx.output("aspect_candidates.parquet"), S.ASPECT_CANDIDATES, ctx.cfg,
         "aspect_candidates",
     )  # fmt: skip
+    for ids in id_batches(rows.sizes(), BATCH_ROWS):
+        writer.write(rows.of(ids))
+    written = writer.close()
     return {
         **counts,
         "min_works": ctx.cfg.aspects.min_works,
-        "rows": rows.height,
+        "rows": written,
         **{s: summary(aspects.filter(pl.col(S.SPLIT) == s)) for s in S.SPLIT_NAMES},
     }
 

@@ -198,6 +198,10 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
     return {"queries": queries, "corpus": corpus, "qrels": qrels, "top_ranked": top_ranked}
 
 
+# the name of label 0 for another positive of the survey (``negative_kind`` in_survey)
+IN_SURVEY_NEGATIVE_NAME = "in_survey_negative"
+
+
 def aspect_rows(aspects: pl.LazyFrame, cands: pl.LazyFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """The ``aspects`` rows (``schema.ASPECT_READING_LISTS``) of the surveys of ``rows`` (their
     reading-list rows): each aspect's candidates with the survey's and the candidate's columns
@@ -223,7 +227,10 @@ def aspect_rows(aspects: pl.LazyFrame, cands: pl.LazyFrame, rows: pl.DataFrame) 
         picked.join(query.collect(engine="streaming"), on=S.ASPECT_ID, how="inner")
         .join(rows.select(own), on=[S.SURVEY_ID, S.CANDIDATE_ID], how="inner")
         .with_columns(
-            pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String).alias(S.LABEL_NAME)
+            pl.when(pl.col(S.NEGATIVE_KIND) == S.NEGATIVE_KINDS[0])
+            .then(pl.lit(IN_SURVEY_NEGATIVE_NAME))
+            .otherwise(pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String))
+            .alias(S.LABEL_NAME)
         )
         .select(S.ASPECT_READING_LISTS.names)
         .sort(S.ASPECT_ID, S.CANDIDATE_ID)
