@@ -6,6 +6,12 @@
   data in MTEB's retrieval/re-ranking layout (explicit score-0 qrels for hard negatives;
   ``top_ranked``: each query's candidate ids), the eval split named ``test`` as MTEB's
   and BEIR's loaders ask (:data:`pipeline.release_files.RETRIEVAL_SPLITS`).
+* ``aspects/``: the section-level reading lists (issue 25; stage ``aspects`` says what an
+  aspect is), laid out as a release of its own: ``{split}_survey_reading_lists.parquet`` (one
+  row per (aspect, candidate), ``schema.ASPECT_READING_LISTS``, sorted by (aspect_id,
+  candidate_id)) and its answer-free view ``candidates/{split}.parquet``
+  (``schema.ASPECT_CANDIDATES_VIEW``); a split without aspects is not written. Their leak
+  audit (:func:`aspect_audit_meta`) is ``aspects.leak_audit`` in the metadata.
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
 * ``README.md``: the dataset card (:mod:`pipeline.card`)
