@@ -270,7 +270,10 @@ def text_kind(text_of: dict[str, pl.Expr], candidate_id: pl.Expr) -> pl.Expr:
 def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataFrame:
     """The :data:`RELATIVE_FEATURES` of each row of a ``candidates`` frame (same order).
 
-    Each compares a candidate with the other candidates of its own survey only.
+    Each compares a candidate with the other candidates of its own survey (query) only.
+    Queries that list the same candidates (the aspects of one survey) get the same values:
+    each such list is computed once, on its first query, and the values are shared (the
+    aspects' lists are many copies of few lists; their n-grams held 7 GB at 20k papers).
 
     Args:
         rows: ``candidates`` rows (``survey_id``, ``candidate_id``, ``candidate_title``,
@@ -278,6 +281,29 @@ def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataF
         text: the candidate text the formatting and length features read; the text
             systems are given (:func:`pipeline.text_match.candidate_text`) when None.
     """
+    lists = rows.group_by(S.SURVEY_ID, maintain_order=True).agg(
+        pl.col(S.CANDIDATE_ID).sort().str.join("\x1f").alias("_list")
+    )
+    if lists["_list"].n_unique() == lists.height:
+        return _relative_values(rows, text)
+    first = lists.group_by("_list", maintain_order=True).agg(pl.col(S.SURVEY_ID).first())
+    of = lists.join(first.rename({S.SURVEY_ID: "_first"}), on="_list").select(S.SURVEY_ID, "_first")
+    once = rows.filter(pl.col(S.SURVEY_ID).is_in(first[S.SURVEY_ID].implode()))
+    values = pl.concat(
+        [once.select(pl.col(S.SURVEY_ID).alias("_first"), S.CANDIDATE_ID),
+         _relative_values(once, text)],
+        how="horizontal",
+    )  # fmt: skip
+    return (
+        rows.select(S.SURVEY_ID, S.CANDIDATE_ID)
+        .join(of, on=S.SURVEY_ID, how="left", maintain_order="left")
+        .join(values, on=["_first", S.CANDIDATE_ID], how="left", maintain_order="left")
+        .select(RELATIVE_FEATURES)
+    )
+
+
+def _relative_values(rows: pl.DataFrame, text: pl.Expr | None) -> pl.DataFrame:
+    """:func:`relative_values` of rows whose queries each list their own candidates."""
     from pipeline.text_match import candidate_text
 
     text = candidate_text() if text is None else text

@@ -358,3 +358,31 @@ def test_aspect_rows_do_not_depend_on_the_batches(
     assert counts["rows"] > 10 * 500
     for name in ("aspects.parquet", "aspect_candidates.parquet"):
         assert sha256_file(tmp_path / name) == sha256_file(synthetic_release / "aspects" / name)
+
+
+def test_lists_shared_by_aspects_are_placed_once() -> None:
+    from datetime import date
+
+    from pipeline.leak_audit import _relative_values, relative_values
+
+    titles = ["“Legion: fuzzing,” in Proc. ASE, 2020.", "Deep learning", "A survey: of it",
+              "On bugs (2019)", "Graphs, in: NeurIPS"]  # fmt: skip
+    survey = pl.DataFrame(
+        {
+            S.CANDIDATE_ID: [f"doi:10.1/{i}" for i in range(5)],
+            S.CANDIDATE_TITLE: titles,
+            S.CANDIDATE_ABSTRACT: ["", "an abstract here", "", "", "more words, of text"],
+            S.CANDIDATE_DATE: [date(2015 + i, 1, 1) for i in range(5)],
+        }
+    )
+    one = survey.with_columns(pl.lit("S").alias(S.SURVEY_ID))
+    # three aspects of S list its candidates; another survey T lists three of them
+    aspects = pl.concat(
+        [survey.with_columns(pl.lit(f"S#{k:03d}").alias(S.SURVEY_ID)) for k in (1, 2, 3)]
+        + [survey.head(3).with_columns(pl.lit("T#001").alias(S.SURVEY_ID))]
+    )
+    got = relative_values(aspects)
+    want = _relative_values(one, None)
+    for k in range(3):
+        assert got.slice(5 * k, 5).equals(want)
+    assert got.slice(15, 3).equals(_relative_values(aspects.slice(15, 3), None))
