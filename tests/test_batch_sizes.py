@@ -5,7 +5,7 @@ count (issue 10).
 paper-id ranges, ``negatives`` builds candidate pairs in batches of at most
 ``BATCH_PAIRS`` (in survey-date order, each reading its own dates' prior-count rows),
 ``negatives`` and ``split`` cut the works into parts of ``PRIOR_PART_ROWS`` citations,
-``release`` writes reading lists in batches of ``BATCH_ROWS`` rows: with every one of
+``aspects`` and ``release`` write their rows in batches of ``BATCH_ROWS`` rows: with every one of
 them at its smallest, every output file has the same bytes.
 """
 
@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 
 from pipeline import visible as V
+from pipeline.stages import aspects as A
 from pipeline.stages import release as R
 from pipeline.stages import works as W
 from pipeline.stages.negatives import stage as N
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
-STAGES = ("works", "negatives", "split", "release")
+STAGES = ("works", "negatives", "split", "aspects", "release")
 
 
 def _hashes(out: Path) -> dict[str, str]:
@@ -52,6 +53,7 @@ def test_outputs_do_not_depend_on_batch_sizes(
     monkeypatch.setattr(W, "_MERGE_EVERY", 1)
     monkeypatch.setattr(N, "BATCH_PAIRS", 1)  # one survey per batch
     monkeypatch.setattr(R, "BATCH_ROWS", 3)
+    monkeypatch.setattr(A, "BATCH_ROWS", 3)  # one survey's aspect rows per batch
     # works cut into parts (cites split into files, read a chunk at a time)
     monkeypatch.setattr(V, "PRIOR_PART_ROWS", 40)
     monkeypatch.setattr(V, "SPLIT_ROWS", 7)
