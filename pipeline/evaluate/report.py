@@ -477,4 +477,5 @@ def summary_line(results: dict[str, Any], where: str) -> str:
         note = f" ({'; '.join(versus)})" if versus else ""
         parts.append(f"{system} {_num(overall[system][metric]['mean'])}{note}")
     body = "; ".join(parts) if parts else "no system"
-    return f"evaluate: {metric} over {results['n_surveys']} surveys: {body}; report: {where}"
+    queries = "aspects" if results.get("task") == "aspects" else "surveys"
+    return f"evaluate: {metric} over {results['n_surveys']} {queries}: {body}; report: {where}"
