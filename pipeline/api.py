@@ -535,6 +535,7 @@ def evaluate(
     learned: bool = True,
     cache: bool = True,
     batch_size: int = 64,
+    task: str = "lists",
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -558,16 +559,44 @@ def evaluate(
         cache: keep the baselines and the encoders' embeddings in the release's evaluation
             cache (:func:`default_cache_dir`) and reuse them.
         batch_size: texts per encoder call, candidates per scorer call.
+        task: ``lists`` (whole surveys, the default) or ``aspects`` (the release's
+            section-level reading lists, :mod:`pipeline.evaluate.aspects`: with a per-kind
+            breakdown and the whole-survey baselines scored per aspect; results in
+            ``eval/aspects/`` by default).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
+    from pipeline.evaluate import aspects as A
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
     from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
+    if task not in A.TASKS:
+        raise ValueError(f"--task {task!r}: unknown; available: {', '.join(A.TASKS)}")
     cfg = config_of(config)
     target = Path(out) if out is not None else default_eval_out(eval_file) / EVAL_DIR
+    cache_dir = default_cache_dir(eval_file) if cache else None
+    extra: dict[str, Any] = {}
+    if task == A.TASK_ASPECTS:
+        if out is None:
+            target = target / A.TASK_ASPECTS
+        eval_file = A.aspects_spec(eval_file)
+        eval_path = A.resolve_eval_file(eval_file)
+        A.check_recorded(eval_path)  # a damaged aspects file is not scored
+        whole, facts = (
+            A.whole_survey_scores(
+                eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_dir, batch_size
+            )
+            if mode == "rerank"
+            else ({}, {})
+        )
+        extra = {
+            "task": task,
+            "query_groups": A.query_groups(eval_path),
+            "whole_survey": whole,
+            "whole_survey_facts": facts,
+        }
     models = [
         ModelSpec(kind, spec, name)
         for kind, specs in (
@@ -588,9 +617,10 @@ def evaluate(
         require_complete=require_complete,
         mode=mode,
         learned=learned,
-        cache_dir=default_cache_dir(eval_file) if cache else None,
+        cache_dir=cache_dir,
         batch_size=batch_size,
         out_dir=target,
+        **extra,
     )
     return _eval_result(evaluation)
 

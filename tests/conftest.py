@@ -58,6 +58,13 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_no_caller_reenters_the_cli_with_argv",
         }
     ),
+    "test_aspects": frozenset(
+        {
+            "test_real_survey_aspects_are_its_topical_subsections",
+            "test_a_lower_minimum_makes_more_aspects",
+            "test_the_2024_layout_keeps_merged_headings_as_one_aspect",
+        }
+    ),
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
     "test_config": frozenset(

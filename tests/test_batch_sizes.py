@@ -1,13 +1,14 @@
 """Output bytes depend neither on the reduce stages' batch sizes nor on Polars' thread
-count (issue 10).
+count.
 
 The batch sizes are the stages' :class:`pipeline.stages.base.Limits`: ``works`` merges
 per-file partials every ``works_merge_every`` files and sorts ``cites`` in paper-id ranges,
 ``negatives`` builds candidate pairs in batches of at most ``negatives_batch_pairs`` (in
 survey-date order, each reading its own dates' prior-count rows), ``negatives`` and
-``split`` cut the works into parts of ``work_part_rows`` citations, ``release`` writes
-reading lists in batches of ``release_batch_rows`` rows: with every one of them at its
-smallest, every output file has the same bytes.
+``split`` cut the works into parts of ``work_part_rows`` citations, ``aspects`` and
+``release`` write their rows in batches of ``aspects_batch_rows`` and
+``release_batch_rows``: with every one of them at its smallest, every output file has the
+same bytes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 from pipeline.stages.base import Limits
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
-STAGES = ("works", "negatives", "split", "release")
+STAGES = ("works", "negatives", "split", "aspects", "release")
 
 
 def _hashes(out: Path) -> dict[str, str]:
@@ -51,6 +52,7 @@ def test_outputs_do_not_depend_on_batch_sizes(
         works_merge_every=1,
         negatives_batch_pairs=1,  # one survey per batch
         release_batch_rows=3,
+        aspects_batch_rows=3,  # one survey's aspect rows per batch
         # works cut into parts (cites split into files, read a chunk at a time)
         work_part_rows=40,
         split_rows=7,

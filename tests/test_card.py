@@ -276,7 +276,7 @@ def test_card_links_its_tier_distribution_figure(release: Path, tmp_path: Path) 
 def test_the_template_names_only_values_it_is_given(release: Path) -> None:
     meta = _meta(release)
     values = card_values(meta, meta["splits_written"])
-    values |= {"example_row": "{}", "results_table": ""}
+    values |= {"example_row": "{}", "results_table": "", "example_aspect": "{}"}
     for template in (C.CARD_TEMPLATE, C.METHODS_TEMPLATE):
         render_card((C.data_cards_dir() / template).read_text(encoding="utf-8"), values)
     with pytest.raises(KeyError, match="has no value"):

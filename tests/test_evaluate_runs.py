@@ -240,7 +240,7 @@ def test_missing_surveys_are_listed(tmp_path: Path) -> None:
     assert missing_surveys(full, EVAL_PAIRS) == []
 
 
-# ------------------------------------------------------------------ the field's formats (issue 22)
+# ------------------------------------------------------------------ the field's formats
 EXPECTED_ROWS = [("s1", "a", 0.5), ("s1", "b", 0.25), ("s2", "y", 1.0)]
 
 

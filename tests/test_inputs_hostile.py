@@ -1,5 +1,5 @@
 """Inputs that used to stop, slow down or silently shorten a corpus run (issue 21, cases
-4, 5, 6 and 8), and the 2024 layout's placeholder headings (issue 19)."""
+4, 5, 6 and 8), and the 2024 layout's placeholder headings."""
 
 from __future__ import annotations
 

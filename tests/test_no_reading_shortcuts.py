@@ -1,4 +1,4 @@
-"""The benchmark cannot be solved without reading (issue 8): title identity, the text date,
+"""The benchmark cannot be solved without reading: title identity, the text date,
 the answer-free view and the leak audit."""
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def test_segment_keys_per_string_equal_segment_keys() -> None:
     assert got.equals(want)
 
 
-# --------------------------------------------------------------------- candidate text (issue 20)
+# --------------------------------------------------------------------- candidate text
 def test_a_work_outside_the_corpus_is_shown_by_its_majority_title_key(tmp_path: Path) -> None:
     """Three papers cite Legion in three styles (IEEE quotes, plainnat lower case, LNCS); the
     work's text is the title key they share, with no quote, case, author or venue of any."""

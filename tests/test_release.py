@@ -49,7 +49,7 @@ def handmade_release(root: Path, release: dict | None = None) -> Path:
 
     build_handmade(root)
     cfg = load_config(overrides={"release": release}) if release else _cfg()
-    for name in ("negatives", "split", "release"):
+    for name in ("negatives", "split", "aspects", "release"):
         run_stage(root, name, cfg)
     return root
 
@@ -266,7 +266,8 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
     assert fm["license"] == "cc-by-sa-4.0"
     assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
     configs = {c["config_name"]: c for c in fm["configs"]}
-    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS}
+    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS, "aspects",
+                            "aspect_candidates"}  # fmt: skip
     assert [name for name, c in configs.items() if c.get("default")] == ["qrels"]
     for name, c in configs.items():
         # MTEB and BEIR ask for "test" (BEIR's HFDataLoader takes the first split)
@@ -380,7 +381,12 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 16
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 20
+    # the section-level reading lists and their view, both splits
+    assert {f"aspects/{split}_survey_reading_lists.parquet" for split in S.SPLIT_NAMES} <= set(
+        first
+    )
+    assert {f"aspects/candidates/{split}.parquet" for split in S.SPLIT_NAMES} <= set(first)
     assert CARD.METHODS_FILE in first
     # the card's tier distribution figure is rebuilt byte for byte too
     assert CARD.TIER_FIGURE in first
@@ -434,7 +440,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
             rows[S.CANDIDATE_DATE].drop_nulls()
             < rows[S.SURVEY_DATE].filter(rows[S.CANDIDATE_DATE].is_not_null())
         ).all()
-    # the relative audit and the reading-free probe (issue 20)
+    # the relative audit and the reading-free probe
     from pipeline.rules.leak_audit import RELATIVE_FEATURES, WITHOUT_ABSTRACT_SCOPE
 
     assert leak["relative"]["outside_bounds"] == {}
@@ -471,7 +477,7 @@ def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
     synthetic_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
 ) -> None:
     """Under ``release.leak_audit = "error"`` a relative feature outside the bounds, or a
-    reading-free probe that beats BM25, fails the release (issue 20)."""
+    reading-free probe that beats BM25, fails the release."""
     import shutil
 
     from pipeline import api

@@ -160,6 +160,7 @@ def test_status_reports_counts(tmp_path: Path, sample_lines: list[bytes], capsys
         "labels",
         "negatives",
         "split",
+        "aspects",
         "release",
     ]
     assert table[1].split()[1] == "done" and "8 papers" in table[1]

@@ -18,8 +18,8 @@ import pytest
 
 from pipeline import api
 from pipeline.corpus.layout import convert_line, group_sections, to_2024_layout
-from pipeline.synth import generator as synth
 from pipeline.synth.generator import generate
+from pipeline.synth import generator as synth
 
 CITE = re.compile(r"\{\{cite:([0-9a-f]{40})\}\}")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -616,7 +616,7 @@ def _style_signature(raw: str) -> tuple[bool, ...]:
 
 
 def test_each_bibliography_is_written_in_one_style(records: list[dict]) -> None:
-    """A real paper's bib entries come from one BibTeX style (issue 20): every entry of a
+    """A real paper's bib entries come from one BibTeX style: every entry of a
     synthetic paper carries the same style marks, and the corpus uses every style."""
     seen: set[tuple[bool, ...]] = set()
     papers = 0

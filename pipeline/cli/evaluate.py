@@ -11,6 +11,7 @@ from typing import Any
 from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.core.errors import UsageError
+from pipeline.evaluate.aspects import TASK_LISTS, TASKS
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
@@ -87,6 +88,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML config; its [evaluate] table is used"
     )
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default=TASK_LISTS,
+        help="lists (default): a query per survey; aspects: a query per topical section of a "
+        "survey (the release's aspects/ folder), with a breakdown per aspect kind and the "
+        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out",
+    )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
     parser.set_defaults(func=main, systems=[])
@@ -94,7 +103,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
-# --------------------------------------------------------- models and names (issue 22)
+# --------------------------------------------------------- models and names
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--encoder``, ``--scorer``, ``--sentence-transformer``, ``--name``, ``--batch-size``,
     ``--no-cache``."""
@@ -152,7 +161,7 @@ def _named(args: argparse.Namespace, flag: str) -> list[Any]:
     ]
 
 
-# --------------------------------------------------------- export (issue 22)
+# --------------------------------------------------------- export
 def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``export --format beir DIR``: registered with ``evaluate`` (they share this module)."""
     from pipeline.core.release_files import RETRIEVAL_SPLITS
@@ -200,7 +209,7 @@ def export_main(args: argparse.Namespace) -> int:
     return 0
 
 
-# --------------------------------------------- learned systems and retrieval mode (issue 13)
+# --------------------------------------------- learned systems and retrieval mode
 def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model-file``, ``--mode`` and ``--no-learned``."""
     from pipeline.evaluate.retrieval import MODES, RERANK
@@ -254,6 +263,7 @@ def main(args: argparse.Namespace) -> int:
         learned=not args.no_learned,
         cache=not args.no_cache,
         batch_size=args.batch_size,
+        task=args.task,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line

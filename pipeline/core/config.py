@@ -152,6 +152,13 @@ class NegativesConfig:
 
 
 @dataclass(frozen=True)
+class AspectsConfig:
+    min_works: int = _f(
+        5, "a survey section is an aspect query when it cites at least this many positives"
+    )
+
+
+@dataclass(frozen=True)
 class SplitConfig:
     eval_from: str = _f(
         "2023-01-01", "surveys first posted on or after this date go to eval, earlier to train"
@@ -230,6 +237,7 @@ class Config:
     labels: LabelsConfig = field(default_factory=LabelsConfig)
     negatives: NegativesConfig = field(default_factory=NegativesConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
+    aspects: AspectsConfig = field(default_factory=AspectsConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -497,6 +505,7 @@ FIELD_CHECKS: dict[str, Check] = {
     "negatives.survey_batch_size": _int_at_least(1),
     # multiplied by the negatives wanted in an Int64 expression (negatives.sampling.windows)
     "negatives.candidates_per_negative": _int_at_least(0, C_INT_MAX),
+    "aspects.min_works": _int_at_least(1),
     "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     "release.dataset_name": _pattern(
         r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",

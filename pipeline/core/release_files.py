@@ -21,6 +21,12 @@ METADATA_FILE = "eval_metadata.json"
 CARD_FILE = "README.md"
 METHODS_FILE = "METHODS.md"  # beside the card: every rule of the build and the audit tables
 EVAL_FILE = READING_LISTS_FILE.format(split="eval")
+# The section-level reading lists: a folder laid out as a release of its own
+# (the same file names, one query per aspect), so that ``evaluate``, ``train`` and the
+# reading-free probe read it as they read the release (``evaluate --task aspects``).
+ASPECTS_DIR = "aspects"
+ASPECT_READING_LISTS_FILE = f"{ASPECTS_DIR}/{READING_LISTS_FILE}"
+ASPECT_CANDIDATES_FILE = f"{ASPECTS_DIR}/{CANDIDATES_FILE}"
 
 
 def beir_file(view: str, split: str) -> str:

@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 SCHEMA_VERSION = 4  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
-# 4: works.parsed_title, candidate text without its citer's string (issue 20)
+# 4: works.parsed_title, candidate text without its citer's string
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -66,6 +66,7 @@ RESOLVED_FRAC = "resolved_frac"
 ROLE = "role"
 LABEL = "label"
 LABEL_REASON = "label_reason"
+HARD_NEGATIVE_REASON = "hard negative"  # the label_reason of a hard negative (tier 0)
 LABEL_NAME = "label_name"
 
 ROLES = (
@@ -464,6 +465,98 @@ CANDIDATES_VIEW = pa.schema(
     ]
 )
 
+# ----------------------------------------------------------------- aspects
+# One query per topical section of a survey (pipeline/stages/aspects.py says what an aspect
+# is in each layout); the release config ``aspects`` and its answer-free view.
+ASPECT_ID = "aspect_id"
+ASPECT_HEADING = "aspect_heading"
+ASPECT_PARENT_HEADING = "aspect_parent_heading"
+ASPECT_KIND = "aspect_kind"
+ASPECT_LEVEL = "aspect_level"
+ASPECT_RANK = "aspect_rank"
+N_ASPECTS = "n_aspects"
+NEGATIVE_KIND = "negative_kind"
+N_IN_SURVEY_NEGATIVES = "n_in_survey_negatives"
+N_HARD_NEGATIVES = "n_hard_negatives"
+# the heading's own role decides the kind (pipeline.rules.roles.role_expr): a related-work
+# heading, a discussion / open-challenges heading, a method or experiment heading after the
+# survey's core started (a reviewed method family), any other topical heading
+ASPECT_KINDS = ("related_work", "discussion", "method", "topical")
+# 2022 layout: a top-level section without subsections, or a subsection (with its own
+# subsubsections); 2024 layout: a heading key (same-named sections merged by the publisher)
+ASPECT_LEVELS = ("section", "subsection", "key")
+# a candidate of an aspect that the section does not cite: another positive of the survey
+# (same expert, same field, another sub-topic) or one of the survey's hard negatives
+NEGATIVE_KINDS = ("in_survey", "hard")
+
+# one row per aspect of a released survey (stage ``aspects``)
+ASPECTS = pa.schema(
+    [
+        (ASPECT_ID, pa.string()),
+        (SURVEY_ID, pa.string()),
+        (SPLIT, pa.string()),
+        (SECTION_INDEX, pa.int32()),  # the section occurrence that heads the aspect
+        (ASPECT_RANK, pa.int32()),  # 1-based, in paper order among the survey's aspects
+        (N_ASPECTS, pa.int32()),
+        (ASPECT_HEADING, pa.string()),
+        (ASPECT_PARENT_HEADING, pa.string()),
+        (ASPECT_KIND, pa.string()),
+        (ASPECT_LEVEL, pa.string()),
+        (N_POSITIVES, pa.int64()),
+        (N_IN_SURVEY_NEGATIVES, pa.int64()),
+        (N_HARD_NEGATIVES, pa.int64()),
+        (N_MENTIONS, pa.int64()),
+    ]
+)
+
+# one row per (aspect, candidate): every candidate of the aspect's survey (stage ``aspects``)
+ASPECT_CANDIDATES = pa.schema(
+    [
+        (ASPECT_ID, pa.string()),
+        (SURVEY_ID, pa.string()),
+        (WORK_ID, pa.string()),
+        (LABEL, pa.int8()),
+        (LABEL_REASON, pa.string()),
+        (NEGATIVE_KIND, pa.string()),
+        (N_MENTIONS, pa.int64()),  # mentions of the work within the aspect's section
+        (SPLIT, pa.string()),
+    ]
+)
+
+# what identifies and describes an aspect query, in both aspect configs
+_ASPECT_QUERY = [
+    (ASPECT_ID, pa.string()),
+    (SURVEY_ID, pa.string()),
+    (ASPECT_HEADING, pa.string()),
+    (ASPECT_PARENT_HEADING, pa.string()),
+    (ASPECT_KIND, pa.string()),
+    (ASPECT_LEVEL, pa.string()),
+    (ASPECT_RANK, pa.int32()),
+    (N_ASPECTS, pa.int32()),
+]
+
+# The answer-free view of the aspects (release config ``aspect_candidates``): the aspect
+# query, then the columns of the main task's answer-free view.
+ASPECT_CANDIDATES_VIEW = pa.schema(
+    _ASPECT_QUERY + [f for f in CANDIDATES_VIEW if f.name != SURVEY_ID]
+)
+
+# The release config ``aspects``: the view's columns, then the judgments.
+ASPECT_READING_LISTS = pa.schema(
+    list(ASPECT_CANDIDATES_VIEW)
+    + [
+        (CANDIDATE_ALIASES, pa.list_(pa.string())),
+        (CANDIDATE_RAW, pa.string()),
+        (LABEL, pa.int8()),
+        (LABEL_NAME, pa.string()),
+        (LABEL_REASON, pa.string()),
+        (NEGATIVE_KIND, pa.string()),
+        (N_MENTIONS, pa.int64()),
+        (SURVEY_LICENSE, pa.string()),
+        (CANDIDATE_LICENSE, pa.string()),
+    ]
+)
+
 # Columns of the release that are judgments (answers), not inputs: a system must not
 # read them. Every other released column is an input (see the card's field table).
 JUDGMENT_COLUMNS = frozenset(
@@ -474,9 +567,10 @@ JUDGMENT_COLUMNS = frozenset(
         N_MENTIONS,
         *ROLE_COUNT_COLUMNS,
         NEGATIVE_SOURCE,
+        NEGATIVE_KIND,
         BEIR_SCORE,
         # not an answer, but one citing paper's bib string: its style tells whose
-        # bibliography it came from, often the survey's own (issue 20)
+        # bibliography it came from, often the survey's own
         CANDIDATE_RAW,
     }
 )
@@ -544,4 +638,23 @@ COLUMN_DOCS: dict[str, str] = {
     BEIR_CORPUS_ID: "the candidate id",
     BEIR_CORPUS_IDS: "the survey's candidate ids, sorted (MTEB's re-ranking input)",
     BEIR_SCORE: "the label, 0-4 (explicit 0 rows for the hard negatives)",
+    ASPECT_ID: "the aspect (query) id: the survey id, '#' and the aspect's rank",
+    "aspects." + SURVEY_ID: "the survey the aspect is a section of",
+    ASPECT_HEADING: "the section's heading (2024 layout: the heading key, same-named sections "
+    "merged)",
+    ASPECT_PARENT_HEADING: "the heading of the top-level section holding it (2022 layout "
+    "subsections; null otherwise)",
+    ASPECT_KIND: "the heading's kind: " + ", ".join(f"`{k}`" for k in ASPECT_KINDS),
+    ASPECT_LEVEL: "what the aspect is in its layout: " + ", ".join(f"`{k}`" for k in ASPECT_LEVELS),
+    ASPECT_RANK: "the aspect's place among its survey's aspects, in paper order (1 = first)",
+    N_ASPECTS: "the survey's number of aspects",
+    NEGATIVE_KIND: "for label 0: `in_survey` (another positive of the survey that this section "
+    "does not cite) or `hard` (a hard negative of the survey); null for positives",
+    "aspects." + LABEL: "the aspect tier: 4 (cited at least `labels.essential_related_mentions` "
+    "times in the section), 3 (cited once in it), 0 (not cited in it)",
+    "aspects." + N_MENTIONS: "in-text mentions of the work within the aspect's section",
+    "aspects." + LABEL_NAME: "the tier's name; label 0 is `in_survey_negative` or "
+    "`hard_negative`, as `negative_kind`",
+    "aspects." + LABEL_REASON: "the rule that gave the aspect tier (`2+ in section`, `in "
+    "section`, `in-survey negative`, `hard negative`)",
 }

@@ -24,6 +24,7 @@ from pipeline.evaluate.columns import (
     SURVEY_TITLE,
     SURVEY_YEAR,
 )
+from pipeline.rules.aspect_queries import as_queries, present_query_columns
 
 EVAL_COLUMNS = {
     SURVEY_ID: pl.String,
@@ -137,8 +138,13 @@ def load_eval_set(path: Path) -> pl.DataFrame:
     if missing:
         raise EvalSetError(f"{path}: missing column(s) {missing}; has {list(schema)}")
     try:
+        # an aspects table is read keyed by aspect (pipeline.rules.aspect_queries)
         frame = (
             pl.scan_parquet(path)
+            .select(*EVAL_COLUMNS, *present_query_columns(schema))
+            .collect()
+            .pipe(as_queries)
+            .lazy()
             .select([pl.col(c).cast(t) for c, t in EVAL_COLUMNS.items()])
             .sort(SURVEY_ID, CANDIDATE_ID)
             .with_columns(pl.col(SURVEY_DATE).dt.year().alias(SURVEY_YEAR))

@@ -148,6 +148,7 @@ CI_METHOD = "95% percentile bootstrap over surveys, {n} resamples, seed {seed}."
 # a system's kind in the results: what it is and where it came from
 KIND_BASELINE, KIND_UPPER_BOUND, KIND_LEARNED = "baseline", "upper bound", "learned baseline"
 KIND_RUN, KIND_SCORES, KIND_MODEL_FILE = "run", "scores", "model file"
+KIND_WHOLE_SURVEY = "whole-survey baseline"  # another task's baseline (evaluate.aspects)
 
 RunSpec = str | Path | tuple[str | Path, str | None]
 
@@ -691,6 +692,10 @@ def run_evaluation(
     cache_dir: Path | None = None,
     batch_size: int = DEFAULT_BATCH,
     out_dir: Path | None = None,
+    task: str | None = None,
+    query_groups: Mapping[str, pl.Series] | None = None,
+    whole_survey: Mapping[str, pl.DataFrame] | None = None,
+    whole_survey_facts: Mapping[str, Any] | None = None,
 ) -> Evaluation:
     """Evaluate submitted systems (and the baselines) on the eval set.
 
@@ -724,6 +729,14 @@ def run_evaluation(
         batch_size: texts per encoder call, candidates per scorer call.
         out_dir: the directory to write ``eval_results.json``, ``per_survey.parquet``,
             ``report.md`` and figures into (the CLI's ``--out DIR``); None: write nothing.
+        task: the task's name, written into the results when given (``aspects``:
+            :mod:`pipeline.evaluate.aspects`).
+        query_groups: more subsets, name -> the query ids in it (each ranked as ``ALL``),
+            reported beside the year subsets (the aspects' kinds and levels).
+        whole_survey: systems scored on another task's queries, name -> run columns over
+            this eval set's queries (the whole-survey baselines per aspect), evaluated as
+            submitted systems of kind ``whole-survey baseline``.
+        whole_survey_facts: what each whole-survey system is (written into the results).
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
@@ -754,6 +767,10 @@ def run_evaluation(
     submitted, model_runs = _load_submitted(
         eval_set, eval_path, mode, runs, scores, model_files, models, lenient, cache_dir, batch_size
     )
+    submitted += [
+        Submitted(restrict_to_eval_set(scores_run(frame, name), pairs), KIND_WHOLE_SURVEY)
+        for name, frame in (whole_survey or {}).items()
+    ]
     use_baselines = baselines and mode == RERANK
     found = (
         _baselines(eval_set, eval_path, config, train_config, learned, cache_dir, batch_size)
@@ -808,6 +825,8 @@ def run_evaluation(
     for year in sorted(survey_years[SURVEY_YEAR].unique().to_list()):
         surveys = survey_years.filter(pl.col(SURVEY_YEAR) == year)[SURVEY_ID]
         subsets[year_subset(year)] = (SUBSET_ALL, surveys)
+    for name, ids in (query_groups or {}).items():
+        subsets[name] = (SUBSET_ALL, all_surveys.filter(all_surveys.is_in(ids.implode())))
     summaries = _summaries(per_survey, systems, columns, subsets, config)
 
     headline = main_metrics(ks)
@@ -887,6 +906,24 @@ def run_evaluation(
             "tests": tests,
             "pairwise": pairwise,
             "tier_distribution": _tier_distribution(eval_set),
+            **(
+                {
+                    "task": task,
+                    "query_groups": list(query_groups or {}),
+                    "whole_survey": {
+                        name: {"baseline": name.rsplit("@", 1)[0], **dict(facts)}
+                        for name in (whole_survey or {})
+                        for facts in [(whole_survey_facts or {}).get(name.rsplit("@", 1)[0], {})]
+                    },
+                    "whole_survey_skipped": {
+                        name: f["skipped"]
+                        for name, f in (whole_survey_facts or {}).items()
+                        if isinstance(f, dict) and "skipped" in f
+                    },
+                }
+                if task is not None
+                else {}
+            ),
         }
     )
     if out_dir is None:

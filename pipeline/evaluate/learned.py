@@ -5,7 +5,7 @@
   sits in a release folder with a train split of at least two surveys.
 * ``lgbm-reading-free``: metadata plus the ``format`` features (a candidate's shape,
   length, date and text kind against its survey's other candidates): the probe of the
-  release's relative audit (issue 20), which the release itself trains and checks.
+  release's relative audit, which the release itself trains and checks.
 * ``lgbm-metadata``: the same without any text feature. It is the **leak probe**:
   the hard negatives are matched to the positives on everything visible without
   reading, so a model that never reads should not beat BM25. :func:`leak_probe`
@@ -34,6 +34,7 @@ from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
 from pipeline.rank.features import candidates_view
 from pipeline.rank.model import load_model, meta_path, score
 from pipeline.rank.release import train_from_release
+from pipeline.rules.aspect_queries import as_queries, present_query_columns
 
 LGBM = "lgbm"
 LGBM_METADATA = "lgbm-metadata"
@@ -47,8 +48,10 @@ LEAK_METRICS = (ndcg_name(10), HARD_NEGATIVE_AUC)
 
 def eval_view(eval_path: Path) -> pl.DataFrame:
     """The candidates-view columns of the eval file, in canonical order."""
-    present = [c for c in CANDIDATES_VIEW.names if c in pl.read_parquet_schema(eval_path)]
-    return candidates_view(pl.read_parquet(eval_path, columns=present), where=str(eval_path))
+    schema = pl.read_parquet_schema(eval_path)
+    present = [c for c in CANDIDATES_VIEW.names if c in schema]
+    frame = pl.read_parquet(eval_path, columns=[*present, *present_query_columns(schema)])
+    return candidates_view(as_queries(frame), where=str(eval_path))
 
 
 def _aligned(eval_set: pl.DataFrame, scores: pl.DataFrame, name: str) -> pl.Series:

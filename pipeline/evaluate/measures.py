@@ -5,7 +5,7 @@ ir_measures has it (``nDCG@10``, ``R@10``, ``R(rel=3)@10``, ``RR(rel=3)``, ``AP`
 ``Rprec``, ``nDCG(gains={1:0,2:0,3:0,4:1})@10``) and in our own words where it has none
 (``hard_negative_auc``, ``recall@10_tier=2``). It lives in one registry built by
 :func:`metric_registry` for the configured cutoffs and carries a ``doc`` that states its
-formula. The names used before issue 22 (``ndcg@10``, ``recall@10_tier>=3``, ``map``,
+formula. The previous names (``ndcg@10``, ``recall@10_tier>=3``, ``map``,
 ...) are aliases: :func:`resolve_metrics` accepts them and :func:`metric_aliases` lists
 them. Unknown names raise :class:`UnknownMetricError`, whose message lists the
 registry's names.
@@ -117,7 +117,7 @@ class Metric:
         value: Polars expression over the per-survey aggregates; null when the
             survey is excluded from this metric.
         needs: names of the per-survey aggregates ``value`` reads.
-        previous: the name this metric had before issue 22 (an alias), if any.
+        previous: the name this metric had before (an alias), if any.
         trec_eval: the trec_eval measure with the same value, if any.
         ir_measures: whether ``name`` is an ir_measures measure with the same value.
         recall_at: the cutoff K of a recall metric (it saturates at 1 when every

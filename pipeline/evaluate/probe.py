@@ -1,4 +1,4 @@
-"""The release's reading-free probe (issue 20): can a model that never reads rank as well as BM25?
+"""The release's reading-free probe: can a model that never reads rank as well as BM25?
 
 ``release`` trains LightGBM lambdarank (:mod:`pipeline.rank.model`, ``[train]`` config) on
 the train split of the release it has just written, with the ``reading-free`` feature set

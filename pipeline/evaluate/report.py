@@ -324,6 +324,53 @@ def _years(results: dict[str, Any]) -> list[str]:
     )  # fmt: skip
 
 
+def _groups(results: dict[str, Any]) -> list[str]:
+    """The ``query_groups`` subsets (the aspects' kinds and levels), one column each."""
+    groups = [g for g in results.get("query_groups", []) if g in results["subsets"]]
+    if not groups:
+        return []
+    selection = results["selection_metric"]
+    lines = ["", f"## By aspect kind and level ({selection})", ""]
+    lines.append(
+        "Each column: the aspects of one kind (the role of the section's own heading) or one "
+        "layout level (2022 section or subsection, 2024 heading key), each ranked as in ALL."
+    )
+    lines.append("")
+    return lines + _table(
+        ["system"] + [f"{g} (n={results['subset_surveys'][g]})" for g in groups],
+        [[s] + [_with_ci(results["subsets"][g][s][selection]) for g in groups]
+         for s in ranked_systems(results)],
+    )  # fmt: skip
+
+
+def _whole_survey(results: dict[str, Any]) -> list[str]:
+    """Each whole-survey baseline per aspect beside the same baseline on the aspect's query."""
+    pairs = results.get("whole_survey") or {}
+    if not pairs and not results.get("whole_survey_skipped"):
+        return []
+    lines = ["", "## Whole-survey systems per aspect", ""]
+    lines.append(
+        "A whole-survey system scores each survey's candidates once, from the survey's title "
+        "and abstract (the LightGBM rankers: trained on the survey lists); every aspect of the "
+        "survey ranks the same candidates, so its scores rank each aspect's list. Beside it, "
+        "the same baseline given the aspect's query (heading, parent heading, survey title and "
+        "abstract; rankers trained on the aspects' train split)."
+    )
+    lines.append("")
+    metrics = results["main_metrics"][:4]
+    systems = results["systems"]
+    rows = []
+    for name, facts in sorted(pairs.items()):
+        base = facts.get("baseline", "")
+        for label, system in ((f"{base} (aspect query)", base), (f"{name} (whole survey)", name)):
+            if system in systems:
+                rows.append([label] + [_with_ci(systems[system].get(m)) for m in metrics])
+    lines += _table(["system"] + metrics, rows)
+    for name, reason in sorted((results.get("whole_survey_skipped") or {}).items()):
+        lines += ["", f"{name}@survey not run: {reason}."]
+    return lines
+
+
 def _tiers(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
     lines = ["", "## Tier distribution of the eval set", ""]
     tiers = results["tier_distribution"]
@@ -379,10 +426,18 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
     """
     identity = results["eval_file"]
     hub = f", from the Hub as `{identity['hub']}`" if identity.get("hub") else ""
+    aspects = results.get("task") == "aspects"
     lines = [
-        "# Survey reading lists: evaluation",
+        "# Survey reading lists: evaluation" + (" of the aspects" if aspects else ""),
         "",
-        f"{results['n_surveys']} eval surveys, {results['n_candidates']} judged candidates "
+        (
+            "Section-level reading lists: one query per topical section of a survey; "
+            "'survey' below means the query, an aspect. "
+            if aspects
+            else ""
+        )
+        + f"{results['n_surveys']} eval {'aspects' if aspects else 'surveys'}, "
+        f"{results['n_candidates']} judged candidates "
         f"(`{identity['name']}`, sha256 `{identity['sha256'][:12]}`{hub}). {_mode(results)}",
     ]
     lines += _headline(results)
@@ -396,6 +451,8 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
     lines += _notes(results)
     lines += _in_out(results, figures)
     lines += _years(results)
+    lines += _groups(results)
+    lines += _whole_survey(results)
     lines += _tiers(results, figures)
     lines += _definitions(results)
     return "\n".join(lines) + "\n"
@@ -420,4 +477,5 @@ def summary_line(results: dict[str, Any], where: str) -> str:
         note = f" ({'; '.join(versus)})" if versus else ""
         parts.append(f"{system} {_num(overall[system][metric]['mean'])}{note}")
     body = "; ".join(parts) if parts else "no system"
-    return f"evaluate: {metric} over {results['n_surveys']} surveys: {body}; report: {where}"
+    queries = "aspects" if results.get("task") == "aspects" else "surveys"
+    return f"evaluate: {metric} over {results['n_surveys']} {queries}: {body}; report: {where}"

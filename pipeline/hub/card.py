@@ -39,6 +39,8 @@ import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
 from pipeline.core.release_files import (
+    ASPECT_CANDIDATES_FILE,
+    ASPECT_READING_LISTS_FILE,
     BEIR_VIEWS,
     CANDIDATES_FILE,
     CARD_FILE,
@@ -51,7 +53,7 @@ from pipeline.core.release_files import (
 )
 from pipeline.corpus import provenance as P
 from pipeline.evaluate.measures import ndcg_name
-from pipeline.rules.leak_audit import RELATIVE_DOCS
+from pipeline.rules.leak_audit import ASPECT_FEATURE_DOCS, RELATIVE_DOCS
 
 CARD_TEMPLATE = "survey_reading_lists.md"
 METHODS_TEMPLATE = "methods.md"
@@ -153,6 +155,55 @@ def example_row(release: Path, splits: list[str]) -> str:
     return "{\n" + ",\n".join(fields) + "\n}"
 
 
+EXAMPLE_ASPECT_WORKS = 3  # sample positives shown with the example aspect
+
+
+def example_aspect(release: Path, splits: list[str]) -> str:
+    """An aspect as JSON: of the last split written (eval when it has aspects), the aspect with
+    the most positives (the first in id order among equals), its query text, its counts and
+    its first positives (highest label first, then by id)."""
+    from pipeline.rules.aspect_queries import query_title_expr
+
+    if not splits:
+        return '{"aspects": "none in this release"}'
+    import polars as pl
+
+    rows = pl.read_parquet(release / ASPECT_READING_LISTS_FILE.format(split=splits[-1]))
+    per = (
+        rows.group_by(S.ASPECT_ID)
+        .agg((pl.col(S.LABEL) >= 1).sum().alias("_p"))
+        .sort(["_p", S.ASPECT_ID], descending=[True, False])
+    )
+    aspect = rows.filter(pl.col(S.ASPECT_ID) == per[S.ASPECT_ID][0])
+    first = aspect.row(0, named=True)
+    positives = aspect.filter(pl.col(S.LABEL) >= 1).sort(
+        [S.LABEL, S.CANDIDATE_ID], descending=[True, False]
+    )
+    kinds = aspect.group_by(S.NEGATIVE_KIND).len()
+    count = dict(kinds.iter_rows())
+    out = {
+        S.ASPECT_ID: first[S.ASPECT_ID],
+        S.ASPECT_HEADING: first[S.ASPECT_HEADING],
+        S.ASPECT_PARENT_HEADING: first[S.ASPECT_PARENT_HEADING],
+        S.ASPECT_KIND: first[S.ASPECT_KIND],
+        S.ASPECT_LEVEL: first[S.ASPECT_LEVEL],
+        "query_title": aspect.head(1).select(query_title_expr())[0, 0],
+        "positives": positives.height,
+        "in_survey_negatives": int(count.get(S.NEGATIVE_KINDS[0], 0)),
+        "hard_negatives": int(count.get(S.NEGATIVE_KINDS[1], 0)),
+        "sample_positives": [
+            {
+                S.CANDIDATE_ID: r[S.CANDIDATE_ID],
+                S.CANDIDATE_TITLE: r[S.CANDIDATE_TITLE],
+                S.LABEL: r[S.LABEL],
+                S.N_MENTIONS: r[S.N_MENTIONS],
+            }
+            for r in positives.head(EXAMPLE_ASPECT_WORKS).iter_rows(named=True)
+        ],  # fmt: skip
+    }
+    return json.dumps(out, ensure_ascii=False, indent=2, default=str)
+
+
 # --------------------------------------------------------------------- evaluation results
 def read_eval_results(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
     """``evaluate``'s ``eval_results.json`` at ``path`` when it evaluated this release's eval
@@ -236,6 +287,9 @@ def card_text(
     template = (data_cards_dir() / CARD_TEMPLATE).read_text(encoding="utf-8")
     values = card_values(meta, splits)
     values["example_row"] = example_row(release, splits)
+    values["example_aspect"] = example_aspect(
+        release, list((meta.get("aspects") or {}).get("splits_written") or [])
+    )
     values["results_table"] = results_table(results, meta)
     return render_card(template, values)
 
@@ -336,14 +390,19 @@ CARD_CONFIGS = (
     ("reading_lists", READING_LISTS_FILE, "READING_LISTS"),
     ("candidates", CANDIDATES_FILE, "CANDIDATES_VIEW"),
     *((view, beir_file(view, "eval"), f"BEIR_{view.upper()}") for view in BEIR_VIEWS),
+    ("aspects", ASPECT_READING_LISTS_FILE, "ASPECT_READING_LISTS"),
+    ("aspect_candidates", ASPECT_CANDIDATES_FILE, "ASPECT_CANDIDATES_VIEW"),
 )
+# answer-free view -> the config with its judgments (the field table lists a column once)
+VIEW_OF = {"candidates": "reading_lists", "aspect_candidates": "aspects"}
 
 
-def _configs_yaml(splits: list[str]) -> str:
+def _configs_yaml(splits: list[str], aspect_splits: list[str] = ()) -> str:  # type: ignore[assignment]
     """The card's ``configs``: the retrieval views in MTEB's layout first (``qrels`` the
     default; the eval split named ``test`` and listed first, since BEIR's ``HFDataLoader``
     takes a config's first split), then ``reading_lists`` and ``candidates`` (``train``,
-    ``eval``)."""
+    ``eval``), then the section-level ``aspects`` and ``aspect_candidates`` (the splits
+    that have aspects; none when no split has one)."""
     eval_first = sorted(splits, key=lambda split: split != "eval")
     configs = [
         (view, i == 0, [(RETRIEVAL_SPLITS[split], beir_file(view, split)) for split in eval_first])
@@ -355,6 +414,14 @@ def _configs_yaml(splits: list[str]) -> str:
             ("reading_lists", READING_LISTS_FILE),
             ("candidates", CANDIDATES_FILE),
         )
+    ]
+    configs += [
+        (name, False, [(split, pattern.format(split=split)) for split in aspect_splits])
+        for name, pattern in (
+            ("aspects", ASPECT_READING_LISTS_FILE),
+            ("aspect_candidates", ASPECT_CANDIDATES_FILE),
+        )
+        if aspect_splits
     ]
     lines = ["configs:"]
     for name, default, files in configs:
@@ -486,6 +553,8 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
     year = rel.get("year") or 0
     contact = rel.get("contact") or ""
     repo = repo_id(meta)
+    aspects = meta.get("aspects") or {}
+    aspect_splits = list(aspects.get("splits_written") or [])
     prov = meta.get("provenance") or {}
     synthetic = P.verdict(meta) != P.REAL
     return {
@@ -549,7 +618,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "code_version": meta["code_version"],
         "input_revision": meta["input"]["revision"],
         "size_category": size_category(total_rows),
-        "configs_yaml": _configs_yaml(splits),
+        "configs_yaml": _configs_yaml(splits, aspect_splits),
         "eval_from": cfg["split"]["eval_from"],
         "negatives_per_positive": str(cfg["negatives"]["negatives_per_positive"]),
         "candidates_per_negative": str(cfg["negatives"].get("candidates_per_negative", "")),
@@ -666,7 +735,92 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "positives_dropped_after_survey": f"{leak.get('positives_dated_after_survey_dropped', 0):,}",
         "surveys_below_resolution_floor": f"{meta.get('surveys_counts', {}).get('rejected_resolved_frac_below_floor', 0):,}",
         "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
+        **aspect_values(aspects, splits, eval_split, train_split),
     }
+
+
+def aspect_values(
+    aspects: dict[str, Any], splits: list[str], eval_split: str, train_split: str
+) -> dict[str, str]:
+    """The card's and METHODS.md's placeholders of the section-level reading lists."""
+    sp = aspects.get("splits") or {}
+    written = list(aspects.get("splits_written") or [])
+    audit = aspects.get("leak_audit") or {}
+    stage = aspects.get("stage") or {}
+
+    def spread(s: str, what: str) -> str:
+        d = (sp.get(s, {}).get("per_aspect") or {}).get(what) or {}
+        if d.get("min") is None:
+            return ""
+        return f"{d['min']}-{d['max']} (median {d['median']})"
+
+    rows = [
+        [s, sp.get(s, {}).get("aspects", 0), sp.get(s, {}).get("surveys", 0),
+         sp.get(s, {}).get("rows", 0), sp.get(s, {}).get("positives", 0),
+         sp.get(s, {}).get("in_survey_negatives", 0), sp.get(s, {}).get("hard_negatives", 0),
+         spread(s, "positives"), spread(s, "in_survey_negatives"), spread(s, "hard_negatives")]
+        for s in S.SPLIT_NAMES
+    ]  # fmt: skip
+    kind_rows = [
+        [f"`{k}`"] + [(sp.get(s, {}).get("by_kind") or {}).get(k, 0) for s in S.SPLIT_NAMES]
+        for k in S.ASPECT_KINDS
+    ] + [
+        [f"`{k}`"] + [(sp.get(s, {}).get("by_level") or {}).get(k, 0) for s in S.SPLIT_NAMES]
+        for k in S.ASPECT_LEVELS
+    ]
+    unit_rows = [[f"`{k}`", stage[k]] for k in sorted(stage) if isinstance(stage[k], int)]
+    verdict = (
+        "passed: every audited AUC is within the bounds and the reading-free probe does not "
+        "beat BM25"
+        if audit.get("passed")
+        else "FAILED: " + "; ".join(audit.get("problems") or ["no aspect audited"])
+        if written
+        else "not run: no split has an aspect"
+    )
+    return {
+        "aspect_min_works": str(aspects.get("min_works", "")),
+        "aspect_splits": ", ".join(f"`{s}`" for s in written) or "none",
+        "aspect_snippet_split": eval_split if eval_split in written or not written else written[0],
+        "aspect_table": _table(
+            [
+                "split",
+                "aspects",
+                "surveys",
+                "rows",
+                "positives",
+                "in-survey negatives",
+                "hard negatives",
+                "positives per aspect",
+                "in-survey negatives per aspect",
+                "hard negatives per aspect",
+            ],
+            rows,
+        ),  # fmt: skip
+        "aspect_kind_table": _table(["kind / level", *S.SPLIT_NAMES], kind_rows),
+        "aspect_unit_table": _table(["count", "value"], unit_rows),
+        "aspect_leak_verdict": verdict,
+        "aspect_audit_table": aspect_audit_table(audit.get("splits") or {}),
+        "aspect_relative_audit_table": aspect_audit_table(
+            (audit.get("relative") or {}).get("splits") or {}
+        ),
+        "aspect_judgment_side_table": aspect_audit_table(audit.get("judgment_side") or {}),
+        "aspect_probe_table": probe_table(audit.get("reading_free_probe") or {}),
+        "aspect_features_list": "\n".join(
+            f"* `{name}`: {doc}" for name, doc in ASPECT_FEATURE_DOCS.items()
+        ),
+    }
+
+
+def aspect_audit_table(splits: dict[str, Any]) -> str:
+    """Feature x split of the aspects' audit: pooled, per-aspect and per-survey AUC."""
+    names = sorted({f for table in splits.values() for f in table})
+    scopes = ("pooled", "per_aspect", "per_survey")
+    header = ["feature"] + [f"{s} {c.replace('_', ' ')}" for s in sorted(splits) for c in scopes]
+    rows = [
+        [f"`{n}`"] + [splits[s].get(n, {}).get(c) for s in sorted(splits) for c in scopes]
+        for n in names
+    ]
+    return _table(header, rows) if rows else "(no aspect audited)"
 
 
 def leak_verdict(audit: dict[str, Any]) -> str:
@@ -727,15 +881,14 @@ def field_table() -> str:
     """Every column of every release config with its type, role and meaning; a column of
     ``reading_lists`` that the ``candidates`` view also has is listed once, with both."""
     schemas = {config: getattr(S, name) for config, _, name in CARD_CONFIGS}
-    view = set(schemas["candidates"].names)
+    in_view = {full: (view, set(schemas[view].names)) for view, full in VIEW_OF.items()}
     rows = []
     for config, fields in schemas.items():
-        if config == "candidates":
+        if config in VIEW_OF:
             continue
         for f in fields:
-            configs = f"`{config}`" + (
-                ", `candidates`" if config == "reading_lists" and f.name in view else ""
-            )
+            view, names = in_view.get(config, ("", set()))
+            configs = f"`{config}`" + (f", `{view}`" if f.name in names else "")
             rows.append([configs, f"`{f.name}`", str(f.type), column_role(f.name),
                          column_doc(config, f.name)])  # fmt: skip
     return _table(["configs", "column", "type", "role", "what it holds"], rows)

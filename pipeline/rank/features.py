@@ -21,7 +21,7 @@ text, its length, date and text kind against the survey's other candidates). The
 ``metadata`` feature set (:data:`METADATA_SET`) is every ``metadata`` and ``citations``
 feature: a model on it is the leak probe of the report. The ``reading-free`` set
 (:data:`READING_FREE_SET`) adds the ``format`` features: a model on it is the probe of
-the release's relative audit (issue 20), which must not beat BM25 either.
+the release's relative audit, which must not beat BM25 either.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from pipeline.rules.text_match import (
     tokenize,
 )
 
-FEATURE_SET_VERSION = 2  # bump when a feature changes (2: text without the raw string, issue 20)
+FEATURE_SET_VERSION = 2  # bump when a feature changes (2: text without the raw string)
 TEXT, METADATA, CITATIONS, FORMAT = "text", "metadata", "citations", "format"
 FULL_SET, METADATA_SET, READING_FREE_SET = "full", "metadata", "reading-free"
 ID_KINDS = ("arxiv", "doi", "openalex")  # id_kind = index in this tuple, len(ID_KINDS) otherwise

@@ -24,6 +24,7 @@ from pipeline.rank.features import (
     feature_docs,
 )
 from pipeline.rank.model import TrainedModel, train_ranker, write_model
+from pipeline.rules.aspect_queries import as_queries, present_query_columns
 
 SPLITS = SPLIT_NAMES
 # The release's file names (pipeline/stages/release.py writes them; spelled there).
@@ -52,7 +53,7 @@ def split_view_file(release: Path, split: str) -> Path:
 def read_view(release: Path, split: str) -> pl.DataFrame:
     """The candidates view of a split, checked and in canonical order."""
     path = split_view_file(release, split)
-    return candidates_view(pl.read_parquet(path), where=str(path))
+    return candidates_view(as_queries(pl.read_parquet(path)), where=str(path))
 
 
 def read_judgments(release: Path, split: str) -> pl.DataFrame:
@@ -60,7 +61,9 @@ def read_judgments(release: Path, split: str) -> pl.DataFrame:
     path = Path(release) / READING_LISTS_FILE.format(split=split)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found; training needs the split's reading lists")
-    return pl.read_parquet(path, columns=[SURVEY_ID, CANDIDATE_ID, LABEL])
+    columns = [SURVEY_ID, CANDIDATE_ID, LABEL]
+    extra = present_query_columns(pl.read_parquet_schema(path))
+    return as_queries(pl.read_parquet(path, columns=columns + extra)).select(columns)
 
 
 def write_features(release: str | Path, out: str | Path) -> dict[str, Any]:

@@ -124,11 +124,16 @@ def audit_values(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
     return result
 
 
-def outside(table: dict[str, dict[str, float | None]], low: float, high: float) -> list[str]:
+def outside(
+    table: dict[str, dict[str, float | None]],
+    low: float,
+    high: float,
+    scopes: tuple[str, ...] = ("pooled", "per_survey"),
+) -> list[str]:
     """``feature (scope) = auc`` for every AUC of ``table`` outside ``[low, high]``."""
     bad = []
     for name, row in sorted(table.items()):
-        for scope in ("pooled", "per_survey"):
+        for scope in scopes:
             v = row.get(scope)
             if v is not None and not (low <= v <= high):
                 bad.append(f"{name} ({scope}) = {v}")
@@ -265,7 +270,10 @@ def text_kind(text_of: dict[str, pl.Expr], candidate_id: pl.Expr) -> pl.Expr:
 def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataFrame:
     """The :data:`RELATIVE_FEATURES` of each row of a ``candidates`` frame (same order).
 
-    Each compares a candidate with the other candidates of its own survey only.
+    Each compares a candidate with the other candidates of its own survey (query) only.
+    Queries that list the same candidates (the aspects of one survey) get the same values:
+    each such list is computed once, on its first query, and the values are shared (the
+    aspects' lists are many copies of few lists; their n-grams held 7 GB at 20k papers).
 
     Args:
         rows: ``candidates`` rows (``survey_id``, ``candidate_id``, ``candidate_title``,
@@ -273,6 +281,29 @@ def relative_values(rows: pl.DataFrame, text: pl.Expr | None = None) -> pl.DataF
         text: the candidate text the formatting and length features read; the text
             systems are given (:func:`pipeline.rules.text_match.candidate_text`) when None.
     """
+    lists = rows.group_by(S.SURVEY_ID, maintain_order=True).agg(
+        pl.col(S.CANDIDATE_ID).sort().str.join("\x1f").alias("_list")
+    )
+    if lists["_list"].n_unique() == lists.height:
+        return _relative_values(rows, text)
+    first = lists.group_by("_list", maintain_order=True).agg(pl.col(S.SURVEY_ID).first())
+    of = lists.join(first.rename({S.SURVEY_ID: "_first"}), on="_list").select(S.SURVEY_ID, "_first")
+    once = rows.filter(pl.col(S.SURVEY_ID).is_in(first[S.SURVEY_ID].implode()))
+    values = pl.concat(
+        [once.select(pl.col(S.SURVEY_ID).alias("_first"), S.CANDIDATE_ID),
+         _relative_values(once, text)],
+        how="horizontal",
+    )  # fmt: skip
+    return (
+        rows.select(S.SURVEY_ID, S.CANDIDATE_ID)
+        .join(of, on=S.SURVEY_ID, how="left", maintain_order="left")
+        .join(values, on=["_first", S.CANDIDATE_ID], how="left", maintain_order="left")
+        .select(RELATIVE_FEATURES)
+    )
+
+
+def _relative_values(rows: pl.DataFrame, text: pl.Expr | None) -> pl.DataFrame:
+    """:func:`relative_values` of rows whose queries each list their own candidates."""
     from pipeline.rules.text_match import candidate_text
 
     text = candidate_text() if text is None else text
@@ -329,3 +360,136 @@ def relative_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
     table = audit_values(values.drop(WITHOUT_ABSTRACT))
     subset = audit_values(values.filter(pl.col(WITHOUT_ABSTRACT)).drop(WITHOUT_ABSTRACT))
     return table | {f"{k}@{WITHOUT_ABSTRACT_SCOPE}": v for k, v in subset.items()}
+
+
+# --------------------------------------------------------------------- aspects
+# The aspect view (release config ``aspect_candidates``) adds what a system learns from the
+# survey's structure without reading: where the section sits, how long the lists are, and
+# how many of the survey's aspect lists hold a candidate (how many sections seem to cite it,
+# its popularity within the survey). Audited per aspect (the query a system ranks for), per
+# survey and pooled, with every feature of the main audit.
+ASPECT_SCOPES = ("pooled", "per_aspect", "per_survey")
+ASPECT_POSITION = "aspect_relative_position"
+CANDIDATE_ASPECT_LISTS = "candidate_aspect_lists"
+CANDIDATE_ASPECT_LISTS_SHARE = "candidate_aspect_lists_share"
+ASPECT_FEATURE_DOCS = {
+    S.ASPECT_RANK: "the aspect's place among its survey's aspects (1 = first)",
+    ASPECT_POSITION: "aspect_rank / n_aspects: where in the survey the section sits",
+    S.N_ASPECTS: "the survey's number of aspects",
+    "aspect_list_length": "candidates in the aspect's list",
+    "aspect_heading_length": "characters of the aspect's heading",
+    "aspect_parent_heading_missing": "the aspect has no parent heading",
+    CANDIDATE_ASPECT_LISTS: "the survey's aspect lists holding the candidate (how many sections "
+    "a system could think cite it)",
+    CANDIDATE_ASPECT_LISTS_SHARE: "the same over n_aspects (the candidate's popularity within "
+    "the survey, as the lists show it)",
+}
+# Judgment-side counts, not visible to a system: how informative the survey's own citing
+# would be. Reported beside the audit, never part of its verdict.
+SECTIONS_CITING = "sections_citing_work"
+SURVEY_MENTIONS = "survey_mentions_of_work"
+_ASPECT_GROUP = "_aspect"
+
+
+def aspect_features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
+    """Feature name -> expression over an aspect view holding whole surveys: the main
+    audit's :func:`features` and the aspect features (:data:`ASPECT_FEATURE_DOCS`)."""
+    lists = pl.len().over(S.SURVEY_ID, S.CANDIDATE_ID).cast(pl.Float64)
+    own = {
+        S.ASPECT_RANK: pl.col(S.ASPECT_RANK),
+        ASPECT_POSITION: pl.col(S.ASPECT_RANK) / pl.col(S.N_ASPECTS),
+        S.N_ASPECTS: pl.col(S.N_ASPECTS),
+        "aspect_list_length": pl.len().over(S.ASPECT_ID),
+        "aspect_heading_length": pl.col(S.ASPECT_HEADING).str.len_chars().fill_null(0),
+        "aspect_parent_heading_missing": pl.col(S.ASPECT_PARENT_HEADING).fill_null("") == "",
+        CANDIDATE_ASPECT_LISTS: lists,
+        CANDIDATE_ASPECT_LISTS_SHARE: lists / pl.col(S.N_ASPECTS),
+    }
+    return {**features(rows), **own}
+
+
+def aspect_feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame:
+    """``(survey_id, _aspect, _y, <feature>...)`` of an aspect view holding whole surveys."""
+    return rows.select(
+        S.SURVEY_ID,
+        pl.col(S.ASPECT_ID).alias(_ASPECT_GROUP),
+        (labels >= 1).alias(_Y),
+        *[e.cast(pl.Float64).alias(n) for n, e in aspect_features(rows).items()],
+    )
+
+
+def aspect_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """``{feature: {pooled, per_aspect, per_survey, aspects, surveys}}`` of the
+    :func:`aspect_feature_values` (or any ``(survey_id, _aspect, _y, ...)`` frame) of a split."""
+    by_aspect = audit_values(values.drop(S.SURVEY_ID).rename({_ASPECT_GROUP: S.SURVEY_ID}))
+    by_survey = audit_values(values.drop(_ASPECT_GROUP))
+    return {
+        name: {
+            "pooled": by_survey[name]["pooled"],
+            "per_aspect": by_aspect[name]["per_survey"],
+            "per_survey": by_survey[name]["per_survey"],
+            "aspects": by_aspect[name]["surveys"],
+            "surveys": by_survey[name]["surveys"],
+        }
+        for name in by_survey
+    }
+
+
+def aspect_relative_values(view: pl.DataFrame, aspect_rows: pl.DataFrame) -> pl.DataFrame:
+    """``(survey_id, _aspect, _y, <relative feature>..., _without_abstract)`` of aspect rows.
+
+    Every aspect of a survey lists the survey's candidates, so a candidate's place in an
+    aspect's list is its place in the survey's list: the :func:`relative_values` of the
+    survey's candidates view rows (``view``), joined to each aspect row.
+    """
+    rel = pl.concat(
+        [view.select(S.SURVEY_ID, S.CANDIDATE_ID), relative_values(view)], how="horizontal"
+    )
+    no_abstract = pl.col(S.CANDIDATE_ABSTRACT).fill_null("").str.strip_chars() == ""
+    return (
+        aspect_rows.select(
+            S.SURVEY_ID,
+            S.CANDIDATE_ID,
+            pl.col(S.ASPECT_ID).alias(_ASPECT_GROUP),
+            (pl.col(S.LABEL) >= 1).alias(_Y),
+            no_abstract.alias(WITHOUT_ABSTRACT),
+        )
+        .join(rel, on=[S.SURVEY_ID, S.CANDIDATE_ID], how="left", maintain_order="left")
+        .select(S.SURVEY_ID, _ASPECT_GROUP, _Y, *RELATIVE_FEATURES, WITHOUT_ABSTRACT)
+    )
+
+
+def aspect_relative_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """:func:`aspect_audit` of :func:`aspect_relative_values`, over all rows and as
+    ``<feature>@without_abstract`` over the rows that show no abstract."""
+    table = aspect_audit(values.drop(WITHOUT_ABSTRACT))
+    subset = aspect_audit(values.filter(pl.col(WITHOUT_ABSTRACT)).drop(WITHOUT_ABSTRACT))
+    return table | {f"{k}@{WITHOUT_ABSTRACT_SCOPE}": v for k, v in subset.items()}
+
+
+def aspect_judgment_values(aspect_rows: pl.DataFrame, survey_rows: pl.DataFrame) -> pl.DataFrame:
+    """``(survey_id, _aspect, _y, sections_citing_work, survey_mentions_of_work)``: the
+    judgment-side counts beside the audit (not visible to a system).
+
+    Args:
+        aspect_rows: aspect reading-list rows (``label``) of whole surveys.
+        survey_rows: the same surveys' reading-list rows (``n_mentions``).
+    """
+    mentions = survey_rows.select(
+        S.SURVEY_ID, S.CANDIDATE_ID, pl.col(S.N_MENTIONS).cast(pl.Float64).alias(SURVEY_MENTIONS)
+    )
+    return (
+        aspect_rows.select(
+            S.SURVEY_ID,
+            S.CANDIDATE_ID,
+            pl.col(S.ASPECT_ID).alias(_ASPECT_GROUP),
+            (pl.col(S.LABEL) >= 1).alias(_Y),
+            (pl.col(S.LABEL) >= 1)
+            .sum()
+            .over(S.SURVEY_ID, S.CANDIDATE_ID)
+            .cast(pl.Float64)
+            .alias(SECTIONS_CITING),
+        )
+        .join(mentions, on=[S.SURVEY_ID, S.CANDIDATE_ID], how="left", maintain_order="left")
+        .drop(S.CANDIDATE_ID)
+    )

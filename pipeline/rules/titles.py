@@ -34,7 +34,7 @@ strings of the sample 59% give a title key.
 
 **Display.** The title key of a work outside the corpus (the most common one among its
 citing entries: ``works.parsed_title``) is also the text the release shows for it: it
-keeps no citing paper's quotes, casing, authors, venue or tails (issue 20).
+keeps no citing paper's quotes, casing, authors, venue or tails.
 
 **Use.** ``works`` links an entry without identifier to a work when one of its
 segment keys equals the key of a corpus paper's title, or when its title key equals

@@ -17,7 +17,16 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     if name not in ("STAGES", "GRAPH"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from pipeline.stages import extract, labels, negatives, release, split, surveys, works
+    from pipeline.stages import (
+        aspects,
+        extract,
+        labels,
+        negatives,
+        release,
+        split,
+        surveys,
+        works,
+    )
     from pipeline.stages.base import stage_graph
 
     stages = (
@@ -27,6 +36,7 @@ def __getattr__(name: str) -> Any:
         labels.STAGE,
         negatives.STAGE,
         split.STAGE,
+        aspects.STAGE,
         release.STAGE,
     )
     globals().update(STAGES=stages, GRAPH=stage_graph(stages))

@@ -6,6 +6,12 @@
   data in MTEB's retrieval/re-ranking layout (explicit score-0 qrels for hard negatives;
   ``top_ranked``: each query's candidate ids), the eval split named ``test`` as MTEB's
   and BEIR's loaders ask (:data:`pipeline.core.release_files.RETRIEVAL_SPLITS`).
+* ``aspects/``: the section-level reading lists (stage ``aspects`` says what
+  an aspect is), laid out as a release of its own: ``{split}_survey_reading_lists.parquet`` (one
+  row per (aspect, candidate), ``schema.ASPECT_READING_LISTS``, sorted by (aspect_id,
+  candidate_id)) and its answer-free view ``candidates/{split}.parquet``
+  (``schema.ASPECT_CANDIDATES_VIEW``); a split without aspects is not written. Their leak
+  audit (:func:`aspect_audit_meta`) is ``aspects.leak_audit`` in the metadata.
 * ``eval_metadata.json``: counts, audit, resolved config, input revision, code
   version, sha256 and row count of every Parquet file.
 * ``README.md``: the dataset card (:mod:`pipeline.hub.card`)
@@ -35,7 +41,7 @@ Column rules:
   the corpus is shown in one canonical form whoever cited it. ``candidate_raw`` (one
   citing paper's bib string, with that paper's style) is in the reading lists, on the
   judgment side, and not in the ``candidates`` view or the BEIR corpus: its formatting
-  tells whose bibliography it came from (issue 20; the card, "Candidate text").
+  tells whose bibliography it came from (the card, "Candidate text").
 * Missing text is ``''`` in every config, never null (``schema.TEXT_COLUMNS``).
 * ``survey_license``, ``candidate_license``: the papers' own licences (``extract``'s
   ``license``; null for a work outside the corpus), in ``reading_lists`` only.
@@ -62,6 +68,9 @@ from pipeline.core.files import sha256_file, write_json
 from pipeline.core.parquet import RowGroupWriter, write_table
 from pipeline.core.progress import steps
 from pipeline.core.release_files import (
+    ASPECT_CANDIDATES_FILE,
+    ASPECT_READING_LISTS_FILE,
+    ASPECTS_DIR,
     CANDIDATES_FILE,
     CARD_FILE,
     METADATA_FILE,
@@ -75,6 +84,12 @@ from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
 from pipeline.rules.leak_audit import (
+    ASPECT_SCOPES,
+    aspect_audit,
+    aspect_feature_values,
+    aspect_judgment_values,
+    aspect_relative_audit,
+    aspect_relative_values,
     audit_values,
     feature_values,
     outside,
@@ -180,6 +195,51 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
         .sort(S.BEIR_QUERY_ID)
     )
     return {"queries": queries, "corpus": corpus, "qrels": qrels, "top_ranked": top_ranked}
+
+
+# the name of label 0 for another positive of the survey (``negative_kind`` in_survey)
+IN_SURVEY_NEGATIVE_NAME = "in_survey_negative"
+
+
+def aspect_rows(aspects: pl.LazyFrame, cands: pl.LazyFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """The ``aspects`` rows (``schema.ASPECT_READING_LISTS``) of the surveys of ``rows`` (their
+    reading-list rows): each aspect's candidates with the survey's and the candidate's columns
+    as the reading lists show them, sorted by (aspect_id, candidate_id).
+
+    Raises:
+        RuntimeError: an aspect candidate is not a candidate of its survey's reading list.
+    """
+    ids = rows[S.SURVEY_ID].unique().implode()
+    query = aspects.filter(pl.col(S.SURVEY_ID).is_in(ids)).select(
+        S.ASPECT_ID, S.ASPECT_HEADING, S.ASPECT_PARENT_HEADING, S.ASPECT_KIND, S.ASPECT_LEVEL,
+        S.ASPECT_RANK, S.N_ASPECTS,
+    )  # fmt: skip
+    judged = (S.ASPECT_ID, S.LABEL, S.LABEL_REASON, S.NEGATIVE_KIND, S.N_MENTIONS)
+    own = [c for c in S.ASPECT_READING_LISTS.names if c in rows.columns and c not in judged]
+    names = {int(k): v for k, v in S.LABEL_NAMES.items()}
+    picked = (
+        cands.filter(pl.col(S.SURVEY_ID).is_in(ids))
+        .select(S.SURVEY_ID, pl.col(S.WORK_ID).alias(S.CANDIDATE_ID), *judged)
+        .collect(engine="streaming")
+    )
+    out = (
+        picked.join(query.collect(engine="streaming"), on=S.ASPECT_ID, how="inner")
+        .join(rows.select(own), on=[S.SURVEY_ID, S.CANDIDATE_ID], how="inner")
+        .with_columns(
+            pl.when(pl.col(S.NEGATIVE_KIND) == S.NEGATIVE_KINDS[0])
+            .then(pl.lit(IN_SURVEY_NEGATIVE_NAME))
+            .otherwise(pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String))
+            .alias(S.LABEL_NAME)
+        )
+        .select(S.ASPECT_READING_LISTS.names)
+        .sort(S.ASPECT_ID, S.CANDIDATE_ID)
+    )
+    if out.height != picked.height:
+        raise RuntimeError(
+            f"release: {picked.height - out.height} aspect candidate(s) are not candidates of "
+            "their survey's reading list; rerun the aspects stage after split"
+        )
+    return out
 
 
 # --------------------------------------------------------------------- metadata
@@ -389,7 +449,26 @@ def _write_split(
 ) -> dict[str, pl.DataFrame]:
     """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
     ``ctx.limits.release_batch_rows`` rows (in survey order, so every file has the rows, order and bytes
-    of the whole split written at once); return its light columns and audit values."""
+    of the whole split written at once), and its aspects and their view when it has any;
+    return its light columns and audit values."""
+    aspects = ctx.read("aspects", "aspects").filter(pl.col(S.SPLIT) == split)
+    aspect_cands = ctx.read("aspects", "aspect_candidates")
+    with_aspects = aspects.select(pl.len()).collect().item() > 0
+    aspect_writers = (
+        {
+            "rows": RowGroupWriter(
+                ctx.output(ASPECT_READING_LISTS_FILE.format(split=split)),
+                S.ASPECT_READING_LISTS, ctx.cfg, f"{ASPECTS_DIR} {split}",
+            ),
+            "view": RowGroupWriter(
+                ctx.output(ASPECT_CANDIDATES_FILE.format(split=split)),
+                S.ASPECT_CANDIDATES_VIEW, ctx.cfg, f"{ASPECTS_DIR} candidates",
+            ),
+        }
+        if with_aspects
+        else {}
+    )  # fmt: skip
+    aspect_light, aspect_values, aspect_relative, aspect_hidden = [], [], [], []
     schemas = {"queries": S.BEIR_QUERIES, "corpus": S.BEIR_CORPUS, "qrels": S.BEIR_QRELS,
                "top_ranked": S.BEIR_TOP_RANKED}  # fmt: skip
     writers = {
@@ -416,7 +495,7 @@ def _write_split(
             .collect(engine="streaming")
         )
         writers["rows"].write(part)
-        view = part.select(S.CANDIDATES_VIEW.names)
+        view = survey_view = part.select(S.CANDIDATES_VIEW.names)
         writers["view"].write(view)
         values.append(feature_values(view, part[S.LABEL]))
         relative.append(relative_feature_values(view, part[S.LABEL]))
@@ -426,8 +505,22 @@ def _write_split(
         for view in ("queries", "qrels", "top_ranked"):
             writers[view].write(beir[view])
         corpus.append(beir["corpus"])
-        del part, view, beir
-    for writer in writers.values():
+        if with_aspects:
+            rows = aspect_rows(aspects, aspect_cands, part)
+            if rows.height:
+                aspect_writers["rows"].write(rows)
+                aspect_view = rows.select(S.ASPECT_CANDIDATES_VIEW.names)
+                aspect_writers["view"].write(aspect_view)
+                aspect_values.append(aspect_feature_values(aspect_view, rows[S.LABEL]))
+                held = survey_view.join(
+                    rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi"
+                )
+                aspect_relative.append(aspect_relative_values(held, rows))
+                aspect_hidden.append(aspect_judgment_values(rows, part))
+                aspect_light.append(rows.select(_ASPECT_LIGHT_COLUMNS))
+            del rows
+        del part, view, survey_view, beir
+    for writer in [*writers.values(), *aspect_writers.values()]:
         writer.close()
     write_table(
         pl.concat(corpus).unique(S.BEIR_ID).sort(S.BEIR_ID),
@@ -441,6 +534,59 @@ def _write_split(
         "audit": pl.concat(values),
         "relative": pl.concat(relative),
         "texts": pl.concat(texts).group_by(_TEXT, _POSITIVE).agg(pl.col("len").sum()),
+        **(
+            {
+                "aspect_light": pl.concat(aspect_light),
+                "aspect_audit": pl.concat(aspect_values),
+                "aspect_relative": pl.concat(aspect_relative),
+                "aspect_hidden": pl.concat(aspect_hidden),
+            }
+            if aspect_light
+            else {}
+        ),
+    }
+
+
+_ASPECT_LIGHT_COLUMNS = (S.ASPECT_ID, S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.NEGATIVE_KIND,
+                         S.ASPECT_KIND, S.ASPECT_LEVEL, S.IN_DOMAIN)  # fmt: skip
+
+
+def aspect_split_counts(rows: pl.DataFrame) -> dict[str, Any]:
+    """Counts of one split's aspect rows: aspects, surveys, rows, positives and each
+    negative kind, per aspect kind and level, and their spread per aspect."""
+    per = rows.group_by(S.ASPECT_ID).agg(
+        pl.col(S.ASPECT_KIND).first(),
+        pl.col(S.ASPECT_LEVEL).first(),
+        (pl.col(S.LABEL) >= 1).sum().alias("positives"),
+        (pl.col(S.NEGATIVE_KIND) == S.NEGATIVE_KINDS[0]).sum().alias("in_survey_negatives"),
+        (pl.col(S.NEGATIVE_KIND) == S.NEGATIVE_KINDS[1]).sum().alias("hard_negatives"),
+    )
+
+    def spread(column: str) -> dict[str, Any]:
+        x = per[column]
+        if not x.len():
+            return {"min": None, "median": None, "mean": None, "max": None}
+        return {"min": int(x.min()), "median": float(x.median()), "mean": round(float(x.mean()), 3),
+                "max": int(x.max())}  # fmt: skip
+
+    def by(column: str, names: tuple[str, ...]) -> dict[str, int]:
+        got = dict(per.group_by(column).len().iter_rows())
+        return {n: int(got.get(n, 0)) for n in names}
+
+    labels = rows.group_by(S.LABEL).len()
+    return {
+        "aspects": per.height,
+        "surveys": rows[S.SURVEY_ID].n_unique(),
+        "rows": rows.height,
+        "positives": int(per["positives"].sum()),
+        "in_survey_negatives": int(per["in_survey_negatives"].sum()),
+        "hard_negatives": int(per["hard_negatives"].sum()),
+        "labels": {S.LABEL_NAMES[int(k)]: int(n) for k, n in labels.sort(S.LABEL).iter_rows()},
+        "by_kind": by(S.ASPECT_KIND, S.ASPECT_KINDS),
+        "by_level": by(S.ASPECT_LEVEL, S.ASPECT_LEVELS),
+        "per_aspect": {
+            c: spread(c) for c in ("positives", "in_survey_negatives", "hard_negatives")
+        },
     }
 
 
@@ -500,6 +646,57 @@ def check_unique_pairs(rows: pl.DataFrame) -> None:
         )
 
 
+def aspect_audit_meta(
+    ctx: ReduceContext,
+    splits: dict[str, Any],
+    leak: dict[str, Any],
+    low: float,
+    high: float,
+) -> dict[str, Any]:
+    """The ``aspects`` entry of the metadata: the aspects stage's counts, the released
+    aspects per split, and their leak audit (visible features per aspect, per survey and
+    pooled; the relative features; the reading-free probe on the aspects folder), with the
+    judgment-side counts beside it."""
+    stage = ctx.counts("aspects")
+    flagged = {s: outside(tbl, low, high, ASPECT_SCOPES) for s, tbl in leak["splits"].items()}
+    flagged = {s: bad for s, bad in flagged.items() if bad}
+    rel_flagged = {s: outside(tbl, low, high, ASPECT_SCOPES) for s, tbl in leak["relative"].items()}
+    rel_flagged = {s: bad for s, bad in rel_flagged.items() if bad}
+    probe = reading_free_probe(ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train)
+    problems = [
+        f"a visible feature of the aspect view separates positives from negatives (AUC outside "
+        f"[{low}, {high}]): " + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(flagged.items()))
+    ] if flagged else []  # fmt: skip
+    if rel_flagged:
+        problems.append(
+            "a candidate's place in its aspect's list separates them: "
+            + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(rel_flagged.items()))
+        )
+    if probe.get("flagged"):
+        problems.append("the reading-free probe beats BM25 on the aspects")
+    return {
+        "min_works": ctx.cfg.aspects.min_works,
+        "stage": {k: v for k, v in stage.items() if k not in S.SPLIT_NAMES},
+        "splits": {s: splits.get(s, aspect_split_counts(_EMPTY_ASPECTS)) for s in S.SPLIT_NAMES},
+        "splits_written": [s for s in S.SPLIT_NAMES if s in splits],
+        "leak_audit": {
+            "bounds": [low, high],
+            "scopes": list(ASPECT_SCOPES),
+            "splits": leak["splits"],
+            "outside_bounds": flagged,
+            "relative": {"splits": leak["relative"], "outside_bounds": rel_flagged},
+            "reading_free_probe": probe,
+            "judgment_side": leak["judgment_side"],
+            "problems": problems,
+            "passed": not problems,
+        },
+    }
+
+
+_EMPTY_ASPECTS = pl.DataFrame(schema={c: S.polars_schema(S.ASPECT_READING_LISTS)[c]
+                                      for c in _ASPECT_LIGHT_COLUMNS})  # fmt: skip
+
+
 def build_release(ctx: ReduceContext) -> dict[str, Any]:
     """Write every release file; return per-split counts.
 
@@ -520,6 +717,8 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     texts: dict[str, Any] = {}
     meta_splits: dict[str, Any] = {}
     present: list[str] = []
+    aspect_splits: dict[str, Any] = {}
+    aspect_leak: dict[str, Any] = {"splits": {}, "relative": {}, "judgment_side": {}}
     for split in S.SPLIT_NAMES:
         per_survey = (
             cands.filter(pl.col(S.SPLIT) == split)
@@ -538,6 +737,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         leak[split] = audit_values(written["audit"])
         relative[split] = relative_audit(written["relative"])
         texts[split] = text_summary(written["texts"])
+        if "aspect_light" in written:
+            aspect_splits[split] = aspect_split_counts(written["aspect_light"])
+            aspect_leak["splits"][split] = aspect_audit(written["aspect_audit"])
+            aspect_leak["relative"][split] = aspect_relative_audit(written["aspect_relative"])
+            aspect_leak["judgment_side"][split] = aspect_audit(written["aspect_hidden"])
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
@@ -566,10 +770,13 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
                 if r["beats"]
             )
         )
-    if problems:
+    # the aspects' audit has its own verdict (meta["aspects"]); either fails the build
+    aspects_meta = aspect_audit_meta(ctx, aspect_splits, aspect_leak, low, high)
+    every = problems + [f"aspects: {p}" for p in aspects_meta["leak_audit"]["problems"]]
+    if every:
         if rcfg.leak_audit == "error":
-            raise StageError(f"release: leak audit: {'; '.join(problems)}")
-        log.warning("release: LEAK AUDIT: %s", "; ".join(problems))
+            raise StageError(f"release: leak audit: {'; '.join(every)}")
+        log.warning("release: LEAK AUDIT: %s", "; ".join(every))
     sections = upstream_sections(ctx.stages, ctx.stage.name)
     meta = {
         "dataset": ctx.cfg.release.dataset_name,
@@ -610,6 +817,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             if k.startswith("rejected") or k in ("kept", "candidates")
         },
         "roles": role_distribution(ctx),
+        "aspects": aspects_meta,
         "files": files,
     }
     write_json(ctx.output(METADATA_FILE), meta)
@@ -629,8 +837,8 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
 STAGE = Stage(
     name="release",
     kind="reduce",
-    reads=("extract", "works", "surveys", "labels", "negatives", "split"),
-    config_sections=("release", "split", "negatives", "extract", "train"),
+    reads=("extract", "works", "surveys", "labels", "negatives", "split", "aspects"),
+    config_sections=("release", "split", "negatives", "extract", "train", "aspects"),
     fn=build_release,
     help="release files: reading lists per split, MTEB/BEIR qrels/corpus/queries/top_ranked, metadata, dataset card",
 )

@@ -38,7 +38,6 @@ from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
 
 TRAIN, EVAL = S.SPLIT_NAMES
-HARD_NEGATIVE_REASON = "hard negative"
 
 
 def eval_from(ctx: ReduceContext) -> date:
@@ -92,7 +91,7 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
         ctx.read("negatives", "negatives")
         .select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.NEGATIVE_SOURCE)
         .with_columns([pl.lit(0, pl.Int64).alias(c) for c in counts])
-        .with_columns(pl.lit(HARD_NEGATIVE_REASON).alias(S.LABEL_REASON))
+        .with_columns(pl.lit(S.HARD_NEGATIVE_REASON).alias(S.LABEL_REASON))
         .join(placed_surveys, on=S.SURVEY_ID, how="inner")
         .join(known, on=S.WORK_ID, how="left")
     )

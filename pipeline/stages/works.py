@@ -47,7 +47,7 @@ side only) and a ``parsed_title``: of the title keys (:mod:`pipeline.rules.title
 entries citing it, the most common (the smallest on ties), null when no entry's string
 gives a title. That is the text the release shows for it: lower-cased, punctuation
 collapsed, with no numbering, quotes, casing, authors, venue, URL or export tail of any
-citing paper's style, the same whether the survey or another paper cited it (issue 20).
+citing paper's style, the same whether the survey or another paper cited it.
 ``known_date`` is
 the paper's first version date, else the month of the work's arXiv id, else January 1
 of the earliest year its raw references give (the last 19xx/20xx word of each raw
