@@ -583,7 +583,6 @@ def evaluate(
             target = target / A.TASK_ASPECTS
         eval_file = A.aspects_spec(eval_file)
         eval_path = A.resolve_eval_file(eval_file)
-        A.check_recorded(eval_path)  # a damaged aspects file is not scored
         whole, facts = (
             A.whole_survey_scores(
                 eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_dir, batch_size

@@ -326,7 +326,8 @@ def test_evaluate_task_aspects(synthetic_release: Path, tmp_path: Path) -> None:
 
 def test_a_changed_aspects_file_is_not_scored(tmp_path: Path) -> None:
     from pipeline.core.release_files import EVAL_FILE
-    from pipeline.evaluate.aspects import recorded_problem
+    from pipeline.engine.workdir import release_file_problem as recorded_problem
+    from pipeline.evaluate.evalset import EvalSetError, load_eval_set
 
     release = tmp_path / "release"
     (release / "aspects").mkdir(parents=True)
@@ -339,6 +340,8 @@ def test_a_changed_aspects_file_is_not_scored(tmp_path: Path) -> None:
     assert recorded_problem(path) is None
     path.write_bytes(b"other rows")
     assert "changed after the release stage wrote it" in (recorded_problem(path) or "")
+    with pytest.raises(EvalSetError, match="changed after the release stage wrote it"):
+        load_eval_set(path)  # the loader every evaluation goes through checks it
 
 
 def test_aspect_rows_do_not_depend_on_the_batches(synthetic_release: Path, tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import pytest
 
 from pipeline import api
 from pipeline.corpus.layout import convert_line, group_sections, to_2024_layout
-from pipeline.synth.generator import generate
 from pipeline.synth import generator as synth
+from pipeline.synth.generator import generate
 
 CITE = re.compile(r"\{\{cite:([0-9a-f]{40})\}\}")
 HEX40 = re.compile(r"^[0-9a-f]{40}$")

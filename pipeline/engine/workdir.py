@@ -696,25 +696,28 @@ def release_files(release: Path) -> list[tuple[str, Path]]:
 def release_file_problem(path: Path) -> str | None:
     """Why a file of a release folder differs from the release's own record, or None.
 
-    The record is the folder's ``_SUCCESS.json`` (a work directory's release) and its
-    ``eval_metadata.json`` (published with it): both list every file with its sha256. A
-    file that neither lists, or a folder without them, is not judged here.
+    The record is the release folder's ``_SUCCESS.json`` (a work directory's release) and
+    its ``eval_metadata.json`` (published with it): both list every file, by its path in the
+    release, with its sha256. The release folder is the file's own or its parent's (a
+    file of ``candidates/`` or ``aspects/``). A file that neither lists, or a folder
+    without them, is not judged here.
     """
-    folder = path.parent
-    for record_path, files in (
-        (folder / SUCCESS, release_records(folder)),
-        (folder / METADATA_FILE, (read_record(folder / METADATA_FILE) or {}).get("files")),
-    ):
-        want = (files or {}).get(path.name)
-        if not isinstance(want, dict) or "sha256" not in want:
-            continue
-        got = sha256_file(path)
-        if got != want["sha256"]:
-            return (
-                f"{path} has sha256 {got[:12]}..., the release record {record_path} says "
-                f"{want['sha256'][:12]}...: it changed after the release stage wrote it; "
-                "rerun the release (run --out with the same --input) or fetch it again"
-            )
+    for folder in (path.parent, path.parent.parent):
+        rel = path.relative_to(folder).as_posix()
+        for record_path, files in (
+            (folder / SUCCESS, release_records(folder)),
+            (folder / METADATA_FILE, (read_record(folder / METADATA_FILE) or {}).get("files")),
+        ):
+            want = (files or {}).get(rel)
+            if not isinstance(want, dict) or "sha256" not in want:
+                continue
+            got = sha256_file(path)
+            if got != want["sha256"]:
+                return (
+                    f"{path} has sha256 {got[:12]}..., the release record {record_path} says "
+                    f"{want['sha256'][:12]}...: it changed after the release stage wrote it; "
+                    "rerun the release (run --out with the same --input) or fetch it again"
+                )
     return None
 
 

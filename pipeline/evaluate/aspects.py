@@ -21,7 +21,6 @@ aspects' train split). Two additions:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,11 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.config import TrainConfig
-from pipeline.core.files import sha256_file
-from pipeline.core.release_files import ASPECTS_DIR, EVAL_FILE, METADATA_FILE
+from pipeline.core.release_files import ASPECTS_DIR, EVAL_FILE
 from pipeline.evaluate.baselines import BM25, bm25_scores
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
-from pipeline.evaluate.evalset import EvalSetError, is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.learned import learned_baseline_scores
 
 TASK_LISTS, TASK_ASPECTS = "lists", "aspects"
@@ -68,31 +66,6 @@ def aspects_spec(spec: str | Path) -> str | Path:
     raise FileNotFoundError(f"{spec}: no such release folder, and not a Hub dataset id")
 
 
-def recorded_problem(eval_path: Path) -> str | None:
-    """Why an aspects file differs from its release's record (the release's
-    ``eval_metadata.json`` lists it as ``aspects/<name>``), or None (no record to judge by).
-
-    The eval set's own check (:func:`pipeline.engine.workdir.release_file_problem`) looks for the
-    record beside the file; the aspects folder's record is its release's.
-    """
-    record = eval_path.parent.parent / METADATA_FILE
-    if eval_path.parent.name != ASPECTS_DIR or not record.is_file():
-        return None
-    want = (json.loads(record.read_text(encoding="utf-8")).get("files") or {}).get(
-        f"{ASPECTS_DIR}/{eval_path.name}"
-    )
-    if not isinstance(want, dict) or "sha256" not in want:
-        return None
-    got = sha256_file(eval_path)
-    if got != want["sha256"]:
-        return (
-            f"{eval_path} has sha256 {got[:12]}..., the release record {record} says "
-            f"{want['sha256'][:12]}...: it changed after the release stage wrote it; rerun the "
-            "release or fetch it again"
-        )
-    return None
-
-
 def survey_spec(aspects: str | Path) -> str | Path:
     """The whole-survey eval set beside an aspects folder (the release it is part of)."""
     if isinstance(aspects, Path) or Path(aspects).exists():
@@ -100,13 +73,6 @@ def survey_spec(aspects: str | Path) -> str | Path:
         folder = path.parent if path.is_file() else path
         return folder.parent
     return str(aspects).removesuffix(f"/{ASPECTS_DIR}")
-
-
-def check_recorded(eval_path: Path) -> None:
-    """Raise :class:`EvalSetError` when :func:`recorded_problem` finds one."""
-    problem = recorded_problem(eval_path)
-    if problem is not None:
-        raise EvalSetError(problem)
 
 
 def query_groups(eval_path: Path) -> dict[str, pl.Series]:
