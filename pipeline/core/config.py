@@ -29,21 +29,148 @@ from typing import Any
 from pipeline.core.errors import PipelineError
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - "help" reads best here
+# --------------------------------------------------------------------- validation
+# Every field is checked when the config is made, before any stage runs: by the rule its
+# declaration names (``_f(..., check=...)``), else by the default rule for its type
+# (DEFAULT_CHECKS), so a new field is validated from the start.
+@dataclass(frozen=True)
+class Check:
+    """A rule for a config field's value.
+
+    Attributes:
+        allowed: what is allowed, as the error message states it.
+        test: ``test(value)`` is true when the value is allowed.
+        invalid: values the rule refuses (the config test walks them for every field).
+    """
+
+    allowed: str | Callable[[], str]
+    test: Callable[[Any], bool]
+    invalid: tuple[Any, ...] = ()
+
+    def says(self) -> str:
+        """``allowed: ...``, or ``available: [...]`` for a choice read from a registry."""
+        return self.allowed() if callable(self.allowed) else f"allowed: {self.allowed}"
+
+
+_CONTROL = frozenset(chr(c) for c in (*range(32), 127))
+
+
+def _plain_text(value: str) -> bool:
+    return not _CONTROL.intersection(value)
+
+
+# Integers are stored as Int64 by Arrow, Polars and numpy: a config value past that range
+# used to pass and then overflow inside a stage. LightGBM's parameters are C ints.
+INT64_MAX = 2**63 - 1
+C_INT_MAX = 2**31 - 1
+
+
+def _int_at_least(low: int, high: int = INT64_MAX) -> Check:
+    """An integer in ``[low, high]`` (``high``: Int64's largest by default)."""
+    return Check(
+        f"an integer from {low} to {high}", lambda v: low <= v <= high, (low - 1, high + 1)
+    )
+
+
+# what the release does when a reading-free feature's AUC leaves release.leak_auc_bounds
+LEAK_AUDIT_MODES = ("warn", "error")
+
+
+def _one_of(choices: Callable[[], tuple[str, ...]], invalid: tuple[str, ...]) -> Check:
+    """A choice among registry names; ``choices`` reads the registry when the check runs."""
+    return Check(lambda: f"available: {list(choices())}", lambda v: v in choices(), invalid)
+
+
+def _pattern(regex_text: str, allowed: str, invalid: tuple[str, ...]) -> Check:
+    import re
+
+    rx = re.compile(regex_text)
+    return Check(allowed, lambda v: rx.fullmatch(v) is not None, invalid)
+
+
+def _compiles(engine: str) -> Callable[[str], bool]:
+    def ok(pattern: str) -> bool:
+        try:
+            if engine == "polars":
+                import polars as pl
+
+                pl.select(pl.lit("").str.contains(pattern))
+            else:
+                import regex
+
+                regex.compile(pattern)
+        except Exception:  # noqa: BLE001 - any compile error means "not a valid regex"
+            return False
+        return True
+
+    return ok
+
+
+def _iso_date(value: str) -> bool:
+    try:
+        return len(value) == 10 and date.fromisoformat(value) is not None
+    except ValueError:
+        return False
+
+
+def _roles() -> tuple[str, ...]:
+    from pipeline.core.schema import ROLES
+
+    return ROLES
+
+
+# codecs that both pyarrow's writer and Polars' sink_parquet accept
+PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4")
+
+_python_regex = _compiles("regex")
+_polars_regex = _compiles("polars")
+
+DEFAULT_CHECKS: dict[type, Check] = {
+    bool: Check("true or false", lambda v: True),
+    int: _int_at_least(0),
+    float: Check("a finite number >= 0", lambda v: math.isfinite(v) and v >= 0, (-1.0, math.nan)),
+    str: Check("text without control characters", _plain_text, ("a\nb", "a\x00b")),
+    tuple: Check(
+        "a list of text without control characters",
+        lambda v: all(_plain_text(str(x)) for x in v),
+        (("a\tb",),),
+    ),
+    dict: Check(
+        "a table of text without control characters",
+        lambda v: all(_plain_text(str(k)) and _plain_text(str(x)) for k, x in v.items()),
+        ({"a\nb": "c"},),
+    ),
+}
+
+
+def _f(default: Any, help: str, check: Check | None = None, **kw: Any) -> Any:  # noqa: A002
+    """A config field: its default, its help line and its rule (``check``; the default rule
+    of its type when None, :data:`DEFAULT_CHECKS`), all in the field's metadata."""
+    meta = {"help": help, "check": check}
     if isinstance(default, (list, dict, tuple)) and not isinstance(default, tuple):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
+        return field(default_factory=lambda: type(default)(default), metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
 
 
 @dataclass(frozen=True)
 class ExtractConfig:
     batch_papers: int = _f(
-        1000, "papers buffered before a batch of rows is handed to the Parquet writer"
+        1000,
+        "papers buffered before a batch of rows is handed to the Parquet writer",
+        check=_int_at_least(1),
     )
-    row_group_rows: int = _f(200_000, "maximum rows per Parquet row group in extract outputs")
-    compression: str = _f("zstd", "Parquet compression codec of every table the pipeline writes")
+    row_group_rows: int = _f(
+        200_000, "maximum rows per Parquet row group in extract outputs", check=_int_at_least(1)
+    )
+    compression: str = _f(
+        "zstd",
+        "Parquet compression codec of every table the pipeline writes",
+        check=_one_of(lambda: PARQUET_CODECS, ("ZSTD", "none", "")),
+    )
     max_line_bytes: int = _f(
-        256 * 1024 * 1024, "lines longer than this are rejected as 'line_too_long'"
+        256 * 1024 * 1024,
+        "lines longer than this are rejected as 'line_too_long'",
+        check=_int_at_least(2),
     )
     reject_head_bytes: int = _f(200, "bytes of a rejected line kept in the rejects table")
 
@@ -57,6 +184,7 @@ class ArchiveConfig:
         "an archive's members are extracted in units of consecutive members holding at least "
         "this many MB of JSONL (each unit: one set of outputs, one marker); 1.5 units per "
         "worker are buffered while the archive streams",
+        check=_int_at_least(1),
     )
 
 
@@ -70,18 +198,27 @@ class WorksConfig:
         "paper cited under several DOIs and OpenAlex ids keeps them all",
     )
     max_label_iterations: int = _f(
-        200, "connected components: fail after this many label-propagation rounds"
+        200,
+        "connected components: fail after this many label-propagation rounds",
+        check=_int_at_least(1),
     )
 
 
 @dataclass(frozen=True)
 class SurveysConfig:
-    category_prefix: str = _f("cs.", "primary category prefix of candidate survey papers")
+    category_prefix: str = _f(
+        "cs.",
+        "primary category prefix of candidate survey papers",
+        check=_pattern(
+            r"[A-Za-z0-9.-]*", "letters, digits, '.' and '-' (e.g. 'cs.')", ("cs*", "c s")
+        ),
+    )
     min_resolved_refs: int = _f(20, "minimum number of resolved cited works for a survey")
     min_resolved_frac: float = _f(
         0.5,
         "minimum share of a survey's bib entries resolved to a work (by identifier or title); "
         "surveys below it are left out (counted): their reading lists are too incomplete",
+        check=Check("a share between 0 and 1", lambda v: 0 <= v <= 1, (-0.1, 1.5, float("nan"))),
     )
     max_surveys: int = _f(
         0, "cap on surveys kept, by (first_version_date, paper_id) order; 0 = no cap"
@@ -89,14 +226,39 @@ class SurveysConfig:
     use_abstract_cues: bool = _f(
         True, "also accept surveys by abstract cues ('in this survey', ...)"
     )
-    extra_title_cues: tuple[str, ...] = _f((), "additional title regexes counted as survey cues")
-    extra_exclusions: tuple[str, ...] = _f((), "additional regexes that veto a survey cue")
+    extra_title_cues: tuple[str, ...] = _f(
+        (),
+        "additional title regexes counted as survey cues",
+        check=Check(
+            "a list of valid regular expressions (Python `regex` syntax)",
+            lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
+            (("(unclosed",),),
+        ),
+    )
+    extra_exclusions: tuple[str, ...] = _f(
+        (),
+        "additional regexes that veto a survey cue",
+        check=Check(
+            "a list of valid regular expressions (Python `regex` syntax)",
+            lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
+            (("[z-a]",),),
+        ),
+    )
 
 
 @dataclass(frozen=True)
 class RolesConfig:
     overrides: dict[str, str] = _f(
-        {}, "extra heading regex -> role entries, checked before the built-in table"
+        {},
+        "extra heading regex -> role entries, checked before the built-in table",
+        check=Check(
+            "a table of heading regex (Polars syntax, no look-around) -> role, role one of "
+            "schema.ROLES",
+            lambda v: all(
+                _plain_text(p) and _polars_regex(p) and r in _roles() for p, r in v.items()
+            ),
+            ({"(?=x)": "method"}, {"survey": "not_a_role"}),
+        ),
     )
     survey_core_is_related_work: bool = _f(
         True, "in surveys, topical sections (role 'other') count as related work"
@@ -105,6 +267,11 @@ class RolesConfig:
         ("other", "discussion"),
         "heading roles that form a survey's curated core (counted as related work when "
         "survey_core_is_related_work)",
+        check=Check(
+            "a list of roles, each one of schema.ROLES",
+            lambda v: all(r in _roles() for r in v),
+            (("not_a_role",),),
+        ),
     )
     survey_late_method_is_core: bool = _f(
         True,
@@ -122,9 +289,13 @@ class RolesConfig:
 
 @dataclass(frozen=True)
 class LabelsConfig:
-    essential_total_mentions: int = _f(3, "a work cited this many times in total is tier 4")
+    essential_total_mentions: int = _f(
+        3, "a work cited this many times in total is tier 4", check=_int_at_least(1)
+    )
     essential_related_mentions: int = _f(
-        2, "a work cited this many times in related work is tier 4"
+        2,
+        "a work cited this many times in related work is tier 4",
+        check=_int_at_least(1),
     )
 
 
@@ -139,91 +310,181 @@ class NegativesConfig:
         1.0, "hard negatives per positive, per survey (rounded down)"
     )
     negative_sampling: str = _f(
-        "hash", "'hash' (seeded hash order) or 'hardest' (most co-cited with its positives first)"
+        "hash",
+        "'hash' (seeded hash order) or 'hardest' (most co-cited with its positives first)",
+        check=_one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
     )
     seed: int = _f(13, "seed of the deterministic hash used to pick negatives")
     survey_batch_size: int = _f(
-        4096, "surveys whose candidate pairs are built at once (also capped at 5M pairs)"
+        4096,
+        "surveys whose candidate pairs are built at once (also capped at 5M pairs)",
+        check=_int_at_least(1),
     )
+    # multiplied by the negatives wanted in an Int64 expression (negatives.sampling.windows)
     candidates_per_negative: int = _f(
         25,
         "works of each pool considered per negative wanted (at least 1000; 0: the whole pool)",
+        check=_int_at_least(0, C_INT_MAX),
     )
 
 
 @dataclass(frozen=True)
 class AspectsConfig:
     min_works: int = _f(
-        5, "a survey section is an aspect query when it cites at least this many positives"
+        5,
+        "a survey section is an aspect query when it cites at least this many positives",
+        check=_int_at_least(1),
     )
 
 
 @dataclass(frozen=True)
 class SplitConfig:
     eval_from: str = _f(
-        "2023-01-01", "surveys first posted on or after this date go to eval, earlier to train"
+        "2023-01-01",
+        "surveys first posted on or after this date go to eval, earlier to train",
+        check=Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
     )
 
 
 @dataclass(frozen=True)
 class ReleaseConfig:
-    dataset_name: str = _f("survey-reading-lists", "name used in the dataset card")
+    dataset_name: str = _f(
+        "survey-reading-lists",
+        "name used in the dataset card",
+        check=_pattern(
+            r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",
+            "1-100 letters, digits, spaces and ._()+- (starting with a letter or digit)",
+            ("x\n---\nowner: y", "name: value", ""),
+        ),
+    )
     repo_id: str = _f(
         "",
         "Hub dataset repo (OWNER/NAME) the release is published to, named by the card's "
         "load_dataset snippet and evaluation command ('' = OWNER/<dataset_name>)",
+        check=_pattern(
+            r"([\w.-]+/[\w.-]+)?", "'' or a Hub repo id OWNER/NAME", ("owner", "a/b/c", "a b/c")
+        ),
     )
-    code_url: str = _f("", "URL of this pipeline's source code, linked from the card ('' = none)")
+    code_url: str = _f(
+        "",
+        "URL of this pipeline's source code, linked from the card ('' = none)",
+        check=_pattern(r"(https?://\S+)?", "'' or an http(s) URL", ("github.com/x", "https://a b")),
+    )
     authors: tuple[str, ...] = _f(
         (),
         "authors of the dataset as the card's citation names them, each 'Last, First' "
         "(empty: the card says {AUTHORS} and push refuses it)",
+        check=Check(
+            "a list of names of letters, spaces and .,'- (e.g. 'Doe, Jane')",
+            lambda v: all(re.fullmatch(r"[^\W\d_][\w .,'-]{0,99}", a) for a in v),
+            (("Doe, {Jane}",), ("",)),
+        ),
     )
-    year: int = _f(0, "year of the card's citation (0: the card says {YEAR} and push refuses it)")
+    year: int = _f(
+        0,
+        "year of the card's citation (0: the card says {YEAR} and push refuses it)",
+        check=Check(
+            "0 (not set) or a year from 1991 to 9999",
+            lambda v: v == 0 or 1991 <= v <= 9999,
+            (1990,),
+        ),
+    )
     contact: str = _f(
         "",
         "how to reach the maintainers, an e-mail address or an http(s) URL, named by the card "
         "('' = the Community tab of the dataset's Hub page)",
+        check=_pattern(
+            r"(https?://\S+|[^@\s{}]+@[^@\s{}]+\.[^@\s{}]+)?",
+            "'' or an e-mail address or an http(s) URL",
+            ("someone", "a b@c.d"),
+        ),
     )
-    version: str = _f("0.1.0", "release version written into metadata and card")
+    version: str = _f(
+        "0.1.0",
+        "release version written into metadata and card",
+        check=_pattern(
+            r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}",
+            "1-64 letters, digits and ._+- (e.g. 0.1.0)",
+            ("1.0 beta", "{v}", ""),
+        ),
+    )
     input_revision: str = _f(
-        "", "revision of the input corpus, when not resolved from hf:// inputs"
+        "",
+        "revision of the input corpus, when not resolved from hf:// inputs",
+        check=_pattern(
+            r"[A-Za-z0-9._/+-]{0,200}", "letters, digits and ._/+- (a commit sha or tag)", ("a b",)
+        ),
     )
     leak_audit: str = _f(
         "warn",
         "'warn' or 'error' when a visible feature alone tells positives from hard negatives "
         "(its AUC outside leak_auc_bounds)",
+        check=_one_of(lambda: LEAK_AUDIT_MODES, ("fail", "")),
     )
     leak_auc_bounds: tuple[float, ...] = _f(
-        (0.40, 0.60), "[low, high]: the AUC range of a single visible feature that passes the audit"
+        (0.40, 0.60),
+        "[low, high]: the AUC range of a single visible feature that passes the audit",
+        check=Check(
+            "[low, high] with 0 <= low <= 0.5 <= high <= 1",
+            lambda v: len(v) == 2 and 0 <= v[0] <= 0.5 <= v[1] <= 1,
+            ((0.6, 0.4), (0.4,), (0.55, 0.6)),
+        ),
     )
 
 
 @dataclass(frozen=True)
 class EvaluateConfig:
     bootstrap_samples: int = _f(
-        1000, "bootstrap resamples of surveys for confidence intervals and paired tests"
+        1000,
+        "bootstrap resamples of surveys for confidence intervals and paired tests",
+        check=_int_at_least(1),
     )
     seed: int = _f(7, "seed for bootstrap, randomisation tests and the random baseline")
-    random_seeds: int = _f(10, "the random baseline is the mean over this many seeds")
-    ks: tuple[int, ...] = _f((5, 10, 20, 50, 100), "cutoffs for ndcg@K and recall@K")
+    random_seeds: int = _f(
+        10, "the random baseline is the mean over this many seeds", check=_int_at_least(1)
+    )
+    ks: tuple[int, ...] = _f(
+        (5, 10, 20, 50, 100),
+        "cutoffs for ndcg@K and recall@K",
+        check=Check(
+            f"a non-empty list of distinct integers from 1 to {INT64_MAX}",
+            lambda v: len(v) > 0 and len(set(v)) == len(v) and all(1 <= k <= INT64_MAX for k in v),
+            ((), (0, 5), (5, 5), (5, 2**64)),
+        ),
+    )
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    learning_rate: float = _f(0.05, "LightGBM learning rate (shrinkage)")
-    num_leaves: int = _f(15, "LightGBM leaves per tree")
-    min_data_in_leaf: int = _f(20, "LightGBM minimum rows per leaf")
-    max_rounds: int = _f(500, "boosting rounds at most (early stopping usually ends sooner)")
+    learning_rate: float = _f(
+        0.05,
+        "LightGBM learning rate (shrinkage)",
+        check=Check("a number in (0, 1]", lambda v: 0 < v <= 1, (0.0, 1.5, float("nan"))),
+    )
+    num_leaves: int = _f(15, "LightGBM leaves per tree", check=_int_at_least(2, C_INT_MAX))
+    min_data_in_leaf: int = _f(
+        20, "LightGBM minimum rows per leaf", check=_int_at_least(1, C_INT_MAX)
+    )
+    max_rounds: int = _f(
+        500,
+        "boosting rounds at most (early stopping usually ends sooner)",
+        check=_int_at_least(1, C_INT_MAX),
+    )
     early_stopping_rounds: int = _f(
-        30, "stop when validation ndcg@10 has not improved for this many rounds"
+        30,
+        "stop when validation ndcg@10 has not improved for this many rounds",
+        check=_int_at_least(1, C_INT_MAX),
     )
     validation_share: float = _f(
-        0.2, "share of the train surveys, the latest by survey date, held out for early stopping"
+        0.2,
+        "share of the train surveys, the latest by survey date, held out for early stopping",
+        check=Check("a share in (0, 1)", lambda v: 0 < v < 1, (0.0, 1.0, float("nan"))),
     )
-    seed: int = _f(13, "seed of every LightGBM random generator")
+    seed: int = _f(13, "seed of every LightGBM random generator", check=_int_at_least(0, C_INT_MAX))
     num_threads: int = _f(
-        1, "LightGBM threads; fixed so the model file is byte-identical on any machine"
+        1,
+        "LightGBM threads; fixed so the model file is byte-identical on any machine",
+        check=_int_at_least(1, C_INT_MAX),
     )
 
 
@@ -353,228 +614,13 @@ def describe() -> str:
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------- validation
-# Every field is checked when the config loads, before any stage runs: by the rule named
-# for it in FIELD_CHECKS, else by the default rule for its type (DEFAULT_CHECKS), so a
-# new field is validated from the start and gets a stricter rule by adding one line here.
-@dataclass(frozen=True)
-class Check:
-    """A rule for a config field's value.
-
-    Attributes:
-        allowed: what is allowed, as the error message states it.
-        test: ``test(value)`` is true when the value is allowed.
-        invalid: values the rule refuses (the config test walks them for every field).
-    """
-
-    allowed: str | Callable[[], str]
-    test: Callable[[Any], bool]
-    invalid: tuple[Any, ...] = ()
-
-    def says(self) -> str:
-        """``allowed: ...``, or ``available: [...]`` for a choice read from a registry."""
-        return self.allowed() if callable(self.allowed) else f"allowed: {self.allowed}"
-
-
-_CONTROL = frozenset(chr(c) for c in (*range(32), 127))
-
-
-def _plain_text(value: str) -> bool:
-    return not _CONTROL.intersection(value)
-
-
-# Integers are stored as Int64 by Arrow, Polars and numpy: a config value past that range
-# used to pass and then overflow inside a stage. LightGBM's parameters are C ints.
-INT64_MAX = 2**63 - 1
-C_INT_MAX = 2**31 - 1
-
-
-def _int_at_least(low: int, high: int = INT64_MAX) -> Check:
-    """An integer in ``[low, high]`` (``high``: Int64's largest by default)."""
-    return Check(
-        f"an integer from {low} to {high}", lambda v: low <= v <= high, (low - 1, high + 1)
-    )
-
-
-# what the release does when a reading-free feature's AUC leaves release.leak_auc_bounds
-LEAK_AUDIT_MODES = ("warn", "error")
-
-
-def _one_of(choices: Callable[[], tuple[str, ...]], invalid: tuple[str, ...]) -> Check:
-    """A choice among registry names; ``choices`` reads the registry when the check runs."""
-    return Check(lambda: f"available: {list(choices())}", lambda v: v in choices(), invalid)
-
-
-def _pattern(regex_text: str, allowed: str, invalid: tuple[str, ...]) -> Check:
-    import re
-
-    rx = re.compile(regex_text)
-    return Check(allowed, lambda v: rx.fullmatch(v) is not None, invalid)
-
-
-def _compiles(engine: str) -> Callable[[str], bool]:
-    def ok(pattern: str) -> bool:
-        try:
-            if engine == "polars":
-                import polars as pl
-
-                pl.select(pl.lit("").str.contains(pattern))
-            else:
-                import regex
-
-                regex.compile(pattern)
-        except Exception:  # noqa: BLE001 - any compile error means "not a valid regex"
-            return False
-        return True
-
-    return ok
-
-
-def _iso_date(value: str) -> bool:
-    try:
-        return len(value) == 10 and date.fromisoformat(value) is not None
-    except ValueError:
-        return False
-
-
-def _roles() -> tuple[str, ...]:
-    from pipeline.core.schema import ROLES
-
-    return ROLES
-
-
-# codecs that both pyarrow's writer and Polars' sink_parquet accept
-PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4")
-
-_python_regex = _compiles("regex")
-_polars_regex = _compiles("polars")
-
-DEFAULT_CHECKS: dict[type, Check] = {
-    bool: Check("true or false", lambda v: True),
-    int: _int_at_least(0),
-    float: Check("a finite number >= 0", lambda v: math.isfinite(v) and v >= 0, (-1.0, math.nan)),
-    str: Check("text without control characters", _plain_text, ("a\nb", "a\x00b")),
-    tuple: Check(
-        "a list of text without control characters",
-        lambda v: all(_plain_text(str(x)) for x in v),
-        (("a\tb",),),
-    ),
-    dict: Check(
-        "a table of text without control characters",
-        lambda v: all(_plain_text(str(k)) and _plain_text(str(x)) for k, x in v.items()),
-        ({"a\nb": "c"},),
-    ),
-}
-
-# Values written into the dataset card (YAML header, Markdown, BibTeX) are restricted to
-# characters none of them treat specially, so they need no escaping there.
-FIELD_CHECKS: dict[str, Check] = {
-    "extract.batch_papers": _int_at_least(1),
-    "extract.row_group_rows": _int_at_least(1),
-    "extract.compression": _one_of(lambda: PARQUET_CODECS, ("ZSTD", "none", "")),
-    "extract.max_line_bytes": _int_at_least(2),
-    "works.max_label_iterations": _int_at_least(1),
-    "surveys.category_prefix": _pattern(
-        r"[A-Za-z0-9.-]*", "letters, digits, '.' and '-' (e.g. 'cs.')", ("cs*", "c s")
-    ),
-    "surveys.extra_title_cues": Check(
-        "a list of valid regular expressions (Python `regex` syntax)",
-        lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
-        (("(unclosed",),),
-    ),
-    "surveys.extra_exclusions": Check(
-        "a list of valid regular expressions (Python `regex` syntax)",
-        lambda v: all(_plain_text(p) and _python_regex(p) for p in v),
-        (("[z-a]",),),
-    ),
-    "roles.overrides": Check(
-        "a table of heading regex (Polars syntax, no look-around) -> role, role one of "
-        "schema.ROLES",
-        lambda v: all(_plain_text(p) and _polars_regex(p) and r in _roles() for p, r in v.items()),
-        ({"(?=x)": "method"}, {"survey": "not_a_role"}),
-    ),
-    "roles.survey_core_roles": Check(
-        "a list of roles, each one of schema.ROLES",
-        lambda v: all(r in _roles() for r in v),
-        (("not_a_role",),),
-    ),
-    "archive.unit_mb": _int_at_least(1),
-    "labels.essential_total_mentions": _int_at_least(1),
-    "labels.essential_related_mentions": _int_at_least(1),
-    "negatives.negative_sampling": _one_of(lambda: NEGATIVE_SAMPLINGS, ("best", "")),
-    "negatives.survey_batch_size": _int_at_least(1),
-    # multiplied by the negatives wanted in an Int64 expression (negatives.sampling.windows)
-    "negatives.candidates_per_negative": _int_at_least(0, C_INT_MAX),
-    "aspects.min_works": _int_at_least(1),
-    "split.eval_from": Check("a date YYYY-MM-DD", _iso_date, ("2023-13-01", "soon", "")),
-    "release.dataset_name": _pattern(
-        r"[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,99}",
-        "1-100 letters, digits, spaces and ._()+- (starting with a letter or digit)",
-        ("x\n---\nowner: y", "name: value", ""),
-    ),
-    "release.version": _pattern(
-        r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}",
-        "1-64 letters, digits and ._+- (e.g. 0.1.0)",
-        ("1.0 beta", "{v}", ""),
-    ),
-    "release.input_revision": _pattern(
-        r"[A-Za-z0-9._/+-]{0,200}", "letters, digits and ._/+- (a commit sha or tag)", ("a b",)
-    ),
-    "surveys.min_resolved_frac": Check(
-        "a share between 0 and 1", lambda v: 0 <= v <= 1, (-0.1, 1.5, float("nan"))
-    ),
-    "release.repo_id": _pattern(
-        r"([\w.-]+/[\w.-]+)?", "'' or a Hub repo id OWNER/NAME", ("owner", "a/b/c", "a b/c")
-    ),
-    "release.code_url": _pattern(
-        r"(https?://\S+)?", "'' or an http(s) URL", ("github.com/x", "https://a b")
-    ),
-    "release.authors": Check(
-        "a list of names of letters, spaces and .,'- (e.g. 'Doe, Jane')",
-        lambda v: all(re.fullmatch(r"[^\W\d_][\w .,'-]{0,99}", a) for a in v),
-        (("Doe, {Jane}",), ("",)),
-    ),
-    "release.year": Check(
-        "0 (not set) or a year from 1991 to 9999", lambda v: v == 0 or 1991 <= v <= 9999, (1990,)
-    ),
-    "release.contact": _pattern(
-        r"(https?://\S+|[^@\s{}]+@[^@\s{}]+\.[^@\s{}]+)?",
-        "'' or an e-mail address or an http(s) URL",
-        ("someone", "a b@c.d"),
-    ),
-    "release.leak_audit": _one_of(lambda: LEAK_AUDIT_MODES, ("fail", "")),
-    "release.leak_auc_bounds": Check(
-        "[low, high] with 0 <= low <= 0.5 <= high <= 1",
-        lambda v: len(v) == 2 and 0 <= v[0] <= 0.5 <= v[1] <= 1,
-        ((0.6, 0.4), (0.4,), (0.55, 0.6)),
-    ),
-    "train.learning_rate": Check(
-        "a number in (0, 1]", lambda v: 0 < v <= 1, (0.0, 1.5, float("nan"))
-    ),
-    "train.num_leaves": _int_at_least(2, C_INT_MAX),
-    "train.min_data_in_leaf": _int_at_least(1, C_INT_MAX),
-    "train.max_rounds": _int_at_least(1, C_INT_MAX),
-    "train.early_stopping_rounds": _int_at_least(1, C_INT_MAX),
-    "train.validation_share": Check(
-        "a share in (0, 1)", lambda v: 0 < v < 1, (0.0, 1.0, float("nan"))
-    ),
-    "train.num_threads": _int_at_least(1, C_INT_MAX),
-    "train.seed": _int_at_least(0, C_INT_MAX),
-    "evaluate.bootstrap_samples": _int_at_least(1),
-    "evaluate.random_seeds": _int_at_least(1),
-    "evaluate.ks": Check(
-        f"a non-empty list of distinct integers from 1 to {INT64_MAX}",
-        lambda v: len(v) > 0 and len(set(v)) == len(v) and all(1 <= k <= INT64_MAX for k in v),
-        ((), (0, 5), (5, 5), (5, 2**64)),
-    ),
-}
-
-
 def field_check(section: str, name: str, value: Any) -> Check:
-    """The rule for ``[section] name``: its own in :data:`FIELD_CHECKS`, else its type's."""
-    check = FIELD_CHECKS.get(f"{section}.{name}")
-    if check is not None:
-        return check
+    """The rule for ``[section] name``: its own (the field's metadata), else its type's."""
+    sections = {f.name: f.default_factory for f in dataclasses.fields(Config)}  # type: ignore[misc]
+    if section in sections:
+        own = {f.name: f for f in dataclasses.fields(sections[section]())}
+        if name in own and own[name].metadata.get("check") is not None:
+            return own[name].metadata["check"]
     for kind, default in DEFAULT_CHECKS.items():
         if isinstance(value, kind):
             return default
