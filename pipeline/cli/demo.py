@@ -11,9 +11,6 @@ from pathlib import Path
 
 from pipeline import api
 from pipeline.cli.args import positive_int
-from pipeline.synth.demo_corpus import REAL_FILES, build_corpus, demo_data
-
-__all__ = ["REAL_FILES", "add_parser", "build_corpus", "demo_data", "main"]
 
 
 def main(args: argparse.Namespace) -> int:

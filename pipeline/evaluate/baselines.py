@@ -17,13 +17,10 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_PRIOR_CITATIONS, LABEL, SURVEY_ID
-from pipeline.rules.text_match import (  # noqa: F401 - tokenize and the texts are also imported from here
+from pipeline.rules.text_match import (
     bm25_by_survey,
-    candidate_text,
     candidate_text_tokens,
-    joined_text,
     survey_query_tokens,
-    tokenize,
 )
 
 RANDOM = "random"

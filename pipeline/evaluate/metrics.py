@@ -16,8 +16,6 @@ Computation is one Polars query per call: group by survey, sort each group by th
 tie rule, explode back to one row per (survey, rank), derive rank-level columns
 with window-free cumulative sums, then one ``group_by(survey).agg`` of filtered
 sums from which each metric is a column expression. No Python loop over surveys.
-
-The definitions and the tie keys are re-exported here for older importers.
 """
 
 from __future__ import annotations
@@ -28,32 +26,20 @@ import polars as pl
 
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
-from pipeline.evaluate.measures import (  # noqa: F401 - re-exported
+from pipeline.evaluate.measures import (
     ESSENTIAL_LABEL,
     FIXED_CUTOFF,
-    MAIN_METRICS,
     NEGATIVE_LABEL,
     RELEVANT_LABEL,
     TIER3_LABEL,
     TIERS,
-    UNJUDGED_LABEL,
-    Metric,
-    UnknownMetricError,
     default_ks,
-    main_metrics,
-    metric_aliases,
-    metric_registry,
     n_label_eq,
     n_label_ge,
     resolve_metrics,
 )
-from pipeline.evaluate.ties import (  # noqa: F401 - re-exported
-    TIE_BREAKING,
+from pipeline.evaluate.ties import (
     TIE_KEY,
-    id_hash64,
-    splitmix64,
-    tie_key,
-    tie_keys,
     with_tie_keys,
 )
 
