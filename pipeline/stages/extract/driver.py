@@ -146,7 +146,7 @@ def _decode_file(
 def _count_batch(batch: Tables, counts: dict[str, Any]) -> None:
     counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
-    counts["sections_rows"] += len(batch.sections[S.PAPER_ID])
+    counts["sections_rows"] += len(batch.sections[S.SECTION])
 
 
 _CONTROL_CHAR = regex.compile(r"\p{Cc}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,15 @@ class Tables:
     def __init__(self, source: str) -> None:
         # source_file is constant per input file (per member of an archive's unit): the
         # writer adds it from ``runs``, not every row.
-        self.papers: dict[str, list[Any]] = _buffers(S.PAPERS)
-        self.references: dict[str, list[Any]] = _buffers(S.REFERENCES) | {_CONTAINED: []}
-        # every cited ref id with the batch row of its section occurrence; the writer
-        # thread turns them into mentions (_mentions)
-        self.mentions: dict[str, list[Any]] = {_CITED_ROW: [], S.REF_ID: []}
-        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS) | {_PAPER_ROW: []}
+        # paper_id of references and sections, and section_index, are rebuilt in the writer
+        # thread from each paper's counts (n_bib_entries, _N_SECTIONS): a Python string per
+        # row would be built while holding the GIL
+        self.papers: dict[str, list[Any]] = _buffers(S.PAPERS) | {_N_SECTIONS: []}
+        self.references: dict[str, list[Any]] = _buffers(S.REFERENCES, _BY_PAPER) | {_CONTAINED: []}
+        # every cited ref id, in section order (each section row's _N_CITED gives its
+        # section); the writer thread turns them into mentions (_mentions)
+        self.mentions: dict[str, list[Any]] = {S.REF_ID: []}
+        self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS, _BY_PAPER) | {_N_CITED: []}
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
         self.runs: list[tuple[str, dict[str, int]]] = []
         self.start(source)
@@ -74,7 +78,7 @@ class Tables:
             len(self.papers[S.PAPER_ID]),
             len(self.references[S.REF_ID]),
             len(self.mentions[S.REF_ID]),
-            len(self.sections[S.PAPER_ID]),
+            len(self.sections[S.SECTION]),
         )
 
     def truncate(self, sizes: tuple[int, int, int, int]) -> None:
@@ -92,11 +96,14 @@ def _rows(cols: dict[str, list[Any]]) -> int:
 
 _CONTAINED = "_contained_arxiv_ids"
 _CITED_ROW = "_cited_row"  # a cited ref id's row of sections in the batch
+_N_CITED = "_n_cited"  # a section row's cited ref ids
 _PAPER_ROW = "_paper_row"  # a section occurrence's row of papers in the batch
+_N_SECTIONS = "_n_sections"  # a paper's rows of sections
+_BY_PAPER = (S.PAPER_ID, S.SECTION_INDEX)  # built by the writer thread (_by_paper)
 
 
-def _buffers(schema: pa.Schema) -> dict[str, list[Any]]:
-    return {n: [] for n in schema.names if n != S.SOURCE_FILE}
+def _buffers(schema: pa.Schema, built: tuple[str, ...] = ()) -> dict[str, list[Any]]:
+    return {n: [] for n in schema.names if n != S.SOURCE_FILE and n not in built}
 
 
 def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> None:
@@ -149,8 +156,6 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     # identifiers are appended raw and normalised column-wise in the writer thread
     # (Polars, outside the GIL): per-entry Python regex calls would be the hot spot.
     r = out.references
-    n = len(bib)
-    r[S.PAPER_ID].extend([paper_id] * n)
     r[S.REF_ID].extend(bib)
     entries = list(bib.values())
     ids = [e.ids or _NO_IDS for e in entries]
@@ -169,18 +174,10 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
 
     occs = occurrences(rec)
     sec = out.sections
-    base = len(sec[S.PAPER_ID])  # this paper's first row of sections in the batch
-    m = out.mentions
-    m_ref, m_row = m[S.REF_ID], m[_CITED_ROW]
-    for index, occ in enumerate(occs):
-        cited = occ.cited
-        if cited:
-            m_ref.extend(cited)
-            m_row.extend([base + index] * len(cited))
-    n_occ = len(occs)
-    sec[S.PAPER_ID].extend([paper_id] * n_occ)
-    sec[_PAPER_ROW].extend([len(p[S.PAPER_ID]) - 1] * n_occ)
-    sec[S.SECTION_INDEX].extend(range(n_occ))
+    cited = [o.cited for o in occs]
+    out.mentions[S.REF_ID].extend(chain.from_iterable(cited))
+    sec[_N_CITED].extend([len(c) for c in cited])
+    p[_N_SECTIONS].append(len(occs))
     sec[S.SECTION].extend([o.section for o in occs])
     sec[S.SEC_NUMBER].extend([o.number for o in occs])
     sec[S.LEVEL].extend([o.level for o in occs])
@@ -209,8 +206,7 @@ _RAW_TYPES = {  # columns whose lists may hold only None (or nothing)
     S.OPENALEX_ID: pl.String,
     _CONTAINED: pl.String,
     S.REF_ID: pl.String,
-    _CITED_ROW: pl.Int64,
-    _PAPER_ROW: pl.Int64,
+    _N_CITED: pl.Int64,
 }
 
 
@@ -223,8 +219,40 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame | pa.Table:
     if name in ("references", "mentions", "sections"):
         overrides = {k: v for k, v in _RAW_TYPES.items() if k in cols}
         return pl.DataFrame(cols, schema_overrides=overrides, strict=False)
-    schema = _REJECTS_OUT if name == "rejects" else S.PAPERS
+    schema = _REJECTS_OUT if name == "rejects" else _PAPERS_IN
     return pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()})
+
+
+_PAPERS_IN = S.PAPERS.append(pa.field(_N_SECTIONS, pa.int32()))
+
+
+def _by_paper(
+    papers: pa.Table, references: pl.DataFrame, sections: pl.DataFrame, cited: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, np.ndarray]:
+    """``references``, ``sections`` and ``cited`` with the columns the decoding thread
+    leaves out (``_BY_PAPER``, ``_CITED_ROW``), and every bib entry's row of papers.
+
+    Papers of one batch may share an id (two members of a unit): rows are matched by the
+    paper's row in the batch, never by its id.
+    """
+    n = papers.num_rows
+    ids = pl.from_arrow(papers.column(S.PAPER_ID))
+    n_bib = papers.column(S.N_BIB_ENTRIES).to_numpy(zero_copy_only=False)
+    n_sec = papers.column(_N_SECTIONS).to_numpy(zero_copy_only=False)
+    bib_rows = np.repeat(np.arange(n, dtype=np.int64), n_bib)
+    sec_rows = np.repeat(np.arange(n, dtype=np.int64), n_sec)
+    firsts = np.repeat(np.cumsum(n_sec, dtype=np.int64) - n_sec, n_sec)
+    references = references.with_columns(ids.gather(bib_rows).alias(S.PAPER_ID))
+    sections = sections.with_columns(
+        ids.gather(sec_rows).alias(S.PAPER_ID),
+        pl.Series(_PAPER_ROW, sec_rows),
+        pl.Series(S.SECTION_INDEX, np.arange(len(sec_rows), dtype=np.int64) - firsts),
+    )
+    n_cited = sections[_N_CITED].to_numpy()
+    cited = cited.with_columns(
+        pl.Series(_CITED_ROW, np.repeat(np.arange(len(n_cited), dtype=np.int64), n_cited))
+    )
+    return references, sections, cited, bib_rows
 
 
 def _finish(name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int]]) -> pa.Table:
@@ -248,30 +276,22 @@ def _finish(name: str, frame: pl.DataFrame | pa.Table, runs: list[tuple[str, int
 
 def _mentions(
     cited: pl.DataFrame,
-    papers: pa.Table,
+    bib_rows: np.ndarray,
     references: pl.DataFrame,
     sections: pl.DataFrame,
     sources: pa.ChunkedArray,
 ) -> tuple[pa.Table, int]:
     """Mentions of one batch from its cited ref ids, and how many cited no bib entry.
 
-    ``papers``, ``references`` and ``sections`` are the batch's columns as the decoding
-    thread built them (``_columns``), ``sources`` the finished ``source_file`` of sections.
+    ``references`` and ``sections`` are the batch's columns (``_by_paper``), ``bib_rows``
+    every bib entry's row of papers, ``sources`` the finished ``source_file`` of sections.
     A mention row is a (section occurrence, bib entry) pair with the number of times the
     occurrence cites it, in paper order and then first-citation order. Ref ids without a
     bib entry in their paper are counted (``cite_spans_missing_bib``), not written. The
     counting runs here, in Polars outside the GIL: per cite span in Python it would hold
     the decoding thread.
     """
-    # papers of one batch may share an id (two members of a unit): bib entries and
-    # sections are matched by the paper's row in the batch, never by its id
-    n_bib = papers.column(S.N_BIB_ENTRIES).to_numpy(zero_copy_only=False)
-    bib = pl.DataFrame(
-        {
-            _PAPER_ROW: np.repeat(np.arange(len(n_bib), dtype=np.int64), n_bib),
-            S.REF_ID: references[S.REF_ID],
-        }
-    )
+    bib = pl.DataFrame({_PAPER_ROW: bib_rows, S.REF_ID: references[S.REF_ID]})
     kept = (
         cited.with_columns(sections[_PAPER_ROW].gather(cited[_CITED_ROW]).alias(_PAPER_ROW))
         .join(bib, on=[_PAPER_ROW, S.REF_ID], how="semi", maintain_order="left")
@@ -334,16 +354,21 @@ class Writer(threading.Thread):
         self.counts: dict[str, int] = {}
 
     def _write_batch(self, batch: dict[str, tuple[pl.DataFrame | pa.Table, Any]]) -> None:
+        references, sections, cited, bib_rows = _by_paper(
+            batch["papers"][0], batch["references"][0], batch["sections"][0], batch["mentions"][0]
+        )
+        batch["references"] = (references, batch["references"][1])
+        batch["sections"] = (sections, batch["sections"][1])
         tables = {
             name: _finish(name, frame, runs)
             for name, (frame, runs) in batch.items()
             if name != "mentions"
         }
         tables["mentions"], missing = _mentions(
-            batch["mentions"][0],
-            batch["papers"][0],
-            batch["references"][0],
-            batch["sections"][0],
+            cited,
+            bib_rows,
+            references,
+            sections,
             tables["sections"].column(S.SOURCE_FILE),
         )
         self.counts["cite_spans_missing_bib"] += missing
