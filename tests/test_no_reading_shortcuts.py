@@ -7,13 +7,14 @@ import json
 from datetime import date
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from pipeline.core import schema as S
 from pipeline.rules import titles as T
 from pipeline.rules import visible as V
-from pipeline.rules.leak_audit import audit, outside
+from pipeline.rules.leak_audit import audit, outside, within_chance
 from tests.test_works import paper, ref, run_stages, write_extract
 
 LEGION = "Legion: Massively Composable Fuzzing"
@@ -182,11 +183,63 @@ def test_audit_auc_by_hand() -> None:
     assert got[S.N_CITING_SURVEYS]["per_survey"] == pytest.approx(0.75)
     wins = sum((p > n) + 0.5 * (p == n) for p in (3, 2, 0, 5) for n in (1, 0, 0, 5))
     assert got[S.N_CITING_SURVEYS]["pooled"] == pytest.approx(round(wins / 16, 4))
-    assert got[S.CANDIDATE_PRIOR_CITATIONS] == {"pooled": 0.5, "per_survey": 0.5, "surveys": 2}
-    assert outside(got, 0.4, 0.6) == [
-        f"{S.N_CITING_SURVEYS} (pooled) = {got[S.N_CITING_SURVEYS]['pooled']}",
-        f"{S.N_CITING_SURVEYS} (per_survey) = 0.75",
+    assert got[S.CANDIDATE_PRIOR_CITATIONS] == {
+        "pooled": 0.5,
+        "per_survey": 0.5,
+        "surveys": 2,
+        "pooled_chance": 0.0,  # a constant: every ranking of it is one tie
+        "per_survey_chance": 0.0,
+    }
+    # chance: the Mann-Whitney null variance with ties, (N + 1 - sum(t^3 - t) / (N (N - 1)))
+    # / (12 P N). a: no ties, 5 / 48. b: two pairs of ties, (5 - 12 / 12) / 48. Pooled: 0
+    # three times and 5 twice among 8, (9 - 30 / 56) / 192.
+    per = 1.96 * ((5 / 48 + 4 / 48) ** 0.5) / 2
+    pooled = 1.96 * ((9 - 30 / 56) / 192) ** 0.5
+    assert got[S.N_CITING_SURVEYS]["per_survey_chance"] == pytest.approx(per, abs=1e-4)
+    assert got[S.N_CITING_SURVEYS]["pooled_chance"] == pytest.approx(pooled, abs=1e-4)
+    # 8 rows: 0.75 is what a feature carrying nothing reaches, so it is listed, not flagged
+    assert outside(got, 0.4, 0.6) == []
+    assert within_chance(got, 0.4, 0.6) == [
+        f"{S.N_CITING_SURVEYS} (pooled) = {got[S.N_CITING_SURVEYS]['pooled']} "
+        f"(chance +-{got[S.N_CITING_SURVEYS]['pooled_chance']})",
+        f"{S.N_CITING_SURVEYS} (per_survey) = 0.75 "
+        f"(chance +-{got[S.N_CITING_SURVEYS]['per_survey_chance']})",
     ]
+
+
+def test_audit_flags_the_same_separation_once_the_sample_resolves_it() -> None:
+    """The same per-survey pattern as above, 200 surveys of it: chance is a few hundredths
+    and the 0.75 is flagged."""
+    rows = pl.DataFrame(
+        {
+            S.SURVEY_ID: [f"s{i // 4:03d}" for i in range(800)],
+            S.N_CITING_SURVEYS: [3, 2, 1, 0, 0, 0, 5, 5] * 100,
+            S.CANDIDATE_PRIOR_CITATIONS: [1] * 800,
+        }
+    )
+    got = audit(rows, pl.Series([1, 1, 0, 0, 3, 0, 4, 0] * 100))
+    assert got[S.N_CITING_SURVEYS]["per_survey"] == pytest.approx(0.75)
+    assert got[S.N_CITING_SURVEYS]["per_survey_chance"] < 0.05
+    assert f"{S.N_CITING_SURVEYS} (per_survey) = 0.75" in outside(got, 0.4, 0.6)
+    assert within_chance(got, 0.4, 0.6) == []
+
+
+def test_audit_chance_matches_label_permutations() -> None:
+    """The analytic chance half-width is the 95% range of the AUC when the labels are
+    shuffled within each survey (what "a feature that carries no information" means)."""
+    rng = np.random.default_rng(7)
+    n = 62
+    x = rng.integers(0, 12, n).astype(float)  # many ties, like a length or a year
+    y = np.array([True] * 14 + [False] * (n - 14))
+    rows = pl.DataFrame({S.SURVEY_ID: ["a"] * n, S.N_CITING_SURVEYS: x})
+    half = audit(rows, pl.Series(y.astype(int)))[S.N_CITING_SURVEYS]["pooled_chance"]
+    aucs = []
+    for _ in range(2000):
+        yy = rng.permutation(y)
+        ranks = pl.Series(x).rank("average").to_numpy()
+        aucs.append((ranks[yy].sum() - 14 * 15 / 2) / (14 * (n - 14)))
+    lo, hi = np.percentile(aucs, [2.5, 97.5])
+    assert (hi - lo) / 2 == pytest.approx(half, rel=0.12)
 
 
 def test_works_outside_arxiv_are_dated_by_their_reference_year(tmp_path: Path) -> None:

@@ -770,8 +770,7 @@ def aspect_values(
     ]
     unit_rows = [[f"`{k}`", stage[k]] for k in sorted(stage) if isinstance(stage[k], int)]
     verdict = (
-        "passed: every audited AUC is within the bounds and the reading-free probe does not "
-        "beat BM25"
+        passed_verdict(audit)
         if audit.get("passed")
         else "FAILED: " + "; ".join(audit.get("problems") or ["no aspect audited"])
         if written
@@ -823,10 +822,28 @@ def aspect_audit_table(splits: dict[str, Any]) -> str:
     return _table(header, rows) if rows else "(no aspect audited)"
 
 
+def passed_verdict(audit: dict[str, Any]) -> str:
+    """The verdict of a passed leak audit, naming the AUCs outside the bounds that chance
+    explains at the sample's size (``leak_audit.within_chance``)."""
+    chance = [
+        f"{split}: {', '.join(hits)}"
+        for table in (audit, audit.get("relative", {}))
+        for split, hits in sorted(table.get("outside_bounds_within_chance", {}).items())
+    ]
+    if not chance:
+        return "passed: every audited AUC is within the bounds and the reading-free probe does not beat BM25"
+    return (
+        "passed: every audited AUC is within the bounds or within what a feature carrying no "
+        "information reaches at this sample size, and the reading-free probe does not beat "
+        "BM25. Outside the bounds but within chance (the 95% range of an uninformative "
+        "feature: no evidence either way): " + "; ".join(chance)
+    )
+
+
 def leak_verdict(audit: dict[str, Any]) -> str:
     """``passed: ...`` or ``FAILED: ...`` naming what the leak audit flagged."""
     if audit.get("passed"):
-        return "passed: every audited AUC is within the bounds and the reading-free probe does not beat BM25"
+        return passed_verdict(audit)
     flagged = [
         f"{split}: {', '.join(bad)}"
         for table in (audit.get("outside_bounds", {}), audit.get("relative", {}).get("outside_bounds", {}))

@@ -15,7 +15,16 @@ the reverse (which is as informative: a model learns the inverse). A feature wit
 missing values is audited where it is defined, and its missingness is a feature of its
 own. ``release`` writes the table into ``eval_metadata.json`` and the card, and warns
 (or fails, ``release.leak_audit = "error"``) when any AUC lies outside
-``release.leak_auc_bounds``.
+``release.leak_auc_bounds`` and beyond chance.
+
+Chance. Beside each AUC the audit gives ``<scope>_chance``: the half-width of the 95% range
+of that AUC for a feature that carries no information, at this sample's sizes (the
+Mann-Whitney null variance with ties, per group, then over the groups' mean). At 14
+positives and 48 negatives it is 0.17: a feature independent of the labels lands outside
+[0.40, 0.60] about one time in four, so an AUC there is not evidence. An AUC is flagged only
+when it lies outside the bounds and outside ``0.5 +- chance``; one outside the bounds and
+within chance is listed as such (:func:`within_chance`), never passed over in silence. In a
+release of thousands of surveys the chance half-width is below 0.01 and the bounds decide.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from pipeline.rules.aliases import id_kind
 
 _GROUP = "_group"
 _Y = "_positive"
+CHANCE_Z = 1.96  # two-sided 95% range of an uninformative feature's AUC
 
 
 def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
@@ -67,10 +77,18 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
 
 
 def _auc(values: pl.DataFrame) -> pl.DataFrame:
-    """Per ``_group``: AUC of column ``x`` for ``y`` (bool), over rows with ``x`` not null."""
+    """Per ``_group``: AUC of column ``x`` for ``y`` (bool), over rows with ``x`` not null,
+    and ``var0``, its variance when ``y`` is independent of ``x`` (the Mann-Whitney null
+    variance with the tie correction: ``(N + 1 - sum(t^3 - t) / (N (N - 1))) / (12 p n)``)."""
+    defined = values.drop_nulls("x").with_columns(pl.col("x").cast(pl.Float64))
+    ties = (
+        defined.group_by(_GROUP, "x")
+        .agg(pl.len().cast(pl.Float64).alias("_t"))
+        .group_by(_GROUP)
+        .agg((pl.col("_t") ** 3 - pl.col("_t")).sum().alias("_ties"))
+    )
     return (
-        values.drop_nulls("x")
-        .with_columns(pl.col("x").cast(pl.Float64).rank("average").over(_GROUP).alias("_r"))
+        defined.with_columns(pl.col("x").rank("average").over(_GROUP).alias("_r"))
         .group_by(_GROUP)
         .agg(
             pl.col("y").sum().cast(pl.Float64).alias("_p"),
@@ -78,13 +96,26 @@ def _auc(values: pl.DataFrame) -> pl.DataFrame:
             pl.col("_r").filter(pl.col("y")).sum().alias("_rp"),
         )
         .filter((pl.col("_p") > 0) & (pl.col("_n") > 0))
+        .join(ties, on=_GROUP, how="left")
         .with_columns(
             (
                 (pl.col("_rp") - pl.col("_p") * (pl.col("_p") + 1) / 2)
                 / (pl.col("_p") * pl.col("_n"))
-            ).alias("auc")
+            ).alias("auc"),
+            (pl.col("_p") + pl.col("_n")).alias("_N"),
+        )
+        .with_columns(
+            (
+                (pl.col("_N") + 1 - pl.col("_ties") / (pl.col("_N") * (pl.col("_N") - 1)))
+                / (12 * pl.col("_p") * pl.col("_n"))
+            ).alias("var0")
         )
     )
+
+
+def _chance(var0: pl.Series) -> float:
+    """Half-width of the 95% chance range of the mean of AUCs with null variances ``var0``."""
+    return round(CHANCE_Z * float(var0.sum()) ** 0.5 / var0.len(), 4)
 
 
 def audit(rows: pl.DataFrame, labels: pl.Series) -> dict[str, dict[str, float | None]]:
@@ -120,6 +151,8 @@ def audit_values(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
             "pooled": round(float(pooled["auc"][0]), 4) if pooled.height else None,
             "per_survey": round(float(per["auc"].mean()), 4) if per.height else None,
             "surveys": per.height,
+            "pooled_chance": _chance(pooled["var0"]) if pooled.height else None,
+            "per_survey_chance": _chance(per["var0"]) if per.height else None,
         }
     return result
 
@@ -130,14 +163,38 @@ def outside(
     high: float,
     scopes: tuple[str, ...] = ("pooled", "per_survey"),
 ) -> list[str]:
-    """``feature (scope) = auc`` for every AUC of ``table`` outside ``[low, high]``."""
-    bad = []
+    """``feature (scope) = auc`` for every AUC of ``table`` outside ``[low, high]`` and
+    beyond chance (module docstring)."""
+    return [f"{name} ({scope}) = {v}" for name, scope, v, _ in _beyond(table, low, high, scopes)
+            if _ is False]  # fmt: skip
+
+
+def within_chance(
+    table: dict[str, dict[str, float | None]],
+    low: float,
+    high: float,
+    scopes: tuple[str, ...] = ("pooled", "per_survey"),
+) -> list[str]:
+    """``feature (scope) = auc (chance +-h)`` for every AUC outside ``[low, high]`` that an
+    uninformative feature reaches at this sample size: reported, not flagged."""
+    return [f"{name} ({scope}) = {v} (chance +-{h})"
+            for name, scope, v, h in _beyond(table, low, high, scopes) if h is not False]  # fmt: skip
+
+
+def _beyond(
+    table: dict[str, dict[str, float | None]], low: float, high: float, scopes: tuple[str, ...]
+) -> list[tuple[str, str, float, float | bool]]:
+    """``(feature, scope, auc, chance half-width or False)`` of every AUC outside the bounds;
+    False when it is also beyond chance."""
+    out: list[tuple[str, str, float, float | bool]] = []
     for name, row in sorted(table.items()):
         for scope in scopes:
             v = row.get(scope)
-            if v is not None and not (low <= v <= high):
-                bad.append(f"{name} ({scope}) = {v}")
-    return bad
+            if v is None or low <= v <= high:
+                continue
+            h = row.get(f"{scope}_chance")
+            out.append((name, scope, v, h if h is not None and abs(v - 0.5) <= h else False))
+    return out
 
 
 # --------------------------------------------------------------------- relative audit
@@ -430,6 +487,9 @@ def aspect_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
             "per_survey": by_survey[name]["per_survey"],
             "aspects": by_aspect[name]["surveys"],
             "surveys": by_survey[name]["surveys"],
+            "pooled_chance": by_survey[name]["pooled_chance"],
+            "per_aspect_chance": by_aspect[name]["per_survey_chance"],
+            "per_survey_chance": by_survey[name]["per_survey_chance"],
         }
         for name in by_survey
     }

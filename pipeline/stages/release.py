@@ -95,6 +95,7 @@ from pipeline.rules.leak_audit import (
     outside,
     relative_audit,
     relative_feature_values,
+    within_chance,
 )
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.stages.base import Stage
@@ -662,6 +663,8 @@ def aspect_audit_meta(
     flagged = {s: bad for s, bad in flagged.items() if bad}
     rel_flagged = {s: outside(tbl, low, high, ASPECT_SCOPES) for s, tbl in leak["relative"].items()}
     rel_flagged = {s: bad for s, bad in rel_flagged.items() if bad}
+    chance = _within_chance(leak["splits"], low, high, ASPECT_SCOPES)
+    rel_chance = _within_chance(leak["relative"], low, high, ASPECT_SCOPES)
     probe = reading_free_probe(ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train)
     problems = [
         f"a visible feature of the aspect view separates positives from negatives (AUC outside "
@@ -684,13 +687,30 @@ def aspect_audit_meta(
             "scopes": list(ASPECT_SCOPES),
             "splits": leak["splits"],
             "outside_bounds": flagged,
-            "relative": {"splits": leak["relative"], "outside_bounds": rel_flagged},
+            "outside_bounds_within_chance": chance,
+            "relative": {
+                "splits": leak["relative"],
+                "outside_bounds": rel_flagged,
+                "outside_bounds_within_chance": rel_chance,
+            },
             "reading_free_probe": probe,
             "judgment_side": leak["judgment_side"],
             "problems": problems,
             "passed": not problems,
         },
     }
+
+
+def _within_chance(
+    tables: dict[str, Any],
+    low: float,
+    high: float,
+    scopes: tuple[str, ...] = ("pooled", "per_survey"),
+) -> dict[str, list[str]]:
+    """Per split, the AUCs outside the bounds that an uninformative feature reaches at the
+    split's size (``leak_audit.within_chance``): not flagged, and listed."""
+    found = {s: within_chance(tbl, low, high, scopes) for s, tbl in tables.items()}
+    return {s: hits for s, hits in found.items() if hits}
 
 
 _EMPTY_ASPECTS = pl.DataFrame(schema={c: S.polars_schema(S.ASPECT_READING_LISTS)[c]
@@ -803,7 +823,12 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             "bounds": [low, high],
             "splits": leak,
             "outside_bounds": flagged,
-            "relative": {"splits": relative, "outside_bounds": relative_flagged},
+            "outside_bounds_within_chance": _within_chance(leak, low, high),
+            "relative": {
+                "splits": relative,
+                "outside_bounds": relative_flagged,
+                "outside_bounds_within_chance": _within_chance(relative, low, high),
+            },
             "reading_free_probe": probe,
             "passed": not problems,
         },
