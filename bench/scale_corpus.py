@@ -844,7 +844,7 @@ def _generate_file(corpus: ScaleCorpus):
             pq.write_table(
                 table,
                 outputs[name],
-                compression=cfg.extract.compression,
+                compression=cfg.common.compression,
                 row_group_size=cfg.extract.row_group_rows,
                 use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
             )

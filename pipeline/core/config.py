@@ -153,6 +153,16 @@ def _f(default: Any, help: str, check: Check | None = None, **kw: Any) -> Any:  
 
 
 @dataclass(frozen=True)
+class CommonConfig:
+    # every stage's config key holds this section (pipeline.stages.base.Stage.hashed_sections)
+    compression: str = _f(
+        "zstd",
+        "Parquet compression codec of every table the pipeline writes",
+        check=_one_of(lambda: PARQUET_CODECS, ("ZSTD", "none", "")),
+    )
+
+
+@dataclass(frozen=True)
 class ExtractConfig:
     batch_papers: int = _f(
         1000,
@@ -161,11 +171,6 @@ class ExtractConfig:
     )
     row_group_rows: int = _f(
         200_000, "maximum rows per Parquet row group in extract outputs", check=_int_at_least(1)
-    )
-    compression: str = _f(
-        "zstd",
-        "Parquet compression codec of every table the pipeline writes",
-        check=_one_of(lambda: PARQUET_CODECS, ("ZSTD", "none", "")),
     )
     max_line_bytes: int = _f(
         256 * 1024 * 1024,
@@ -490,6 +495,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class Config:
+    common: CommonConfig = field(default_factory=CommonConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     archive: ArchiveConfig = field(default_factory=ArchiveConfig)
     works: WorksConfig = field(default_factory=WorksConfig)
@@ -519,6 +525,10 @@ class Config:
         return self.section_hash()
 
 
+# settings that moved to another section: a config file naming the old place is told the new one
+MOVED_FIELDS = {"extract.compression": ("common", "compression")}
+
+
 class ConfigError(PipelineError, ValueError):
     """A config file names an unknown section or field, or a value of the wrong type."""
 
@@ -530,6 +540,10 @@ def _build(cls: type, values: Any, where: str) -> Any:
         )
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
+    for name in unknown:
+        moved = MOVED_FIELDS.get(f"{where.rsplit('.', 1)[-1]}.{name}")
+        if moved:
+            raise ConfigError(f"{where}.{name}: this setting is now [{moved[0]}] {moved[1]}")
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; available: {sorted(fields)}")
     hints = typing.get_type_hints(cls)

@@ -31,7 +31,7 @@ class RowGroupWriter:
     def __init__(self, path: Path, schema: pa.Schema, cfg: Config, what: str) -> None:
         self.schema, self.what = schema, what
         self.writer = pq.ParquetWriter(
-            path, schema, compression=cfg.extract.compression, write_statistics=True,
+            path, schema, compression=cfg.common.compression, write_statistics=True,
             store_schema=True,
         )  # fmt: skip
         self.pending: list[pa.Table] = []
@@ -75,7 +75,7 @@ def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, wh
     pq.write_table(
         table,
         path,
-        compression=cfg.extract.compression,
+        compression=cfg.common.compression,
         row_group_size=ROW_GROUP_ROWS,
         write_statistics=True,
         store_schema=True,
@@ -95,7 +95,7 @@ def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -
     dtypes = S.polars_schema(schema)
     scratch = path.with_name(f"_{path.name}.sink")
     lf.select([pl.col(n).cast(t) for n, t in dtypes.items()]).sink_parquet(
-        scratch, compression=cfg.extract.compression
+        scratch, compression=cfg.common.compression
     )
     try:
         target = schema.remove_metadata()
@@ -104,7 +104,7 @@ def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -
         with pq.ParquetWriter(
             path,
             target,
-            compression=cfg.extract.compression,
+            compression=cfg.common.compression,
             write_statistics=True,
             store_schema=True,
         ) as writer:

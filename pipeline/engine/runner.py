@@ -90,7 +90,7 @@ def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, An
     return {
         "stage": stage.name,
         "identity": source.identity,
-        "config_hash": cfg.section_hash(*stage.config_sections),
+        "config_hash": cfg.section_hash(*stage.hashed_sections),
         "schema_version": SCHEMA_VERSION,
     }
 
@@ -698,7 +698,7 @@ def _unit_marker_key(stage: Stage, cfg: Config) -> dict[str, Any]:
         "stage": stage.name,
         "identity": None,  # set when the unit is read to its end (unit_identity)
         "parts_end": None,
-        "config_hash": cfg.section_hash(*stage.config_sections),
+        "config_hash": cfg.section_hash(*stage.hashed_sections),
         "schema_version": SCHEMA_VERSION,
     }
 

@@ -117,7 +117,7 @@ def archive_record_paths(out: Path, stage: str) -> list[Path]:
 
 def archive_records(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
     """Archive records written with ``cfg``'s sections and this schema, by archive key."""
-    want = cfg.section_hash(*stage.config_sections)
+    want = cfg.section_hash(*stage.hashed_sections)
     found = {}
     for p in archive_record_paths(out, stage.name):
         with contextlib.suppress(OSError):
@@ -283,7 +283,7 @@ def _is_current(key: Any, config_hash: str) -> bool:
 
 def current_markers(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str, Any]]:
     """Markers of a map stage written with ``cfg``'s sections and this schema, by file key."""
-    want = cfg.section_hash(*stage.config_sections)
+    want = cfg.section_hash(*stage.hashed_sections)
     found = {}
     for m in marker_paths(out, stage.name):
         data = read_record(m, "key")
@@ -299,7 +299,7 @@ def stage_key(out: Path, name: str, cfg: Config, stages: Mapping[str, Stage]) ->
         keys = [data["key"] for data in current_markers(out, stage, cfg).values()]
         return sha256_text(name, keys) if keys else None
     ups = [stage_key(out, r, cfg, stages) for r in stage.reads]
-    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.config_sections), ups)
+    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.hashed_sections), ups)
 
 
 def reduce_problem(
@@ -490,7 +490,7 @@ def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
         ``{"file", "source_key", "reason", "lines_read"}`` per failed file, sorted by key;
         ``file`` is the name tables would record as ``source_file``.
     """
-    want = cfg.section_hash(*stage.config_sections)
+    want = cfg.section_hash(*stage.hashed_sections)
     markers = {m.stem for m in marker_paths(out, stage.name)}
     failed = []
     for p in manifest_paths(out, stage.name):

@@ -17,6 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
+COMMON_SECTION = "common"  # settings of every stage's writing (the Parquet codec)
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -26,7 +28,8 @@ class Stage:
         name: subcommand and output directory name.
         kind: ``"map"`` (per input file) or ``"reduce"`` (once over upstream outputs).
         reads: stages whose outputs this stage reads (``ctx.read`` refuses any other).
-        config_sections: config sections that change this stage's output.
+        config_sections: config sections that change this stage's output, besides
+            ``[common]``, which changes every stage's (:attr:`hashed_sections`).
         fn: map: ``fn(source, outputs: dict[table, temp Path], cfg, progress) -> counts``;
             reduce: ``fn(ctx: ReduceContext) -> counts``.
         outputs: the tables this stage writes, with their schemas: a map stage writes one
@@ -47,6 +50,11 @@ class Stage:
     outputs: tuple[tuple[str, pa.Schema], ...] = ()
     help: str = ""
     fn_many: Callable[..., Iterator[dict[str, Any]]] | None = None
+
+    @property
+    def hashed_sections(self) -> tuple[str, ...]:
+        """The config sections this stage's markers and outputs are keyed by."""
+        return (COMMON_SECTION, *self.config_sections)
 
     @property
     def tables(self) -> tuple[str, ...]:

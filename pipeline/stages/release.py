@@ -420,7 +420,7 @@ def upstream_sections(stages: Mapping[str, Stage], stage: str) -> list[str]:
         if name in seen:
             continue
         seen.add(name)
-        sections.update(stages[name].config_sections)
+        sections.update(stages[name].hashed_sections)
         todo.extend(stages[name].reads)
     return sorted(sections)
 

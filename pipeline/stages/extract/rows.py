@@ -383,7 +383,7 @@ class Writer(threading.Thread):
             self.writers[name] = pq.ParquetWriter(
                 self.outputs[name],
                 table.schema,
-                compression=self.cfg.extract.compression,
+                compression=self.cfg.common.compression,
                 # dictionaries only where values repeat; ids and raw strings are unique
                 use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
             )
