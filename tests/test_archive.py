@@ -386,6 +386,7 @@ def test_submit_and_job_dry_runs_show_the_parts_they_found(parts: Path, tmp_path
         done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     plan = json.loads(done.stdout)
+    assert "archives" in plan["input_found"], plan["input_found"]
     (archive,) = plan["input_found"]["archives"]
     assert [p["name"] for p in archive["parts"]] == sorted(p.name for p in parts.iterdir())
     projection = plan["extract_projection"]

@@ -4,6 +4,7 @@ the embedding and baseline caches, names, the one-line -q summary."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -323,3 +324,22 @@ def test_sentence_transformer_folder(release: Path, tmp_path: Path) -> None:
         api.evaluate(
             release, out=tmp_path, sentence_transformers=[tmp_path / "nope"], learned=False
         )
+
+
+def test_hub_offline_is_scoped_to_the_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model is loaded offline, and the process can reach the Hub afterwards (push the
+    release it has just evaluated): the variable and huggingface_hub's constant, which it
+    reads once at import, are both restored."""
+    from huggingface_hub import constants
+
+    from pipeline.evaluate.models import hub_offline
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with hub_offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and constants.HF_HUB_OFFLINE is True
+    assert "HF_HUB_OFFLINE" not in os.environ and constants.HF_HUB_OFFLINE is False
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with pytest.raises(RuntimeError), hub_offline():
+        raise RuntimeError("a model that fails to load")
+    assert os.environ["HF_HUB_OFFLINE"] == "0" and constants.HF_HUB_OFFLINE is False

@@ -18,7 +18,7 @@ from pipeline.evaluate.columns import (
     SUBSET,
     SURVEY_ID,
 )
-from pipeline.evaluate.evaluation import SUBSET_ALL, run_per_survey
+from pipeline.evaluate.evaluation import SUBSET_ALL, _aligned, per_survey_subsets
 
 EVAL_PAIRS = pl.DataFrame(
     {
@@ -223,7 +223,7 @@ def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
     path = write(tmp_path, "neg.run", "s1 Q0 c 1 -100 t\n")
     run = load_run(path, eval_set.select(SURVEY_ID, CANDIDATE_ID))
     row = (
-        run_per_survey(eval_set, run, EvaluateConfig())
+        per_survey_subsets(_aligned(eval_set, run.scores), EvaluateConfig().ks)
         .filter(pl.col(SUBSET) == SUBSET_ALL)
         .row(0, named=True)
     )

