@@ -18,7 +18,9 @@ import pytest
 
 from pipeline import api
 from pipeline.corpus.layout import convert_line, group_sections, to_2024_layout
+from pipeline.synth import corpus_model, vocabulary
 from pipeline.synth import generator as synth
+from pipeline.synth import records as synth_records
 from pipeline.synth.generator import generate
 
 CITE = re.compile(r"\{\{cite:([0-9a-f]{40})\}\}")
@@ -268,7 +270,7 @@ def test_real_section_structures(tmp_path: Path) -> None:
         )  # fmt: skip
         para_level += any(p["sec_type"] == "" and p["section"] for p in body)
         lettered += any(p["sec_number"][:1].isalpha() for p in body)
-        protocol += _is_survey(r) and any(p["section"] in synth.PROTOCOL_STEPS for p in body)
+        protocol += _is_survey(r) and any(p["section"] in vocabulary.PROTOCOL_STEPS for p in body)
     assert opened_by_sub > 0 and para_level > 0 and lettered > 0 and protocol > 0, (
         opened_by_sub,
         para_level,
@@ -353,7 +355,7 @@ def test_identifier_mix_and_doi_arxiv_overlap(records: list[dict]) -> None:
         elif arxiv:
             arxiv_only.setdefault(arxiv, set()).add(pid)
     # real sample: 29% of entries in CS papers and 59% overall carry no identifier
-    # (synth.ID_LESS_EXTRA); this corpus mixes CS and other papers
+    # (synth_records.ID_LESS_EXTRA); this corpus mixes CS and other papers
     assert 0.25 < no_id / len(entries) < 0.6
     assert url_doi and bare_doi and contained_only and no_ids_key
     merged = [
@@ -634,10 +636,11 @@ def test_each_bibliography_is_written_in_one_style(records: list[dict]) -> None:
 
 def test_citation_styles_carry_the_real_marks() -> None:
     """Each style's raw string has the marks of the real strings of that style."""
-    w = synth._Work("Deep residual learning for image recognition", "K. He, X. Zhang, and J. Sun",
+    w = corpus_model._Work("Deep residual learning for image recognition", "K. He, X. Zhang, and J. Sun",
                     "Proceedings of CVPR", 2016, 0, "10.1109/cvpr.2016.90", "1512.03385", 0, "cs")  # fmt: skip
     got = {
-        s: synth._styled_raw(random.Random(0), w, s, w.venue, True) for s in synth.CITATION_STYLES
+        s: synth_records._styled_raw(random.Random(0), w, s, w.venue, True)
+        for s in synth_records.CITATION_STYLES
     }
     assert got["ieee"].startswith("K. He, X. Zhang, and J. Sun, “Deep residual learning")
     assert "” in Proceedings of CVPR, 2016, pp. " in got["ieee"].replace(",”", "”")
