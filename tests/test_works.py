@@ -20,6 +20,7 @@ from pipeline.core.config import Config
 from pipeline.core.files import file_record
 from pipeline.engine.workdir import MARKERS
 from pipeline.rules import aliases as A
+from pipeline.stages.extract.driver import STAGE as EXTRACT
 from pipeline.stages.works import arxiv_month_expr, connected_components
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
@@ -82,7 +83,7 @@ def write_extract(
     key = {
         "stage": "extract",
         "identity": {"path": src},
-        "config_hash": Config().section_hash("extract"),
+        "config_hash": Config().section_hash(*EXTRACT.hashed_sections),
         "schema_version": S.SCHEMA_VERSION,
     }
     (out / "extract" / MARKERS).mkdir(parents=True, exist_ok=True)
