@@ -165,8 +165,8 @@ def outside(
 ) -> list[str]:
     """``feature (scope) = auc`` for every AUC of ``table`` outside ``[low, high]`` and
     beyond chance (module docstring)."""
-    return [f"{name} ({scope}) = {v}" for name, scope, v, _ in _beyond(table, low, high, scopes)
-            if _ is False]  # fmt: skip
+    return [f"{name} ({scope}) = {v}"
+            for name, scope, v, h in _outside_bounds(table, low, high, scopes) if h is None]  # fmt: skip
 
 
 def within_chance(
@@ -178,22 +178,22 @@ def within_chance(
     """``feature (scope) = auc (chance +-h)`` for every AUC outside ``[low, high]`` that an
     uninformative feature reaches at this sample size: reported, not flagged."""
     return [f"{name} ({scope}) = {v} (chance +-{h})"
-            for name, scope, v, h in _beyond(table, low, high, scopes) if h is not False]  # fmt: skip
+            for name, scope, v, h in _outside_bounds(table, low, high, scopes) if h is not None]  # fmt: skip
 
 
-def _beyond(
+def _outside_bounds(
     table: dict[str, dict[str, float | None]], low: float, high: float, scopes: tuple[str, ...]
-) -> list[tuple[str, str, float, float | bool]]:
-    """``(feature, scope, auc, chance half-width or False)`` of every AUC outside the bounds;
-    False when it is also beyond chance."""
-    out: list[tuple[str, str, float, float | bool]] = []
+) -> list[tuple[str, str, float, float | None]]:
+    """``(feature, scope, auc, h)`` of every AUC outside the bounds: ``h`` the chance
+    half-width when chance explains the AUC, None when the AUC is beyond chance."""
+    out: list[tuple[str, str, float, float | None]] = []
     for name, row in sorted(table.items()):
         for scope in scopes:
             v = row.get(scope)
             if v is None or low <= v <= high:
                 continue
             h = row.get(f"{scope}_chance")
-            out.append((name, scope, v, h if h is not None and abs(v - 0.5) <= h else False))
+            out.append((name, scope, v, h if h is not None and abs(v - 0.5) <= h else None))
     return out
 
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -659,12 +659,10 @@ def aspect_audit_meta(
     pooled; the relative features; the reading-free probe on the aspects folder), with the
     judgment-side counts beside it."""
     stage = ctx.counts("aspects")
-    flagged = {s: outside(tbl, low, high, ASPECT_SCOPES) for s, tbl in leak["splits"].items()}
-    flagged = {s: bad for s, bad in flagged.items() if bad}
-    rel_flagged = {s: outside(tbl, low, high, ASPECT_SCOPES) for s, tbl in leak["relative"].items()}
-    rel_flagged = {s: bad for s, bad in rel_flagged.items() if bad}
-    chance = _within_chance(leak["splits"], low, high, ASPECT_SCOPES)
-    rel_chance = _within_chance(leak["relative"], low, high, ASPECT_SCOPES)
+    flagged = _per_split(outside, leak["splits"], low, high, ASPECT_SCOPES)
+    rel_flagged = _per_split(outside, leak["relative"], low, high, ASPECT_SCOPES)
+    chance = _per_split(within_chance, leak["splits"], low, high, ASPECT_SCOPES)
+    rel_chance = _per_split(within_chance, leak["relative"], low, high, ASPECT_SCOPES)
     probe = reading_free_probe(ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train)
     problems = [
         f"a visible feature of the aspect view separates positives from negatives (AUC outside "
@@ -701,15 +699,16 @@ def aspect_audit_meta(
     }
 
 
-def _within_chance(
+def _per_split(
+    check: Callable[..., list[str]],
     tables: dict[str, Any],
     low: float,
     high: float,
     scopes: tuple[str, ...] = ("pooled", "per_survey"),
 ) -> dict[str, list[str]]:
-    """Per split, the AUCs outside the bounds that an uninformative feature reaches at the
-    split's size (``leak_audit.within_chance``): not flagged, and listed."""
-    found = {s: within_chance(tbl, low, high, scopes) for s, tbl in tables.items()}
+    """``check`` (``leak_audit.outside`` or ``within_chance``) of each split's audit table,
+    for the splits where it finds something."""
+    found = {s: check(tbl, low, high, scopes) for s, tbl in tables.items()}
     return {s: hits for s, hits in found.items() if hits}
 
 
@@ -766,10 +765,8 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
     }
-    flagged = {split: outside(table, low, high) for split, table in leak.items()}
-    flagged = {split: bad for split, bad in flagged.items() if bad}
-    relative_flagged = {split: outside(table, low, high) for split, table in relative.items()}
-    relative_flagged = {split: bad for split, bad in relative_flagged.items() if bad}
+    flagged = _per_split(outside, leak, low, high)
+    relative_flagged = _per_split(outside, relative, low, high)
     probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train)
     problems = [
         f"a visible feature alone separates positives from hard negatives (AUC outside "
@@ -823,11 +820,11 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             "bounds": [low, high],
             "splits": leak,
             "outside_bounds": flagged,
-            "outside_bounds_within_chance": _within_chance(leak, low, high),
+            "outside_bounds_within_chance": _per_split(within_chance, leak, low, high),
             "relative": {
                 "splits": relative,
                 "outside_bounds": relative_flagged,
-                "outside_bounds_within_chance": _within_chance(relative, low, high),
+                "outside_bounds_within_chance": _per_split(within_chance, relative, low, high),
             },
             "reading_free_probe": probe,
             "passed": not problems,
