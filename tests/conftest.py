@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+from pipeline.evaluate.dense import DENSE_SWITCH
+
+# The dense baseline (the optional .[dense] extra) is off in every test, subprocesses
+# included: results are the same whether or not the extra is installed, and no test
+# loads the real model.
+os.environ[DENSE_SWITCH] = "0"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_2022 = FIXTURES / "unarxive-2022-sample" / "arXiv_src_2212_086.jsonl.gz"
