@@ -11,6 +11,10 @@ SCALE ?= 100000,300000,1000000,2300000
 # stages rerun at every bench-scale size with every batch size divided by 7 (empty: none)
 BATCH_CHECK ?= negatives,split,release
 DEMO_OUT ?= demo_out
+# pytest-xdist workers of make test / test-fast: one per core, at most 4 (each builds the
+# session's synthetic release once); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4
 
 .PHONY: help venv demo test test-fast bench bench-eval bench-scale lint data eval docs
 
@@ -31,10 +35,10 @@ demo: $(STAMP) ## run the whole pipeline on the bundled demo corpus (synthetic +
 	$(BIN)/python -m pipeline demo --out $(DEMO_OUT)
 
 test: $(STAMP) lint ## ruff (lint and format check), then the test suite (what CI runs)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: $(STAMP) lint ## ruff, then the fast suite for the inner loop (pytest -m "not slow": under 90 s; tests/conftest.py says which are slow)
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP) ## ruff lint and format check
 	$(BIN)/ruff check pipeline tests bench
