@@ -224,6 +224,18 @@ def test_audit_flags_the_same_separation_once_the_sample_resolves_it() -> None:
     assert within_chance(got, 0.4, 0.6) == []
 
 
+def test_audit_chance_of_a_constant_over_330k_rows_is_zero() -> None:
+    """One tied value over 330,292 rows: (t^3 - t) / (N (N - 1)) lands a hair above N + 1 in
+    floats, and the null variance below zero; its half-width is 0, not a complex number (the
+    20k release's pooled aspect audit crashed on it)."""
+    n = 330_292
+    rows = pl.DataFrame(
+        {S.SURVEY_ID: ["a"] * n, S.N_CITING_SURVEYS: [1] * n, S.CANDIDATE_PRIOR_CITATIONS: [1] * n}
+    )
+    got = audit(rows, pl.Series([1, 0] * (n // 2)))[S.N_CITING_SURVEYS]
+    assert got["pooled"] == 0.5 and got["pooled_chance"] == 0.0 == got["per_survey_chance"]
+
+
 def test_audit_chance_matches_label_permutations() -> None:
     """The analytic chance half-width is the 95% range of the AUC when the labels are
     shuffled within each survey (what "a feature that carries no information" means)."""

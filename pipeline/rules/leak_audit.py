@@ -105,10 +105,14 @@ def _auc(values: pl.DataFrame) -> pl.DataFrame:
             (pl.col("_p") + pl.col("_n")).alias("_N"),
         )
         .with_columns(
+            # never negative in exact arithmetic; a group of one tied value past ~330k rows
+            # (t^3 past 2^53) comes out a hair below 0 in floats, and its square root complex
             (
                 (pl.col("_N") + 1 - pl.col("_ties") / (pl.col("_N") * (pl.col("_N") - 1)))
                 / (12 * pl.col("_p") * pl.col("_n"))
-            ).alias("var0")
+            )
+            .clip(lower_bound=0.0)
+            .alias("var0")
         )
     )
 
