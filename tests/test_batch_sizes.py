@@ -37,15 +37,20 @@ def _hashes(out: Path) -> dict[str, str]:
     }
 
 
-def test_outputs_do_not_depend_on_batch_sizes(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    src = synthetic_release_dir(tmp_path_factory)
-    out = tmp_path / "out"
-    shutil.copytree(src, out)
-    # the session's run wrote every stage at the default limits; only the release is
-    # written again, since that run's card also holds the baselines' results
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's synthetic run with its release written again by the stage alone: that
+    run's card also holds the baselines' results. Every stage at the default limits and this
+    process's Polars thread count (only read by the tests here)."""
+    out = tmp_path_factory.mktemp("default_run") / "out"
+    shutil.copytree(synthetic_release_dir(tmp_path_factory), out)
     run_stage(out, "release", _cfg())
+    return out
+
+
+def test_outputs_do_not_depend_on_batch_sizes(tmp_path: Path, default_run: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(default_run, out)
     before = _hashes(out)
     assert any(k.endswith("_survey_reading_lists.parquet") for k in before)
     assert {k.split("/")[0] for k in before} == set(STAGES)
@@ -76,26 +81,19 @@ for stage in STAGES:
 """
 
 
-def test_outputs_do_not_depend_on_thread_count(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_outputs_do_not_depend_on_thread_count(tmp_path: Path, default_run: Path) -> None:
     """The stages on another Polars thread count (fixed when Polars is imported, so in a
-    process of its own) write the bytes of the session's run on this process's count."""
+    process of its own) write the bytes of the default run on this process's count."""
     import polars as pl
 
-    src = synthetic_release_dir(tmp_path_factory)
-    reference = tmp_path / "here"
-    shutil.copytree(src, reference)
-    run_stage(reference, "release", _cfg())  # the session run's card holds eval results
-    here = pl.thread_pool_size()
-    other = 1 if here > 1 else 3
+    other = 1 if pl.thread_pool_size() > 1 else 3
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / f"threads{other}"
-    shutil.copytree(src, out)
+    shutil.copytree(default_run, out)
     for stage in STAGES:
         shutil.rmtree(out / stage)
     env = {**os.environ, "POLARS_MAX_THREADS": str(other), "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", _RUN_STAGES, str(out)], env=env, cwd=root, check=True)
     got = _hashes(out)
     assert any(k.endswith("negatives.parquet") for k in got)
-    assert got == _hashes(reference)
+    assert got == _hashes(default_run)

@@ -346,19 +346,12 @@ def test_hub_offline_is_scoped_to_the_model_load(monkeypatch: pytest.MonkeyPatch
 
 
 def test_dense_baseline_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """PIPELINE_DENSE=0 skips the dense baseline where the extra is installed (the test
-    suite sets it in conftest.py); without the switch the reason is the missing extra, or
-    none where it is installed."""
-    import importlib.util
+    """PIPELINE_DENSE=0 skips the dense baseline whether or not the extra is installed (the
+    test suite sets it in conftest.py); without it, the answer is the install's."""
+    from pipeline.evaluate.dense import DENSE_SWITCH, dense_unavailable
 
-    from pipeline.evaluate.dense import DENSE_PACKAGE, DENSE_SWITCH, dense_unavailable
-
+    switched_off = f"switched off ({DENSE_SWITCH}=0)"
     assert os.environ[DENSE_SWITCH] == "0"
-    assert dense_unavailable() == f"switched off ({DENSE_SWITCH}=0)"
+    assert dense_unavailable() == switched_off
     monkeypatch.delenv(DENSE_SWITCH)
-    installed = all(
-        importlib.util.find_spec(m) is not None
-        for m in (DENSE_PACKAGE, "sentence_transformers", "torch")
-    )
-    reason = dense_unavailable()
-    assert (reason is None) if installed else reason.endswith("(pip install '.[dense]')")
+    assert dense_unavailable() != switched_off
