@@ -44,7 +44,7 @@ lint: $(STAMP) ## ruff lint and format check
 	$(BIN)/ruff check pipeline tests bench
 	$(BIN)/ruff format --check pipeline tests bench
 
-bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS; the same packed as a split tar.gz: decompression per library, extract at 1 and 2 workers; writes bench/results/extract.json
+bench: $(STAMP) ## extract benchmark on SIZE_MB of synthetic corpus (default 1000): throughput ratios, peak RSS; the ratios again on as many MB of real records, and their decompression per library; the synthetic files packed as a split tar.gz: decompression per library, extract at 1 and 2 workers; writes bench/results/extract.json
 	$(BIN)/python bench/bench_extract.py --size-mb $(SIZE_MB)
 
 bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2.3M): time, peak RSS, rows, growth; writes bench/results/scale.json

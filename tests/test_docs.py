@@ -87,6 +87,6 @@ def test_the_scale_projection_reads_the_extract_figure_from_its_file() -> None:
 def test_the_jobs_projection_uses_the_measured_extract_figures() -> None:
     from pipeline import jobs
 
-    figures = results.read("extract")["figures"]
-    assert jobs.GZIP_MB_S == figures["decompress_mb_s"]["isal, the parts (ours)"]
-    assert jobs.EXTRACT_MB_S_PER_WORKER == figures["extract_mb_s"]
+    real = results.read("extract")["figures"]["real"]  # the real records' rates
+    assert jobs.GZIP_MB_S == real["decompress_mb_s"]["isal, the parts (ours)"]
+    assert jobs.EXTRACT_MB_S_PER_WORKER == real["extract_mb_s"]
