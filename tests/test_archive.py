@@ -142,6 +142,34 @@ def test_members_are_read_in_order_and_counted(parts: Path) -> None:
     assert reader.members == {"directory": 2, "jsonl": 9, "empty": 1, "non_jsonl": 1}
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["below tarfile", "through tarfile"])
+@pytest.mark.parametrize("read_size", [1000, 1 << 16, 4 << 20])
+def test_member_data_is_the_members_bytes_however_it_is_read(
+    parts: Path, direct: bool, read_size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # member data is read from the stream under tarfile's (its read-ahead first, then
+    # its position moved on); without those attributes, through tarfile's own reads
+    import pipeline.corpus.archive as A
+
+    made = A._MemberData.__init__
+
+    def init(self: A._MemberData, tar_stream: object, size: int) -> None:
+        made(self, tar_stream, size)
+        assert self._direct  # the tarfile of this Python has them
+        self._direct = direct
+
+    monkeypatch.setattr(A._MemberData, "__init__", init)
+    (archive,) = resolve_inputs([str(parts)])
+    got = {}
+    for unit in ArchiveReader(archive, 1 << 20).units():
+        for member, stream in unit.members_data():
+            chunks = []
+            while chunk := stream.read(read_size):
+                chunks.append(chunk)
+            got[member.name] = b"".join(chunks)
+    assert got == {n: d for n, d in _members() if d and n.endswith(".jsonl")}
+
+
 def test_archive_hub_and_unpacked_tree_give_identical_releases(tmp_path: Path) -> None:
     members = _members(synthetic=400, tmp=tmp_path)
     pack(members, tmp_path / "parts")
