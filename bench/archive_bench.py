@@ -14,6 +14,7 @@ import shutil
 import tarfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -125,26 +126,23 @@ def time_decompress(files: list[Path], parts_dir: Path, repeat: int) -> dict[str
     res: dict[str, Any] = {"archive_mb": round(sum(p.stat().st_size for p in parts) / 1e6, 1)}
     res["decompress_mb_s"] = {}
     for name, opener in decompressors(whole, parts_dir).items():
-        best = float("inf")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            n = _drain(opener)
-            best = min(best, time.perf_counter() - t0)
-        res["decompress_mb_s"][name] = round(n / best / 1e6, 1)
-        print(f"decompress {name:<26} {n / best / 1e6:>8,.0f} MB/s", flush=True)
+        res["decompress_mb_s"][name] = mb_s = _best_mb_s(partial(_drain, opener), repeat)
+        print(f"decompress {name:<26} {mb_s:>8,.0f} MB/s", flush=True)
     # what the extract's reader thread does before handing a byte on: the parts as one
     # stream, decompressed, the tar members found and read through, units formed
-    best = float("inf")
+    res["reader_mb_s"] = mb_s = _best_mb_s(partial(_read_units, parts_dir), repeat)
+    print(f"the archive reader (ours: parts, ISA-L, tar, units) {mb_s:>8,.0f} MB/s", flush=True)
+    return res
+
+
+def _best_mb_s(read: Callable[[], int], repeat: int) -> float:
+    """MB per second of ``read`` (which returns the bytes it produced), best of ``repeat``."""
+    best, n = float("inf"), 0
     for _ in range(repeat):
         t0 = time.perf_counter()
-        n = _read_units(parts_dir)
+        n = read()
         best = min(best, time.perf_counter() - t0)
-    res["reader_mb_s"] = round(n / best / 1e6, 1)
-    print(
-        f"the archive reader (ours: parts, ISA-L, tar, units) {n / best / 1e6:>8,.0f} MB/s",
-        flush=True,
-    )
-    return res
+    return round(n / best / 1e6, 1)
 
 
 def _read_units(parts_dir: Path) -> int:

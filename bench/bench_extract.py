@@ -9,8 +9,9 @@ and the peak RSS of one worker process extracting a quarter of the corpus and al
 of it (must stay flat). (a) and (b) again on a corpus of the same size made of the real
 records (``bench/real_corpus.py``: the synthetic corpus holds more rows and more non-ASCII
 text per MB than they do, so its cost per MB is not the real corpus's), with both corpora's
-shape per MB, and the real records' decompression per library. Then, on the synthetic files packed as the Hub publishes the corpus
-(a tar.gz split into 3 parts, ``bench/archive_bench.py``): decompression alone with each
+shape per MB, and the real records' decompression per library. Then, on the synthetic
+files packed as the Hub publishes the corpus (a tar.gz split into 3 parts,
+``bench/archive_bench.py``): decompression alone with each
 installed library, and extract MB/s from the plain files and from the parts at 1 and 2
 workers. With ``--stages`` it also times every later stage on the
 extracted corpus (wall time and peak RSS each, one subprocess per stage).
@@ -252,7 +253,6 @@ def main() -> int:
         from bench.archive_bench import measure
 
         print("the synthetic files packed as the Hub packs the corpus:")
-
         res.update(measure(files, args.dir, args.repeat))
 
     if args.stages:

@@ -12,9 +12,9 @@ preview paper.
 Fifty papers make 10 MB, so the corpus repeats them: copy ``k`` of paper ``j`` is the
 same line with ``paper_id`` and ``metadata.id`` set to the arXiv id ``<9000 + k>.<j>``
 (``9003.00017``: every copy is a distinct paper to extract, none a duplicate; a suffix on
-the real id would not do, ids are normalised to their arXiv form). Each ~100 MB file holds every paper once per
-copy, in order, so a paper's copies are 10 MB apart: further than gzip's 32 KB window, and
-the archive compresses as the papers do.
+the real id would not do, ids are normalised to their arXiv form). Each ~100 MB file holds
+every paper once per copy, in order, so a paper's copies are 10 MB apart: further than
+gzip's 32 KB window, and the archive compresses as the papers do.
 """
 
 from __future__ import annotations

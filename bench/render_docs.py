@@ -114,6 +114,18 @@ def render_scale(record: dict[str, Any]) -> str:
     return "\n".join(text)
 
 
+def _pair_rows(f: dict[str, Any]) -> list[list[str]]:
+    """The (a) and (b) rows of one corpus's figures (``bench_extract.time_pairs``)."""
+    return [
+        ["(a) extract, one worker", f"{f['extract_mb_s']:,.1f} MB/s", ""],
+        [
+            "(b) msgspec typed decode alone",
+            f"{f['decode_only_mb_s']:,.1f} MB/s",
+            f"(a)/(b) >= 0.6: **{f['ratio_vs_decode']:.2f}**",
+        ],
+    ]
+
+
 def render_extract(record: dict[str, Any]) -> str:
     """``make bench``: extract vs decode-only and naive, peak RSS, the split tar.gz."""
     f = record["figures"]
@@ -124,12 +136,7 @@ def render_extract(record: dict[str, Any]) -> str:
         _table(
             ["measure", "figure", "target"],
             [
-                ["(a) extract, one worker", f"{f['extract_mb_s']:,.1f} MB/s", ""],
-                [
-                    "(b) msgspec typed decode alone",
-                    f"{f['decode_only_mb_s']:,.1f} MB/s",
-                    f"(a)/(b) >= 0.6: **{f['ratio_vs_decode']:.2f}**",
-                ],
+                *_pair_rows(f),
                 [
                     "(c) orjson + dict walk, same extraction",
                     naive,
@@ -151,17 +158,7 @@ def render_extract(record: dict[str, Any]) -> str:
             f"On {real['corpus_mb']:,.0f} MB of the real records (the bundled papers in the "
             "2024 layout, repeated with new ids: `bench/real_corpus.py`), one worker:",
             "",
-            _table(
-                ["measure", "figure", "target"],
-                [
-                    ["(a) extract, one worker", f"{real['extract_mb_s']:,.1f} MB/s", ""],
-                    [
-                        "(b) msgspec typed decode alone",
-                        f"{real['decode_only_mb_s']:,.1f} MB/s",
-                        f"(a)/(b) >= 0.6: **{real['ratio_vs_decode']:.2f}**",
-                    ],
-                ],
-            ),  # fmt: skip
+            _table(["measure", "figure", "target"], _pair_rows(real)),
             "",
             _table(
                 ["per MB of JSONL", "papers", "bib entries", "cite spans", "ASCII bib strings"],
