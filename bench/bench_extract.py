@@ -42,6 +42,7 @@ from bench.naive_extract import naive_extract  # noqa: E402
 from bench.real_corpus import real_corpus, shape  # noqa: E402
 from pipeline.core import schema as S  # noqa: E402
 from pipeline.core.config import Config  # noqa: E402
+from pipeline.core.malloc import keep_freed_memory  # noqa: E402
 from pipeline.corpus.sources import iter_lines, resolve_inputs  # noqa: E402
 from pipeline.stages.extract.driver import extract_files  # noqa: E402
 from pipeline.stages.extract.records import DECODER  # noqa: E402
@@ -189,6 +190,9 @@ def main() -> int:
     )
     args = ap.parse_args()
 
+    # the allocator settings of an extract worker (set by extract_files on its first call)
+    # from the start, so every (b) is decoded under the same ones as every (a)
+    keep_freed_memory()
     files = corpus(args.dir / "corpus", args.size_mb, args.seed)
     size = mb(files)
     print(f"corpus: {len(files)} files, {size:,.0f} MB", flush=True)

@@ -23,6 +23,7 @@ import regex
 
 from pipeline.core import schema as S
 from pipeline.core.config import Config
+from pipeline.core.malloc import keep_freed_memory
 from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
 from pipeline.corpus.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
 from pipeline.engine import workdir as W
@@ -176,6 +177,7 @@ def extract_files(
     written while file k+1 is decoded; a file is only yielded (and so only marked
     done by the runner) after its Parquet files are closed.
     """
+    keep_freed_memory()  # each batch's rows are freed: keep their memory for the next
     writer = Writer(cfg)
     writer.start()
     gc_was_enabled = gc.isenabled()
