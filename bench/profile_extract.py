@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -46,19 +47,9 @@ from pipeline.corpus.sources import iter_lines, resolve_inputs  # noqa: E402
 from pipeline.stages.extract import driver, rows  # noqa: E402
 
 
-@contextlib.contextmanager
-def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
-    old = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, old)
-
-
 def without_writer() -> contextlib.AbstractContextManager[None]:
     """Extract with each batch's columns built and then dropped (no Parquet, no Polars)."""
-    return _patched(rows.Writer, "_write_batch", lambda self, batch: None)
+    return mock.patch.object(rows.Writer, "_write_batch", lambda self, batch: None)
 
 
 class _TimedDecoder:
@@ -94,9 +85,9 @@ def instrumented(spent: Counter[str]) -> Iterator[None]:
             spent["columns"] += time.thread_time() - t
 
     with (
-        _patched(driver, "DECODER", _TimedDecoder(driver.DECODER, spent)),
-        _patched(driver, "extract_record", timed_record),
-        _patched(rows.Writer, "put", timed_put),
+        mock.patch.object(driver, "DECODER", _TimedDecoder(driver.DECODER, spent)),
+        mock.patch.object(driver, "extract_record", timed_record),
+        mock.patch.object(rows.Writer, "put", timed_put),
     ):
         yield
 

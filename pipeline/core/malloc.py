@@ -4,10 +4,9 @@ By default glibc's malloc gives memory back to the system as soon as more than i
 trim threshold lies free at the top of the heap, and serves blocks above its mmap
 threshold from fresh mappings; both thresholds move with the sizes freed so far.
 Extract frees every batch's rows and every 8 MB read chunk, so with the defaults the
-decoding thread faulted its memory in again batch after batch: about 43,000 page
-faults per GB of JSONL (decoding alone: 4,000), a tenth of a second of system time per
-GB and colder caches (``bench/profile_extract.py`` measures it; the commit that set
-these thresholds gives the figures).
+decoding thread faults its memory in again batch after batch: about 43,000 page faults
+per GB of JSONL (decoding alone: 4,000), a tenth of a second of system time per GB, and
+colder caches.
 
 Fixed thresholds keep up to :data:`TRIM_BYTES` free for reuse, so resident memory
 stays within the peak plus that much, and still give every block of
@@ -25,7 +24,7 @@ MMAP_BYTES = 16 * 1024 * 1024
 TRIM_BYTES = 64 * 1024 * 1024
 _M_TRIM_THRESHOLD = -1  # glibc's <malloc.h> parameter numbers
 _M_MMAP_THRESHOLD = -3
-_set = False
+_set: bool | None = None  # this process's outcome, once known
 
 
 def keep_freed_memory() -> bool:
@@ -34,8 +33,12 @@ def keep_freed_memory() -> bool:
     A no-op (False) where the C library is not glibc, whose ``mallopt`` this is.
     """
     global _set
-    if _set:
-        return True
+    if _set is None:
+        _set = _set_thresholds()
+    return _set
+
+
+def _set_thresholds() -> bool:
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         return False
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
@@ -43,7 +46,6 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     # mallopt returns 1 on success; both are set or the defaults are left whole
-    _set = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(
         mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES)
     )
-    return _set
