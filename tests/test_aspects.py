@@ -7,6 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -16,7 +17,7 @@ from pipeline.core.config import ConfigError, describe, load_config
 from pipeline.core.release_files import ASPECT_CANDIDATES_FILE, ASPECT_READING_LISTS_FILE
 from pipeline.corpus.layout import to_2024_layout
 from pipeline.rules.aspect_queries import as_queries, query_title_expr
-from pipeline.rules.leak_audit import ASPECT_SCOPES, aspect_audit, outside
+from pipeline.rules.leak_audit import ASPECT_SCOPES, aspect_audit, audit_values, outside
 from pipeline.stages.aspects import units
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 from tests.test_negatives import synthetic_release_dir
@@ -154,6 +155,97 @@ def test_the_aspect_audit_flags_a_feature_that_tells_the_labels() -> None:
     assert not any(b.startswith("noise") for b in bad)
 
 
+def _shared_lists(surveys: int, seed: int = 3) -> tuple[pl.DataFrame, np.ndarray, list]:
+    """Aspect-view values of ``surveys`` surveys of 3 aspects over the same 30 candidates,
+    whose positives overlap as the reviewed tools of the real survey do (the same works
+    under "Methodology" and "Advantages"), and a feature ``x`` carrying nothing."""
+    rng = np.random.default_rng(seed)
+    m, rows = 30, []
+    xs = rng.integers(0, 8, (surveys, m)).astype(float)  # ties, like a year
+    for s in range(surveys):
+        core = rng.random(m) < 0.35
+        for a in range(3):
+            flip = rng.random(m) < 0.08
+            for c in range(m):
+                rows.append(
+                    (f"S{s}", f"S{s}#{a + 1:03d}", f"c{c}", bool(core[c] ^ flip[c]), xs[s, c])
+                )
+    values = pl.DataFrame(rows, schema=[S.SURVEY_ID, "_aspect", "_candidate", "_positive", "x"],
+                          orient="row")  # fmt: skip
+    return values, xs, rows
+
+
+def _permuted_half_widths(values: pl.DataFrame, xs: np.ndarray, times: int = 1500) -> dict:
+    """Half-widths of the 95% ranges of the per-aspect mean and the pooled AUC of ``x`` when
+    each survey's values are shuffled over its candidates (the same in every aspect)."""
+    rng = np.random.default_rng(11)
+    surveys, m = xs.shape
+    s_idx = values[S.SURVEY_ID].str.slice(1).cast(pl.Int64).to_numpy()
+    c_idx = values["_candidate"].str.slice(1).cast(pl.Int64).to_numpy()
+    groups = values["_aspect"].to_numpy()
+    y = values["_positive"].to_numpy()
+    per, pooled = [], []
+
+    def auc(x: np.ndarray, yy: np.ndarray) -> float:
+        r = pl.Series(x).rank("average").to_numpy()
+        p = yy.sum()
+        return (r[yy].sum() - p * (p + 1) / 2) / (p * (len(yy) - p))
+
+    masks = [groups == g for g in np.unique(groups)]
+    for _ in range(times):
+        perm = np.array([rng.permutation(m) for _ in range(surveys)])
+        x = xs[s_idx, perm[s_idx, c_idx]]
+        per.append(np.mean([auc(x[k], y[k]) for k in masks]))
+        pooled.append(auc(x, y))
+    return {k: float(np.subtract(*np.percentile(v, [97.5, 2.5])) / 2)
+            for k, v in (("per_aspect", per), ("pooled", pooled))}  # fmt: skip
+
+
+def test_the_aspect_audits_chance_covers_lists_shared_by_aspects() -> None:
+    """A survey's aspects rank the same candidates, so a candidate's value is one observation
+    in all of them: counted as independent rows, chance is too narrow and noise is flagged
+    (the real survey in the 2024 layout was); counted as shared, it covers the range the
+    shuffled values reach."""
+    values, xs, _ = _shared_lists(surveys=2)
+    shared = aspect_audit(values)["x"]
+    # every row an observation of its own: each aspect a survey of the main audit
+    by_aspect = values.drop(S.SURVEY_ID, "_candidate").rename({"_aspect": S.SURVEY_ID})
+    as_rows = {
+        "per_aspect": audit_values(by_aspect)["x"]["per_survey_chance"],
+        "pooled": audit_values(values.drop("_aspect", "_candidate"))["x"]["pooled_chance"],
+    }
+    got = _permuted_half_widths(values, xs)
+    for scope in ("per_aspect", "pooled"):
+        assert got[scope] <= shared[f"{scope}_chance"] * 1.05, (scope, got, shared)
+        assert got[scope] > as_rows[scope] * 1.3, (scope, got, as_rows)
+
+
+def test_a_feature_of_the_aspect_is_counted_once_per_aspect() -> None:
+    """A heading's length is one value over its aspect's list: three aspects are three
+    observations, however long their lists. Three hundred surveys of the same pattern are
+    flagged."""
+
+    def frame(surveys: int) -> pl.DataFrame:
+        rows = []
+        for s in range(surveys):
+            for a, (length, positives) in enumerate(((11, 11), (10, 22), (28, 9))):
+                for c in range(31):
+                    rows.append((f"S{s}", f"S{s}#{a + 1:03d}", f"c{c}", c < positives,
+                                 float(length)))  # fmt: skip
+        return pl.DataFrame(
+            rows, schema=[S.SURVEY_ID, "_aspect", "_candidate", "_positive",
+                          "aspect_heading_length"], orient="row",
+        )  # fmt: skip
+
+    one = aspect_audit(frame(1))["aspect_heading_length"]
+    assert one["per_aspect"] == 0.5 and one["per_aspect_chance"] == 0.0  # constant per query
+    assert one["pooled"] < 0.4 and one["pooled_chance"] > abs(one["pooled"] - 0.5)
+    assert not outside({"f": one}, 0.4, 0.6, ASPECT_SCOPES)
+    many = aspect_audit(frame(300))["aspect_heading_length"]
+    assert many["pooled"] == one["pooled"] and many["pooled_chance"] < 0.05
+    assert outside({"f": many}, 0.4, 0.6, ASPECT_SCOPES)
+
+
 # --------------------------------------------------------------------- the real survey
 def _run(tmp_path: Path, source: Path, aspects: dict | None = None) -> Path:
     out = tmp_path / "out"
@@ -252,6 +344,16 @@ def test_the_2024_layout_keeps_merged_headings_as_one_aspect(
     assert aspects[S.ASPECT_KIND].to_list() == ["method", "method", "topical"]
     meta = json.loads((out / "release" / "eval_metadata.json").read_text())
     assert meta["aspects"]["splits"]["train"]["by_level"]["key"] == aspects.height
+    # One survey, three aspects that list the same 31 candidates: its reviewed tools are newer
+    # and have longer titles than its background works, which one survey cannot tell from
+    # chance once the rows are counted as the observations they are (leak_audit docstring).
+    audit = meta["aspects"]["leak_audit"]
+    assert audit["passed"], audit["problems"]
+    listed = " ".join(audit["outside_bounds_within_chance"]["train"])
+    assert "candidate_date (per_aspect) = 0.6732" in listed
+    assert "aspect_heading_length (pooled) = 0.3119" in listed
+    relative = " ".join(audit["relative"]["outside_bounds_within_chance"]["train"])
+    assert "relative_shape_similarity (per_aspect) = 0.7138" in relative
 
 
 # --------------------------------------------------------------------- the synthetic release

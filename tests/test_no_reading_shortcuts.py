@@ -236,6 +236,32 @@ def test_audit_chance_of_a_constant_over_330k_rows_is_zero() -> None:
     assert got["pooled"] == 0.5 and got["pooled_chance"] == 0.0 == got["per_survey_chance"]
 
 
+def test_a_feature_of_the_survey_is_one_observation_per_survey() -> None:
+    """A survey's title length is one value over its whole list: two surveys are two
+    observations, not 400 rows, and a survey with more positives than another is not a
+    leak the sample shows. Six hundred surveys of the same pattern are flagged."""
+
+    def rows(surveys: int) -> tuple[pl.DataFrame, pl.Series]:
+        frame = pl.DataFrame(
+            {
+                S.SURVEY_ID: [f"s{i // 200:03d}" for i in range(200 * surveys)],
+                S.SURVEY_TITLE: [
+                    "x" * (10 if (i // 200) % 2 else 50) for i in range(200 * surveys)
+                ],
+            }
+        )
+        # 150 positives in the short-titled surveys, 50 in the long-titled ones
+        labels = [int(i % 200 < (150 if (i // 200) % 2 else 50)) for i in range(200 * surveys)]
+        return frame, pl.Series(labels)
+
+    two = audit(*rows(2))["survey_title_length"]
+    assert two["pooled"] == 0.25 and two["per_survey"] == 0.5
+    assert two["pooled_chance"] > 0.25 and outside({"f": two}, 0.4, 0.6) == []
+    many = audit(*rows(600))["survey_title_length"]
+    assert many["pooled"] == 0.25 and many["pooled_chance"] < 0.05
+    assert outside({"f": many}, 0.4, 0.6) == ["f (pooled) = 0.25"]
+
+
 def test_audit_chance_matches_label_permutations() -> None:
     """The analytic chance half-width is the 95% range of the AUC when the labels are
     shuffled within each survey (what "a feature that carries no information" means)."""

@@ -25,6 +25,16 @@ positives and 48 negatives it is 0.17: a feature independent of the labels lands
 when it lies outside the bounds and outside ``0.5 +- chance``; one outside the bounds and
 within chance is listed as such (:func:`within_chance`), never passed over in silence. In a
 release of thousands of surveys the chance half-width is below 0.01 and the bounds decide.
+
+Rows that share a value are not independent observations of it: a survey's feature is one value
+over all its candidates, an aspect's over its list, and in the aspect view a candidate's over
+each of its survey's aspects, whose lists are the same candidates. The null variance of each
+group is multiplied by its rows' mean cluster size (``sum(k^2) / sum(k)`` over the clusters of
+rows sharing the value, :data:`SURVEY_LEVEL_FEATURES`, :data:`ASPECT_LEVEL_FEATURES`, else the
+candidate in its survey), as if every row of a cluster repeated one observation; and the
+per-aspect mean adds the half-widths of a survey's aspects before it combines surveys, as if
+one survey's aspects moved together. Both bounds are conservative: the chance they give is
+never narrower than the sample's own.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ from pipeline.rules.aliases import id_kind
 
 _GROUP = "_group"
 _Y = "_positive"
+_CLUSTER = "_cluster"  # prefix: rows sharing one observation of a feature (module docstring)
+_BLOCK = "_block"  # groups whose AUCs move together (the aspects of one survey)
+_CANDIDATE = "_candidate"  # the candidate of an aspect-view row (its value in every aspect)
 CHANCE_Z = 1.96  # two-sided 95% range of an uninformative feature's AUC
 
 
@@ -79,8 +92,23 @@ def features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
 def _auc(values: pl.DataFrame) -> pl.DataFrame:
     """Per ``_group``: AUC of column ``x`` for ``y`` (bool), over rows with ``x`` not null,
     and ``var0``, its variance when ``y`` is independent of ``x`` (the Mann-Whitney null
-    variance with the tie correction: ``(N + 1 - sum(t^3 - t) / (N (N - 1))) / (12 p n)``)."""
+    variance with the tie correction: ``(N + 1 - sum(t^3 - t) / (N (N - 1))) / (12 p n)``),
+    times the group's mean cluster size, clusters being the rows equal in every ``_cluster*``
+    column (each row its own without one; module docstring);
+    ``_block`` is carried through (the group itself without one)."""
+    cluster = [c for c in values.columns if c.startswith(_CLUSTER)]
+    if not cluster:
+        cluster = [f"{_CLUSTER}0"]
+        values = values.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias(cluster[0]))
+    if _BLOCK not in values.columns:
+        values = values.with_columns(pl.col(_GROUP).alias(_BLOCK))
     defined = values.drop_nulls("x").with_columns(pl.col("x").cast(pl.Float64))
+    clusters = (
+        defined.group_by(_GROUP, *cluster)
+        .agg(pl.len().cast(pl.Float64).alias("_k"))
+        .group_by(_GROUP)
+        .agg(((pl.col("_k") ** 2).sum() / pl.col("_k").sum()).alias("_deff"))
+    )
     ties = (
         defined.group_by(_GROUP, "x")
         .agg(pl.len().cast(pl.Float64).alias("_t"))
@@ -94,9 +122,11 @@ def _auc(values: pl.DataFrame) -> pl.DataFrame:
             pl.col("y").sum().cast(pl.Float64).alias("_p"),
             (~pl.col("y")).sum().cast(pl.Float64).alias("_n"),
             pl.col("_r").filter(pl.col("y")).sum().alias("_rp"),
+            pl.col(_BLOCK).first(),
         )
         .filter((pl.col("_p") > 0) & (pl.col("_n") > 0))
         .join(ties, on=_GROUP, how="left")
+        .join(clusters, on=_GROUP, how="left")
         .with_columns(
             (
                 (pl.col("_rp") - pl.col("_p") * (pl.col("_p") + 1) / 2)
@@ -110,6 +140,7 @@ def _auc(values: pl.DataFrame) -> pl.DataFrame:
             (
                 (pl.col("_N") + 1 - pl.col("_ties") / (pl.col("_N") * (pl.col("_N") - 1)))
                 / (12 * pl.col("_p") * pl.col("_n"))
+                * pl.col("_deff")
             )
             .clip(lower_bound=0.0)
             .alias("var0")
@@ -117,9 +148,44 @@ def _auc(values: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _chance(var0: pl.Series) -> float:
-    """Half-width of the 95% chance range of the mean of AUCs with null variances ``var0``."""
-    return round(CHANCE_Z * float(var0.sum()) ** 0.5 / var0.len(), 4)
+def _chance(aucs: pl.DataFrame) -> float:
+    """Half-width of the 95% chance range of the mean of the AUCs of :func:`_auc` (null
+    variances ``var0``): independent between blocks, moving together within one."""
+    sd = aucs.group_by(_BLOCK).agg(pl.col("var0").sqrt().sum().alias("_sd"))
+    return round(CHANCE_Z * float((sd["_sd"] ** 2).sum()) ** 0.5 / aucs.height, 4)
+
+
+SURVEY_LEVEL_FEATURES = (
+    S.SURVEY_DATE,
+    "survey_title_length",
+    "survey_abstract_length",
+    "survey_categories_count",
+)
+
+
+def _scope(
+    values: pl.DataFrame, name: str, group: str | None, block: str | None = None
+) -> tuple[float | None, int, float | None]:
+    """(mean AUC, groups, chance) of feature ``name`` of ``values`` per ``group`` (one group:
+    pooled), groups in one ``block`` moving together."""
+    cluster: list[pl.Expr] = [pl.int_range(pl.len(), dtype=pl.Int64)]
+    if name in SURVEY_LEVEL_FEATURES:
+        cluster = [pl.col(S.SURVEY_ID)]
+    elif name in ASPECT_LEVEL_FEATURES and _ASPECT_GROUP in values.columns:
+        cluster = [pl.col(_ASPECT_GROUP)]
+    elif _CANDIDATE in values.columns:
+        cluster = [pl.col(S.SURVEY_ID), pl.col(_CANDIDATE)]
+    frame = values.select(
+        pl.col(name).alias("x"),
+        pl.col(_Y).alias("y"),
+        (pl.col(group) if group else pl.lit(0)).alias(_GROUP),
+        *([pl.col(block).alias(_BLOCK)] if block else []),
+        *[c.alias(f"{_CLUSTER}{i}") for i, c in enumerate(cluster)],
+    )
+    aucs = _auc(frame)
+    if not aucs.height:
+        return None, 0, None
+    return round(float(aucs["auc"].mean()), 4), aucs.height, _chance(aucs)
 
 
 def audit(rows: pl.DataFrame, labels: pl.Series) -> dict[str, dict[str, float | None]]:
@@ -144,21 +210,32 @@ def feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame:
 
 def audit_values(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
     """:func:`audit` of the :func:`feature_values` of a split."""
-    y = values[_Y]
+    return _audit_scopes(values, {"pooled": (None, None), "per_survey": (S.SURVEY_ID, None)})
+
+
+# the count of groups a scope reports, under its own key
+_GROUPS_KEY = {"per_survey": "surveys", "per_aspect": "aspects"}
+
+
+def _audit_scopes(
+    values: pl.DataFrame, scopes: dict[str, tuple[str | None, str | None]]
+) -> dict[str, dict[str, float | None]]:
+    """``{feature: {scope, <scope>_chance, groups}}`` for each ``scope: (group, block)``
+    (:func:`_scope`)."""
     result: dict[str, dict[str, float | None]] = {}
-    for name in values.columns[2:]:
-        x = values[name]
-        frame = pl.DataFrame({"x": x, "y": y, S.SURVEY_ID: values[S.SURVEY_ID]})
-        pooled = _auc(frame.with_columns(pl.lit(0).alias(_GROUP)))
-        per = _auc(frame.with_columns(pl.col(S.SURVEY_ID).alias(_GROUP)))
-        result[name] = {
-            "pooled": round(float(pooled["auc"][0]), 4) if pooled.height else None,
-            "per_survey": round(float(per["auc"].mean()), 4) if per.height else None,
-            "surveys": per.height,
-            "pooled_chance": _chance(pooled["var0"]) if pooled.height else None,
-            "per_survey_chance": _chance(per["var0"]) if per.height else None,
-        }
+    for name in _features_of(values):
+        row: dict[str, float | None] = {}
+        for scope, (group, block) in scopes.items():
+            auc, groups, chance = _scope(values, name, group, block)
+            row[scope], row[f"{scope}_chance"] = auc, chance
+            if scope in _GROUPS_KEY:
+                row[_GROUPS_KEY[scope]] = groups
+        result[name] = row
     return result
+
+
+def _features_of(values: pl.DataFrame) -> list[str]:
+    return [c for c in values.columns if c not in (S.SURVEY_ID, _ASPECT_GROUP, _CANDIDATE, _Y)]
 
 
 def outside(
@@ -450,6 +527,15 @@ ASPECT_FEATURE_DOCS = {
 SECTIONS_CITING = "sections_citing_work"
 SURVEY_MENTIONS = "survey_mentions_of_work"
 _ASPECT_GROUP = "_aspect"
+# one value over an aspect's whole list (a system ranking that list cannot use it)
+ASPECT_LEVEL_FEATURES = (
+    S.ASPECT_RANK,
+    ASPECT_POSITION,
+    S.N_ASPECTS,
+    "aspect_list_length",
+    "aspect_heading_length",
+    "aspect_parent_heading_missing",
+)
 
 
 def aspect_features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
@@ -470,10 +556,12 @@ def aspect_features(rows: pl.DataFrame) -> dict[str, pl.Expr]:
 
 
 def aspect_feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame:
-    """``(survey_id, _aspect, _y, <feature>...)`` of an aspect view holding whole surveys."""
+    """``(survey_id, _aspect, _candidate, _y, <feature>...)`` of an aspect view holding whole
+    surveys."""
     return rows.select(
         S.SURVEY_ID,
         pl.col(S.ASPECT_ID).alias(_ASPECT_GROUP),
+        pl.col(S.CANDIDATE_ID).alias(_CANDIDATE),
         (labels >= 1).alias(_Y),
         *[e.cast(pl.Float64).alias(n) for n, e in aspect_features(rows).items()],
     )
@@ -481,26 +569,22 @@ def aspect_feature_values(rows: pl.DataFrame, labels: pl.Series) -> pl.DataFrame
 
 def aspect_audit(values: pl.DataFrame) -> dict[str, dict[str, float | None]]:
     """``{feature: {pooled, per_aspect, per_survey, aspects, surveys}}`` of the
-    :func:`aspect_feature_values` (or any ``(survey_id, _aspect, _y, ...)`` frame) of a split."""
-    by_aspect = audit_values(values.drop(S.SURVEY_ID).rename({_ASPECT_GROUP: S.SURVEY_ID}))
-    by_survey = audit_values(values.drop(_ASPECT_GROUP))
-    return {
-        name: {
-            "pooled": by_survey[name]["pooled"],
-            "per_aspect": by_aspect[name]["per_survey"],
-            "per_survey": by_survey[name]["per_survey"],
-            "aspects": by_aspect[name]["surveys"],
-            "surveys": by_survey[name]["surveys"],
-            "pooled_chance": by_survey[name]["pooled_chance"],
-            "per_aspect_chance": by_aspect[name]["per_survey_chance"],
-            "per_survey_chance": by_survey[name]["per_survey_chance"],
-        }
-        for name in by_survey
-    }
+    :func:`aspect_feature_values` (or any ``(survey_id, _aspect, _candidate, _y, ...)`` frame)
+    of a split. A survey's aspects list the same candidates, so their AUCs move together
+    (module docstring)."""
+    return _audit_scopes(
+        values,
+        {
+            "pooled": (None, None),
+            "per_aspect": (_ASPECT_GROUP, S.SURVEY_ID),
+            "per_survey": (S.SURVEY_ID, None),
+        },
+    )
 
 
 def aspect_relative_values(view: pl.DataFrame, aspect_rows: pl.DataFrame) -> pl.DataFrame:
-    """``(survey_id, _aspect, _y, <relative feature>..., _without_abstract)`` of aspect rows.
+    """``(survey_id, _aspect, _candidate, _y, <relative feature>..., _without_abstract)`` of
+    aspect rows.
 
     Every aspect of a survey lists the survey's candidates, so a candidate's place in an
     aspect's list is its place in the survey's list: the :func:`relative_values` of the
@@ -519,7 +603,14 @@ def aspect_relative_values(view: pl.DataFrame, aspect_rows: pl.DataFrame) -> pl.
             no_abstract.alias(WITHOUT_ABSTRACT),
         )
         .join(rel, on=[S.SURVEY_ID, S.CANDIDATE_ID], how="left", maintain_order="left")
-        .select(S.SURVEY_ID, _ASPECT_GROUP, _Y, *RELATIVE_FEATURES, WITHOUT_ABSTRACT)
+        .select(
+            S.SURVEY_ID,
+            _ASPECT_GROUP,
+            pl.col(S.CANDIDATE_ID).alias(_CANDIDATE),
+            _Y,
+            *RELATIVE_FEATURES,
+            WITHOUT_ABSTRACT,
+        )
     )
 
 
@@ -532,8 +623,8 @@ def aspect_relative_audit(values: pl.DataFrame) -> dict[str, dict[str, float | N
 
 
 def aspect_judgment_values(aspect_rows: pl.DataFrame, survey_rows: pl.DataFrame) -> pl.DataFrame:
-    """``(survey_id, _aspect, _y, sections_citing_work, survey_mentions_of_work)``: the
-    judgment-side counts beside the audit (not visible to a system).
+    """``(survey_id, _aspect, _candidate, _y, sections_citing_work, survey_mentions_of_work)``:
+    the judgment-side counts beside the audit (not visible to a system).
 
     Args:
         aspect_rows: aspect reading-list rows (``label``) of whole surveys.
@@ -555,5 +646,5 @@ def aspect_judgment_values(aspect_rows: pl.DataFrame, survey_rows: pl.DataFrame)
             .alias(SECTIONS_CITING),
         )
         .join(mentions, on=[S.SURVEY_ID, S.CANDIDATE_ID], how="left", maintain_order="left")
-        .drop(S.CANDIDATE_ID)
+        .rename({S.CANDIDATE_ID: _CANDIDATE})
     )
