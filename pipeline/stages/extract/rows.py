@@ -226,24 +226,23 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame:
     """Python lists -> Polars columns (holds the GIL: runs on the decoding thread).
 
     Polars builds the long string columns of references and mentions ~3x faster than
-    ``pa.array``. Every table is built by Polars: pyarrow's conversion of Python objects
-    (``pa.array``, ``pa.scalar``) imports pandas on its first call, 0.3 s and 40 MB of
-    RSS in every extract process, for nothing the stage uses.
+    ``pa.array``, and builds every other table too: pyarrow's conversion of Python
+    objects imports pandas (``test_extract_does_not_import_pandas`` says what it costs).
     """
     if name in ("references", "mentions", "sections"):
         return pl.DataFrame(cols, schema={k: _BUFFER_TYPES[k] for k in cols}, strict=False)
     return pl.DataFrame(cols, schema=_REJECTS_IN if name == "rejects" else _PAPERS_IN)
 
 
-def _buffer_types(schema: pa.Schema) -> dict[str, pl.DataType]:
+def _buffer_schema(schema: pa.Schema) -> dict[str, pl.DataType]:
     """Polars types of a table's buffers: ``schema`` less ``source_file`` (see _finish)."""
     return {k: t for k, t in S.polars_schema(schema).items() if k != S.SOURCE_FILE}
 
 
-_PAPERS_IN = _buffer_types(S.PAPERS.append(pa.field(_N_SECTIONS, pa.int32()))) | {
+_PAPERS_IN = _buffer_schema(S.PAPERS.append(pa.field(_N_SECTIONS, pa.int32()))) | {
     S.CATEGORIES: pl.String
 }
-_REJECTS_IN = _buffer_types(_REJECTS_OUT)
+_REJECTS_IN = _buffer_schema(_REJECTS_OUT)
 
 
 def _by_paper(
