@@ -1,19 +1,27 @@
-"""Which query of a reduce stage costs the time and the memory.
+"""Which query or step of a reduce stage costs the time and the memory.
 
-Runs one reduce stage in this process (with ``force``) and reports every Polars
-materialisation it makes (``LazyFrame.collect``, ``sink_parquet``, ``collect_all``,
-``DataFrame`` operations are not wrapped): the stage source line that made it, wall
-seconds, and the peak RSS during it. The peak is the process's ``VmHWM``, reset
-before each call by writing ``5`` to ``/proc/self/clear_refs`` (Linux), so each
-figure is that call's own peak, not the running maximum.
+Runs one reduce stage in this process (with ``force``) and reports
 
-Usage: ``python bench/profile_stage.py negatives --out bench_out/scale/n300000``.
+* every Polars materialisation it makes (``LazyFrame.collect``, ``sink_parquet``,
+  ``collect_all``): the stage source line that made it, wall seconds, and the peak RSS
+  during it;
+* the Python steps of :data:`STEPS` (or ``--step module:function``, repeatable), where
+  the time and memory outside Polars queries go (``DataFrame`` operations, numpy,
+  LightGBM, loops): calls, total seconds, and the largest peak RSS of one call,
+  nested materialisations included.
+
+The peak is the process's ``VmHWM``, reset before each materialisation by writing ``5``
+to ``/proc/self/clear_refs`` (Linux); the peak seen before a reset is carried to every
+step still open, so each figure is that call's own peak, not the running maximum.
+
+Usage: ``python bench/profile_stage.py release --out bench_out/scale/n300000``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import sys
 import time
 import traceback
@@ -31,6 +39,32 @@ from pipeline.engine.runner import run_reduce  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 
 CALLS: list[dict[str, Any]] = []
+# steps of a stage outside its Polars queries, by stage (module:function)
+STEPS = {
+    "release": (
+        "pipeline.stages.release:reading_lists",
+        "pipeline.stages.release:beir_views",
+        "pipeline.stages.release:aspect_rows",
+        "pipeline.stages.release:text_counts",
+        "pipeline.stages.release:split_counts",
+        "pipeline.rules.leak_audit:feature_values",
+        "pipeline.rules.leak_audit:audit_values",
+        "pipeline.rules.leak_audit:relative_feature_values",
+        "pipeline.rules.leak_audit:relative_audit",
+        "pipeline.rules.leak_audit:aspect_feature_values",
+        "pipeline.rules.leak_audit:aspect_audit",
+        "pipeline.rules.leak_audit:aspect_relative_values",
+        "pipeline.rules.leak_audit:aspect_relative_audit",
+        "pipeline.rules.leak_audit:aspect_judgment_values",
+        "pipeline.evaluate.probe:reading_free_probe",
+        "pipeline.rank.release:train_from_release",
+        "pipeline.rank.features:compute_features",
+        "pipeline.rank.model:score",
+        "pipeline.hub.card:render_release_card",
+    ),
+}
+STEP_STATS: dict[str, dict[str, Any]] = {}
+_OPEN: list[dict[str, float]] = []  # the steps being measured, outermost first
 
 
 def _status_mb(field: str) -> float:
@@ -42,8 +76,42 @@ def _status_mb(field: str) -> float:
 
 
 def _reset_peak() -> None:
+    hwm = _status_mb("VmHWM")
+    for frame in _OPEN:  # an open step keeps the peak it saw before this reset
+        frame["peak"] = max(frame["peak"], hwm)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
+
+
+def _wrap_step(target: str) -> None:
+    """Measure every call of ``module:function``, patched where it is defined and in
+    every loaded ``pipeline`` module that imported it by name."""
+    module_name, name = target.split(":")
+    module = importlib.import_module(module_name)
+    original = getattr(module, name)
+    stats = STEP_STATS.setdefault(target, {"calls": 0, "seconds": 0.0, "peak_mb": 0.0})
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        frame = {"peak": 0.0}
+        _OPEN.append(frame)
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _OPEN.pop()
+            frame["peak"] = max(frame["peak"], _status_mb("VmHWM"))
+            for outer in _OPEN:
+                outer["peak"] = max(outer["peak"], frame["peak"])
+            stats["calls"] += 1
+            stats["seconds"] += time.perf_counter() - t0
+            stats["peak_mb"] = max(stats["peak_mb"], frame["peak"])
+
+    for loaded in list(sys.modules.values()):
+        if getattr(loaded, "__name__", "").startswith("pipeline") and (
+            getattr(loaded, name, None) is original
+        ):
+            setattr(loaded, name, wrapper)
 
 
 def _site() -> str:
@@ -90,10 +158,16 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--config", type=Path, default=None)
     ap.add_argument("--top", type=int, default=15, help="calls to show, by peak")
+    ap.add_argument(
+        "--step", action="append", default=None,
+        help="module:function to measure (repeatable; default: the stage's STEPS)",
+    )  # fmt: skip
     args = ap.parse_args()
     for name in ("collect", "sink_parquet"):
         _wrap(pl.LazyFrame, name)
     _wrap(pl, "collect_all")
+    for target in args.step or STEPS.get(args.stage, ()):
+        _wrap_step(target)
     stage = GRAPH[args.stage]
     t0 = time.perf_counter()
     run_reduce(stage, args.out, load_config(args.config), force=True, stages=GRAPH)
@@ -105,6 +179,11 @@ def main() -> int:
             f"{c['seconds']:8.1f} {c['peak_mb']:8,.0f} {c['rss_before_mb']:8,.0f} "
             f"{c['rss_after_mb']:8,.0f}  {c['call']}: {c['site']}"
         )
+    if STEP_STATS:
+        print(f"\n{'calls':>6} {'seconds':>8} {'peak MB':>8}  step (nested steps included)")
+        for target, st in sorted(STEP_STATS.items(), key=lambda kv: -kv[1]["peak_mb"]):
+            if st["calls"]:
+                print(f"{st['calls']:6} {st['seconds']:8.1f} {st['peak_mb']:8,.0f}  {target}")
     return 0
 
 

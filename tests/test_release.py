@@ -493,7 +493,7 @@ def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
         expected = "relative_shape_similarity (pooled) = 0.81"
     else:
         row = {"lgbm-reading-free": 0.7, "bm25": 0.6, "beats": True}
-        monkeypatch.setattr(stage, "reading_free_probe", lambda release, cfg: {
+        monkeypatch.setattr(stage, "reading_free_probe", lambda release, cfg, max_rows=None: {
             "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"nDCG@10": row},
             "flagged": True})  # fmt: skip
         expected = "the reading-free probe beats BM25: nDCG@10 0.7 > 0.6"

@@ -435,6 +435,13 @@ class ReleaseConfig:
             ((0.6, 0.4), (0.4,), (0.55, 0.6)),
         ),
     )
+    audit_sample_rows: int = _f(
+        500_000,
+        "most rows of a split each leak audit and the reading-free probe read: above it they "
+        "read a sample of whole surveys (pipeline.rules.audit_sample), so their memory is "
+        "bounded by it, not by the corpus",
+        check=Check("an integer >= 1000", lambda v: v >= 1000, (0, 999)),
+    )
 
 
 @dataclass(frozen=True)

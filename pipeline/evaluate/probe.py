@@ -19,6 +19,8 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.config import TrainConfig
+from pipeline.core.files import file_identity
+from pipeline.core.release_files import READING_LISTS_FILE
 from pipeline.evaluate.baselines import BM25
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
 from pipeline.evaluate.learned import (
@@ -29,8 +31,9 @@ from pipeline.evaluate.learned import (
 )
 from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.rank.features import READING_FREE_SET, compute_features
-from pipeline.rank.model import score
-from pipeline.rank.release import read_judgments, read_view, train_from_release
+from pipeline.rank.model import score, train_ranker
+from pipeline.rank.release import read_judgments, read_view, split_view_file
+from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
 
 PROBE = LGBM_READING_FREE
 REFERENCE = BM25
@@ -47,13 +50,34 @@ def _means(judged: pl.DataFrame, run: pl.DataFrame) -> dict[str, float | None]:
     }
 
 
-def reading_free_probe(release: Path, config: TrainConfig) -> dict[str, Any]:
+def _sampled(
+    release: Path, split: str, max_rows: int | None
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """A split's view and judgments, of the surveys :mod:`pipeline.rules.audit_sample` picks."""
+    view, judged = read_view(release, split), read_judgments(release, split)
+    per_survey = view.group_by(SURVEY_ID).len().sort(SURVEY_ID)
+    limit = max_rows if max_rows is not None else max(view.height, 1)
+    chosen = sample_surveys(per_survey, limit)
+    return keep(view, chosen), keep(judged, chosen), sample_record(per_survey, chosen, limit)
+
+
+def reading_free_probe(
+    release: Path, config: TrainConfig, max_rows: int | None = None
+) -> dict[str, Any]:
     """Train the probe on ``release``'s train split; its and BM25's eval means, and the verdict.
+
+    Args:
+        release: a release folder (or its ``aspects`` folder).
+        config: the ``[train]`` config of the model.
+        max_rows: most rows of each split the probe reads (``release.audit_sample_rows``):
+            above it, a sample of whole surveys (:mod:`pipeline.rules.audit_sample`); None
+            reads every row.
 
     Returns:
         ``{"skipped": reason}`` when the release has no usable train split or no eval
         split; else the probe's features, the means per metric of both systems,
-        ``beats`` per metric and ``flagged`` (the probe beats BM25 on either).
+        ``beats`` per metric, ``flagged`` (the probe beats BM25 on either) and ``sample``
+        (the rows each split read).
     """
     release = Path(release)
     reason = train_available(release / EVAL_FILENAME)
@@ -61,9 +85,14 @@ def reading_free_probe(release: Path, config: TrainConfig) -> dict[str, Any]:
         reason = "no eval split"
     if reason is not None:
         return {"skipped": reason}
-    view = read_view(release, "eval")
-    judged = read_judgments(release, "eval")
-    model = train_from_release(release, READING_FREE_SET, config)
+    train_view, train_judged, train_sample = _sampled(release, "train", max_rows)
+    inputs = {
+        "candidates": file_identity(split_view_file(release, "train")),
+        "judgments": file_identity(release / READING_LISTS_FILE.format(split="train")),
+    }
+    model = train_ranker(train_view, train_judged, READING_FREE_SET, config, inputs)
+    del train_view, train_judged
+    view, judged, eval_sample = _sampled(release, "eval", max_rows)
     bm25 = compute_features(view, ["bm25"]).rename({"bm25": SCORE})
     probe, reference = _means(judged, score(model, view)), _means(judged, bm25)
     verdict = probe_verdict(PROBE, REFERENCE, {m: (probe[m], reference[m]) for m in PROBE_METRICS})
@@ -72,4 +101,5 @@ def reading_free_probe(release: Path, config: TrainConfig) -> dict[str, Any]:
         "feature_set": READING_FREE_SET,
         "features": list(model.meta["features"]),
         "best_iteration": model.meta["best_iteration"],
+        "sample": {"train": train_sample, "eval": eval_sample},
     }

@@ -841,7 +841,27 @@ def passed_verdict(audit: dict[str, Any]) -> str:
 
 
 def leak_verdict(audit: dict[str, Any]) -> str:
-    """``passed: ...`` or ``FAILED: ...`` naming what the leak audit flagged."""
+    """``passed: ...`` or ``FAILED: ...`` naming what the leak audit flagged, and the sample it
+    read where a split was larger than ``release.audit_sample_rows``."""
+    return _verdict(audit) + _sample_note(audit.get("sample") or {})
+
+
+def _sample_note(samples: dict[str, Any]) -> str:
+    read = [
+        f"{split} {r['surveys']:,} of {r['of_surveys']:,} surveys ({r['rows']:,} of {r['of_rows']:,} rows)"
+        for split, r in sorted(samples.items())
+        if r.get("sampled")
+    ]
+    if not read:
+        return ""
+    return (
+        " (audited on a sample of whole surveys, `leak_audit.sample` in eval_metadata.json: "
+        + "; ".join(read)
+        + ")"
+    )
+
+
+def _verdict(audit: dict[str, Any]) -> str:
     if audit.get("passed"):
         return passed_verdict(audit)
     flagged = [

@@ -106,6 +106,7 @@ class Limits:
     works_merge_every: int = 8  # works: per-file per-work partials combined every N files
     negatives_batch_pairs: int = 5_000_000  # negatives: window pairs built at once
     release_batch_rows: int = 200_000  # release: reading-list rows per survey batch
+    release_batch_aspect_rows: int = 300_000  # release: aspect rows per survey batch
     aspects_batch_rows: int = 2_000_000  # aspects: (aspect, candidate) rows per survey batch
     work_part_rows: int = 10_000_000  # rows of cites per part of visible.work_parts
     split_rows: int = 2_000_000  # rows of cites read at once while it is cut into parts

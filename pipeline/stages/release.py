@@ -83,6 +83,7 @@ from pipeline.engine.workdir import failed_inputs
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
+from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
 from pipeline.rules.leak_audit import (
     ASPECT_SCOPES,
     aspect_audit,
@@ -439,19 +440,41 @@ _LIGHT_COLUMNS = (S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL, S.LABEL_REASON, S.SURVEY
                   S.SURVEY_DATE, S.IN_DOMAIN, S.SURVEY_LICENSE, S.CANDIDATE_LICENSE)  # fmt: skip
 
 
-def survey_batches(per_survey: pl.DataFrame, max_rows: int) -> list[pl.Series]:
-    """``(survey_id, len)`` rows cut into consecutive batches of at most ``max_rows`` rows (a
-    survey with more gets a batch of its own)."""
-    return id_batches(per_survey.select(S.SURVEY_ID, "len"), max_rows)
+def survey_batches(
+    per_survey: pl.DataFrame,
+    max_rows: int,
+    aspect_per_survey: pl.DataFrame | None = None,
+    max_aspect_rows: int = 1,
+) -> list[pl.Series]:
+    """``(survey_id, len)`` rows cut into consecutive batches of at most ``max_rows``
+    reading-list rows and at most ``max_aspect_rows`` aspect rows (``aspect_per_survey``:
+    ``(survey_id, len)``; a survey with more gets a batch of its own). A survey's aspect rows
+    are about ten times its list, so a batch bounded by its list alone held the aspect rows of
+    a whole split."""
+    if aspect_per_survey is None or aspect_per_survey.height == 0:
+        return id_batches(per_survey.select(S.SURVEY_ID, "len"), max_rows)
+    # one integer weight: a batch is full when either count reaches its limit
+    weights = per_survey.select(S.SURVEY_ID, "len").join(
+        aspect_per_survey.select(S.SURVEY_ID, pl.col("len").alias("_aspect_len")),
+        on=S.SURVEY_ID, how="left", maintain_order="left",
+    ).select(
+        S.SURVEY_ID,
+        pl.max_horizontal(
+            pl.col("len").cast(pl.Int64) * max_aspect_rows,
+            pl.col("_aspect_len").fill_null(0).cast(pl.Int64) * max_rows,
+        ).alias("_weight"),
+    )  # fmt: skip
+    return id_batches(weights, max_rows * max_aspect_rows)
 
 
 def _write_split(
     ctx: ReduceContext, split: str, per_survey: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """Write one split's reading lists, candidates view and BEIR views, surveys in batches of
-    ``ctx.limits.release_batch_rows`` rows (in survey order, so every file has the rows, order and bytes
-    of the whole split written at once), and its aspects and their view when it has any;
-    return its light columns and audit values."""
+    at most ``ctx.limits.release_batch_rows`` rows and ``release_batch_aspect_rows`` aspect
+    rows (in survey order, so every file has the rows, order and bytes of the whole split
+    written at once), and its aspects and their view when it has any; return its light
+    columns, the audit values of the surveys the audits sample, and what they sampled."""
     aspects = ctx.read("aspects", "aspects").filter(pl.col(S.SPLIT) == split)
     aspect_cands = ctx.read("aspects", "aspect_candidates")
     with_aspects = aspects.select(pl.len()).collect().item() > 0
@@ -487,7 +510,25 @@ def _write_split(
         },
     }  # fmt: skip
     light, values, corpus, relative, texts = [], [], [], [], []
-    batches = survey_batches(per_survey, ctx.limits.release_batch_rows)
+    # the audits read a bounded sample of whole surveys (pipeline.rules.audit_sample)
+    cap = ctx.cfg.release.audit_sample_rows
+    audited = sample_surveys(per_survey, cap)
+    aspect_per_survey = (
+        aspect_cands.filter(pl.col(S.SURVEY_ID).is_in(per_survey[S.SURVEY_ID].implode()))
+        .group_by(S.SURVEY_ID)
+        .len()
+        .sort(S.SURVEY_ID)
+        .collect(engine="streaming")
+        if with_aspects
+        else per_survey.clear()
+    )
+    aspect_audited = sample_surveys(aspect_per_survey, cap)
+    batches = survey_batches(
+        per_survey,
+        ctx.limits.release_batch_rows,
+        aspect_per_survey,
+        ctx.limits.release_batch_aspect_rows,
+    )
     for ids in steps(batches, f"release: {split} survey batches"):
         part = (
             reading_lists(ctx, ids)
@@ -498,8 +539,12 @@ def _write_split(
         writers["rows"].write(part)
         view = survey_view = part.select(S.CANDIDATES_VIEW.names)
         writers["view"].write(view)
-        values.append(feature_values(view, part[S.LABEL]))
-        relative.append(relative_feature_values(view, part[S.LABEL]))
+        sample = keep(part, audited)
+        if sample.height:
+            sample_view = sample.select(S.CANDIDATES_VIEW.names)
+            values.append(feature_values(sample_view, sample[S.LABEL]))
+            relative.append(relative_feature_values(sample_view, sample[S.LABEL]))
+        del sample
         texts.append(text_counts(part))
         light.append(part.select(_LIGHT_COLUMNS))
         beir = beir_views(part)
@@ -512,13 +557,16 @@ def _write_split(
                 aspect_writers["rows"].write(rows)
                 aspect_view = rows.select(S.ASPECT_CANDIDATES_VIEW.names)
                 aspect_writers["view"].write(aspect_view)
-                aspect_values.append(aspect_feature_values(aspect_view, rows[S.LABEL]))
-                held = survey_view.join(
-                    rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi"
-                )
-                aspect_relative.append(aspect_relative_values(held, rows))
-                aspect_hidden.append(aspect_judgment_values(rows, part))
                 aspect_light.append(rows.select(_ASPECT_LIGHT_COLUMNS))
+                rows = keep(rows, aspect_audited)
+                if rows.height:
+                    aspect_view = rows.select(S.ASPECT_CANDIDATES_VIEW.names)
+                    aspect_values.append(aspect_feature_values(aspect_view, rows[S.LABEL]))
+                    held = survey_view.join(
+                        rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi"
+                    )
+                    aspect_relative.append(aspect_relative_values(held, rows))
+                    aspect_hidden.append(aspect_judgment_values(rows, part))
             del rows
         del part, view, survey_view, beir
     for writer in [*writers.values(), *aspect_writers.values()]:
@@ -534,6 +582,8 @@ def _write_split(
         "light": pl.concat(light),
         "audit": pl.concat(values),
         "relative": pl.concat(relative),
+        "sample": sample_record(per_survey, audited, cap),
+        "aspect_sample": sample_record(aspect_per_survey, aspect_audited, cap),
         "texts": pl.concat(texts).group_by(_TEXT, _POSITIVE).agg(pl.col("len").sum()),
         **(
             {
@@ -663,7 +713,9 @@ def aspect_audit_meta(
     rel_flagged = _per_split(outside, leak["relative"], low, high, ASPECT_SCOPES)
     chance = _per_split(within_chance, leak["splits"], low, high, ASPECT_SCOPES)
     rel_chance = _per_split(within_chance, leak["relative"], low, high, ASPECT_SCOPES)
-    probe = reading_free_probe(ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train)
+    probe = reading_free_probe(
+        ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train, ctx.cfg.release.audit_sample_rows
+    )
     problems = [
         f"a visible feature of the aspect view separates positives from negatives (AUC outside "
         f"[{low}, {high}]): " + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(flagged.items()))
@@ -693,6 +745,7 @@ def aspect_audit_meta(
             },
             "reading_free_probe": probe,
             "judgment_side": leak["judgment_side"],
+            "sample": leak["sample"],
             "problems": problems,
             "passed": not problems,
         },
@@ -737,7 +790,8 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     meta_splits: dict[str, Any] = {}
     present: list[str] = []
     aspect_splits: dict[str, Any] = {}
-    aspect_leak: dict[str, Any] = {"splits": {}, "relative": {}, "judgment_side": {}}
+    aspect_leak: dict[str, Any] = {"splits": {}, "relative": {}, "judgment_side": {}, "sample": {}}
+    samples: dict[str, Any] = {}
     for split in S.SPLIT_NAMES:
         per_survey = (
             cands.filter(pl.col(S.SPLIT) == split)
@@ -756,18 +810,21 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         leak[split] = audit_values(written["audit"])
         relative[split] = relative_audit(written["relative"])
         texts[split] = text_summary(written["texts"])
+        samples[split] = written["sample"]
         if "aspect_light" in written:
             aspect_splits[split] = aspect_split_counts(written["aspect_light"])
             aspect_leak["splits"][split] = aspect_audit(written["aspect_audit"])
             aspect_leak["relative"][split] = aspect_relative_audit(written["aspect_relative"])
             aspect_leak["judgment_side"][split] = aspect_audit(written["aspect_hidden"])
+            aspect_leak["sample"][split] = written["aspect_sample"]
+        del written  # the split's frames, before the next split's are built
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
     }
     flagged = _per_split(outside, leak, low, high)
     relative_flagged = _per_split(outside, relative, low, high)
-    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train)
+    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train, rcfg.audit_sample_rows)
     problems = [
         f"a visible feature alone separates positives from hard negatives (AUC outside "
         f"[{low}, {high}]): " + "; ".join(f"{s}: {', '.join(b)}" for s, b in sorted(flagged.items()))
@@ -827,6 +884,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
                 "outside_bounds_within_chance": _per_split(within_chance, relative, low, high),
             },
             "reading_free_probe": probe,
+            "sample": samples,
             "passed": not problems,
         },
         "candidate_text": texts,
