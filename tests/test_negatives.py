@@ -43,6 +43,7 @@ A, B, C, D, E = (
     "arxiv:2107.00001",
 )
 F, G, H, M = "arxiv:1801.00001", "doi:10.1/g", "arxiv:2001.00001", "arxiv:2105.09999"
+K = "arxiv:1905.00005"  # a cs.LG corpus paper that a cs.CL survey cites
 P1, P2 = "doi:10.1/p1", "doi:10.1/p2"
 # work -> (corpus paper id or None, categories, known_date, extra aliases)
 WORKS = {
@@ -54,6 +55,7 @@ WORKS = {
     F: ("1801.00001", ["cs.CL"], date(2018, 1, 10), ["doi:10.1/f"]),
     G: (None, None, None, []),
     H: ("2001.00001", ["cs.CV", "cs.CL"], date(2020, 1, 5), []),
+    K: ("1905.00005", ["cs.LG"], date(2019, 5, 10), []),
     M: (None, None, date(2021, 5, 1), []),  # arXiv id outside the corpus: month only
     P1: (None, None, None, []),
     P2: (None, None, None, []),
@@ -61,7 +63,7 @@ WORKS = {
 # (survey, work) -> label; every labelled pair is also a resolved bib entry of the survey
 LABELS = {
     (S1, G): 4, (S1, P1): 3, (S1, P2): 1,
-    (S2, A): 2, (S2, C): 1, (S2, F): 3, (S2, G): 4,
+    (S2, A): 2, (S2, C): 1, (S2, F): 3, (S2, G): 4, (S2, K): 1,
     (S3, B): 1, (S3, H): 3,
     (S4, D): 4, (S4, E): 3, (S4, M): 1,
 }  # fmt: skip
@@ -71,18 +73,21 @@ OTHER_PAPERS = {X1: ("cs.CL", date(2020, 5, 1), [A, G]), X2: ("cs.CL", date(2021
 
 # What the rules admit, by hand (see the module docstring of pipeline.stages.negatives.rules):
 # S1: A own, C via S2 (earlier survey, no date), D own (2021-04-20 < 2021-05-15), H own (cs.CL among
-#     its categories). Not B (cs.CV only), E (later), F (S1 cites doi:10.1/f, an alias of F, in an
-#     entry that did not resolve), M (month 2021-05 ends after S1).
+#     its categories), K via S2 (a cs.LG corpus paper a cs.CL survey cites). Not B (cs.CV only),
+#     E (later), F (S1 cites doi:10.1/f, an alias of F, in an entry that did not resolve),
+#     M (month 2021-05 ends after S1).
 # S2: H only. D, E, M later; P1, P2 undated and first cited by S1, which is later than S2.
 # S3: none (no other cs.CV survey; H is cited by S3 itself): flagged.
-# S4: A, C, F, G, H, P1, P2 (B is cs.CV only; D, E, M cited by S4).
+# S4: A, C, F, G, H, K, P1, P2 (B is cs.CV only; D, E, M cited by S4).
 EXPECTED_CANDIDATES = {
-    S1: {A: "own_category", C: "citing_survey_category", D: "own_category", H: "own_category"},
+    S1: {A: "own_category", C: "citing_survey_category", D: "own_category", H: "own_category",
+         K: "citing_survey_category"},
     S2: {H: "own_category"},
     S3: {},
     S4: {
         A: "own_category", C: "citing_survey_category", F: "own_category", G: "citing_survey_category",
-        H: "own_category", P1: "citing_survey_category", P2: "citing_survey_category",
+        H: "own_category", K: "citing_survey_category", P1: "citing_survey_category",
+        P2: "citing_survey_category",
     },
 }  # fmt: skip
 # (n_citing_surveys, n_citing_surveys_same_category) of each candidate pair: OTHER surveys citing
@@ -90,9 +95,9 @@ EXPECTED_CANDIDATES = {
 # D is cited by S4 only, which is later than S1: 0 for S1 (all-time it would be 1).
 # H is cited by S3 (cs.CV, 2022-01-10): before S4, but not of S4's category.
 PRIOR_COUNTS = {
-    (S1, A): (1, 1), (S1, C): (1, 1), (S1, D): (0, 0), (S1, H): (0, 0),
+    (S1, A): (1, 1), (S1, C): (1, 1), (S1, D): (0, 0), (S1, H): (0, 0), (S1, K): (1, 1),
     (S2, H): (0, 0),
-    (S4, A): (1, 1), (S4, C): (1, 1), (S4, F): (1, 1), (S4, G): (2, 2), (S4, H): (1, 0),
+    (S4, A): (1, 1), (S4, C): (1, 1), (S4, F): (1, 1), (S4, G): (2, 2), (S4, H): (1, 0), (S4, K): (1, 1),
     (S4, P1): (1, 1), (S4, P2): (1, 1),
 }  # fmt: skip
 
@@ -313,7 +318,7 @@ def test_every_survey_gets_floor_ratio_times_positives_when_the_pool_allows(tmp_
     s3 = per.filter(pl.col(S.SURVEY_ID) == S3).row(0, named=True)
     assert (s3[S.N_NEGATIVES], s3[S.N_SHORTFALL], s3[S.HAS_NEGATIVES]) == (0, 2, False)
     assert counts["surveys"] == 4 and counts["surveys_without_negatives"] == 1
-    assert counts["negatives"] + counts["shortfall"] == counts["negatives_wanted"] == 12
+    assert counts["negatives"] + counts["shortfall"] == counts["negatives_wanted"] == 13
     assert sum(counts["negatives_by_source"].values()) == counts["negatives"]
     assert sum(counts["negatives_by_match_round"].values()) == counts["negatives"]
 
@@ -322,7 +327,7 @@ def test_ratio_is_floored(tmp_path: Path) -> None:
     build_handmade(tmp_path)
     run_stage(tmp_path, "negatives", _cfg(negatives_per_positive=0.5))
     got = _negatives(tmp_path).group_by(S.SURVEY_ID).len().sort(S.SURVEY_ID)
-    # floor(0.5 * 3) = 1 for S1 and S4, floor(0.5 * 4) = 2 for S2 but it has 1 candidate
+    # floor(0.5 * 3) = 1 for S1 and S4, floor(0.5 * 5) = 2 for S2 but it has 1 candidate
     assert dict(got.iter_rows()) == {S1: 1, S2: 1, S4: 1}
 
 
@@ -684,16 +689,18 @@ def check_every_negative(out: Path) -> int:
         assert s not in cited_by.get(w, set()), (s, w)
         citing_surveys = cited_by.get(w, set()) & set(survey_info)
         category = sv[S.PRIMARY_CATEGORY]
-        # same field: a corpus paper by its own categories, any other work by who cites it
-        if work[S.PAPER_ID] is not None:
-            assert category in paper_cats[work[S.PAPER_ID]], (s, w)
+        # same field: a corpus paper by its own categories; any work (a corpus paper of
+        # another category too) by the categories of the surveys citing it
+        own = work[S.PAPER_ID] is not None and category in paper_cats[work[S.PAPER_ID]]
         if r[S.NEGATIVE_SOURCE] == "cited_in_category":  # the wider pool B
+            if work[S.PAPER_ID] is not None:
+                assert own, (s, w)
             citers = {p for p in cited_by.get(w, set()) if paper_primary.get(p) == category}
             assert citers - {s}, (s, w)
             first_cited = min(paper_date[p] for p in citers)
         else:
             assert citing_surveys - {s}, (s, w)
-            if work[S.PAPER_ID] is not None:
+            if own:
                 assert r[S.NEGATIVE_SOURCE] == "own_category"
             else:
                 cats = {survey_info[c][S.PRIMARY_CATEGORY] for c in citing_surveys}
@@ -701,7 +708,7 @@ def check_every_negative(out: Path) -> int:
                 assert r[S.NEGATIVE_SOURCE] == "citing_survey_category"
             first_cited = min(survey_info[c][S.FIRST_VERSION_DATE] for c in citing_surveys)
         # in_domain: a corpus paper with the survey's category; never a work outside the corpus
-        assert r[S.IN_DOMAIN] == (work[S.PAPER_ID] is not None), (s, w)
+        assert r[S.IN_DOMAIN] == own, (s, w)
         # predates the survey's text date
         assert r[S.SURVEY_DATE] == (sv[S.TEXT_DATE] or sv[S.FIRST_VERSION_DATE])
         if work[S.KNOWN_DATE] is not None:

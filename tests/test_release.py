@@ -90,8 +90,8 @@ def test_split_by_survey_date(handmade: Path) -> None:
     }  # fmt: skip
     cands = pl.read_parquet(handmade / "split" / "candidates.parquet")
     assert cands.filter(pl.col(S.SURVEY_ID) == S4)[S.SPLIT].unique().to_list() == ["eval"]
-    # 12 positives (labels) + 3 + 1 + 0 + 3 negatives
-    assert cands.height == 12 + 7
+    # 13 positives (labels) + 3 + 1 + 0 + 3 negatives
+    assert cands.height == 13 + 7
     assert cands.filter(pl.col(S.LABEL) == 0)[S.N_MENTIONS].to_list() == [0] * 7
     assert cands.sort(S.SURVEY_ID, S.WORK_ID).equals(cands)
 

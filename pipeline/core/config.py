@@ -440,7 +440,7 @@ class ReleaseConfig:
         "most rows of a split each leak audit and the reading-free probe read: above it they "
         "read a sample of whole surveys (pipeline.rules.audit_sample), so their memory is "
         "bounded by it, not by the corpus",
-        check=Check("an integer >= 1000", lambda v: v >= 1000, (0, 999)),
+        check=_int_at_least(1000),
     )
 
 

@@ -29,8 +29,9 @@ Column rules:
   ``False``, including works outside the corpus, whose categories are unknown (not
   shown to be in domain). It is computed from the candidate's own metadata only, never
   from which surveys cite it, so it does not tell positives from hard negatives: the
-  ``citing_survey_category`` negatives (works outside the corpus) are all out of
-  domain, like the positives outside the corpus.
+  ``citing_survey_category`` negatives (works outside the corpus, and corpus papers of
+  other categories) are all out of domain, like the positives outside the survey's
+  category.
 * ``n_citing_surveys``, ``candidate_prior_citations``: other detected surveys and distinct
   corpus papers citing the work, posted before the survey, for positives and negatives
   alike (the survey itself never counts). The date rule is :mod:`pipeline.rules.visible`'s

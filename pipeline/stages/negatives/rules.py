@@ -14,12 +14,12 @@ A work ``W`` is a hard-negative candidate of survey ``S`` when all of these hold
   ``works`` spells aliases (its prefixes, lower-cased DOIs, its arXiv DataCite DOI
   rule). Nor is ``W`` a negative when one of its title keys is a segment key of a raw
   bib string of ``S`` (:func:`title_hits`).
-* **same field**: when ``W`` is a corpus paper, its own arXiv categories include
-  ``S``'s primary category (``negative_source = "own_category"``); when it is not, at
-  least one survey citing ``W`` has ``S``'s primary category
-  (``"citing_survey_category"``). A corpus paper outside ``S``'s category is not
-  rescued by the second rule: its own categories are the better evidence. These two
-  are pool A; pool B (``"cited_in_category"``) is the wider set of works cited by a
+* **same field**: ``W`` is a corpus paper whose own arXiv categories include ``S``'s
+  primary category (``negative_source = "own_category"``), or at least one survey
+  citing ``W`` has ``S``'s primary category (``"citing_survey_category"``), whatever
+  ``W``'s own categories. Surveys cite corpus papers of other fields; were those never
+  negatives, a candidate with categories none of which is ``S``'s would be a positive.
+  These two are pool A; pool B (``"cited_in_category"``) is the wider set of works cited by a
   corpus paper of the category (:func:`eligible_works`).
 * **existed before S**: ``W``'s ``known_date`` is strictly before ``S``'s first
   version date; when ``W`` has no known date, a survey first posted strictly before
@@ -93,8 +93,8 @@ def eligible_works(
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
     Pool A (cited by a detected survey): ``own_category`` (a corpus paper whose own
-    categories include the category) and ``citing_survey_category`` (not a corpus
-    paper; a survey of the category cites it). Pool B (``cited_in_category``, wider,
+    categories include the category) and ``citing_survey_category`` (any other work a
+    survey of the category cites, corpus papers of other categories included). Pool B (``cited_in_category``, wider,
     used after pool A within each stratum): any other work cited by a corpus paper of
     the category (a corpus paper again only when its own categories include it).
     ``_first_cited`` is the earliest first version date of a citing survey (pool A) or
@@ -132,8 +132,10 @@ def eligible_works(
                 own_categories.join(by_survey, on=S.WORK_ID, how="semi").with_columns(
                     pl.lit(SOURCE_OWN).alias(S.NEGATIVE_SOURCE)
                 ),
+                # a corpus paper of another field too: surveys cite such papers, and without
+                # negatives like them, categories without the survey's own mark a positive
                 by_survey_category.join(
-                    works.filter(pl.col(V.WORK_PAPER).is_null()), on=S.WORK_ID, how="semi"
+                    own_categories, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="anti"
                 ).with_columns(pl.lit(SOURCE_CITING_SURVEY).alias(S.NEGATIVE_SOURCE)),
             ]
         )
