@@ -444,7 +444,12 @@ def run(
                     stage, out, cfg, force, max_failed_files, verify, stages=GRAPH
                 )
                 done.append(StageResult(stage.name, W.stage_dir(out, stage.name), manifest))
-        evaluation = _evaluate_release(out, cfg) if evaluate_release else None
+        evaluation = None
+        if evaluate_release:
+            # it reads the release and renders its card again: no other run on this --out
+            # swaps the release in or renders the card meanwhile
+            with W.stage_lock(out, W.RELEASE):
+                evaluation = _evaluate_release(out, cfg)
     log.info("run: every stage's outputs in %s; the release in %s", out, W.release_dir(out))
     return RunResult(out, extracted, tuple(done), evaluation)
 

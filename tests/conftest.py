@@ -76,6 +76,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
     "test_cli_out": frozenset({"test_every_command_that_writes_takes_out_and_writes_there_only"}),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
+    "test_concurrent_runs": frozenset({"test_identical_runs_started_together_end_as_one_run"}),
     "test_config": frozenset(
         {
             "test_every_invalid_value_fails_at_load_with_rc_2_and_one_line",

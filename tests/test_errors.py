@@ -4,7 +4,9 @@ other exception is a bug (exit 1, one line, the traceback under ``-v``)."""
 from __future__ import annotations
 
 import ast
+import errno
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,15 @@ def test_expected_failures_have_a_message_and_bugs_do_not() -> None:
     assert user_message(ValueError("shapes differ")) is None
     assert user_message(RuntimeError("a unit was neither read nor drained")) is None
     assert user_message(KeyError("k")) is None
+
+
+def test_an_os_error_is_its_paths_and_the_systems_words_without_a_class() -> None:
+    enotempty = OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), "/w/.x.tmp-1", None, "/w/x")
+    assert user_message(enotempty) == "/w/.x.tmp-1 -> /w/x: Directory not empty"
+    assert user_message(OSError(errno.EIO, os.strerror(errno.EIO))) == "Input/output error"
+    assert (
+        user_message(PermissionError(13, "Permission denied", "/w/a")) == "/w/a: Permission denied"
+    )
 
 
 def test_every_error_class_of_the_package_is_an_expected_failure_or_says_why_not() -> None:

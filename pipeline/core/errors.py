@@ -136,6 +136,16 @@ def os_error_in(exc: BaseException) -> bool:
     return False
 
 
+def _os_message(exc: BaseException) -> str:
+    """An operating-system error as its path(s) and the system's words, without the
+    exception's class: ``OSError: [Errno 39] Directory not empty: ...`` named a class where
+    the one-line rule wants what went wrong (issue 41)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        paths = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        return f"{paths}: {exc.strerror}" if paths else exc.strerror
+    return _one_line(exc)
+
+
 def user_message(exc: BaseException) -> str | None:
     """One line for an expected failure, or None when ``exc`` is a bug.
 
@@ -152,7 +162,7 @@ def user_message(exc: BaseException) -> str | None:
     if isinstance(exc, FileNotFoundError):
         return f"{exc.filename}: no such file or directory" if exc.filename else _one_line(exc)
     if os_error_in(exc):
-        return f"{type(exc).__name__}: {_one_line(exc)}"
+        return _os_message(exc)
     if isinstance(exc, (PipelineError, TimeoutError)):
         return _one_line(exc)
     return None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import logging
 import multiprocessing as mp
 import os
@@ -1174,6 +1175,33 @@ def run_reduce(
     stage's own files with the sha256 its ``_SUCCESS.json`` records (sizes always are).
     ``limits``: the stage's batch sizes (default :class:`Limits`); they never change output.
     """
+    # an upstream reduce stage whose files do not match its record is redone first, before
+    # this stage's locks are taken (redoing it takes its own lock, exclusive)
+    ups = [name for name in stages if name in stage.reads and stages[name].kind == "reduce"]
+    for up in ups:
+        problem = reduce_problem(out, up, cfg, stages, checksum=True)
+        if problem not in (None, "not done", "stale"):
+            log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
+            run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
+    # Another run on this --out may be writing this stage: the lock makes this run wait
+    # for it, then find the stage done; and no run swaps an upstream stage in while this
+    # one reads it (W.stage_lock, issue 41).
+    with W.stage_lock(out, stage.name, ups):
+        return _reduce_locked(stage, out, cfg, force, max_failed, verify, stages, limits)
+
+
+def _reduce_locked(
+    stage: Stage,
+    out: Path,
+    cfg: Config,
+    force: bool,
+    max_failed: str,
+    verify: bool,
+    stages: Mapping[str, Stage],
+    limits: Limits | None,
+) -> dict[str, Any] | None:
+    """:func:`run_reduce` with the stage's locks held: check its upstream stages, skip it
+    when done, else write it into a temporary folder and swap that in."""
     # every upstream file is checked (size and sha256) before this stage reads it; a file
     # is hashed once per process, so a run hashes each upstream file once
     for up in stage.reads:
@@ -1182,8 +1210,10 @@ def run_reduce(
             if problem in ("not done", "stale"):
                 raise StageError(f"{stage.name}: upstream stage {up!r} is not done; run it first")
             if problem is not None:
-                log.warning("%s: upstream %s: %s; redoing %s", stage.name, up, problem, up)
-                run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
+                raise StageError(
+                    f"{stage.name}: upstream stage {up!r} changed while this run waited for "
+                    f"it: {problem}; rerun the same command to redo it"
+                )
         if stages[up].kind == "map":
             if stage_key(out, up, cfg, stages) is None:
                 raise StageError(
@@ -1228,15 +1258,43 @@ def run_reduce(
             "code_version": __version__,
         }
         write_json(tmp / SUCCESS, manifest)
-        old = W.reduce_old_dir(out, stage.name)
-        if final.exists():
-            os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
+        if not _swap_in(tmp, final, W.reduce_old_dir(out, stage.name)):
+            # only where the file system has no locks: an identical run swapped its folder
+            # in between this run's two renames
+            problem = reduce_problem(out, stage.name, cfg, stages)
+            if problem is not None:
+                raise StageError(
+                    f"{stage.name}: another run on {out} replaced {final} while this run "
+                    f"replaced it too, and its folder is not done ({problem}); the file "
+                    "system has no locks (docs/MOUNTS.md): run one at a time there"
+                )
+            log.info("%s: another run put the same stage in place first; kept", stage.name)
+            return None
         log.info("%s: done in %.1f s: %s", stage.name, manifest["seconds"], _short(counts))
         return manifest
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap_in(tmp: Path, final: Path, old: Path) -> bool:
+    """Replace folder ``final`` with ``tmp`` (its previous folder goes to ``old``, then
+    away); False when another folder took ``final``'s place between the two renames.
+
+    A folder cannot be renamed over a non-empty one, so the previous one is moved aside
+    first. Under :func:`pipeline.engine.workdir.stage_lock` nothing else renames ``final``;
+    without locks (a bucket mount) another run may, and its folder is then left in place.
+    """
+    with contextlib.suppress(FileNotFoundError):  # no previous folder, or moved already
+        os.replace(final, old)
+    try:
+        os.replace(tmp, final)
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        return False
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+    return True
 
 
 def _short(counts: dict[str, Any]) -> str:

@@ -16,8 +16,11 @@ manifests and records are, and what can be read from them.
         _summary.json                 totals over the manifests
       works/ surveys/ ... release/    a reduce stage: its files, and _SUCCESS.json last
       .<stage>.<temp tag>/            a reduce stage being written (replaces <stage>/)
+      .<stage>.old.<temp tag>/        its previous folder, removed once the new one is in
       eval/                           what ``evaluate`` (and ``run``) writes
       _locks/<config hash>.lock       held (flock, shared) by every run of that config
+      _locks/stages/<stage>.lock      a reduce stage's lock: exclusive while it runs, shared
+                                      while a later stage reads it (:func:`stage_lock`)
       _published.json                 what the last ``push`` of a Job published
 
 The runner (:mod:`pipeline.engine.runner`) writes these files at the paths given here; the
@@ -35,7 +38,6 @@ import json
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -168,8 +170,9 @@ def reduce_scratch_dir(tmp_dir: Path) -> Path:
 
 
 def reduce_old_dir(out: Path, stage: str) -> Path:
-    """Where a reduce stage's previous folder goes while the new one takes its place."""
-    return out / f".{stage}.old-{uuid.uuid4().hex}"
+    """Where a reduce stage's previous folder goes while the new one takes its place
+    (owner-tagged like a temp: :func:`clean_stale_temps` leaves a live run's alone)."""
+    return out / f".{stage}.old.{temp_tag()}"
 
 
 def release_dir(out: Path) -> Path:
@@ -647,26 +650,99 @@ def _other_configs(folder: Path, config_hash: str) -> list[str]:
     return busy
 
 
+STAGE_LOCKS = "stages"  # under LOCKS: one lock file per reduce stage
+
+
+@contextlib.contextmanager
+def stage_lock(out: Path, stage: str, reads: Sequence[str] = ()) -> Iterator[None]:
+    """Hold reduce stage ``stage`` exclusively and the reduce stages it ``reads`` shared
+    while the block runs.
+
+    Two runs of one config on one ``out`` may both find a stage not done: without this,
+    both wrote it and both swapped their folder in (``os.replace(final, old)`` then
+    ``os.replace(tmp, final)``), and the loser's second rename met the winner's folder:
+    ``ENOTEMPTY`` (issue 41). Held, the second run waits here, then finds the stage done
+    and skips it; a stage is never swapped while another run reads it.
+
+    ``reads`` must be in pipeline order and ``stage`` after them: every run takes the locks
+    in that one order, so two runs never wait on each other in a cycle. The kernel drops
+    the locks of a process however it ends. Where the file system has no locks (a Jobs
+    bucket mount, ``docs/MOUNTS.md``) the block runs unlocked: :func:`run_lock` has
+    already warned.
+    """
+    if not out.is_dir():  # nothing to guard: the stage refuses (its upstream is not done)
+        yield
+        return
+    folder = out / LOCKS / STAGE_LOCKS
+    folder.mkdir(parents=True, exist_ok=True)
+    held: list[int] = []
+    try:
+        for name, mode in [*((r, fcntl.LOCK_SH) for r in reads), (stage, fcntl.LOCK_EX)]:
+            fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            held.append(fd)
+            if not _flock_waiting(fd, mode, stage, name):
+                break  # no locks on this file system
+        yield
+    finally:
+        for fd in reversed(held):
+            os.close(fd)  # releases its lock
+
+
+def _flock_waiting(fd: int, mode: int, stage: str, name: str) -> bool:
+    """Take ``mode`` on ``fd``, saying so when another run makes this one wait; False
+    where the file system has no locks."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        what = "writing" if mode == fcntl.LOCK_SH else "writing or reading"
+        log.info("%s: another run on this --out is %s %s; waiting for it", stage, what, name)
+        fcntl.flock(fd, mode)
+    except OSError as e:
+        if e.errno not in _NO_LOCKS:
+            raise
+        return False
+    return True
+
+
 # --------------------------------------------------------------------- temps
 def clean_stale_temps(out: Path) -> None:
     """Remove temp files/dirs that killed runs left behind (they are never read).
 
     Only leftovers of dead processes on this host are removed, so concurrent runs
     (shards on one machine, or on several machines sharing ``out``) do not delete
-    each other's work in progress.
+    each other's work in progress. A live run's temp folder is not entered at all, and a
+    folder that disappears while it is listed is another run's (a temp folder renamed into
+    place, a scratch folder removed): both were found crashing a run that cleaned while an
+    identical run on the same ``out`` finished a stage (issue 41).
     """
-    if not out.exists():
-        return
-    for p in out.rglob("*.tmp-*"):
-        if owner_alive(p.name):
-            continue
+    for p in _stale_temps(out):
         if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
         else:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
+    # previous stage folders of versions before their names carried an owner tag
     for p in out.glob(".*.old-*"):
         shutil.rmtree(p, ignore_errors=True)
+
+
+def _stale_temps(folder: Path) -> Iterator[Path]:
+    """Temp files and folders under ``folder`` whose owner is dead (:func:`owner_alive`);
+    the folders of live owners are not entered."""
+    try:
+        with os.scandir(folder) as entries:
+            found = list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # removed or renamed by the run that owns it while this one walked
+    for entry in found:
+        path = Path(entry.path)
+        if ".tmp-" in entry.name:
+            if not owner_alive(entry.name):
+                yield path
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if entry.is_dir(follow_symlinks=False):
+                yield from _stale_temps(path)
 
 
 # --------------------------------------------------------------------- the release
