@@ -139,7 +139,7 @@ def os_error_in(exc: BaseException) -> bool:
 def _os_message(exc: BaseException) -> str:
     """An operating-system error as its path(s) and the system's words, without the
     exception's class: ``OSError: [Errno 39] Directory not empty: ...`` named a class where
-    the one-line rule wants what went wrong (issue 41)."""
+    the one-line rule wants what went wrong."""
     if isinstance(exc, OSError) and exc.strerror:
         paths = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         return f"{paths}: {exc.strerror}" if paths else exc.strerror

@@ -1185,7 +1185,7 @@ def run_reduce(
             run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
     # Another run on this --out may be writing this stage: the lock makes this run wait
     # for it, then find the stage done; and no run swaps an upstream stage in while this
-    # one reads it (W.stage_lock, issue 41).
+    # one reads it (W.stage_lock).
     with W.stage_lock(out, stage.name, ups):
         return _reduce_locked(stage, out, cfg, force, max_failed, verify, stages, limits)
 

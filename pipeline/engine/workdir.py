@@ -661,7 +661,7 @@ def stage_lock(out: Path, stage: str, reads: Sequence[str] = ()) -> Iterator[Non
     Two runs of one config on one ``out`` may both find a stage not done: without this,
     both wrote it and both swapped their folder in (``os.replace(final, old)`` then
     ``os.replace(tmp, final)``), and the loser's second rename met the winner's folder:
-    ``ENOTEMPTY`` (issue 41). Held, the second run waits here, then finds the stage done
+    ``ENOTEMPTY``. Held, the second run waits here, then finds the stage done
     and skips it; a stage is never swapped while another run reads it.
 
     ``reads`` must be in pipeline order and ``stage`` after them: every run takes the locks
@@ -713,7 +713,7 @@ def clean_stale_temps(out: Path) -> None:
     each other's work in progress. A live run's temp folder is not entered at all, and a
     folder that disappears while it is listed is another run's (a temp folder renamed into
     place, a scratch folder removed): both were found crashing a run that cleaned while an
-    identical run on the same ``out`` finished a stage (issue 41).
+    identical run on the same ``out`` finished a stage.
     """
     for p in _stale_temps(out):
         if p.is_dir():
