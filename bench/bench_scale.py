@@ -7,8 +7,11 @@ parameters change), then runs each reduce stage (works through release) in its o
 process with ``--force``, and prints per stage: wall time, peak RSS (the process's
 own VmHWM), rows out (of the stage's main table), and, between consecutive sizes,
 the growth exponents ``log(t2/t1) / log(N2/N1)`` of time and memory (1.0 = linear).
-A stage over ``--max-rss-gb`` (default 12, the issue's target) is killed, recorded
-and the later stages of that size are skipped, so a run never starves the machine.
+A stage over ``--max-rss-gb`` (default 12: what a stage may use on the recommended Job
+flavour) is killed, recorded and the later stages of that size are skipped, so a run never
+starves the machine; each stage's peak is printed as a share of that limit. After the
+release stage, the leak audit's verdict and the reading-free probe's figures against BM25
+(``eval_metadata.json``) are printed next to the memory, so a scale run shows both.
 
 Extract is not run: its share is projected from the ``make bench`` figure in
 ``bench/results/extract.json`` (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
@@ -155,11 +158,64 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
         extra = "  ".join(f"{k}={entry[k]:,}" for k in EXTRA_COUNTS.get(stage, ()) if entry.get(k))
         print(
             f"   {stage:<10} {got.seconds:9.1f} s {got.cpu_seconds or 0:9.1f} cpu-s "
-            f"{got.peak_rss_mb:9,.0f} MB {entry['rows_out']:>13,} rows  {extra}",
+            f"{got.peak_rss_mb:9,.0f} MB ({got.peak_rss_mb / max_rss_mb:4.0%} of the limit) "
+            f"{entry['rows_out']:>13,} rows  {extra}",
             flush=True,
         )
+        if stage == "release":
+            entry["audit"] = audit_summary(work / "release" / "eval_metadata.json")
+            for line in audit_lines(entry["audit"]):
+                print(f"      {line}", flush=True)
         results[stage] = entry
     return {"size": size, "stages": results}
+
+
+def audit_summary(meta_path: Path) -> dict[str, Any]:
+    """The leak audits' verdicts, problems and reading-free probe figures of a release."""
+    meta = json.loads(meta_path.read_text())
+
+    def one(leak: dict[str, Any]) -> dict[str, Any]:
+        probe = leak.get("reading_free_probe") or {}
+        return {
+            "passed": leak.get("passed"),
+            "problems": leak.get("problems", []),
+            "outside_bounds": leak.get("outside_bounds", {}),
+            "relative_outside_bounds": (leak.get("relative") or {}).get("outside_bounds", {}),
+            "probe": probe.get("metrics") or {"skipped": probe.get("skipped")},
+        }
+
+    aspects = (meta.get("aspects") or {}).get("leak_audit")
+    return {
+        "reading_lists": one(meta["leak_audit"]),
+        **({"aspects": one(aspects)} if aspects else {}),
+    }
+
+
+def audit_lines(summary: dict[str, Any]) -> list[str]:
+    """``audit <task>: passed|FAILED; probe <metric> <probe> vs BM25 <bm25>, ...``."""
+    lines = []
+    for task, a in summary.items():
+        probe = a["probe"]
+        figures = (
+            ", ".join(
+                f"{metric} {row.get('lgbm-reading-free')} vs BM25 {row.get('bm25')}"
+                + (" (beats)" if row.get("beats") else "")
+                for metric, row in sorted(probe.items())
+                if isinstance(row, dict)
+            )
+            or f"skipped: {probe.get('skipped')}"
+        )
+        verdict = "passed" if a["passed"] else "FAILED"
+        flagged = [f"{s}: {', '.join(v)}" for s, v in sorted(a["outside_bounds"].items())]
+        flagged += [
+            f"{s} (relative): {', '.join(v)}"
+            for s, v in sorted(a["relative_outside_bounds"].items())
+        ]
+        lines.append(
+            f"audit {task}: {verdict}; reading-free probe {figures}"
+            + (f"; outside the bounds: {'; '.join(flagged)}" if flagged else "")
+        )
+    return lines
 
 
 def _file_hashes(out: Path, stages: list[str]) -> dict[str, str]:
@@ -271,6 +327,10 @@ def main() -> int:
         f"{'all reduce':<12}"
         + "".join(f"{f'{t:.0f} s ({c:.0f})':>36}" for t, c in zip(totals, cpu_totals, strict=True))
     )
+    for r in runs:
+        audit = r["stages"].get("release", {}).get("audit")
+        for line in audit_lines(audit) if audit else []:
+            print(f"{r['size']['papers']:>12,} {line}")
     projection = []
     if mb_s:
         for n in sizes:

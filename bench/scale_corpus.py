@@ -20,7 +20,14 @@ Shape (every share is a named constant below, with where it comes from):
 * cited works: arXiv works (85% of them corpus papers) and works outside arXiv
   (DOI and/or OpenAlex id); always older than the citing paper; popularity
   heavy-tailed (Pareto "fitness", so in-degrees follow a power law); most
-  citations stay in the citing paper's category;
+  citations stay in the citing paper's category, and about half of those in its
+  topic;
+* every work has a topic (one of :data:`_CS_AREAS`, or of :data:`_OTHER_AREAS`
+  outside CS) that its title names, in its own record and in the bib strings citing
+  it: a survey's reading list shares its words more often than the other works of
+  its field do, so a system that reads (BM25) can tell them apart, as on real
+  surveys; without it, the reading-free probe of the leak audit had only chance to
+  beat;
 * about 30% of CS bib entries carry no identifier; some cite a corpus paper only by
   its DOI, an arXiv work by its DataCite DOI, or a work by a shared proceedings DOI
   (the ``works`` junk guard);
@@ -68,7 +75,7 @@ from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
-GENERATOR_VERSION = 1  # part of every file's identity: changing the generator redoes its files
+GENERATOR_VERSION = 2  # part of every file's identity: changing the generator redoes its files
 PAPERS_PER_FILE = 25_000
 
 # ----------------------------------------------------------------- shares
@@ -120,6 +127,9 @@ EXTERNAL_WORKS_PER_PAPER = 2.0  # size of the pool of cited works outside arXiv
 ARXIV_TARGET_SHARE = 0.55  # of bib entries: cite an arXiv work (else a work outside arXiv)
 SAME_CATEGORY = 0.60  # a citation stays in the citing paper's primary category
 SAME_CATEGORY_SURVEY = 0.75  # surveys stay closer to their field
+# of the citations that stay in the category, the share drawn from the citing paper's own
+# topic (not measured: chosen so that a survey's topic words find about half its list)
+SAME_TOPIC = 0.5
 POPULARITY_SHAPE = 1.5  # Pareto fitness: in-degree tail exponent about 2.5
 
 NO_ID_CS = 0.30  # CS bib entries without any identifier (issue 10)
@@ -158,6 +168,7 @@ _CS_AREAS = (
     "Malware Detection", "Software Testing", "Sensor Networks", "Image Generation",
     "Relation Extraction", "Model Compression",
 )  # fmt: skip
+N_AREAS = 30  # topics per category: as many as _CS_AREAS
 _OTHER_AREAS = (
     "Dark Matter Halos", "Topological Insulators", "Gravitational Waves", "Random Matrices",
     "Elliptic Curves", "Spin Glasses", "Neutrino Oscillations", "Black Hole Mergers",
@@ -259,11 +270,18 @@ def _pick(table: tuple[str, ...], index: np.ndarray) -> pl.Series:
     return pl.Series(table, dtype=pl.String).gather(index % len(table))
 
 
+def _area_names(area: np.ndarray, is_cs: np.ndarray) -> pl.Series:
+    """The topic's name: of :data:`_CS_AREAS` for a CS work, of :data:`_OTHER_AREAS` else."""
+    names = pl.Series([*_CS_AREAS, *_OTHER_AREAS], dtype=pl.String)
+    return names.gather(np.where(is_cs, area, len(_CS_AREAS) + area % len(_OTHER_AREAS)))
+
+
 class _Pool:
     """Works of one kind sorted by date, with cumulative popularity per category."""
 
     def __init__(self, dates: np.ndarray, cats: np.ndarray, weights: np.ndarray, n_cats: int):
         self.dates = dates
+        self.cats = cats
         self.cumw = np.cumsum(weights)
         order = np.argsort(cats, kind="stable")  # grouped by category, date order kept
         bounds = np.searchsorted(cats[order], np.arange(n_cats + 1))
@@ -271,6 +289,10 @@ class _Pool:
         for c in range(n_cats):
             idx = order[bounds[c] : bounds[c + 1]]
             self.by_cat.append((idx, dates[idx], np.cumsum(weights[idx])))
+
+    def key_of(self, index: np.ndarray) -> np.ndarray:
+        """The category (group key) of each pool index; -1 for -1."""
+        return np.where(index >= 0, self.cats[np.maximum(index, 0)], -1)
 
     @staticmethod
     def _draw(dates: np.ndarray, cumw: np.ndarray, before: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -305,6 +327,27 @@ class _Pool:
         return out
 
 
+def _draw_topical(
+    by_cat: _Pool,
+    by_topic: _Pool,
+    cats: np.ndarray,
+    topic_keys: np.ndarray,
+    topical: np.ndarray,
+    before: np.ndarray,
+    u: np.ndarray,
+) -> np.ndarray:
+    """Pool index per row: of the row's (category, topic) where ``topical`` and the topic has
+    an earlier work, else of its category (:meth:`_Pool.sample`)."""
+    out = np.full(len(cats), -1, dtype=np.int64)
+    if topical.any():
+        got = by_topic.sample(topic_keys[topical], before[topical], u[topical])
+        # _Pool.sample falls back to any category: keep only draws of the topic's own
+        out[topical] = np.where(by_topic.key_of(got) == topic_keys[topical], got, -1)
+    rest = out < 0
+    out[rest] = by_cat.sample(cats[rest], before[rest], u[rest])
+    return out
+
+
 @dataclasses.dataclass
 class ScaleCorpus:
     """The global pools of one corpus: every arXiv work (corpus papers among them) and
@@ -327,6 +370,11 @@ class ScaleCorpus:
         self.arxiv_cats = rng.choice(n_cats, size=n_arxiv, p=shares).astype(np.int64)
         arxiv_weights = rng.pareto(POPULARITY_SHAPE, size=n_arxiv) + 1.0
         self.arxiv = _Pool(self.arxiv_dates, self.arxiv_cats, arxiv_weights, n_cats)
+        self.arxiv_area = rng.integers(0, N_AREAS, size=n_arxiv)
+        self.arxiv_topic = _Pool(
+            self.arxiv_dates, self.arxiv_cats * N_AREAS + self.arxiv_area, arxiv_weights,
+            n_cats * N_AREAS,
+        )  # fmt: skip
         self.corpus = np.sort(rng.choice(n_arxiv, size=self.papers, replace=False))
         self.in_corpus = np.zeros(n_arxiv, dtype=bool)
         self.in_corpus[self.corpus] = True
@@ -350,6 +398,12 @@ class ScaleCorpus:
         external_cats = rng.choice(n_cats, size=n_external, p=shares).astype(np.int64)
         external_weights = rng.pareto(POPULARITY_SHAPE, size=n_external) + 1.0
         self.external = _Pool(self.external_dates, external_cats, external_weights, n_cats)
+        self.external_cats = external_cats
+        self.external_area = rng.integers(0, N_AREAS, size=n_external)
+        self.external_topic = _Pool(
+            self.external_dates, external_cats * N_AREAS + self.external_area,
+            external_weights, n_cats * N_AREAS,
+        )  # fmt: skip
         self.external_has_doi = rng.random(n_external) < EXTERNAL_HAS_DOI
         self.external_has_openalex = rng.random(n_external) < EXTERNAL_HAS_OPENALEX
         self.n_volumes = max(1, self.papers // PAPERS_PER_VOLUME_DOI)
@@ -402,14 +456,11 @@ class ScaleCorpus:
         source: str,
     ) -> pa.Table:
         n = len(gidx)
-        areas = np.where(is_cs, rng.integers(0, len(_CS_AREAS), n), 0)
         topic = pl.select(
             pl.concat_str(
                 _pick(_MODIFIERS, rng.integers(0, len(_MODIFIERS), n)),
                 pl.lit(" "),
-                pl.when(pl.Series(is_cs))
-                .then(_pick(_CS_AREAS, areas))
-                .otherwise(_pick(_OTHER_AREAS, rng.integers(0, len(_OTHER_AREAS), n))),
+                _area_names(self.arxiv_area[gidx], is_cs),
             )
         ).to_series()
         method = pl.select(
@@ -527,14 +578,23 @@ class ScaleCorpus:
             self.n_cs + rng.choice(len(self.other_shares), size=m, p=self.other_shares),
         )
         target_cat = np.where(stay, citing_cat, elsewhere)
+        # a draw of the citing paper's own topic: the works of (category, topic)
+        topical = stay & (rng.random(m) < SAME_TOPIC)
+        topic_key = citing_cat * N_AREAS + self.arxiv_area[gidx][row_paper]
         to_arxiv = rng.random(m) < ARXIV_TARGET_SHARE
         u = rng.random(m)
         target = np.full(m, -1, dtype=np.int64)
-        target[to_arxiv] = self.arxiv.sample(target_cat[to_arxiv], before[to_arxiv], u[to_arxiv])
+        target[to_arxiv] = _draw_topical(
+            self.arxiv, self.arxiv_topic, target_cat[to_arxiv], topic_key[to_arxiv],
+            topical[to_arxiv], before[to_arxiv], u[to_arxiv],
+        )  # fmt: skip
         # no earlier arXiv work (early papers): cite a work outside arXiv instead
         to_arxiv &= target >= 0
         ext = ~to_arxiv
-        target[ext] = self.external.sample(target_cat[ext], before[ext], u[ext])
+        target[ext] = _draw_topical(
+            self.external, self.external_topic, target_cat[ext], topic_key[ext], topical[ext],
+            before[ext], u[ext],
+        )  # fmt: skip
         no_id = (rng.random(m) < np.where(citing_cs, NO_ID_CS, NO_ID_OTHER)) | (target < 0)
 
         r = rng.random((m, 4))
@@ -604,8 +664,11 @@ class ScaleCorpus:
             .cast(pl.Date)
             .dt.year()
         )
-        # a work's title words follow from its pool index, so its entries look alike
+        # a work's title words follow from its pool index, so its entries look alike; its
+        # topic is its own
         key = np.where(to_arxiv, t * 2, t * 2 + 1)
+        area = np.where(to_arxiv, self.arxiv_area[ta], self.external_area[te])
+        area_cs = np.where(to_arxiv, self.arxiv_cats[ta], self.external_cats[te]) < self.n_cs
         raw = pl.select(
             pl.concat_str(
                 [
@@ -618,7 +681,7 @@ class ScaleCorpus:
                         pl.lit(" for "),
                         _pick(_MODIFIERS, key // 256),
                         pl.lit(" "),
-                        _pick(_CS_AREAS, key // 5),
+                        _area_names(area, area_cs),
                     ),
                     _pick(_VENUES, key // 3),
                     year.cast(pl.String),
