@@ -170,6 +170,23 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
     return {"size": size, "stages": results}
 
 
+def project_peaks(runs: list[dict[str, Any]], stages: list[str], papers: float) -> dict[str, float]:
+    """Each stage's peak RSS at ``papers``, along its memory growth between the last two
+    sizes (``peak * (papers / n) ** exponent``); empty with fewer than two sizes or when
+    the largest size is not below ``papers``."""
+    if len(runs) < 2 or runs[-1]["size"]["papers"] >= papers:
+        return {}
+    a, b = runs[-2], runs[-1]
+    na, nb = a["size"]["papers"], b["size"]["papers"]
+    out = {}
+    for stage in stages:
+        ea, eb = a["stages"][stage], b["stages"][stage]
+        if "rows_out" in ea and "rows_out" in eb:
+            exponent = growth(ea["peak_rss_mb"], eb["peak_rss_mb"], na, nb) or 1.0
+            out[stage] = round(eb["peak_rss_mb"] * (papers / nb) ** max(exponent, 0.0))
+    return out
+
+
 def audit_summary(meta_path: Path) -> dict[str, Any]:
     """The leak audits' verdicts, problems and reading-free probe figures of a release."""
     meta = json.loads(meta_path.read_text())
@@ -372,8 +389,16 @@ def main() -> int:
             ]
             print(f"{stage:<12}" + "".join(f"{c:>16}" for c in cells))
 
+    projected = project_peaks(runs, stages, FULL_CORPUS_PAPERS)
+    if projected:
+        print(
+            f"\npeak RSS projected to {FULL_CORPUS_PAPERS:,.0f} papers along the last growth "
+            f"(limit {args.max_rss_gb:g} GB): "
+            + ", ".join(f"{s} {mb / 1024:.1f} GB" for s, mb in projected.items())
+        )
     figures = {
         "sizes": sizes,
+        "max_rss_mb": args.max_rss_gb * 1024,
         "stages": {s: [r["stages"][s] for r in runs] for s in stages},
         "inputs": [r["size"] for r in runs],
         "batch_check": [

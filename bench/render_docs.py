@@ -99,6 +99,26 @@ def render_scale(record: dict[str, Any]) -> str:
             f"From {_papers(sizes[last - 1])} to {_papers(sizes[last])} papers "
             f"({ratio:.1f}x the input), time grows: " + ", ".join(grow) + "."
         )
+    from bench.bench_scale import FULL_CORPUS_PAPERS, project_peaks
+
+    runs = [
+        {"size": {"papers": n}, "stages": {s: e[i] for s, e in stages.items()}}
+        for i, n in enumerate(sizes)
+    ]
+    projected = project_peaks(runs, list(stages), FULL_CORPUS_PAPERS)
+    if projected:
+        limit = f.get("max_rss_mb", 12 * 1024) / 1024
+        text.append(
+            f"Peak RSS projected to {_papers(FULL_CORPUS_PAPERS)} papers along the "
+            f"growth from {_papers(sizes[last - 1])} to {_papers(sizes[last])} (limit "
+            f"{limit:g} GB): " + ", ".join(f"{s} {mb / 1024:.1f} GB" for s, mb in projected.items())
+            + "."
+        )  # fmt: skip
+    from bench.bench_scale import audit_lines
+
+    for n, entry in zip(sizes, stages.get("release", []), strict=False):
+        for line in audit_lines(entry["audit"]) if entry.get("audit") else []:
+            text.append(f"At {_papers(n)} papers, {line}.")
     checks = f.get("batch_check") or []
     for check in checks:
         verdict = "identical" if not check["differ"] else f"DIFFERENT: {', '.join(check['differ'])}"
