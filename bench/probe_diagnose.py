@@ -11,7 +11,11 @@ rule), then prints
   either direction);
 * per pair of the ``--top`` features by gain, the same AUC of a LightGBM trained on that
   pair alone;
-* the first two again by survey size (tertiles of list length).
+* the first two again by survey size (tertiles of list length);
+* the nDCG@10 of the probe and of BM25 on the graded labels, on binary labels and among the
+  positives alone, which says whether the probe wins by finding positives or by ordering
+  the tiers;
+* the same without each kind of feature (citations, dates, format, other metadata).
 
 Usage: ``python bench/probe_diagnose.py bench_out/scale/n300000/release``.
 """
@@ -30,15 +34,34 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.core.config import load_config  # noqa: E402
-from pipeline.rank.features import READING_FREE_SET, compute_features, feature_set  # noqa: E402
-from pipeline.rank.release import read_judgments, read_view  # noqa: E402
-from pipeline.rules.audit_sample import keep, sample_surveys  # noqa: E402
+from pipeline.evaluate.measures import ndcg_name  # noqa: E402
+from pipeline.evaluate.metrics import per_survey_metrics  # noqa: E402
+from pipeline.rank.features import (  # noqa: E402
+    FEATURES,
+    READING_FREE_SET,
+    compute_features,
+    feature_set,
+)
+from pipeline.rank.release import query_sizes, read_judgments, read_view  # noqa: E402
+from pipeline.rules.audit_sample import sample_surveys  # noqa: E402
 
 
 def _sample(release: Path, split: str, max_rows: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    view, judged = read_view(release, split), read_judgments(release, split)
-    chosen = sample_surveys(view.group_by("survey_id").len(), max_rows)
-    return keep(view, chosen), keep(judged, chosen)
+    chosen = sample_surveys(query_sizes(release, split), max_rows)
+    return read_view(release, split, chosen), read_judgments(release, split, chosen)
+
+
+def ndcg_parts(test: pl.DataFrame, score: str) -> dict[str, float]:
+    """Mean nDCG@10 of ``score`` on the graded labels, on the labels made binary (a positive
+    against a negative), and among the positives alone (the order of the tiers)."""
+    name = ndcg_name(10)
+    run = test.select("survey_id", "candidate_id", "label", pl.col(score).alias("score"))
+    views = {
+        "graded": run,
+        "binary": run.with_columns((pl.col("label") >= 1).cast(pl.Int64).alias("label")),
+        "tiers": run.filter(pl.col("label") >= 1),
+    }
+    return {k: float(per_survey_metrics(v, [name])[name].mean()) for k, v in views.items()}
 
 
 def per_survey_auc(frame: pl.DataFrame, column: str) -> float:
@@ -59,6 +82,16 @@ def per_survey_auc(frame: pl.DataFrame, column: str) -> float:
     auc = (pl.col("rs") - pl.col("p") * (pl.col("p") + 1) / 2) / (pl.col("p") * pl.col("n"))
     value = float(per.select(auc.mean()).item()) if per.height else 0.5
     return max(value, 1 - value)
+
+
+def ablations(names: list[str]) -> dict[str, list[str]]:
+    """The probe's features by kind (:data:`pipeline.rank.features.FEATURES`), dates apart."""
+    kinds: dict[str, list[str]] = {}
+    for f in FEATURES:
+        if f.name in names:
+            kind = "dates" if f.name in ("age_days", "relative_date_gap_days") else f.kind
+            kinds.setdefault(kind, []).append(f.name)
+    return kinds
 
 
 def main() -> int:
@@ -95,6 +128,19 @@ def main() -> int:
     gains = dict(zip(names, booster.feature_importance("gain"), strict=True))
     print(f"train {train.height:,} rows, eval {test.height:,} rows")
     print(f"all {len(names)} features: hard-negative AUC {fitted_auc(names):.3f}")
+    bm25 = compute_features(_sample(args.release, "eval", args.max_rows)[0], ["bm25"])
+    probe = test.with_columns(pl.Series("_s", booster.predict(test.select(names).to_numpy())))
+    probe = probe.join(bm25, on=["survey_id", "candidate_id"], how="left")
+    for system, column in (("probe", "_s"), ("bm25", "bm25")):
+        parts = ndcg_parts(probe, column)
+        print(f"  {system:>5} nDCG@10: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
+    print("\nthe probe without one kind of feature:")
+    for kind, dropped in ablations(names).items():
+        cols = [n for n in names if n not in dropped]
+        scored = test.with_columns(pl.Series("_s", fit(cols).predict(test.select(cols).to_numpy())))
+        parts = ndcg_parts(scored, "_s")
+        print(f"  -{kind:<10} AUC {per_survey_auc(scored, '_s'):.3f}, nDCG@10 "
+              + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))  # fmt: skip
     print(f"\n{'gain':>12} {'alone':>6}  feature")
     for name in sorted(names, key=lambda n: -gains[n]):
         print(f"{gains[name]:12.1f} {per_survey_auc(test, name):6.3f}  {name}")

@@ -67,6 +67,16 @@ STEP_STATS: dict[str, dict[str, Any]] = {}
 _OPEN: list[dict[str, float]] = []  # the steps being measured, outermost first
 
 
+LIVE_MB: float | None = None  # --live: print calls and steps peaking above this as they end
+
+
+def _live(line: str, peak: float) -> None:
+    """Print a finished call or step at once when it peaked above ``--live`` MB, so a run
+    killed for its memory still shows what it was doing."""
+    if LIVE_MB is not None and peak >= LIVE_MB:
+        print(f"[live] {line}, peak {peak:,.0f} MB", file=sys.stderr, flush=True)
+
+
 def _status_mb(field: str) -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -106,6 +116,7 @@ def _wrap_step(target: str) -> None:
             stats["calls"] += 1
             stats["seconds"] += time.perf_counter() - t0
             stats["peak_mb"] = max(stats["peak_mb"], frame["peak"])
+            _live(f"step {target}: {time.perf_counter() - t0:.1f} s", frame["peak"])
 
     for loaded in list(sys.modules.values()):
         if getattr(loaded, "__name__", "").startswith("pipeline") and (
@@ -138,6 +149,7 @@ def _wrap(owner: Any, name: str) -> None:
             return original(*args, **kwargs)
         finally:
             _wrap.depth = 0  # type: ignore[attr-defined]
+            _live(f"{name} {site}: {time.perf_counter() - t0:.1f} s", _status_mb("VmHWM"))
             CALLS.append(
                 {
                     "site": site,
@@ -162,7 +174,17 @@ def main() -> int:
         "--step", action="append", default=None,
         help="module:function to measure (repeatable; default: the stage's STEPS)",
     )  # fmt: skip
+    ap.add_argument(
+        "--live", type=float, default=None, metavar="MB",
+        help="print each call and step peaking above MB as it ends (for runs that may be killed)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--chrono", type=Path, default=None, metavar="FILE",
+        help="also write every materialisation, in the order made, to FILE (TSV)",
+    )  # fmt: skip
     args = ap.parse_args()
+    global LIVE_MB
+    LIVE_MB = args.live
     for name in ("collect", "sink_parquet"):
         _wrap(pl.LazyFrame, name)
     _wrap(pl, "collect_all")
@@ -179,6 +201,12 @@ def main() -> int:
             f"{c['seconds']:8.1f} {c['peak_mb']:8,.0f} {c['rss_before_mb']:8,.0f} "
             f"{c['rss_after_mb']:8,.0f}  {c['call']}: {c['site']}"
         )
+    if args.chrono:
+        fields = ("seconds", "peak_mb", "rss_before_mb", "rss_after_mb", "call", "site")
+        lines = ["\t".join(fields)]
+        lines += ["\t".join(f"{c[k]:.1f}" if isinstance(c[k], float) else c[k] for k in fields)
+                  for c in CALLS]  # fmt: skip
+        args.chrono.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if STEP_STATS:
         print(f"\n{'calls':>6} {'seconds':>8} {'peak MB':>8}  step (nested steps included)")
         for target, st in sorted(STEP_STATS.items(), key=lambda kv: -kv[1]["peak_mb"]):

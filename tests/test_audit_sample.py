@@ -91,3 +91,21 @@ def test_sampled_audit_changes_only_the_metadata(tmp_path: Path, default_run: Pa
     probe = meta["leak_audit"]["reading_free_probe"]
     if "sample" in probe:
         assert probe["sample"]["train"]["rows"] <= 1000 or probe["sample"]["train"]["surveys"] == 1
+
+
+@pytest.mark.parametrize("folder", ["", "aspects"])
+def test_sampled_read_equals_the_whole_split_kept(default_run: Path, folder: str) -> None:  # noqa: F811
+    # the probe reads only the sampled queries from the file; it must see the rows that
+    # reading the whole split and keeping the sample gives, in the same order
+    from pipeline.rank.release import query_sizes, read_judgments, read_view
+
+    release = default_run / "release" / folder
+    for split in ("train", "eval"):
+        sizes = query_sizes(release, split)
+        whole = read_view(release, split)
+        assert sizes.equals(whole.group_by("survey_id").len().sort("survey_id"), null_equal=True)
+        chosen = sample_surveys(sizes, max(int(sizes["len"].sum()) // 3, 1))
+        assert chosen is not None and 0 < chosen.len() < sizes.height
+        assert read_view(release, split, chosen).equals(keep(whole, chosen))
+        judged = read_judgments(release, split)
+        assert read_judgments(release, split, chosen).equals(keep(judged, chosen))

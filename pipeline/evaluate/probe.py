@@ -32,8 +32,8 @@ from pipeline.evaluate.learned import (
 from pipeline.evaluate.metrics import per_survey_metrics
 from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score, train_ranker
-from pipeline.rank.release import read_judgments, read_view, split_view_file
-from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
+from pipeline.rank.release import query_sizes, read_judgments, read_view, split_view_file
+from pipeline.rules.audit_sample import sample_record, sample_surveys
 
 PROBE = LGBM_READING_FREE
 REFERENCE = BM25
@@ -53,12 +53,13 @@ def _means(judged: pl.DataFrame, run: pl.DataFrame) -> dict[str, float | None]:
 def _sampled(
     release: Path, split: str, max_rows: int | None
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """A split's view and judgments, of the surveys :mod:`pipeline.rules.audit_sample` picks."""
-    view, judged = read_view(release, split), read_judgments(release, split)
-    per_survey = view.group_by(SURVEY_ID).len().sort(SURVEY_ID)
-    limit = max_rows if max_rows is not None else max(view.height, 1)
+    """A split's view and judgments, of the surveys :mod:`pipeline.rules.audit_sample` picks
+    (counted first, then read alone: the split is never held whole)."""
+    per_survey = query_sizes(release, split)
+    limit = max_rows if max_rows is not None else max(int(per_survey["len"].sum()), 1)
     chosen = sample_surveys(per_survey, limit)
-    return keep(view, chosen), keep(judged, chosen), sample_record(per_survey, chosen, limit)
+    view, judged = read_view(release, split, chosen), read_judgments(release, split, chosen)
+    return view, judged, sample_record(per_survey, chosen, limit)
 
 
 def reading_free_probe(

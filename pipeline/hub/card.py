@@ -117,6 +117,16 @@ def publish_problem(card: str, meta: dict[str, Any], repo: str) -> str | None:
 
 
 # --------------------------------------------------------------------- the example row
+def _parquet_row(parquet: pq.ParquetFile, index: int) -> dict[str, Any]:
+    """Row ``index`` of a Parquet file as Python values, reading its row group alone."""
+    for group in range(parquet.metadata.num_row_groups):
+        n = parquet.metadata.row_group(group).num_rows
+        if index < n:
+            return parquet.read_row_group(group).slice(index, 1).to_pylist()[0]
+        index -= n
+    raise IndexError(f"row {index} is past the end of the file")
+
+
 def example_row(release: Path, splits: list[str]) -> str:
     """A row of ``reading_lists`` as JSON, long strings cut: of the first split written, the
     first row (in file order) whose label is >= 3 (it shows a judgment) among those whose
@@ -125,20 +135,29 @@ def example_row(release: Path, splits: list[str]) -> str:
     """
     if not splits:
         return "(no split written)"
-    table = pq.read_table(release / READING_LISTS_FILE.format(split=splits[0]))
-    if table.num_rows == 0:
-        return "(the split is empty)"
-    rows = table.select(
-        [S.LABEL, S.SURVEY_TITLE, S.SURVEY_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_ABSTRACT]
-    ).to_pylist()
-    judged = [i for i, r in enumerate(rows) if r[S.LABEL] is not None and r[S.LABEL] >= 3]
+    import polars as pl
 
-    def texts(i: int) -> int:
-        return sum(1 for k, v in rows[i].items() if k != S.LABEL and v)
-
+    path = release / READING_LISTS_FILE.format(split=splits[0])
+    shown = [S.SURVEY_TITLE, S.SURVEY_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_ABSTRACT]
+    # one streaming pass over five columns: the split's texts are never held at once
+    texts = pl.sum_horizontal((pl.col(c).fill_null("") != "").cast(pl.Int32) for c in shown)
+    scored = (
+        pl.scan_parquet(path)
+        .with_row_index("_i")
+        .select("_i", (pl.col(S.LABEL) >= 3).fill_null(False).alias("_judged"), texts.alias("_t"))
+    )
     # the first of the judged rows that show the most text (all four where any row does)
-    index = max(judged or [0], key=lambda i: (texts(i), -i))
-    row = table.slice(index, 1).to_pylist()[0]
+    best = (
+        scored.filter(pl.col("_judged"))
+        .sort(["_t", "_i"], descending=[True, False])
+        .head(1)
+        .collect(engine="streaming")
+    )
+    index = int(best["_i"][0]) if best.height else 0
+    parquet = pq.ParquetFile(path)
+    if parquet.metadata.num_rows == 0:
+        return "(the split is empty)"
+    row = _parquet_row(parquet, index)
 
     def cut(value: Any) -> Any:
         if isinstance(value, str) and len(value) > EXAMPLE_TEXT_CHARS:
@@ -168,13 +187,16 @@ def example_aspect(release: Path, splits: list[str]) -> str:
         return '{"aspects": "none in this release"}'
     import polars as pl
 
-    rows = pl.read_parquet(release / ASPECT_READING_LISTS_FILE.format(split=splits[-1]))
+    rows = pl.scan_parquet(release / ASPECT_READING_LISTS_FILE.format(split=splits[-1]))
     per = (
         rows.group_by(S.ASPECT_ID)
         .agg((pl.col(S.LABEL) >= 1).sum().alias("_p"))
         .sort(["_p", S.ASPECT_ID], descending=[True, False])
+        .head(1)
+        .collect(engine="streaming")
     )
-    aspect = rows.filter(pl.col(S.ASPECT_ID) == per[S.ASPECT_ID][0])
+    # the one aspect's rows, in file order: the split's aspects are never held at once
+    aspect = rows.filter(pl.col(S.ASPECT_ID) == per[S.ASPECT_ID][0]).collect()
     first = aspect.row(0, named=True)
     positives = aspect.filter(pl.col(S.LABEL) >= 1).sort(
         [S.LABEL, S.CANDIDATE_ID], descending=[True, False]

@@ -13,7 +13,7 @@ import polars as pl
 
 from pipeline.core.config import TrainConfig
 from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
-from pipeline.core.schema import CANDIDATE_ID, LABEL, SPLIT_NAMES, SURVEY_ID
+from pipeline.core.schema import ASPECT_ID, CANDIDATE_ID, LABEL, SPLIT_NAMES, SURVEY_ID
 from pipeline.rank.features import (
     FEATURE_NAMES,
     FEATURE_SET_VERSION,
@@ -24,7 +24,7 @@ from pipeline.rank.features import (
     feature_docs,
 )
 from pipeline.rank.model import TrainedModel, train_ranker, write_model
-from pipeline.rules.aspect_queries import as_queries, present_query_columns
+from pipeline.rules.aspect_queries import as_queries, is_aspects, present_query_columns
 
 SPLITS = SPLIT_NAMES
 # The release's file names (pipeline/stages/release.py writes them; spelled there).
@@ -50,20 +50,49 @@ def split_view_file(release: Path, split: str) -> Path:
     return path
 
 
-def read_view(release: Path, split: str) -> pl.DataFrame:
-    """The candidates view of a split, checked and in canonical order."""
+def _query_key(path: Path) -> str:
+    """The column that names a query of a split file: the aspect for an aspects table."""
+    return ASPECT_ID if is_aspects(pl.read_parquet_schema(path)) else SURVEY_ID
+
+
+def _read(path: Path, columns: list[str] | None, queries: pl.Series | None) -> pl.DataFrame:
+    """``path``'s rows (of the queries ``queries`` only, filtered as the file is read)."""
+    frame = pl.scan_parquet(path)
+    if queries is not None:
+        frame = frame.filter(pl.col(_query_key(path)).is_in(queries.implode()))
+    return frame.select(columns).collect() if columns else frame.collect()
+
+
+def query_sizes(release: Path, split: str) -> pl.DataFrame:
+    """``survey_id`` (the query: the aspect id of an aspects table) and its rows, by id,
+    counted without holding the split."""
     path = split_view_file(release, split)
-    return candidates_view(as_queries(pl.read_parquet(path)), where=str(path))
+    key = _query_key(path)
+    return (
+        pl.scan_parquet(path)
+        .group_by(pl.col(key).alias(SURVEY_ID))
+        .len()
+        .sort(SURVEY_ID)
+        .collect(engine="streaming")
+    )
 
 
-def read_judgments(release: Path, split: str) -> pl.DataFrame:
-    """``survey_id``, ``candidate_id``, ``label`` of a split (read only for training)."""
+def read_view(release: Path, split: str, queries: pl.Series | None = None) -> pl.DataFrame:
+    """The candidates view of a split (of the queries ``queries`` only, if given: ids as
+    :func:`query_sizes` names them), checked and in canonical order."""
+    path = split_view_file(release, split)
+    return candidates_view(as_queries(_read(path, None, queries)), where=str(path))
+
+
+def read_judgments(release: Path, split: str, queries: pl.Series | None = None) -> pl.DataFrame:
+    """``survey_id``, ``candidate_id``, ``label`` of a split (read only for training; of the
+    queries ``queries`` only, if given)."""
     path = Path(release) / READING_LISTS_FILE.format(split=split)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found; training needs the split's reading lists")
     columns = [SURVEY_ID, CANDIDATE_ID, LABEL]
     extra = present_query_columns(pl.read_parquet_schema(path))
-    return as_queries(pl.read_parquet(path, columns=columns + extra)).select(columns)
+    return as_queries(_read(path, columns + extra, queries)).select(columns)
 
 
 def write_features(release: str | Path, out: str | Path) -> dict[str, Any]:
