@@ -15,6 +15,10 @@ from pipeline.evaluate.dense import DENSE_SWITCH
 # included: results are the same whether or not the extra is installed, and no test
 # loads the real model.
 os.environ[DENSE_SWITCH] = "0"
+# No test looks OpenAlex up on the network: a key in the developer's environment is dropped
+# (the OpenAlex tests set one, pointing at the local stub).
+os.environ.pop("OPENALEX_API_KEY", None)
+os.environ.pop("OPENALEX_URL", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_2022 = FIXTURES / "unarxive-2022-sample" / "arXiv_src_2212_086.jsonl.gz"
