@@ -78,6 +78,14 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
+    "test_openalex": frozenset(
+        {
+            "test_demo_shows_the_records_of_its_works_file",
+            "test_stage_on_the_real_record_and_a_rerun_asks_nothing",
+            "test_no_key_no_snapshot_builds_and_says_how_many_were_not_looked_up",
+            "test_service_down_still_builds",
+        }
+    ),
     "test_cli_out": frozenset({"test_every_command_that_writes_takes_out_and_writes_there_only"}),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
     "test_concurrent_runs": frozenset({"test_identical_runs_started_together_end_as_one_run"}),

@@ -292,3 +292,28 @@ def test_service_down_still_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     api.run([PREVIEW], tmp_path / "w", workers=1, config=cfg)
     summary = json.loads((tmp_path / "w" / "openalex" / "_summary.json").read_text())
     assert summary["lookups"]["stopped"] and summary["records"]["works_with_record"] == 0
+
+
+# --------------------------------------------------------------------- the demo, offline
+def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
+    """The demo reads its works file through the snapshot route (no network): every
+    candidate with a record shows the record's title exactly, and the rates are counted."""
+    out = tmp_path / "demo"
+    api.demo(out, papers=300, workers=1)
+    records = pl.read_parquet(out / "openalex" / "records.parquet").filter(pl.col(S.OA_FOUND))
+    rows = pl.read_parquet(sorted((out / "release").glob("*_survey_reading_lists.parquet")))
+    shown = rows.join(records, left_on=S.CANDIDATE_ID, right_on=S.WORK_ID, how="inner")
+    assert shown.height > 0
+    assert (shown[S.CANDIDATE_TITLE] == shown[S.OA_TITLE]).all()
+    assert (shown[S.CANDIDATE_OPENALEX_ID] == shown[S.OA_ANSWERED_ID]).all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())["records"]
+    assert summary["works_not_looked_up"] == 0 and summary["by_source"] == {
+        "snapshot": summary["works"]
+    }
+    assert 0 < summary["abstract_carried_rate"] < summary["abstract_rate"]
+    assert summary["venue_rate"] > 0
+    meta = json.loads((out / "release" / "eval_metadata.json").read_text())
+    assert (
+        meta["openalex"]["records_sha256"]
+        and "lack a record" in (out / "release" / "README.md").read_text()
+    )
