@@ -4,7 +4,7 @@
 demo shows candidates described by OpenAlex records with no network and no server. One
 record per outside work of the synthetic corpus model that a demo paper cites by DOI or
 OpenAlex id, with the model's title, venue and year, a topic named after the work's
-discipline, and for half of them (by a hash of the id) an abstract under a CC BY licence,
+discipline, and for half of them (by the id's CRC-32: a fixed pick, not a file hash) an abstract under a CC BY licence,
 so the release's abstract rule (:mod:`pipeline.rules.described`) has both cases. Works of
 the real samples get no record: their real records are not at hand, and inventing them
 would be wrong. Same arguments, same bytes.
@@ -13,8 +13,8 @@ would be wrong. Same arguments, same bytes.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -63,10 +63,10 @@ def write_works_file(
             if not (f"doi:{w.doi}" in cited or (wid and f"oa:{wid}" in cited)):
                 continue
             if wid is None:  # a work the citers name by DOI only still has an OpenAlex id
-                wid = "W9" + str(int(hashlib.sha256(w.doi.encode()).hexdigest()[:12], 16))
-            open_text = int(hashlib.sha256(wid.encode()).hexdigest()[:2], 16) % 2 == 0
+                wid = f"W9{zlib.crc32(w.doi.encode()):010d}"
+            open_text = zlib.crc32(wid.encode()) % 2 == 0
             sentences = _topic_sentences(topic.index)
-            pick = int(hashlib.sha256(w.title.encode()).hexdigest()[:4], 16)
+            pick = zlib.crc32(w.title.encode())
             abstract = (
                 ". ".join(sentences[(pick + k) % len(sentences)].text for k in range(3)) + "."
             )
