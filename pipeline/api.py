@@ -19,6 +19,7 @@ into one line on the CLI (``InputError``, ``ConfigError``, ``RuntimeError``, ...
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -847,6 +848,14 @@ def demo(
 
     out = Path(out)
     corpus = out / "corpus"
-    files = build_corpus(corpus, papers, Path(fixtures) if fixtures is not None else None)
-    log.info("demo: corpus of %d files in %s", len(files), corpus)
-    return run([corpus], out, config=config, workers=workers)
+    snapshot = out / "openalex_snapshot"
+    files = build_corpus(
+        corpus, papers, Path(fixtures) if fixtures is not None else None, openalex_root=snapshot
+    )
+    log.info("demo: corpus of %d files in %s, OpenAlex works file in %s", len(files), corpus,
+             snapshot)  # fmt: skip
+    cfg = config_of(config)
+    if not cfg.openalex_lookup.snapshot:  # the demo reads its works file, never the network
+        lookup = dataclasses.replace(cfg.openalex_lookup, snapshot=str(snapshot))
+        cfg = dataclasses.replace(cfg, openalex_lookup=lookup)
+    return run([corpus], out, config=cfg, workers=workers)

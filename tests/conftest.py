@@ -15,6 +15,10 @@ from pipeline.evaluate.dense import DENSE_SWITCH
 # included: results are the same whether or not the extra is installed, and no test
 # loads the real model.
 os.environ[DENSE_SWITCH] = "0"
+# No test looks OpenAlex up on the network: a key in the developer's environment is dropped
+# (the OpenAlex tests set one, pointing at the local stub).
+os.environ.pop("OPENALEX_API_KEY", None)
+os.environ.pop("OPENALEX_URL", None)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_2022 = FIXTURES / "unarxive-2022-sample" / "arXiv_src_2212_086.jsonl.gz"
@@ -74,6 +78,14 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
+    "test_openalex": frozenset(
+        {
+            "test_demo_shows_the_records_of_its_works_file",
+            "test_stage_on_the_real_record_and_a_rerun_asks_nothing",
+            "test_no_key_no_snapshot_builds_and_says_how_many_were_not_looked_up",
+            "test_service_down_still_builds",
+        }
+    ),
     "test_cli_out": frozenset({"test_every_command_that_writes_takes_out_and_writes_there_only"}),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
     "test_concurrent_runs": frozenset({"test_identical_runs_started_together_end_as_one_run"}),

@@ -25,7 +25,7 @@ import pytest
 from pipeline.stages.base import Limits
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
-STAGES = ("works", "negatives", "split", "aspects", "release")
+STAGES = ("works", "openalex", "negatives", "split", "aspects", "release")
 
 
 def _hashes(out: Path) -> dict[str, str]:

@@ -244,6 +244,7 @@ def build_handmade(out: Path) -> None:
     write_json(out / "works/_SUCCESS.json", {"counts": {}})
     write_json(out / "surveys/_SUCCESS.json", {"counts": {}})
     write_json(out / "labels/_SUCCESS.json", {"counts": {}})
+    run_stage(out, "openalex", _cfg())  # no key, no snapshot: no records
 
 
 def run_stage(out: Path, name: str, cfg: Config, limits: Limits | None = None) -> dict:
@@ -566,7 +567,7 @@ def _attention_run(tmp_path: Path, config: str | None) -> Path:
     if config is not None:
         path = tmp_path / "c.toml"
         path.write_text(config)
-    run_stages(out, "works", "surveys", "labels", "negatives", config=path)
+    run_stages(out, "works", "openalex", "surveys", "labels", "negatives", config=path)
     surveys = pl.read_parquet(out / "surveys" / "surveys.parquet")
     assert sorted(surveys[S.PAPER_ID]) == [ST, SV]
     return out

@@ -73,7 +73,7 @@ def _legion_corpus(out: Path, papers_extra: list[dict] = (), refs_extra: list[di
 def test_a_work_cited_without_identifier_is_never_its_surveys_negative(tmp_path: Path) -> None:
     out = tmp_path / "work"
     _legion_corpus(out)
-    run_stages(out, "works", "surveys", "labels", "negatives")
+    run_stages(out, "works", "openalex", "surveys", "labels", "negatives")
     assert sorted(pl.read_parquet(out / "surveys" / "surveys.parquet")[S.PAPER_ID]) == [
         "2103.00001",
         "2212.11774",
@@ -96,7 +96,7 @@ def test_the_title_rule_excludes_it_even_when_resolution_fails(tmp_path: Path) -
     extra_paper = paper("1905.00009", "Another paper", "cs.SE", day=date(2019, 5, 1))
     refs = [_titled("1905.00009", "x0", f"M. Other. {LEGION}. Tech. 2019.", doi="10.1/other")]
     _legion_corpus(out, [extra_paper], refs)
-    run_stages(out, "works", "surveys", "labels", "negatives")
+    run_stages(out, "works", "openalex", "surveys", "labels", "negatives")
     cites = pl.read_parquet(out / "works" / "cites.parquet")
     assert cites.filter((pl.col(S.PAPER_ID) == "2212.11774") & (pl.col(S.REF_ID) == "s0"))[
         S.WORK_ID
@@ -130,7 +130,7 @@ def test_a_revised_survey_is_read_as_of_its_text(tmp_path: Path) -> None:
         *[ref(other, f"o{i}", arxiv=f"1801.{i:05d}") for i in range(2, 26)],
     ]
     write_extract(out, papers, refs, [])
-    run_stages(out, "works", "surveys", "labels", "negatives", "split")
+    run_stages(out, "works", "openalex", "surveys", "labels", "negatives", "split")
     surveys = pl.read_parquet(out / "split" / "split_surveys.parquet")
     row = surveys.filter(pl.col(S.SURVEY_ID) == rv).row(0, named=True)
     assert (row[S.FIRST_VERSION_DATE], row[S.SURVEY_DATE], row[S.SPLIT]) == (
@@ -159,7 +159,7 @@ def test_a_positive_dated_after_the_text_is_dropped_and_counted(tmp_path: Path) 
         *[ref(sv, f"r{i}", arxiv=f"1802.{i:05d}") for i in range(1, 25)],
     ]
     write_extract(out, papers, refs, [])
-    run_stages(out, "works", "surveys", "labels", "negatives", "split")
+    run_stages(out, "works", "openalex", "surveys", "labels", "negatives", "split")
     cands = pl.read_parquet(out / "split" / "candidates.parquet")
     assert "arxiv:2209.00003" not in set(cands[S.WORK_ID]) and cands.height == 24
     counts = json.loads((out / "split" / "_SUCCESS.json").read_text())["counts"]

@@ -156,6 +156,7 @@ def test_status_reports_counts(tmp_path: Path, sample_lines: list[bytes], capsys
         "stage",
         "extract",
         "works",
+        "openalex",
         "surveys",
         "labels",
         "negatives",

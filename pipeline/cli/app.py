@@ -145,6 +145,17 @@ def _reduce(name: str):
     return cmd
 
 
+def _openalex_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--openalex",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the OpenAlex works snapshot (DIR/works/**/*.gz) to describe the cited works from, "
+        "instead of the API ([openalex_lookup] snapshot)",
+    )
+
+
 def _run(args: argparse.Namespace, cfg: Config) -> int:
     """Every stage in order; extract is skipped when no --input is given but its outputs exist."""
     result = api.run(
@@ -322,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
             "skipped (--force redoes it).",
         )
         _common(p, inputs=stage.kind == "map")
+        if name == "openalex":
+            _openalex_arg(p)
         p.set_defaults(handler=_extract if stage.kind == "map" else _reduce(name))
 
     p = sub.add_parser(
@@ -333,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         "killed run resumes when the same command runs again.",
     )
     _common(p, inputs=True, shards=False)
+    _openalex_arg(p)
     p.set_defaults(handler=_run)
 
     p = sub.add_parser(
@@ -504,7 +518,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             _check_out(args)
             if hasattr(args, "handler"):
-                cfg = load_config(args.config)
+                snapshot = getattr(args, "openalex", None)
+                overrides = {"openalex_lookup": {"snapshot": str(snapshot)}} if snapshot else None
+                cfg = load_config(args.config, overrides=overrides)
                 return args.handler(args, cfg)
             return args.func(args)
         except KeyboardInterrupt as e:

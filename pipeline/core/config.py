@@ -343,6 +343,57 @@ class AspectsConfig:
 
 
 @dataclass(frozen=True)
+class OpenAlexConfig:
+    abstracts: str = _f(
+        "open",
+        "which OpenAlex abstracts a release carries: 'open' (the work's OpenAlex location names "
+        "a Creative Commons or public-domain licence), 'all', or 'none' (the card says why)",
+        check=_one_of(lambda: OPENALEX_ABSTRACTS, ("some", "")),
+    )
+
+
+# what a release carries of OpenAlex's abstracts (pipeline.rules.described says why)
+OPENALEX_ABSTRACTS = ("open", "all", "none")
+
+
+@dataclass(frozen=True)
+class OpenAlexLookupConfig:
+    # Not among any stage's config sections: where the answers come from changes only the
+    # lookup cache, and the openalex stage's key follows the records it writes from it.
+    snapshot: str = _f(
+        "",
+        "folder of the OpenAlex works snapshot (works/**/*.gz); empty: the API at OPENALEX_URL "
+        "when OPENALEX_API_KEY is set, else no lookups",
+    )
+    budget_usd: float = _f(
+        1.0,
+        "the API lookups of one run stop before their documented cost passes this (USD; a "
+        "free key's daily allowance is $1); a rerun goes on from the cache",
+    )
+    max_calls: int = _f(
+        1_000_000, "the API lookups of one run stop after this many calls", check=_int_at_least(1)
+    )
+    batch_ids: int = _f(
+        100,
+        "ids OR-ed in one filter call (at most 100, OpenAlex's documented limit)",
+        check=_int_at_least(1, 100),
+    )
+    timeout_s: float = _f(30.0, "seconds before a call is abandoned and retried")
+    max_retries: int = _f(4, "retries of a call on 429, 5xx, a timeout or a cut answer")
+    backoff_s: float = _f(1.0, "first backoff in seconds, doubled at each retry")
+    max_wait_s: float = _f(
+        120.0,
+        "a Retry-After longer than this ends the run's lookups (the daily allowance is spent)",
+    )
+    requests_per_second: float = _f(
+        100.0, "at most this many calls per second (OpenAlex's documented limit is 100)"
+    )
+    flush_keys: int = _f(
+        1000, "answers buffered before a cache segment is written", check=_int_at_least(1)
+    )
+
+
+@dataclass(frozen=True)
 class SplitConfig:
     eval_from: str = _f(
         "2023-01-01",
@@ -509,6 +560,8 @@ class Config:
     surveys: SurveysConfig = field(default_factory=SurveysConfig)
     roles: RolesConfig = field(default_factory=RolesConfig)
     labels: LabelsConfig = field(default_factory=LabelsConfig)
+    openalex: OpenAlexConfig = field(default_factory=OpenAlexConfig)
+    openalex_lookup: OpenAlexLookupConfig = field(default_factory=OpenAlexLookupConfig)
     negatives: NegativesConfig = field(default_factory=NegativesConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     aspects: AspectsConfig = field(default_factory=AspectsConfig)

@@ -11,8 +11,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
-# 4: works.parsed_title, candidate text without its citer's string
+SCHEMA_VERSION = 5  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
+# 4: works.parsed_title, candidate text without its citer's string; 5: openalex records,
+# candidate text and judgment-side columns from them
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -215,6 +216,58 @@ LINK_OTHER_ALIAS = "other_alias"
 LINKS = pa.schema([(LINK_ALIAS, pa.string()), (LINK_OTHER_ALIAS, pa.string())])
 
 # every title key known for a work: its corpus title, the title key of each entry citing it
+# ----------------------------------------------------------------- openalex
+# One row per work of ``works`` that has an answer in the lookup cache (stage ``openalex``).
+LOOKUP_KEY = "lookup_key"  # the alias the work was looked up by
+OA_FOUND = "openalex_found"  # false: OpenAlex has no work for the key (deleted or unknown)
+OA_SOURCE = "openalex_source"  # api or snapshot
+OA_ANSWERED_ID = "openalex_answered_id"  # the id the record answers with (merged works)
+OA_TITLE = "oa_title"
+OA_PUBLICATION_DATE = "oa_publication_date"
+OA_YEAR = "oa_year"
+OA_TYPE = "oa_type"
+OA_VENUE = "oa_venue"
+OA_TOPIC = "oa_topic"
+OA_SUBFIELD = "oa_subfield"
+OA_FIELD = "oa_field"
+OA_DOMAIN = "oa_domain"
+OA_LANGUAGE = "oa_language"
+OA_RETRACTED = "oa_is_retracted"
+OA_DOI = "oa_doi"
+OA_ARXIV_ID = "oa_arxiv_id"
+OA_PMID = "oa_pmid"
+OA_ABSTRACT = "oa_abstract"  # as the release may carry it ([openalex] abstracts), else null
+OA_HAS_ABSTRACT = "oa_has_abstract"  # the record has an abstract, carried or not
+OA_LICENSE = "oa_license"
+OA_UPDATED_DATE = "oa_updated_date"
+OPENALEX_RECORDS = pa.schema(
+    [
+        (WORK_ID, pa.string()),
+        (LOOKUP_KEY, pa.string()),
+        (OA_FOUND, pa.bool_()),
+        (OA_SOURCE, pa.string()),
+        (OA_ANSWERED_ID, pa.string()),
+        (OA_TITLE, pa.string()),
+        (OA_PUBLICATION_DATE, pa.date32()),
+        (OA_YEAR, pa.int32()),
+        (OA_TYPE, pa.string()),
+        (OA_VENUE, pa.string()),
+        (OA_TOPIC, pa.string()),
+        (OA_SUBFIELD, pa.string()),
+        (OA_FIELD, pa.string()),
+        (OA_DOMAIN, pa.string()),
+        (OA_LANGUAGE, pa.string()),
+        (OA_RETRACTED, pa.bool_()),
+        (OA_DOI, pa.string()),
+        (OA_ARXIV_ID, pa.string()),
+        (OA_PMID, pa.string()),
+        (OA_ABSTRACT, pa.string()),
+        (OA_HAS_ABSTRACT, pa.bool_()),
+        (OA_LICENSE, pa.string()),
+        (OA_UPDATED_DATE, pa.string()),
+    ]
+)
+
 TITLE_KEYS = pa.schema(
     [
         (WORK_ID, pa.string()),
@@ -302,6 +355,13 @@ CANDIDATE_RAW = "candidate_raw"
 # the papers' own arXiv licences (extract's ``license``), kept for reuse, not for ranking
 SURVEY_LICENSE = "survey_license"
 CANDIDATE_LICENSE = "candidate_license"
+# the candidate's OpenAlex record (stage openalex): judgment side until the leak audit passes
+# with them in the candidates view
+CANDIDATE_OPENALEX_ID = "candidate_openalex_id"
+CANDIDATE_VENUE = "candidate_venue"
+CANDIDATE_YEAR = "candidate_year"
+CANDIDATE_SUBFIELD = "candidate_subfield"
+CANDIDATE_RETRACTED = "candidate_retracted"
 SPLIT_NAMES = ("train", "eval")
 # how a hard negative was admitted by the same-field rule (see stages/negatives/rules.py)
 NEGATIVE_SOURCES = ("own_category", "citing_survey_category", "cited_in_category")
@@ -408,6 +468,11 @@ READING_LISTS = pa.schema(
         (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
         (SURVEY_LICENSE, pa.string()),
         (CANDIDATE_LICENSE, pa.string()),
+        (CANDIDATE_OPENALEX_ID, pa.string()),
+        (CANDIDATE_VENUE, pa.string()),
+        (CANDIDATE_YEAR, pa.int32()),
+        (CANDIDATE_SUBFIELD, pa.string()),
+        (CANDIDATE_RETRACTED, pa.bool_()),
     ]
 )
 
@@ -573,6 +638,13 @@ JUDGMENT_COLUMNS = frozenset(
         # not an answer, but one citing paper's bib string: its style tells whose
         # bibliography it came from, often the survey's own
         CANDIDATE_RAW,
+        # not answers: what OpenAlex says the work is, kept from systems until the leak
+        # audit passes with them (a year, a venue or a field may tell positives apart)
+        CANDIDATE_OPENALEX_ID,
+        CANDIDATE_VENUE,
+        CANDIDATE_YEAR,
+        CANDIDATE_SUBFIELD,
+        CANDIDATE_RETRACTED,
     }
 )
 
@@ -602,9 +674,10 @@ COLUMN_DOCS: dict[str, str] = {
     "holds (see Dates)",
     CANDIDATE_ID: "the cited work: `arxiv:`, `doi:` or `openalex:` id",
     CANDIDATE_ALIASES: "every identifier merged into the work",
-    CANDIDATE_TITLE: "a corpus paper's title, else the title parsed from the bib strings "
-    "citing the work ('' when none gives one)",
-    CANDIDATE_ABSTRACT: "a corpus paper's abstract ('' for a work outside the corpus)",
+    CANDIDATE_TITLE: "the title of the work's OpenAlex record, else a corpus paper's title, "
+    "else the title parsed from the bib strings citing it ('' when none gives one)",
+    CANDIDATE_ABSTRACT: "a corpus paper's abstract, else its OpenAlex record's where the "
+    "release carries it (see Licence; '' when none)",
     CANDIDATE_CATEGORIES: "a corpus paper's arXiv categories (null outside the corpus)",
     CANDIDATE_DATE: "the work's date: its first arXiv version, else its arXiv id's month, "
     "else January 1 of the year its references give (null: unknown)",
@@ -628,6 +701,12 @@ COLUMN_DOCS: dict[str, str] = {
     SURVEY_LICENSE: "the survey's licence, as its arXiv record gives it",
     CANDIDATE_LICENSE: "a corpus paper's licence, as its arXiv record gives it (null outside "
     "the corpus)",
+    CANDIDATE_OPENALEX_ID: "the OpenAlex work the candidate's record answers with (null: no "
+    "record)",
+    CANDIDATE_VENUE: "the venue of the work's OpenAlex record (`primary_location.source`)",
+    CANDIDATE_YEAR: "the publication year of the work's OpenAlex record",
+    CANDIDATE_SUBFIELD: "the subfield of the primary topic of the work's OpenAlex record",
+    CANDIDATE_RETRACTED: "OpenAlex marks the work retracted (false without a record)",
     "queries." + BEIR_ID: "the survey id",
     "queries." + BEIR_TITLE: "the survey's title",
     "queries." + BEIR_TEXT: "the survey's title and abstract",

@@ -1223,8 +1223,9 @@ def _reduce_locked(
             _check_map_outputs(out, up, stage.name)
     # its own files: sha256 with --verify, else when cheap (the release), else sizes
     checksum = True if verify else None
-    problem = None if force else reduce_problem(out, stage.name, cfg, stages, checksum=checksum)
-    if not force and problem is None:
+    redo = force or stage.always_run
+    problem = None if redo else reduce_problem(out, stage.name, cfg, stages, checksum=checksum)
+    if not redo and problem is None:
         log.info("%s: skip (done: key matches config and upstream)", stage.name)
         return None
     if problem not in (None, "not done", "stale"):
@@ -1249,7 +1250,7 @@ def _reduce_locked(
         }
         manifest = {
             "stage": stage.name,
-            "key": stage_key(out, stage.name, cfg, stages),
+            "key": stage_key(out, stage.name, cfg, stages, own_dir=tmp),
             "files": files,
             "counts": counts,
             "seconds": round(time.monotonic() - t0, 3),

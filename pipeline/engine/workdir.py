@@ -18,6 +18,9 @@ manifests and records are, and what can be read from them.
       .<stage>.<temp tag>/            a reduce stage being written (replaces <stage>/)
       .<stage>.old.<temp tag>/        its previous folder, removed once the new one is in
       eval/                           what ``evaluate`` (and ``run``) writes
+      openalex_cache/answers-*.jsonl  OpenAlex answers by lookup key, kept across runs and
+                                      configs (stage ``openalex``; keep it with the work
+                                      directory to rebuild a release with no network)
       _locks/<config hash>.lock       held (flock, shared) by every run of that config
       _locks/stages/<stage>.lock      a reduce stage's lock: exclusive while it runs, shared
                                       while a later stage reads it (:func:`stage_lock`)
@@ -76,10 +79,19 @@ LOCKS = "_locks"  # work dir root: one lock file per config that runs here, and 
 FAILED = "failed"
 
 
+OPENALEX_CACHE = "openalex_cache"
+
+
 # --------------------------------------------------------------------- paths
 def stage_dir(out: Path, stage: str) -> Path:
     """A stage's folder."""
     return out / stage
+
+
+def openalex_cache_dir(out: Path) -> Path:
+    """The OpenAlex lookup cache: outside every stage folder, so a stage redone with another
+    config, or a killed run, keeps the answers already paid for."""
+    return out / OPENALEX_CACHE
 
 
 def map_output(out: Path, stage: str, table: str, key: str) -> Path:
@@ -295,14 +307,23 @@ def current_markers(out: Path, stage: Stage, cfg: Config) -> dict[str, dict[str,
     return found
 
 
-def stage_key(out: Path, name: str, cfg: Config, stages: Mapping[str, Stage]) -> str | None:
-    """Key of a stage's current outputs as they should be; None when a map stage has none."""
+def stage_key(
+    out: Path, name: str, cfg: Config, stages: Mapping[str, Stage], own_dir: Path | None = None
+) -> str | None:
+    """Key of a stage's current outputs as they should be; None when a map stage has none.
+
+    ``own_dir``: where the stage's files are, for its ``key_extra`` (default: its folder;
+    the runner passes the temporary folder it has just written).
+    """
     stage = stages[name]
     if stage.kind == "map":
         keys = [data["key"] for data in current_markers(out, stage, cfg).values()]
         return sha256_text(name, keys) if keys else None
     ups = [stage_key(out, r, cfg, stages) for r in stage.reads]
-    return sha256_text(name, SCHEMA_VERSION, cfg.section_hash(*stage.hashed_sections), ups)
+    parts: list[Any] = [name, SCHEMA_VERSION, cfg.section_hash(*stage.hashed_sections), ups]
+    if stage.key_extra is not None:
+        parts.append(stage.key_extra(own_dir if own_dir is not None else stage_dir(out, name)))
+    return sha256_text(*parts)
 
 
 def reduce_problem(

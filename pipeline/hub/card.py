@@ -509,6 +509,48 @@ def _bibtex_authors(authors: list[str]) -> str:
     return " and ".join(authors) if authors else "{AUTHORS}"
 
 
+def openalex_values(oa: dict[str, Any]) -> dict[str, str]:
+    """The card's lines on the candidates' OpenAlex records (stage ``openalex``) and on the
+    abstracts taken from them (the rule: :mod:`pipeline.rules.described`)."""
+    works = oa.get("works")
+    if not works:
+        return {"openalex_summary": "", "openalex_licence": ""}
+
+    def pct(key: str) -> str:
+        return f"{100 * (oa.get(key) or 0):.1f}%"
+
+    summary = (
+        f"**Candidate records.** Of the {works} works a release can show (positives and the "
+        f"pools hard negatives are drawn from), {oa.get('works_with_record', 0)} have an "
+        f"OpenAlex record ({pct('record_rate')}): a candidate's title is its record's title, "
+        f"else a corpus paper's title, else the title parsed from the bib strings citing it. "
+        f"{oa.get('works_not_looked_up', 0)} works were not looked up and "
+        f"{oa.get('works_not_in_openalex', 0)} have no record in OpenAlex; they lack a record. "
+        f"Records with an abstract: {pct('abstract_rate')} of the works, carried: "
+        f"{pct('abstract_carried_rate')}; with a venue: {pct('venue_rate')}; retracted: "
+        f"{oa.get('retracted', 0)} (`candidate_retracted`). Venue, year and subfield are on the "
+        f"judgment side until the leak audit passes with them in `candidates`. The records were "
+        f"last updated by OpenAlex between {oa.get('updated_date_min')} and "
+        f"{oa.get('updated_date_max')}; their table's sha256 is `{oa.get('records_sha256')}`."
+    )
+    policy = oa.get("abstracts")
+    licence = (
+        "OpenAlex's data is CC0, but an abstract is its authors' or publisher's text under their "
+        "terms (OpenAlex itself ships abstracts only as an inverted index). "
+        + {
+            "open": "This release carries the OpenAlex abstracts of works whose OpenAlex "
+            "location names a Creative Commons or public-domain licence, and for every other "
+            "work only its id (`candidate_openalex_id`): `https://api.openalex.org/works/<id>` "
+            "gives its abstract to whoever may use it.",
+            "all": "This release carries every OpenAlex abstract (`[openalex] abstracts = "
+            '"all"`): it is built for local use, not to be published.',
+            "none": "This release carries no OpenAlex abstract, only each work's id "
+            "(`candidate_openalex_id`).",
+        }.get(policy, "")
+    )
+    return {"openalex_summary": summary, "openalex_licence": licence}
+
+
 def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
     """Placeholder values of the card templates, every number taken from ``meta``."""
     sp = meta["splits"]
@@ -729,6 +771,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         ),
         "probe_table": probe_table(audit.get("reading_free_probe") or {}),
         "candidate_text_table": candidate_text_table(meta.get("candidate_text") or {}),
+        **openalex_values(meta.get("openalex") or {}),
         "leak_low": str(audit.get("bounds", ["", ""])[0]),
         "leak_high": str(audit.get("bounds", ["", ""])[1]),
         "leak_verdict": leak_verdict(audit),

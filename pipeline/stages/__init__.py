@@ -22,6 +22,7 @@ def __getattr__(name: str) -> Any:
         extract,
         labels,
         negatives,
+        openalex,
         release,
         split,
         surveys,
@@ -32,6 +33,7 @@ def __getattr__(name: str) -> Any:
     stages = (
         extract.STAGE,
         works.STAGE,
+        openalex.STAGE,
         surveys.STAGE,
         labels.STAGE,
         negatives.STAGE,

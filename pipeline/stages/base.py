@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -36,6 +37,12 @@ class Stage:
             file per input file of each, a reduce stage ``<table>.parquet``. Files that are
             not tables (the release's) are written at ``ctx.output(name)``.
         help: one line for the CLI.
+        always_run: a reduce stage the runner runs every time, because what it reads is
+            not only upstream tables (the OpenAlex lookups: a rerun goes on with the ids not
+            yet answered); its output is compared by :attr:`key_extra`, so the stages after
+            it rerun only when it changed.
+        key_extra: ``key_extra(stage_dir) -> str``, folded into the stage's key: what its
+            written output depends on beyond config and upstream (for ``always_run``).
         fn_many: optional map-stage form over a sequence of files:
             ``fn_many([(source, outputs), ...], cfg, progress)`` yields each file's counts,
             in order, once that file's outputs are complete (lets a stage overlap the
@@ -50,6 +57,8 @@ class Stage:
     outputs: tuple[tuple[str, pa.Schema], ...] = ()
     help: str = ""
     fn_many: Callable[..., Iterator[dict[str, Any]]] | None = None
+    always_run: bool = False
+    key_extra: Callable[[Path], str] | None = None
 
     @property
     def hashed_sections(self) -> tuple[str, ...]:

@@ -85,6 +85,7 @@ from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
 from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
+from pipeline.rules.described import described_works
 from pipeline.rules.leak_audit import (
     ASPECT_SCOPES,
     aspect_audit,
@@ -113,7 +114,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
     as the files are read)."""
     cands = ctx.read("split", "candidates")
-    works = ctx.read("works", "works")
+    works = described_works(ctx)
     if survey_ids is not None:
         cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
         work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
@@ -137,6 +138,11 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
         pl.col(S.RAW).alias(S.CANDIDATE_RAW),
         pl.col(S.PAPER_ID).alias(_W_PAPER),
+        pl.col(S.OA_ANSWERED_ID).alias(S.CANDIDATE_OPENALEX_ID),
+        pl.col(S.OA_VENUE).alias(S.CANDIDATE_VENUE),
+        pl.col(S.OA_YEAR).alias(S.CANDIDATE_YEAR),
+        pl.col(S.OA_SUBFIELD).alias(S.CANDIDATE_SUBFIELD),
+        pl.col(S.OA_RETRACTED).alias(S.CANDIDATE_RETRACTED),
     )
     in_domain = V.in_domain_expr(S.SURVEY_PRIMARY_CATEGORY)
     names = {int(k): v for k, v in S.LABEL_NAMES.items()}
@@ -148,6 +154,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
             pl.col(S.WORK_ID).alias(S.CANDIDATE_ID),
             pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String).alias(S.LABEL_NAME),
             in_domain.alias(S.IN_DOMAIN),
+            pl.col(S.CANDIDATE_RETRACTED).fill_null(False),
             # one representation for missing text: '' (schema.TEXT_COLUMNS)
             *[pl.col(c).fill_null("") for c in S.READING_LISTS.names if c in S.TEXT_COLUMNS],
         )
@@ -889,6 +896,12 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             "passed": not problems,
         },
         "candidate_text": texts,
+        # what the records say, never how this run got them (calls and cost: openalex/_summary.json)
+        "openalex": {
+            **{k: v for k, v in ctx.counts("openalex").items() if k != "lookups"},
+            "abstracts": ctx.cfg.openalex.abstracts,
+            "records_sha256": sha256_file(ctx.files("openalex", "records")[0]),
+        },
         "negatives": ctx.counts("negatives"),
         "resolution": resolution(ctx),
         "works_resolution": ctx.counts("works").get("resolution", {}),
@@ -918,7 +931,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
 STAGE = Stage(
     name="release",
     kind="reduce",
-    reads=("extract", "works", "surveys", "labels", "negatives", "split", "aspects"),
+    reads=("extract", "works", "openalex", "surveys", "labels", "negatives", "split", "aspects"),
     config_sections=("release", "split", "negatives", "extract", "train", "aspects"),
     fn=build_release,
     help="release files: reading lists per split, MTEB/BEIR qrels/corpus/queries/top_ranked, metadata, dataset card",

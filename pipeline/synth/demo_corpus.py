@@ -65,9 +65,14 @@ def _to_2024(data: bytes, drop_heading_every: int = 0) -> bytes:
 
 
 def corpus_members(
-    papers: int, fixtures: Traversable | Path | None = None, scratch: Path | None = None
+    papers: int,
+    fixtures: Traversable | Path | None = None,
+    scratch: Path | None = None,
+    openalex_root: Path | None = None,
 ) -> list[tuple[str, bytes | None]]:
-    """The demo archive's members, in archive order (see the module docstring)."""
+    """The demo archive's members, in archive order (see the module docstring); with
+    ``openalex_root``, also the OpenAlex works file of the works its synthetic papers cite
+    (:mod:`pipeline.synth.openalex_works`) in that folder."""
     import gzip
     import tempfile
 
@@ -83,6 +88,11 @@ def corpus_members(
             Path(tmp), papers=papers, layout="2022", seed=0, small=True, malformed=6, files=4
         )
         members.append((f"{ROOT}/synthetic", None))
+        if openalex_root is not None:
+            from pipeline.synth.openalex_works import write_works_file
+
+            lines = (line for p in paths for line in p.read_bytes().splitlines())
+            write_works_file(openalex_root, lines, papers, seed=0, small=True)
         for p in paths:
             data = _to_2024(p.read_bytes(), NO_HEADING_EVERY)
             members.append((f"{ROOT}/synthetic/{p.name}", data))
@@ -109,11 +119,16 @@ def corpus_members(
 
 
 def build_corpus(
-    corpus: Path, papers: int, fixtures: Traversable | Path | None = None
+    corpus: Path,
+    papers: int,
+    fixtures: Traversable | Path | None = None,
+    openalex_root: Path | None = None,
 ) -> list[Path]:
     """Write the demo corpus into ``corpus`` as the 3 parts of one tar.gz (idempotent: same
-    bytes every time); returns the parts' paths."""
+    bytes every time), and its OpenAlex works file under ``openalex_root`` if given; returns
+    the parts' paths."""
     from pipeline.corpus.archive import pack
 
     corpus.mkdir(parents=True, exist_ok=True)
-    return pack(corpus_members(papers, fixtures, scratch=corpus), corpus, ARCHIVE, parts=3)
+    members = corpus_members(papers, fixtures, scratch=corpus, openalex_root=openalex_root)
+    return pack(members, corpus, ARCHIVE, parts=3)

@@ -45,6 +45,7 @@ from pipeline.core import schema as S
 from pipeline.rules import aliases as W
 from pipeline.rules import titles as T
 from pipeline.rules import visible as V
+from pipeline.rules.described import described_works
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import paper_citations, surveys_frame
 from pipeline.stages.context import ReduceContext
@@ -67,8 +68,9 @@ SURVEYS_COARSE = "_surveys_coarse"
 
 # --------------------------------------------------------------------- inputs
 def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
-    """:func:`pipeline.rules.visible.work_features` of every work."""
-    return V.work_features(ctx.read("works", "works"))
+    """:func:`pipeline.rules.visible.work_features` of every work, as the release shows it
+    (:func:`pipeline.rules.described.described_works`)."""
+    return V.work_features(described_works(ctx))
 
 
 def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFrame) -> pl.LazyFrame:

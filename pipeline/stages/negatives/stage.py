@@ -271,7 +271,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
 STAGE = Stage(
     name="negatives",
     kind="reduce",
-    reads=("extract", "works", "surveys", "labels"),
+    reads=("extract", "works", "openalex", "surveys", "labels"),
     config_sections=("negatives", "extract"),
     fn=build_negatives,
     outputs=(("negatives", S.NEGATIVES), ("negative_surveys", S.NEGATIVE_SURVEYS)),

@@ -1,0 +1,581 @@
+"""OpenAlex works: the API client, the snapshot reader and the lookup cache.
+
+What a work is, as OpenAlex describes it, is read from either route with the same typed
+decoder (:class:`WireWork` names only the fields kept) and reduced to a :class:`Described`
+record. Both routes answer lookup keys, the aliases of ``works`` (``openalex:W123``,
+``doi:10.1/x``, ``arxiv:2104.06921``; an arXiv id is asked as arXiv's DataCite DOI
+``10.48550/arxiv.<id>``, the DOI OpenAlex gives arXiv preprints).
+
+The API (``OPENALEX_URL``, default ``https://api.openalex.org``), used as its documentation
+asks (developers.openalex.org, "Filter", "Authentication & Pricing", "Error Handling"):
+
+* one list call per at most :data:`MAX_OR_VALUES` ids of one kind, OR-ed with ``|`` in a
+  ``filter`` (the documented limit of values in one filter), ``per_page`` as large, and
+  ``select`` naming only the fields of :class:`WireWork`;
+* a key that the ids an answer did not cover are asked one by one as singletons
+  (``/works/<id>``, free), which is how a deleted work (404) and a merged one (301 to the
+  work it was merged into) are told apart;
+* the key (``OPENALEX_API_KEY``) is a query parameter, as documented; it is never logged,
+  never written and never part of an error message: messages name the path only;
+* 429, 5xx, a timeout, a cut or invalid body are retried with exponential backoff, or after
+  ``Retry-After`` when the answer gives it; 401, and 403 without ``Retry-After``, are a
+  refused key and end the lookups of the run;
+* every call is counted, and its cost summed at the documented prices
+  (:data:`LIST_CALL_USD`, singletons free); the lookups stop before a call would pass the
+  budget, and a rerun goes on from the cache.
+
+The snapshot (``--openalex DIR``): ``DIR/works/**/*.gz`` (or ``DIR/**/*.gz``), gzip JSON
+lines of the same records, read in sorted file order until every key is answered.
+
+The cache (:class:`LookupCache`, in the work directory) holds one answer per key, found or
+not found, in JSON-lines segments written atomically; a killed run loses at most the
+answers not yet flushed, and a rerun asks only for keys without an answer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import logging
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pipeline.core.files import atomic_path, temp_tag
+
+log = logging.getLogger("pipeline")
+
+DEFAULT_URL = "https://api.openalex.org"
+URL_ENV = "OPENALEX_URL"
+KEY_ENV = "OPENALEX_API_KEY"
+MAX_OR_VALUES = 100  # values OR-ed in one filter, and the largest per_page
+LIST_CALL_USD = 0.10 / 1000  # "List / Filter: $0.10 / 1,000 calls"
+SINGLETON_USD = 0.0  # "Singleton: Free"
+DOCUMENTED_REQUESTS_PER_SECOND = 100
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+SELECT = (
+    "id,doi,title,display_name,publication_date,publication_year,type,language,is_retracted,"
+    "updated_date,ids,primary_location,locations,primary_topic,abstract_inverted_index"
+)
+OPENALEX, DOI, ARXIV = "openalex", "doi", "arxiv"
+
+
+# --------------------------------------------------------------------- wire records
+class _Named(msgspec.Struct):
+    display_name: str | None = None
+
+
+class _Location(msgspec.Struct):
+    source: _Named | None = None
+    landing_page_url: str | None = None
+    license: str | None = None
+
+
+class _Topic(msgspec.Struct):
+    display_name: str | None = None
+    subfield: _Named | None = None
+    field: _Named | None = None
+    domain: _Named | None = None
+
+
+class _Ids(msgspec.Struct):
+    openalex: str | None = None
+    doi: str | None = None
+    pmid: str | None = None
+
+
+class WireWork(msgspec.Struct):
+    """An OpenAlex work as the API and the snapshot write it: only the fields kept."""
+
+    id: str | None = None
+    doi: str | None = None
+    title: str | None = None
+    display_name: str | None = None
+    publication_date: str | None = None
+    publication_year: int | None = None
+    type: str | None = None
+    language: str | None = None
+    is_retracted: bool | None = None
+    updated_date: str | None = None
+    ids: _Ids | None = None
+    primary_location: _Location | None = None
+    locations: list[_Location] | None = None
+    primary_topic: _Topic | None = None
+    abstract_inverted_index: dict[str, list[int]] | None = None
+
+
+class _WireList(msgspec.Struct):
+    meta: dict[str, Any] | None = None
+    results: list[msgspec.Raw] | None = None
+
+
+class Described(msgspec.Struct, omit_defaults=True):
+    """What the pipeline keeps of a work: ids without their URL prefixes, DOIs lower-cased."""
+
+    openalex_id: str
+    title: str | None = None
+    publication_date: str | None = None
+    publication_year: int | None = None
+    type: str | None = None
+    venue: str | None = None
+    topic: str | None = None
+    subfield: str | None = None
+    field: str | None = None
+    domain: str | None = None
+    language: str | None = None
+    is_retracted: bool = False
+    doi: str | None = None
+    arxiv_id: str | None = None
+    pmid: str | None = None
+    abstract: str | None = None
+    license: str | None = None
+    updated_date: str | None = None
+
+
+class Answer(msgspec.Struct, omit_defaults=True):
+    """The cached answer for one key: the record, or ``found`` false (OpenAlex has none)."""
+
+    key: str
+    found: bool
+    source: str
+    record: Described | None = None
+
+
+_decode_work = msgspec.json.Decoder(WireWork).decode
+_decode_list = msgspec.json.Decoder(_WireList).decode
+_decode_answer = msgspec.json.Decoder(Answer).decode
+_encode = msgspec.json.Encoder().encode
+
+
+def _tail(url: str | None, prefix: str) -> str | None:
+    if not url:
+        return None
+    return url[len(prefix) :] if url.startswith(prefix) else url
+
+
+def openalex_id(url: str | None) -> str | None:
+    """``https://openalex.org/W123`` -> ``W123``."""
+    tail = _tail(url, "https://openalex.org/")
+    return tail.rsplit("/", 1)[-1] if tail else None
+
+
+def bare_doi(url: str | None) -> str | None:
+    """``https://doi.org/10.1/X`` -> ``10.1/x`` (DOIs are case-insensitive)."""
+    tail = _tail(url, "https://doi.org/")
+    return tail.strip().lower() if tail else None
+
+
+def abstract_text(index: dict[str, list[int]] | None) -> str | None:
+    """The abstract an ``abstract_inverted_index`` encodes: each word at its positions."""
+    if not index:
+        return None
+    placed = sorted((pos, word) for word, positions in index.items() for pos in positions)
+    return " ".join(word for _, word in placed) or None
+
+
+def _arxiv_of(work: WireWork, doi: str | None) -> str | None:
+    if doi and doi.startswith(ARXIV_DOI_PREFIX):
+        return doi[len(ARXIV_DOI_PREFIX) :]
+    for loc in work.locations or ():
+        url = loc.landing_page_url or ""
+        if "arxiv.org/abs/" in url:
+            found = url.split("arxiv.org/abs/", 1)[1].strip("/")
+            return found.split("v")[0] if "v" in found.split(".")[-1] else found
+    return None
+
+
+def describe(work: WireWork) -> Described | None:
+    """The kept fields of a work; None when it has no OpenAlex id (not a usable record)."""
+    oid = openalex_id(work.id)
+    if not oid:
+        return None
+    doi = bare_doi(work.doi) or bare_doi(work.ids.doi if work.ids else None)
+    loc, topic = work.primary_location, work.primary_topic
+
+    def name(x: _Named | None) -> str | None:
+        return x.display_name if x is not None else None
+
+    pmid = work.ids.pmid if work.ids else None
+    return Described(
+        openalex_id=oid,
+        title=work.title or work.display_name,
+        publication_date=work.publication_date,
+        publication_year=work.publication_year,
+        type=work.type,
+        venue=name(loc.source) if loc else None,
+        topic=topic.display_name if topic else None,
+        subfield=name(topic.subfield) if topic else None,
+        field=name(topic.field) if topic else None,
+        domain=name(topic.domain) if topic else None,
+        language=work.language,
+        is_retracted=bool(work.is_retracted),
+        doi=doi,
+        arxiv_id=_arxiv_of(work, doi),
+        pmid=pmid.rsplit("/", 1)[-1] if pmid else None,
+        abstract=abstract_text(work.abstract_inverted_index),
+        license=loc.license if loc else None,
+        updated_date=work.updated_date,
+    )
+
+
+# --------------------------------------------------------------------- keys
+def asked_as(key: str) -> tuple[str, str]:
+    """``(filter kind, value)`` a lookup key is asked as: ``openalex:W1`` -> ("openalex",
+    "w1"), ``doi:10.1/x`` -> ("doi", "10.1/x"), ``arxiv:2104.1`` -> ("doi",
+    "10.48550/arxiv.2104.1"); values lower-cased, as the answers are matched."""
+    kind, _, value = key.partition(":")
+    if kind == OPENALEX:
+        return OPENALEX, value.lower()
+    if kind == ARXIV:
+        return DOI, (ARXIV_DOI_PREFIX + value).lower()
+    return DOI, value.lower()
+
+
+def answers_to(record: Described) -> set[tuple[str, str]]:
+    """The ``(kind, value)`` pairs a record answers (:func:`asked_as`)."""
+    out = {(OPENALEX, record.openalex_id.lower())}
+    if record.doi:
+        out.add((DOI, record.doi))
+    if record.arxiv_id:
+        out.add((DOI, (ARXIV_DOI_PREFIX + record.arxiv_id).lower()))
+    return out
+
+
+@dataclass
+class Tally:
+    """What the lookups of one run did: calls, cost, and every answer that was dropped."""
+
+    calls: int = 0
+    list_calls: int = 0
+    singleton_calls: int = 0
+    cost_usd: float = 0.0
+    retries: int = 0
+    merged: int = 0  # singletons answered by another work (merged into it)
+    unasked_records: int = 0  # records in an answer that match no key asked
+    invalid_records: int = 0  # records that do not decode, or have no id
+    batches_without_meta: int = 0
+    stopped: str | None = None  # why the lookups of this run ended early, if they did
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["cost_usd"] = round(self.cost_usd, 6)
+        return d
+
+
+class LookupStopped(Exception):
+    """The lookups of this run end here (refused key, budget, service failing); what was
+    answered so far is kept and a rerun goes on."""
+
+
+# --------------------------------------------------------------------- the API
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    # a merge answers 301: the client reads the new id and asks it with its own parameters
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@dataclass
+class ApiSettings:
+    """How the client calls the API (``[openalex_lookup]``)."""
+
+    base_url: str = DEFAULT_URL
+    api_key: str = field(default="", repr=False)
+    batch_ids: int = MAX_OR_VALUES
+    budget_usd: float = 1.0
+    max_calls: int = 1_000_000
+    timeout_s: float = 30.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    max_wait_s: float = 120.0
+    requests_per_second: float = DOCUMENTED_REQUESTS_PER_SECOND
+
+
+class ApiClient:
+    """The OpenAlex works API, batched, budgeted and retried (module docstring)."""
+
+    def __init__(
+        self, settings: ApiSettings, tally: Tally, sleep: Callable[[float], None] = time.sleep
+    ):
+        self.s = settings
+        self.tally = tally
+        self.sleep = sleep
+        self._opener = urllib.request.build_opener(_NoRedirect)
+        self._last = 0.0
+
+    def _url(self, path: str, params: dict[str, str]) -> str:
+        query = dict(params)
+        if self.s.api_key:
+            query["api_key"] = self.s.api_key
+        return f"{self.s.base_url.rstrip('/')}{path}?{urllib.parse.urlencode(query, safe=':|/,')}"
+
+    def _spend(self, list_call: bool) -> None:
+        cost = LIST_CALL_USD if list_call else SINGLETON_USD
+        if self.tally.calls + 1 > self.s.max_calls:
+            raise LookupStopped(f"the call budget is spent ({self.tally.calls} calls)")
+        if self.tally.cost_usd + cost > self.s.budget_usd + 1e-12:
+            raise LookupStopped(
+                f"the budget is spent (${self.tally.cost_usd:.4f} of ${self.s.budget_usd:.4f})"
+            )
+        gap = 1.0 / self.s.requests_per_second if self.s.requests_per_second > 0 else 0.0
+        wait = self._last + gap - time.monotonic()
+        if wait > 0:
+            self.sleep(wait)
+        self._last = time.monotonic()
+        self.tally.calls += 1
+        self.tally.cost_usd += cost
+        if list_call:
+            self.tally.list_calls += 1
+        else:
+            self.tally.singleton_calls += 1
+
+    def _wait(self, attempt: int, retry_after: str | None, what: str) -> None:
+        if attempt >= self.s.max_retries:
+            raise LookupStopped(f"OpenAlex failed {attempt + 1} times in a row ({what})")
+        delay = self.s.backoff_s * (2**attempt)
+        if retry_after is not None:
+            try:
+                delay = float(retry_after)
+            except ValueError:
+                pass
+            if delay > self.s.max_wait_s:
+                raise LookupStopped(
+                    f"OpenAlex asks to wait {delay:.0f} s ({what}); the daily allowance may "
+                    "be spent: rerun later"
+                )
+        self.tally.retries += 1
+        self.sleep(delay)
+
+    def get(self, path: str, params: dict[str, str], list_call: bool) -> tuple[int, bytes, str]:
+        """``(status, body, location)`` of a GET: 200, 404 or 301, after retries.
+
+        Raises:
+            LookupStopped: refused key, budget spent, or the service keeps failing.
+        """
+        url = self._url(path, params)
+        for attempt in range(self.s.max_retries + 1):
+            self._spend(list_call)
+            try:
+                with self._opener.open(url, timeout=self.s.timeout_s) as resp:
+                    body = resp.read()
+                    length = resp.headers.get("Content-Length")
+                    if length is not None and int(length) != len(body):
+                        self._wait(attempt, None, f"{path}: a cut answer")
+                        continue
+                    return resp.status, body, ""
+            except urllib.error.HTTPError as e:
+                status, retry_after = e.code, e.headers.get("Retry-After")
+                location = e.headers.get("Location") or ""
+                e.close()
+                if status in (301, 302, 303, 307, 308):
+                    return 301, b"", location
+                if status in (404, 400):
+                    return status, b"", ""
+                if status == 401 or (status == 403 and retry_after is None):
+                    raise LookupStopped(f"OpenAlex refused the API key (HTTP {status})") from None
+                if status in (403, 429) or status >= 500:
+                    self._wait(attempt, retry_after, f"{path}: HTTP {status}")
+                    continue
+                raise LookupStopped(f"OpenAlex answered HTTP {status} ({path})") from None
+            except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
+                reason = getattr(e, "reason", None) or type(e).__name__
+                self._wait(attempt, None, f"{path}: {reason}")
+                continue
+            except http.client.HTTPException as e:  # IncompleteRead and kin: a cut answer
+                self._wait(attempt, None, f"{path}: {type(e).__name__}")
+                continue
+        raise LookupStopped(f"OpenAlex failed ({path})")
+
+    def _records(self, body: bytes) -> list[WireWork] | None:
+        try:
+            page = _decode_list(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if page.results is None:
+            return None
+        if page.meta is None:
+            self.tally.batches_without_meta += 1
+        works = []
+        for raw in page.results:
+            try:
+                works.append(_decode_work(raw))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                self.tally.invalid_records += 1
+        return works
+
+    def batch(self, kind: str, values: list[str]) -> list[WireWork]:
+        """The works a filter of ``values`` (one kind, at most :data:`MAX_OR_VALUES`) returns.
+
+        Raises:
+            LookupStopped: as :meth:`get`; also when the answer is never valid JSON.
+        """
+        field_name = "ids.openalex" if kind == OPENALEX else "doi"
+        params = {
+            "filter": f"{field_name}:{'|'.join(values)}",
+            "per_page": str(MAX_OR_VALUES),
+            "select": SELECT,
+        }
+        for attempt in range(self.s.max_retries + 1):
+            status, body, _ = self.get("/works", params, list_call=True)
+            if status != 200:
+                return []  # a refused filter: the keys are asked one by one
+            works = self._records(body)
+            if works is not None:
+                return works
+            self._wait(attempt, None, "/works: an answer that is not the documented JSON")
+        raise LookupStopped("OpenAlex answers /works with invalid JSON")
+
+    def single(self, kind: str, value: str) -> WireWork | None:
+        """The work ``/works/<id>`` answers (following merges), or None (404)."""
+        path = f"/works/{value.upper() if kind == OPENALEX else 'doi:' + urllib.parse.quote(value, safe='/')}"
+        for _hop in range(3):
+            for attempt in range(self.s.max_retries + 1):
+                status, body, location = self.get(path, {"select": SELECT}, list_call=False)
+                if status in (404, 400):
+                    return None
+                if status == 301:
+                    new = location.rstrip("/").rsplit("/", 1)[-1].split("?")[0]
+                    if not new:
+                        return None
+                    path = f"/works/{new}"
+                    break
+                try:
+                    return _decode_work(body)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    self._wait(attempt, None, "a work that is not the documented JSON")
+            else:
+                raise LookupStopped("OpenAlex answers a work with invalid JSON")
+        return None
+
+
+def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
+    """Answers for ``keys``, one list per batch (found, or not found after a singleton).
+
+    Raises:
+        LookupStopped: the lookups end early (:meth:`ApiClient.get`); the answers yielded
+            before are complete.
+    """
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for key in keys:
+        kind, value = asked_as(key)
+        by_kind.setdefault(kind, []).append((value, key))
+    step = max(1, min(client.s.batch_ids, MAX_OR_VALUES))
+    for kind in sorted(by_kind):
+        pairs = by_kind[kind]
+        for i in range(0, len(pairs), step):
+            chunk = pairs[i : i + step]
+            # a value holding the filter's own separators cannot be OR-ed: asked alone
+            plain = [(v, k) for v, k in chunk if not set(v) & {"|", ","}]
+            wanted = {(kind, v): k for v, k in chunk}
+            answers: dict[str, Answer] = {}
+            works = client.batch(kind, [v for v, _ in plain]) if plain else []
+            for work in works:
+                rec = describe(work)
+                if rec is None:
+                    client.tally.invalid_records += 1
+                    continue
+                hits = [wanted[a] for a in sorted(answers_to(rec)) if a in wanted]
+                if not hits:
+                    client.tally.unasked_records += 1
+                for key in hits:
+                    answers.setdefault(key, Answer(key=key, found=True, source="api", record=rec))
+            for value, key in chunk:
+                if key in answers:
+                    continue
+                work = client.single(kind, value)
+                rec = describe(work) if work is not None else None
+                if rec is not None and (kind, value) not in answers_to(rec):
+                    client.tally.merged += 1
+                answers[key] = Answer(key=key, found=rec is not None, source="api", record=rec)
+            yield [answers[k] for _, k in chunk]
+
+
+# --------------------------------------------------------------------- the snapshot
+def snapshot_files(root: Path) -> list[Path]:
+    """The works files of a snapshot folder, sorted (``works/**/*.gz``, else ``**/*.gz``)."""
+    works = root / "works"
+    return sorted((works if works.is_dir() else root).rglob("*.gz"))
+
+
+def snapshot_lookup(keys: list[str], root: Path, tally: Tally) -> Iterator[list[Answer]]:
+    """Answers for ``keys`` from a snapshot: each key's first record in file order; keys no
+    record answers are not found (a snapshot holds every work of its date)."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for key in keys:
+        wanted.setdefault(asked_as(key), []).append(key)
+    open_keys = set(keys)
+    for path in snapshot_files(root):
+        if not open_keys:
+            break
+        found: list[Answer] = []
+        with gzip.open(path, "rb") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    rec = describe(_decode_work(line))
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    rec = None
+                if rec is None:
+                    tally.invalid_records += 1
+                    continue
+                for pair in sorted(answers_to(rec)):
+                    for key in wanted.get(pair, ()):
+                        if key in open_keys:
+                            open_keys.discard(key)
+                            found.append(Answer(key=key, found=True, source="snapshot", record=rec))
+        if found:
+            yield found
+    if open_keys:
+        yield [Answer(key=k, found=False, source="snapshot") for k in sorted(open_keys)]
+
+
+# --------------------------------------------------------------------- the cache
+class LookupCache:
+    """Answers by key, in ``<dir>/answers-*.jsonl`` segments, each written atomically."""
+
+    def __init__(self, directory: Path, flush_keys: int = 1000):
+        self.dir = directory
+        self.flush_keys = max(1, flush_keys)
+        self._pending: list[Answer] = []
+
+    def segments(self) -> list[Path]:
+        """The segment files, sorted (a key answered in two keeps the first)."""
+        return sorted(self.dir.glob("answers-*.jsonl")) if self.dir.is_dir() else []
+
+    def load(self) -> dict[str, Answer]:
+        """Every cached answer by key. A line that does not decode (a segment damaged on
+        disk) is skipped: its key is asked again."""
+        out: dict[str, Answer] = {}
+        for path in self.segments():
+            for line in path.read_bytes().splitlines():
+                try:
+                    a = _decode_answer(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                out.setdefault(a.key, a)
+        return out
+
+    def add(self, answers: Iterable[Answer]) -> None:
+        """Buffer answers; flush a segment every ``flush_keys`` of them."""
+        self._pending.extend(answers)
+        if len(self._pending) >= self.flush_keys:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered answers as one new segment (atomic), named so segments sort
+        in the order they were written."""
+        if not self._pending:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        stamp = f"{time.time_ns():020d}"
+        final = self.dir / f"answers-{stamp}-{temp_tag().rsplit('-', 1)[-1]}.jsonl"
+        with atomic_path(final) as tmp:
+            tmp.write_bytes(b"".join(_encode(a) + b"\n" for a in self._pending))
+        self._pending = []

@@ -1,0 +1,227 @@
+"""Stage ``openalex`` (reduce): every work the release can show, described by OpenAlex.
+
+Which works: every row of ``works`` (the positives, and the pools the hard negatives are
+drawn from: works other surveys cite and works cited in the field). Each is looked up by one
+of its aliases: its OpenAlex id (the smallest, when a work has several), else its DOI, else
+its arXiv id (:func:`lookup_key`).
+
+Where from (:mod:`pipeline.corpus.openalex`): the lookup cache in the work directory first;
+the ids it does not answer from the snapshot ``[openalex_lookup] snapshot`` (``--openalex
+DIR``), else from the API when ``OPENALEX_API_KEY`` is set, else from nowhere. With no
+source, or when the lookups stop early (refused key, budget, service failing), the stage
+still ends: the works without an answer have no record, the log says in one line how many,
+and ``_summary.json`` and the release count them. The runner runs this stage every time
+(``Stage.always_run``): a rerun asks only for ids without an answer, and the stages after it
+rerun only when ``records.parquet`` changed (its sha256 is the stage's ``key_extra``). A
+rebuild from a kept cache asks nothing and writes the same bytes.
+
+Outputs: ``records.parquet`` (``schema.OPENALEX_RECORDS``, one row per work with an answer,
+found or not, sorted by ``work_id``; ``oa_abstract`` as ``[openalex] abstracts`` lets the
+release carry it, :mod:`pipeline.rules.described`) and ``_summary.json`` (this run's
+lookups: calls, cost, what was dropped, and the rates of the records).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core import schema as S
+from pipeline.core.errors import StageError
+from pipeline.core.files import sha256_file, write_json
+from pipeline.corpus import openalex as OA
+from pipeline.engine import workdir as W
+from pipeline.rules.aliases import ARXIV_PREFIX
+from pipeline.rules.described import carried_abstract
+from pipeline.stages.base import Stage
+from pipeline.stages.context import ReduceContext
+
+log = logging.getLogger("pipeline")
+_KINDS = (("openalex:", 0), ("doi:", 1), (ARXIV_PREFIX, 2))
+
+
+def lookup_key(aliases: pl.Expr) -> pl.Expr:
+    """The alias a work is looked up by: its smallest ``openalex:`` alias, else ``doi:``,
+    else ``arxiv:`` (null when it has none of them)."""
+    picks = [aliases.list.eval(pl.element().filter(pl.element().str.starts_with(p))).list.min()
+             for p, _ in _KINDS]  # fmt: skip
+    return pl.coalesce(picks)
+
+
+def lookup_source(cfg: Any) -> tuple[str, Any]:
+    """``(what, lookup(keys, tally))`` of this run's route, or ``(why not, None)``."""
+    lcfg = cfg.openalex_lookup
+    if lcfg.snapshot:
+        root = Path(lcfg.snapshot)
+        if not root.is_dir():
+            raise StageError(f"openalex: the snapshot folder {root} does not exist")
+        files = OA.snapshot_files(root)
+        return f"snapshot ({len(files)} files)", lambda keys, tally: OA.snapshot_lookup(
+            keys, root, tally
+        )
+    key = os.environ.get(OA.KEY_ENV, "")
+    if not key:
+        return f"no {OA.KEY_ENV} and no --openalex snapshot", None
+    settings = OA.ApiSettings(
+        base_url=os.environ.get(OA.URL_ENV) or OA.DEFAULT_URL,
+        api_key=key,
+        batch_ids=lcfg.batch_ids,
+        budget_usd=lcfg.budget_usd,
+        max_calls=lcfg.max_calls,
+        timeout_s=lcfg.timeout_s,
+        max_retries=lcfg.max_retries,
+        backoff_s=lcfg.backoff_s,
+        max_wait_s=lcfg.max_wait_s,
+        requests_per_second=lcfg.requests_per_second,
+    )
+
+    def lookup(keys: list[str], tally: OA.Tally) -> Any:
+        return OA.api_lookup(keys, OA.ApiClient(settings, tally))
+
+    return f"api ({settings.base_url})", lookup
+
+
+def _rows(keys: pl.DataFrame, answers: dict[str, OA.Answer]) -> pl.DataFrame:
+    """The records table's rows, before the abstract policy."""
+    cols: dict[str, list[Any]] = {c: [] for c in S.OPENALEX_RECORDS.names if c != S.OA_HAS_ABSTRACT}
+    for work_id, key in keys.iter_rows():
+        a = answers.get(key) if key is not None else None
+        if a is None:
+            continue
+        r = a.record
+        values = {
+            S.WORK_ID: work_id, S.LOOKUP_KEY: key, S.OA_FOUND: a.found and r is not None,
+            S.OA_SOURCE: a.source,
+            S.OA_ANSWERED_ID: r.openalex_id if r else None, S.OA_TITLE: r.title if r else None,
+            S.OA_PUBLICATION_DATE: r.publication_date if r else None,
+            S.OA_YEAR: r.publication_year if r else None, S.OA_TYPE: r.type if r else None,
+            S.OA_VENUE: r.venue if r else None, S.OA_TOPIC: r.topic if r else None,
+            S.OA_SUBFIELD: r.subfield if r else None, S.OA_FIELD: r.field if r else None,
+            S.OA_DOMAIN: r.domain if r else None, S.OA_LANGUAGE: r.language if r else None,
+            S.OA_RETRACTED: r.is_retracted if r else None, S.OA_DOI: r.doi if r else None,
+            S.OA_ARXIV_ID: r.arxiv_id if r else None, S.OA_PMID: r.pmid if r else None,
+            S.OA_ABSTRACT: r.abstract if r else None, S.OA_LICENSE: r.license if r else None,
+            S.OA_UPDATED_DATE: r.updated_date if r else None,
+        }  # fmt: skip
+        for c in cols:
+            cols[c].append(values[c])
+    schema = {c: t for c, t in S.polars_schema(S.OPENALEX_RECORDS).items() if c in cols}
+    schema[S.OA_PUBLICATION_DATE] = pl.String
+    return pl.DataFrame(cols, schema=schema)
+
+
+def _rate(n: int, d: int) -> float | None:
+    return round(n / d, 6) if d else None
+
+
+def content_counts(records: pl.DataFrame, works: int) -> dict[str, Any]:
+    """What the records say, the same whichever run looked them up (the release shows these)."""
+    found = records.filter(pl.col(S.OA_FOUND))
+    n = found.height
+
+    def has(col: str) -> int:
+        return int((found[col].fill_null("").str.strip_chars() != "").sum())
+
+    updated = found[S.OA_UPDATED_DATE].drop_nulls()
+    return {
+        "works": works,
+        "works_with_record": n,
+        "works_not_in_openalex": records.height - n,
+        "works_not_looked_up": works - records.height,
+        "record_rate": _rate(n, works),
+        "title_rate": _rate(has(S.OA_TITLE), works),
+        "abstract_rate": _rate(int(found[S.OA_HAS_ABSTRACT].sum()), works),
+        "abstract_carried_rate": _rate(has(S.OA_ABSTRACT), works),
+        "venue_rate": _rate(has(S.OA_VENUE), works),
+        "subfield_rate": _rate(has(S.OA_SUBFIELD), works),
+        "retracted": int(found[S.OA_RETRACTED].fill_null(False).sum()),
+        "merged": int(
+            found.filter(
+                pl.col(S.LOOKUP_KEY).str.starts_with("openalex:")
+                & (pl.col(S.LOOKUP_KEY) != pl.lit("openalex:") + pl.col(S.OA_ANSWERED_ID))
+            ).height
+        ),
+        "by_source": {str(k): int(v) for k, v in records.group_by(S.OA_SOURCE).len().sort(S.OA_SOURCE).iter_rows()},
+        "updated_date_min": updated.min() if updated.len() else None,
+        "updated_date_max": updated.max() if updated.len() else None,
+    }  # fmt: skip
+
+
+def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
+    """Look up the works not yet answered, write the records of every answered work."""
+    keys = (
+        ctx.read("works", "works")
+        .select(S.WORK_ID, lookup_key(pl.col(S.ALIASES)).alias(S.LOOKUP_KEY))
+        .sort(S.WORK_ID)
+        .collect(engine="streaming")
+    )
+    cache = OA.LookupCache(W.openalex_cache_dir(ctx.out), ctx.cfg.openalex_lookup.flush_keys)
+    answers = cache.load()
+    wanted = sorted(set(keys[S.LOOKUP_KEY].drop_nulls().to_list()))
+    todo = [k for k in wanted if k not in answers]
+    cached_before = len(wanted) - len(todo)
+    tally = OA.Tally()
+    route, lookup = lookup_source(ctx.cfg)
+    answered = 0
+    if todo and lookup is not None:
+        log.info("openalex: %d ids answered by the cache, %d to ask (%s)", cached_before,
+                 len(todo), route)  # fmt: skip
+        try:
+            for batch in lookup(todo, tally):
+                cache.add(batch)
+                for a in batch:
+                    if a.key not in answers:
+                        answers[a.key] = a
+                        answered += 1
+        except OA.LookupStopped as e:
+            tally.stopped = str(e)
+        finally:
+            cache.flush()
+    rows = _rows(keys, answers)
+    has_abstract = pl.col(S.OA_ABSTRACT).fill_null("").str.strip_chars() != ""
+    records = rows.with_columns(
+        pl.col(S.OA_PUBLICATION_DATE).str.to_date("%Y-%m-%d", strict=False),
+        has_abstract.alias(S.OA_HAS_ABSTRACT),
+        carried_abstract(ctx.cfg.openalex.abstracts).alias(S.OA_ABSTRACT),
+    ).select(S.OPENALEX_RECORDS.names)
+    ctx.write("records", records)
+    content = content_counts(records, keys.height)
+    missing = content["works_not_looked_up"]
+    if missing:
+        why = tally.stopped or (route if lookup is None else "no answer")
+        log.warning("openalex: %d of %d works not looked up (%s)", missing, keys.height, why)
+    run = {
+        "route": route if todo else "cache only",
+        "ids_wanted": len(wanted),
+        "ids_cached_before": cached_before,
+        "ids_asked": len(todo) if lookup is not None else 0,
+        "ids_answered": answered,
+        "works_without_lookup_key": int(keys[S.LOOKUP_KEY].null_count()),
+        **tally.as_dict(),
+    }
+    write_json(ctx.output(W.SUMMARY), {"records": content, "lookups": run})
+    return {**content, "lookups": run}
+
+
+def records_digest(stage_dir: Path) -> str:
+    """sha256 of the records the stage wrote (``key_extra``: the later stages rerun only when
+    the records changed, not each time the lookups ran)."""
+    path = stage_dir / "records.parquet"
+    return sha256_file(path) if path.is_file() else "none"
+
+
+STAGE = Stage(
+    name="openalex",
+    kind="reduce",
+    reads=("works",),
+    config_sections=("openalex",),
+    fn=build_openalex,
+    outputs=(("records", S.OPENALEX_RECORDS),),
+    help="every cited work described by OpenAlex (cache, then snapshot or API; resumable)",
+    always_run=True,
+    key_extra=records_digest,
+)

@@ -1,0 +1,319 @@
+"""OpenAlex lookups: the API route against a local stub (every shape of bad answer), the
+snapshot route, the cache, and the stage on the real 2024-layout record."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline import api
+from pipeline.core import schema as S
+from pipeline.corpus import openalex as OA
+from tests.openalex_stub import OpenAlexStub, oa_work
+
+KEY = "oa-test-key"
+FIXTURES = Path(__file__).parent / "fixtures"
+PREVIEW = FIXTURES / "unarxive-2024-preview" / "preview.jsonl"
+
+
+def _client(stub: OpenAlexStub, **kw: Any) -> tuple[OA.ApiClient, OA.Tally, list[float]]:
+    slept: list[float] = []
+    kw.setdefault("requests_per_second", 0)  # no throttle: ``slept`` holds the backoffs only
+    settings = OA.ApiSettings(base_url=stub.url, api_key=kw.pop("key", KEY), backoff_s=0.01,
+                              timeout_s=kw.pop("timeout_s", 5.0), **kw)  # fmt: skip
+    tally = OA.Tally()
+    return OA.ApiClient(settings, tally, sleep=slept.append), tally, slept
+
+
+def _lookup(
+    stub: OpenAlexStub, keys: list[str], **kw: Any
+) -> tuple[dict[str, OA.Answer], OA.Tally]:
+    client, tally, _ = _client(stub, **kw)
+    out: dict[str, OA.Answer] = {}
+    for batch in OA.api_lookup(keys, client):
+        out.update({a.key: a for a in batch})
+    return out, tally
+
+
+def _lists(stub: OpenAlexStub) -> list[dict[str, Any]]:
+    return [r for r in stub.requests if r["path"] == "/works"]
+
+
+# --------------------------------------------------------------------- documented use
+def test_batched_filters_select_and_cost() -> None:
+    works = [oa_work(f"W{i}", f"Title {i}", doi=f"10.1/x{i}") for i in range(1, 251)]
+    with OpenAlexStub(works) as stub:
+        keys = [f"doi:10.1/x{i}" for i in range(1, 201)] + [
+            f"openalex:W{i}" for i in range(201, 251)
+        ]
+        got, tally = _lookup(stub, keys)
+    lists = _lists(stub)
+    assert len(lists) == 3  # 200 DOIs in 2 calls of 100, 50 OpenAlex ids in 1
+    for r in lists:
+        field, _, values = r["query"]["filter"].partition(":")
+        assert field in ("doi", "ids.openalex") and len(values.split("|")) <= OA.MAX_OR_VALUES
+        assert r["query"]["select"] == OA.SELECT and "cited_by_count" not in OA.SELECT
+        assert r["query"]["per_page"] == "100" and r["query"]["api_key"] == KEY
+    assert all(a.found for a in got.values()) and len(got) == 250
+    assert got["doi:10.1/x7"].record.title == "Title 7"
+    assert got["doi:10.1/x7"].record.abstract == "a short abstract of the work"
+    assert got["doi:10.1/x7"].record.venue == "Journal of Tests"
+    assert got["doi:10.1/x7"].record.subfield == "Software"
+    assert tally.list_calls == 3 and tally.singleton_calls == 0
+    assert tally.cost_usd == pytest.approx(3 * OA.LIST_CALL_USD)
+
+
+def test_arxiv_ids_are_asked_as_their_datacite_doi() -> None:
+    work = oa_work("W9", "An arXiv paper", doi="10.48550/arxiv.2104.06921", arxiv="2104.06921")
+    with OpenAlexStub([work]) as stub:
+        got, _ = _lookup(stub, ["arxiv:2104.06921"])
+    assert _lists(stub)[0]["query"]["filter"] == "doi:10.48550/arxiv.2104.06921"
+    assert got["arxiv:2104.06921"].record.arxiv_id == "2104.06921"
+
+
+# --------------------------------------------------------------------- bad answers
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_stops_the_lookups_without_naming_the_key(status: int) -> None:
+    with OpenAlexStub([oa_work("W1", "T")]) as stub:
+        stub.script.append((status, {}, b'{"error": "Invalid API key"}', 0.0))
+        with pytest.raises(OA.LookupStopped) as e:
+            _lookup(stub, ["openalex:W1"])
+    assert f"HTTP {status}" in str(e.value) and KEY not in str(e.value)
+    assert len(stub.requests) == 1  # not retried
+
+
+def test_a_deleted_work_is_not_found_after_its_singleton_404() -> None:
+    with OpenAlexStub([oa_work("W1", "Kept")]) as stub:
+        got, tally = _lookup(stub, ["openalex:W1", "openalex:W2"])
+    assert got["openalex:W1"].found and not got["openalex:W2"].found
+    assert [r["path"] for r in stub.requests] == ["/works", "/works/W2"]
+    assert tally.singleton_calls == 1 and tally.cost_usd == pytest.approx(OA.LIST_CALL_USD)
+
+
+def test_a_merged_id_answers_with_the_work_it_was_merged_into() -> None:
+    with OpenAlexStub([oa_work("W20", "The surviving record")]) as stub:
+        stub.merged["W10"] = "W20"
+        got, tally = _lookup(stub, ["openalex:W10"])
+    answer = got["openalex:W10"]
+    assert answer.found and answer.record.openalex_id == "W20"
+    assert answer.record.title == "The surviving record" and tally.merged == 1
+    # the redirect is followed with the client's own parameters (select, key)
+    assert stub.requests[-1]["path"] == "/works/W20"
+    assert stub.requests[-1]["query"]["select"] == OA.SELECT
+
+
+def test_a_cut_answer_is_retried() -> None:
+    body = json.dumps({"meta": {"count": 1}, "results": [oa_work("W1", "T")]}).encode()
+    with OpenAlexStub([oa_work("W1", "Whole")]) as stub:
+        stub.script.append((200, {"Content-Length": str(len(body))}, body[: len(body) // 2], 0.0))
+        got, tally = _lookup(stub, ["openalex:W1"])
+    assert got["openalex:W1"].record.title == "Whole" and tally.retries == 1
+
+
+def test_invalid_json_is_retried_then_ends_the_lookups() -> None:
+    with OpenAlexStub([oa_work("W1", "Whole")]) as stub:
+        stub.script.append((200, {}, b'{"meta": {"count": 1}, "results": [', 0.0))
+        got, tally = _lookup(stub, ["openalex:W1"])
+        assert got["openalex:W1"].found and tally.retries == 1
+        stub.script.extend([(200, {}, b"<html>busy</html>", 0.0)] * 3)
+        with pytest.raises(OA.LookupStopped, match="invalid JSON|failed"):
+            _lookup(stub, ["openalex:W1"], max_retries=2)
+
+
+def test_empty_results_fall_back_to_singletons() -> None:
+    with OpenAlexStub([oa_work("W1", "One"), oa_work("W2", "Two")]) as stub:
+        stub.hide_in_lists = {"W1", "W2"}
+        got, tally = _lookup(stub, ["openalex:W1", "openalex:W2"])
+    assert {k: a.record.title for k, a in got.items()} == {
+        "openalex:W1": "One",
+        "openalex:W2": "Two",
+    }
+    assert tally.list_calls == 1 and tally.singleton_calls == 2
+
+
+def test_missing_fields() -> None:
+    sparse = {"id": "https://openalex.org/W3"}  # every other field missing
+    no_id = {"title": "a record without an id"}
+    with OpenAlexStub([sparse]) as stub:
+        stub.extra_results = [no_id]
+        got, tally = _lookup(stub, ["openalex:W3"])
+        record = got["openalex:W3"].record
+        assert got["openalex:W3"].found and record.title is None and record.abstract is None
+        assert record.venue is None and record.is_retracted is False
+        assert tally.invalid_records == 1
+        # an answer without its results field is not the documented JSON: retried, then ends
+        stub.script.extend([(200, {}, b'{"meta": {"count": 0}}', 0.0)] * 3)
+        with pytest.raises(OA.LookupStopped):
+            _lookup(stub, ["openalex:W3"], max_retries=1)
+
+
+def test_a_timeout_is_retried() -> None:
+    with OpenAlexStub([oa_work("W1", "Late")]) as stub:
+        stub.script.append((200, {}, b"{}", 1.5))
+        got, tally = _lookup(stub, ["openalex:W1"], timeout_s=0.3)
+    assert got["openalex:W1"].record.title == "Late" and tally.retries == 1
+
+
+def test_a_record_for_an_id_not_asked_is_dropped_and_counted() -> None:
+    with OpenAlexStub([oa_work("W1", "Asked")]) as stub:
+        stub.extra_results = [oa_work("W99", "Not asked")]
+        got, tally = _lookup(stub, ["openalex:W1"])
+    assert list(got) == ["openalex:W1"] and got["openalex:W1"].record.openalex_id == "W1"
+    assert tally.unasked_records == 1
+
+
+def test_429_and_5xx_back_off_and_a_long_retry_after_stops() -> None:
+    with OpenAlexStub([oa_work("W1", "T")]) as stub:
+        stub.script += [(429, {"Retry-After": "2"}, b"{}", 0.0), (503, {}, b"{}", 0.0)]
+        client, tally, slept = _client(stub)
+        got = [a for b in OA.api_lookup(["openalex:W1"], client) for a in b]
+        assert got[0].found and slept[:2] == [2.0, 0.02] and tally.retries == 2
+        stub.script.append((429, {"Retry-After": "86400"}, b"{}", 0.0))
+        with pytest.raises(OA.LookupStopped, match="wait 86400 s"):
+            _lookup(stub, ["openalex:W1"])
+
+
+def test_the_budget_stops_before_a_call_would_pass_it() -> None:
+    works = [oa_work(f"W{i}", f"T{i}") for i in range(1, 301)]
+    with OpenAlexStub(works) as stub:
+        client, tally, _ = _client(stub, budget_usd=2 * OA.LIST_CALL_USD)
+        answered = []
+        with pytest.raises(OA.LookupStopped, match="budget"):
+            for batch in OA.api_lookup([f"openalex:W{i}" for i in range(1, 301)], client):
+                answered += batch
+    assert len(answered) == 200 and tally.list_calls == 2
+
+
+# --------------------------------------------------------------------- snapshot and cache
+def _snapshot(root: Path, works: list[dict[str, Any]]) -> Path:
+    part = root / "works" / "updated_date=2025-01-01" / "part_000.gz"
+    part.parent.mkdir(parents=True)
+    with gzip.open(part, "wt", encoding="utf-8") as f:
+        for w in works:
+            f.write(json.dumps(w) + "\n")
+        f.write("{not json\n")
+    return root
+
+
+def test_snapshot_route_reads_the_same_records(tmp_path: Path) -> None:
+    root = _snapshot(tmp_path / "oa", [oa_work("W1", "From the snapshot", doi="10.1/a")])
+    tally = OA.Tally()
+    got = {
+        a.key: a for b in OA.snapshot_lookup(["doi:10.1/a", "openalex:W5"], root, tally) for a in b
+    }
+    assert got["doi:10.1/a"].record.title == "From the snapshot"
+    assert got["doi:10.1/a"].source == "snapshot" and not got["openalex:W5"].found
+    assert tally.invalid_records == 1
+
+
+def test_cache_keeps_the_first_answer_and_skips_a_damaged_line(tmp_path: Path) -> None:
+    cache = OA.LookupCache(tmp_path / "c", flush_keys=1)
+    cache.add([OA.Answer(key="doi:10.1/a", found=False, source="api")])
+    cache.add([OA.Answer(key="doi:10.1/a", found=True, source="api",
+                         record=OA.Described(openalex_id="W1"))])  # fmt: skip
+    with cache.segments()[0].open("ab") as f:
+        f.write(b'{"key": "doi:10.1/b", "fou')  # a segment damaged on disk
+    assert not [p for p in (tmp_path / "c").iterdir() if ".tmp-" in p.name]
+    loaded = cache.load()
+    assert list(loaded) == ["doi:10.1/a"] and not loaded["doi:10.1/a"].found
+
+
+# --------------------------------------------------------------------- the stage, real record
+def _preview_ids() -> dict[str, str]:
+    """OpenAlex id -> DOI of the real 2024-layout record's bib entries that carry both."""
+    rec = json.loads(PREVIEW.read_text(encoding="utf-8"))
+    out = {}
+    for entry in rec["bib_entries"].values():
+        ids = entry["ids"]
+        if ids.get("open_alex_id") and ids.get("doi"):
+            out[ids["open_alex_id"].rsplit("/", 1)[-1]] = ids["doi"].removeprefix(
+                "https://doi.org/"
+            )
+    return out
+
+
+def _stage_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: OpenAlexStub) -> Path:
+    monkeypatch.setenv(OA.KEY_ENV, KEY)
+    monkeypatch.setenv(OA.URL_ENV, stub.url)
+    out = tmp_path / "work"
+    api.run([PREVIEW], out, workers=1)
+    return out
+
+
+def test_stage_on_the_real_record_and_a_rerun_asks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ids = _preview_ids()
+    assert len(ids) >= 20  # 23 of the 24 entries carry an OpenAlex id and a DOI
+    works = [oa_work(w, f"Real title {w}", doi=d) for w, d in sorted(ids.items())]
+    with OpenAlexStub(works) as stub, caplog.at_level(logging.INFO, logger="pipeline"):
+        out = _stage_run(tmp_path, monkeypatch, stub)
+        asked = len(stub.requests)
+        records = pl.read_parquet(out / "openalex" / "records.parquet")
+        before = (out / "openalex" / "records.parquet").read_bytes()
+        api.run([PREVIEW], out, workers=1)
+    assert asked >= 1 and len(stub.requests) == asked  # the rerun asked nothing
+    assert (out / "openalex" / "records.parquet").read_bytes() == before
+    found = records.filter(pl.col(S.OA_FOUND))
+    assert found.height >= 20
+    assert (found[S.OA_TITLE] == "Real title " + found[S.OA_ANSWERED_ID]).all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())
+    assert summary["records"]["venue_rate"] > 0.5 and summary["lookups"]["ids_asked"] == 0
+    # the key is in no log line and no file of the work directory
+    assert KEY not in caplog.text
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert KEY.encode() not in p.read_bytes(), p
+
+
+def test_no_key_no_snapshot_builds_and_says_how_many_were_not_looked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv(OA.KEY_ENV, raising=False)
+    with caplog.at_level(logging.INFO, logger="pipeline"):
+        api.run([PREVIEW], tmp_path / "w", workers=1)
+    lines = [r.getMessage() for r in caplog.records if "not looked up" in r.getMessage()]
+    assert len(lines) == 1 and "no OPENALEX_API_KEY" in lines[0]
+    counts = json.loads((tmp_path / "w" / "openalex" / "_SUCCESS.json").read_text())["counts"]
+    assert counts["works_not_looked_up"] == counts["works"] > 0
+
+
+def test_service_down_still_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(OA.KEY_ENV, KEY)
+    monkeypatch.setenv(OA.URL_ENV, "http://127.0.0.1:9")  # nothing listens there
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[openalex_lookup]\nmax_retries = 1\nbackoff_s = 0.01\n")
+    api.run([PREVIEW], tmp_path / "w", workers=1, config=cfg)
+    summary = json.loads((tmp_path / "w" / "openalex" / "_summary.json").read_text())
+    assert summary["lookups"]["stopped"] and summary["records"]["works_with_record"] == 0
+
+
+# --------------------------------------------------------------------- the demo, offline
+def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
+    """The demo reads its works file through the snapshot route (no network): every
+    candidate with a record shows the record's title exactly, and the rates are counted."""
+    out = tmp_path / "demo"
+    api.demo(out, papers=300, workers=1)
+    records = pl.read_parquet(out / "openalex" / "records.parquet").filter(pl.col(S.OA_FOUND))
+    rows = pl.read_parquet(sorted((out / "release").glob("*_survey_reading_lists.parquet")))
+    shown = rows.join(records, left_on=S.CANDIDATE_ID, right_on=S.WORK_ID, how="inner")
+    assert shown.height > 0
+    assert (shown[S.CANDIDATE_TITLE] == shown[S.OA_TITLE]).all()
+    assert (shown[S.CANDIDATE_OPENALEX_ID] == shown[S.OA_ANSWERED_ID]).all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())["records"]
+    assert summary["works_not_looked_up"] == 0 and summary["by_source"] == {
+        "snapshot": summary["works"]
+    }
+    assert 0 < summary["abstract_carried_rate"] < summary["abstract_rate"]
+    assert summary["venue_rate"] > 0
+    meta = json.loads((out / "release" / "eval_metadata.json").read_text())
+    assert (
+        meta["openalex"]["records_sha256"]
+        and "lack a record" in (out / "release" / "README.md").read_text()
+    )
