@@ -81,6 +81,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_openalex": frozenset(
         {
             "test_demo_shows_the_records_of_its_works_file",
+            "test_kill_minus_9_during_the_lookups_then_rerun_asks_only_the_rest",
             "test_stage_on_the_real_record_and_a_rerun_asks_nothing",
             "test_no_key_no_snapshot_builds_and_says_how_many_were_not_looked_up",
             "test_service_down_still_builds",

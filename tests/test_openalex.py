@@ -317,3 +317,73 @@ def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
         meta["openalex"]["records_sha256"]
         and "lack a record" in (out / "release" / "README.md").read_text()
     )
+
+
+# --------------------------------------------------------------------- killed mid-lookups
+def _answered_keys(out: Path) -> set[str]:
+    keys = set()
+    for seg in sorted((out / "openalex_cache").glob("answers-*.jsonl")):
+        for line in seg.read_text(encoding="utf-8").splitlines():
+            keys.add(json.loads(line)["key"])
+    return keys
+
+
+def _release_bytes(out: Path) -> dict[str, bytes]:
+    release = out / "release"
+    return {
+        p.relative_to(release).as_posix(): p.read_bytes()
+        for p in sorted(release.rglob("*"))
+        if p.is_file() and not p.name.startswith("_")
+    }
+
+
+def test_kill_minus_9_during_the_lookups_then_rerun_asks_only_the_rest(tmp_path: Path) -> None:
+    """A run killed (SIGKILL) while it looks works up keeps the answers it flushed; the rerun
+    asks only for the other keys and writes the release an uninterrupted run writes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    ids = _preview_ids()
+    works = [oa_work(w, f"Real title {w}", doi=d) for w, d in sorted(ids.items())]
+    cfg = tmp_path / "slow.toml"
+    # one id per call, a segment per answer, four calls a second: the kill lands mid-lookups
+    cfg.write_text(
+        "[openalex_lookup]\nbatch_ids = 1\nflush_keys = 1\nrequests_per_second = 4.0\n",
+        encoding="utf-8",
+    )
+    with OpenAlexStub(works) as stub:
+        env = {**os.environ, OA.KEY_ENV: KEY, OA.URL_ENV: stub.url}
+        killed = tmp_path / "killed"
+        cmd = [sys.executable, "-m", "pipeline", "run", "--input", str(PREVIEW), "--out",
+               str(killed), "--config", str(cfg), "--workers", "1", "-q"]  # fmt: skip
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while len(_answered_keys(killed)) < 5 and proc.poll() is None:
+                assert time.monotonic() < deadline, "the run never reached its lookups"
+                time.sleep(0.05)
+            assert proc.poll() is None, "the run ended before it could be killed"
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait()
+        cached = _answered_keys(killed)
+        asked_before = len(stub.requests)
+        assert 5 <= len(cached) < len(ids)
+        subprocess.run(cmd, env=env, check=True)
+        rerun = stub.requests[asked_before:]
+        whole = tmp_path / "whole"
+        subprocess.run([str(whole) if c == str(killed) else c for c in cmd], env=env, check=True)
+    # the rerun asked for keys the cache lacked, and for none it had
+    asked = set().union(*(_asked_values(r) for r in rerun))
+    assert asked and not asked & {OA.asked_as(k)[1] for k in cached}
+    assert _release_bytes(killed) == _release_bytes(whole)
+
+
+def _asked_values(request: dict[str, Any]) -> set[str]:
+    """The ids a stub request asked for: a filter's OR-ed values, or a singleton's id."""
+    if request["path"] == "/works":
+        return {v.lower() for v in request["query"].get("filter", "").partition(":")[2].split("|")}
+    return {request["path"].removeprefix("/works/").removeprefix("doi:").lower()}
