@@ -512,21 +512,25 @@ def _card_config(tmp_path: Path) -> Path:
     return cfg
 
 
-def _submit(stub: HubStub, tmp_path: Path, *extra: str) -> dict[str, Any]:
+def _submit(
+    stub: HubStub, tmp_path: Path, *extra: str, secrets: dict[str, str] | None = None
+) -> dict[str, Any]:
     stub.repos[INPUT_REPO] = {}
     stub.head[INPUT_REPO] = INPUT_SHA
     cmd = [sys.executable, "-m", "pipeline", "submit", "--namespace", "someone"]
     cmd += ["--constraints", str(CONSTRAINTS), *extra]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=_env(stub, tmp_path), capture_output=True, timeout=120
-    )
+    env = {**_env(stub, tmp_path), **(secrets or {})}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
-    assert TOKEN.encode() not in proc.stdout + proc.stderr
-    assert _files_containing(tmp_path, TOKEN.encode()) == []
-    for job in stub.jobs:  # the token travels as the Job's secret, in no other field
-        assert job["jobSpec"]["secrets"] == {"HF_TOKEN": TOKEN}
+    values = [TOKEN, *(secrets or {}).values()]
+    for value in values:
+        assert value.encode() not in proc.stdout + proc.stderr
+        assert _files_containing(tmp_path, value.encode()) == []
+    for job in stub.jobs:  # the secrets travel as the Job's secrets, in no other field
+        assert job["jobSpec"]["secrets"] == {"HF_TOKEN": TOKEN, **(secrets or {})}
         rest = {k: v for k, v in job["jobSpec"].items() if k != "secrets"}
-        assert TOKEN not in json.dumps(rest) and TOKEN not in json.dumps(job.get("schedule"))
+        for value in values:
+            assert value not in json.dumps(rest) and value not in json.dumps(job.get("schedule"))
     assert {r["headers"].get("authorization") for r in stub.requests} == {f"Bearer {TOKEN}"}
     return json.loads(proc.stdout)["submitted"]
 
@@ -559,6 +563,25 @@ def test_submit_one_run_uploads_code_creates_the_bucket_and_pins_the_input(
         {"name": "survey-reading-lists"},
     )
     assert done["input"] == {"repo": INPUT_REPO, "revision": INPUT_SHA}
+
+
+def test_submit_passes_the_openalex_key_as_a_secret_of_every_job(tmp_path: Path) -> None:
+    # the submitter's OPENALEX_API_KEY reaches the Jobs' openalex stage as a secret, and
+    # the dry run names it without its value
+    key = {"OPENALEX_API_KEY": "oa-fake-key-456"}
+    with HubStub() as stub:
+        _submit(stub, tmp_path, "--fan-out", "2", "--poll", "0.01", "--config",
+                str(_card_config(tmp_path)), secrets=key)  # fmt: skip
+        assert len(stub.jobs) == 3
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline", "submit", "--namespace", "someone", "--dry-run",
+             "--constraints", str(CONSTRAINTS), "--config", str(_card_config(tmp_path))],
+            cwd=tmp_path, env={**_env(stub, tmp_path), **key}, capture_output=True, timeout=120,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"oa-fake-key-456" not in proc.stdout + proc.stderr
+    specs = json.loads(proc.stdout)["jobs"]
+    assert all(s["secrets"] == ["HF_TOKEN", "OPENALEX_API_KEY"] for s in specs)
 
 
 def test_submit_fan_out_of_4_waits_for_the_shards_then_finishes(tmp_path: Path) -> None:

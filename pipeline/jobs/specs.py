@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pipeline.corpus.openalex import KEY_ENV as OPENALEX_KEY_ENV
 from pipeline.corpus.sources import InputError
 from pipeline.hub.card import SOURCE_DATASET
 
@@ -168,6 +170,13 @@ def pinned_dependencies(constraints: Path) -> list[str]:
     return sorted((pins[n] for n in seen), key=str.lower)
 
 
+def optional_secrets() -> list[str]:
+    """Secrets the Jobs get when the submitter's environment has them: the OpenAlex key, so
+    the Jobs' openalex stage looks works up (without it they build the release from the
+    bucket's cache alone, and the card counts what was not looked up)."""
+    return [name for name in (OPENALEX_KEY_ENV,) if os.environ.get(name)]
+
+
 def job_specs(
     opts: SubmitOptions, namespace: str, code_revision: str, input_revision: str
 ) -> list[JobSpec]:
@@ -206,7 +215,7 @@ def job_specs(
         "dependencies": pinned_dependencies(opts.constraints),
         "image": opts.image,
         "env": {"PYTHONPATH": CODE_MOUNT, "PYTHONUNBUFFERED": "1"},
-        "secret_names": [TOKEN_SECRET],
+        "secret_names": [TOKEN_SECRET, *optional_secrets()],
         "schedule": opts.schedule,
     }
     if not opts.fan_out or opts.fan_out <= 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from pipeline.jobs.specs import (
     JobSpec,
     SubmitOptions,
     job_specs,
+    optional_secrets,
 )
 from pipeline.jobs.step import release_config_for
 
@@ -70,7 +72,8 @@ def submit(opts: SubmitOptions, namespace: str) -> dict[str, Any]:
             "python": PYTHON,
             "image": spec.image,
             "env": spec.env,
-            "secrets": {TOKEN_SECRET: token},
+            # the values travel as the Job's secrets only, never in its arguments or env
+            "secrets": {TOKEN_SECRET: token, **{n: os.environ[n] for n in optional_secrets()}},
             "flavor": spec.flavor,
             "timeout": spec.timeout,
             "attempts": spec.attempts,
