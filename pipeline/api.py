@@ -681,6 +681,60 @@ def evaluate_scores(
     return _eval_result(evaluation)
 
 
+@dataclass(frozen=True)
+class BibliographyResult:
+    """What :func:`evaluate_bibliography` computed and where it wrote it.
+
+    Attributes:
+        results_file: the JSON report written.
+        results: its content (counts, macro means, per survey, the run's metrics).
+    """
+
+    results_file: Path
+    results: dict[str, Any] = field(repr=False)
+
+    def mean(self, metric: str) -> float | None:
+        """A metric's macro mean over the surveys where it is defined (``recall``,
+        ``precision``, ``R(rel=4)``, ...: :data:`pipeline.evaluate.bibliography.METRICS`).
+
+        Raises:
+            UsageError: no such metric.
+        """
+        from pipeline.evaluate.bibliography import METRICS
+
+        if metric not in self.results["metrics"]:
+            raise UsageError(f"no bibliography metric {metric!r}; available: {', '.join(METRICS)}")
+        return self.results["metrics"][metric]["mean"]
+
+
+def evaluate_bibliography(
+    release: PathLike, bibliography: PathLike, *, out: PathLike | None = None, run: bool = True
+) -> BibliographyResult:
+    """Score generated surveys' bibliographies against the release's reading lists
+    (:mod:`pipeline.evaluate.bibliography`: input format, resolution and metrics).
+
+    Args:
+        release: the release folder.
+        bibliography: JSONL, one ``{"survey_id": ..., "references": [...]}`` per line.
+        out: the directory ``bibliography_results.json`` is written to (default: ``eval/``
+            next to the release, see :func:`default_eval_out`).
+        run: also score the eval surveys' bibliographies, in their order, as a run.
+
+    Raises:
+        BibliographyError: a malformed line or a survey that is not in the release.
+        FileNotFoundError: no such file, or a folder that is not a release.
+    """
+    from pipeline.core.files import write_json
+    from pipeline.evaluate.bibliography import RESULTS_FILE, evaluate_file
+    from pipeline.evaluate.evaluation import EVAL_DIR
+
+    report = evaluate_file(Path(release), Path(bibliography), as_run=run)
+    target = Path(out) if out is not None else default_eval_out(release) / EVAL_DIR
+    results_file = target / RESULTS_FILE
+    write_json(results_file, report)
+    return BibliographyResult(results_file, report)
+
+
 def default_cache_dir(spec: PathLike) -> Path:
     """The evaluation cache of a release: ``<default_eval_out>/eval/cache`` (next to the
     release folder, whatever ``out`` an evaluation writes to)."""

@@ -12,6 +12,7 @@ from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.aspects import TASK_LISTS, TASKS
+from pipeline.evaluate.bibliography import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
 
 log = logging.getLogger("pipeline")
@@ -63,6 +64,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="FILE",
         help="a run: TREC (qid Q0 docid rank score tag), CSV/Parquet with survey_id, candidate_id, "
         "score (or query-id, corpus-id, score), or a 3-column .tsv; repeatable",
+    )
+    which.add_argument(
+        "--bibliography",
+        type=Path,
+        metavar="FILE",
+        help="score generated surveys' bibliographies instead of runs: JSONL, one "
+        '{"survey_id": ..., "references": [...]} per line, each reference a raw string or an '
+        "object with title/doi/arxiv_id/openalex_id/year; needs a release folder; writes "
+        f"{BIBLIOGRAPHY_RESULTS} (docs/evaluation.md)",
     )
     which.add_argument(
         "--baselines-only",
@@ -245,6 +255,8 @@ def main(args: argparse.Namespace) -> int:
     Bad input raises (``ValueError``, ``FileNotFoundError``): ``python -m pipeline``
     turns it into one line and exit code 2.
     """
+    if args.bibliography is not None:
+        return _bibliography_main(args)
     if args.baselines_only and args.systems:
         flags = sorted({flag for flag, _, _ in args.systems})
         raise UsageError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
@@ -278,4 +290,21 @@ def main(args: argparse.Namespace) -> int:
         result.report_file.name,
         result.out,
     )
+    return 0
+
+
+def _bibliography_main(args: argparse.Namespace) -> int:
+    """``evaluate --bibliography``: score the file, print the macro means, say where the
+    report is."""
+    if args.task != TASK_LISTS:
+        raise UsageError(f"--bibliography scores whole surveys; --task {args.task} is not served")
+    result = api.evaluate_bibliography(args.release, args.bibliography, out=args.out)
+    report = result.results
+    counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
+    print(f"bibliographies of {report['n_surveys']} survey(s), "
+          f"{report['n_missing_surveys']} eval survey(s) without one; references: {counts}")  # fmt: skip
+    for name, value in report["metrics"].items():
+        mean = "n/a" if value["mean"] is None else f"{value['mean']:.4f}"
+        print(f"  {name:<20} {mean}  ({value['n_surveys']} surveys)")
+    log.info("evaluate: wrote %s", result.results_file)
     return 0

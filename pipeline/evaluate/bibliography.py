@@ -1,0 +1,583 @@
+"""Bibliographies of generated surveys, scored against the expert's reading lists.
+
+A system that writes a survey prints a bibliography; that bibliography is a reading
+list. This module resolves each of its references to a work of the release and scores
+the result against the survey's own list, tier by tier, and against the survey's hard
+negatives (the field's works the expert left out).
+
+**Input.** JSONL, one line per survey: ``{"survey_id": ..., "references": [...]}``.
+A reference is a raw string (as a generated survey prints it) or an object with any of
+``title``, ``doi``, ``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not
+used: the release has no year for most candidates outside OpenAlex).
+
+**Resolution** uses the release files alone and the pipeline's own identity rules:
+
+1. Identifiers first. An object's ``doi``, ``arxiv_id`` and ``openalex_id``, and the
+   DOI, arXiv id and OpenAlex id written in a raw string (an arXiv id only after the
+   word "arxiv", an OpenAlex id only in an ``openalex.org`` URL: a bare ``1234.5678`` is a
+   page range as often as an id), are normalised by :mod:`pipeline.rules.ids` and
+   prefixed as aliases (:mod:`pipeline.rules.aliases`, an arXiv DOI also as its arXiv
+   id). They are looked up in the candidates' ``candidate_aliases``.
+2. Then title keys (:mod:`pipeline.rules.titles`). A work's keys are the key of its
+   ``candidate_title`` (when long enough to identify a work, as ``works`` keys the
+   corpus titles) and the title key of its ``candidate_raw`` bib string. An object's
+   title gives one key; a raw string gives its segment keys. As in ``works``, any
+   segment key may equal a work's title, and only the string's own title key may equal
+   another bib string's title key.
+
+A reference whose identifiers or keys name two or more works is *ambiguous*; one that
+names none is *unmatched*. A reference naming a work an earlier reference of the same
+bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
+the key of its whole text) an earlier one had. Every other reference is, for its
+survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
+*known* work (a candidate of another survey of the release).
+
+**Metrics** (per survey; ``unique`` = references minus duplicates):
+
+* ``R(rel=t)``, t = 1..4: listed works of tier t matched / listed works of tier t
+  (undefined for a list without tier t);
+* ``recall``: listed works matched / listed works; ``weighted_recall``: sum of the
+  labels of the listed works matched / sum of the labels of all listed works;
+* ``precision``: listed works matched / unique references (0 for an empty bibliography);
+* ``f1``: harmonic mean of ``precision`` and ``recall`` (0 when both are 0);
+* ``hard_negative_rate``: hard negatives matched / references that matched a listed
+  work, a hard negative or a known work (undefined when none did);
+* ``unmatched_rate``: unmatched references / unique references (undefined when empty).
+
+Macro means are over the scored surveys for which a metric is defined.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core import schema as S
+from pipeline.core.errors import PipelineError
+from pipeline.core.release_files import READING_LISTS_FILE
+from pipeline.rules import aliases as A
+from pipeline.rules import ids
+from pipeline.rules import titles as T
+
+REFERENCE_FIELDS = ("title", "doi", "arxiv_id", "openalex_id", "year")
+TIERS = (1, 2, 3, 4)
+
+LISTED = "listed"
+HARD_NEGATIVE = "hard_negative"
+KNOWN = "known"
+UNMATCHED = "unmatched"
+AMBIGUOUS = "ambiguous"
+DUPLICATE = "duplicate"
+CLASSES = (LISTED, HARD_NEGATIVE, KNOWN, UNMATCHED, AMBIGUOUS, DUPLICATE)
+
+RECALL = "recall"
+WEIGHTED_RECALL = "weighted_recall"
+PRECISION = "precision"
+F1 = "f1"
+HARD_NEGATIVE_RATE = "hard_negative_rate"
+UNMATCHED_RATE = "unmatched_rate"
+METRICS = (
+    *(f"R(rel={t})" for t in TIERS),
+    RECALL,
+    WEIGHTED_RECALL,
+    PRECISION,
+    F1,
+    HARD_NEGATIVE_RATE,
+    UNMATCHED_RATE,
+)
+
+_ROW = "_row"
+_RAW = "_raw"
+_FROM_TITLE = "_from_title"
+
+
+class BibliographyError(PipelineError, ValueError):
+    """A bibliography file that cannot be read or names what the release lacks (the
+    message says which line)."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference of a bibliography: its raw text or its fields."""
+
+    raw: str | None = None
+    title: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    openalex_id: str | None = None
+    year: int | None = None
+
+
+@dataclass(frozen=True)
+class Bibliography:
+    """A survey's bibliography as the generator ordered it."""
+
+    survey_id: str
+    references: tuple[Reference, ...]
+    where: str = ""  # file:line, for messages
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one reference resolved to: its class and, when matched, the work and its label."""
+
+    position: int
+    cls: str
+    work_id: str | None = None
+    label: int | None = None
+    resolved_by: str | None = None  # "identifier", "title" or None
+
+
+@dataclass(frozen=True)
+class SurveyScore:
+    """Counts and metrics of one survey's bibliography."""
+
+    survey_id: str
+    n_references: int
+    counts: dict[str, int]
+    matched_per_tier: dict[int, int]
+    listed_per_tier: dict[int, int]
+    metrics: dict[str, float | None]
+    resolved: tuple[Resolved, ...] = field(repr=False)
+
+
+# --------------------------------------------------------------------- reading the file
+def _reference(value: Any, where: str) -> Reference:
+    if isinstance(value, str):
+        return Reference(raw=value)
+    if not isinstance(value, dict):
+        raise BibliographyError(
+            f"{where}: a reference must be a string or an object, not {type(value).__name__}"
+        )
+    unknown = sorted(set(value) - set(REFERENCE_FIELDS))
+    if unknown:
+        raise BibliographyError(
+            f"{where}: unknown reference field(s) {unknown}; known: {', '.join(REFERENCE_FIELDS)}"
+        )
+    texts = {}
+    for name in ("title", "doi", "arxiv_id", "openalex_id"):
+        text = value.get(name)
+        if text is not None and not isinstance(text, str):
+            raise BibliographyError(f"{where}: {name} must be a string")
+        texts[name] = text or None
+    year = value.get("year")
+    if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
+        raise BibliographyError(f"{where}: year must be an integer")
+    return Reference(year=year, **texts)
+
+
+def read_bibliographies(path: Path) -> list[Bibliography]:
+    """The bibliographies of a JSONL file, in file order.
+
+    Raises:
+        BibliographyError: a line that is not a JSON object, without a string
+            ``survey_id`` or a ``references`` list, a malformed reference, or a survey
+            given twice.
+        FileNotFoundError: no such file.
+    """
+    out: list[Bibliography] = []
+    seen: dict[str, int] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise BibliographyError(f"{where}: not JSON ({e.msg})") from e
+            if not isinstance(record, dict):
+                raise BibliographyError(f"{where}: a line must be a JSON object")
+            survey_id = record.get(S.SURVEY_ID)
+            if not isinstance(survey_id, str) or not survey_id:
+                raise BibliographyError(f"{where}: no survey_id (a non-empty string)")
+            if survey_id in seen:
+                raise BibliographyError(
+                    f"{where}: survey {survey_id!r} again (first on line {seen[survey_id]})"
+                )
+            seen[survey_id] = number
+            refs = record.get("references")
+            if not isinstance(refs, list):
+                raise BibliographyError(f"{where}: no references list")
+            out.append(
+                Bibliography(
+                    survey_id,
+                    tuple(_reference(r, f"{where}: reference {i}") for i, r in enumerate(refs, 1)),
+                    where,
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------- the release's works
+@dataclass(frozen=True)
+class ReleaseWorks:
+    """What resolution and scoring read from a release.
+
+    Attributes:
+        labels: survey_id -> {work_id: label} of every survey of the release.
+        eval_surveys: the surveys of the eval split.
+        by_alias: alias -> the works carrying it.
+        by_title: title key of a work's title -> the works.
+        by_raw_title: title key of a work's bib string -> the works.
+    """
+
+    labels: dict[str, dict[str, int]]
+    eval_surveys: frozenset[str]
+    by_alias: dict[str, frozenset[str]]
+    by_title: dict[str, frozenset[str]]
+    by_raw_title: dict[str, frozenset[str]]
+
+
+def _index(pairs: pl.DataFrame, key: str) -> dict[str, frozenset[str]]:
+    grouped = pairs.group_by(key).agg(pl.col(S.WORK_ID).unique())
+    return {k: frozenset(v) for k, v in grouped.iter_rows()}
+
+
+def load_release_works(release: Path) -> ReleaseWorks:
+    """Read the reading lists of every split of a release folder.
+
+    Raises:
+        FileNotFoundError: the folder has no eval reading lists.
+    """
+    files = [release / READING_LISTS_FILE.format(split=split) for split in S.SPLIT_NAMES]
+    eval_file = release / READING_LISTS_FILE.format(split="eval")
+    if not eval_file.is_file():
+        raise FileNotFoundError(f"{release}: no {eval_file.name} (not a release folder)")
+    columns = [S.SURVEY_ID, S.CANDIDATE_ID, S.CANDIDATE_ALIASES, S.CANDIDATE_TITLE,
+               S.CANDIDATE_RAW, S.LABEL]  # fmt: skip
+    rows = pl.concat([pl.read_parquet(f, columns=columns) for f in files if f.is_file()]).rename(
+        {S.CANDIDATE_ID: S.WORK_ID}
+    )
+    labels: dict[str, dict[str, int]] = {}
+    for survey_id, work_id, label in rows.select(S.SURVEY_ID, S.WORK_ID, S.LABEL).iter_rows():
+        labels.setdefault(survey_id, {})[work_id] = int(label)
+    eval_surveys = frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
+    works = rows.select(S.WORK_ID, S.CANDIDATE_ALIASES, S.CANDIDATE_TITLE, S.CANDIDATE_RAW).unique(
+        S.WORK_ID
+    )
+    alias_pairs = pl.concat(
+        [
+            works.select(S.WORK_ID, pl.col(S.WORK_ID).alias(A.ALIAS)),
+            works.select(S.WORK_ID, pl.col(S.CANDIDATE_ALIASES).alias(A.ALIAS)).explode(A.ALIAS),
+        ]
+    ).drop_nulls(A.ALIAS)
+    # a work's title keys, as ``works`` keys corpus titles (long enough to name one work)
+    from pipeline.stages.works import corpus_title_keys
+
+    title_pairs = (
+        corpus_title_keys(works.lazy().rename({S.CANDIDATE_TITLE: S.TITLE}))
+        .drop_nulls(T.KEY)
+        .collect()
+    )
+    raw_pairs = (
+        T.segment_keys_per_string(
+            works.filter(pl.col(S.CANDIDATE_RAW) != ""), S.CANDIDATE_RAW, [S.WORK_ID]
+        )
+        .filter(pl.col(T.SEGMENT_RANK) == 0)
+        .select(S.WORK_ID, T.KEY)
+        .collect()
+    )
+    return ReleaseWorks(
+        labels,
+        eval_surveys,
+        _index(alias_pairs, A.ALIAS),
+        _index(title_pairs, T.KEY),
+        _index(raw_pairs, T.KEY),
+    )
+
+
+# --------------------------------------------------------------------- resolution
+def reference_aliases(ref: Reference) -> list[str]:
+    """The prefixed aliases a reference carries (its fields, or what its raw text writes)."""
+    text = ref.raw or ""
+    lower = text.lower()
+    arxiv = ids.normalize_arxiv(ref.arxiv_id) or (
+        ids.normalize_arxiv(text) if "arxiv" in lower else None
+    )
+    doi = ids.normalize_doi(ref.doi) or ids.normalize_doi(text)
+    openalex = ids.normalize_openalex(ref.openalex_id) or (
+        ids.normalize_openalex(text.split("openalex.org/", 1)[1].split()[0])
+        if "openalex.org/" in lower
+        else None
+    )
+    found = []
+    if arxiv:
+        found.append(A.ARXIV_PREFIX + arxiv)
+    if doi:
+        found.append(A.DOI_PREFIX + doi)
+        arxiv_doi = pl.select(pl.lit(doi).str.extract(A.ARXIV_DOI, 1)).item()
+        if arxiv_doi:
+            found.append(A.ARXIV_PREFIX + arxiv_doi)
+    if openalex:
+        found.append(A.OPENALEX_PREFIX + openalex)
+    return found
+
+
+def _title_keys(refs: Sequence[Reference]) -> list[list[tuple[str, bool]]]:
+    """Per reference, ``(key, is_its_title_key)`` pairs: an object's title gives its key; a
+    raw string its segment keys, the title key flagged."""
+    keys: list[list[tuple[str, bool]]] = [[] for _ in refs]
+    titled = [(i, r.title) for i, r in enumerate(refs) if r.title]
+    if titled:
+        frame = pl.DataFrame(
+            {_ROW: [i for i, _ in titled], _RAW: [t for _, t in titled]},
+            schema={_ROW: pl.Int64, _RAW: pl.String},
+        )
+        for row, key in frame.select(_ROW, T.title_key(pl.col(_RAW))).iter_rows():
+            if key is not None:
+                keys[row].append((key, True))
+    raws = [(i, r.raw) for i, r in enumerate(refs) if r.raw and not r.title]
+    if raws:
+        frame = pl.DataFrame(
+            {_ROW: [i for i, _ in raws], _RAW: [t for _, t in raws]},
+            schema={_ROW: pl.Int64, _RAW: pl.String},
+        )
+        segments = T.segment_keys_per_string(frame, _RAW, [_ROW]).sort(_ROW, T.KEY).collect()
+        for row, key, rank in segments.iter_rows():
+            keys[row].append((key, rank == 0))
+    return keys
+
+
+def _whole_key(ref: Reference) -> str | None:
+    """The key of a reference's whole text: what tells two unresolved references apart."""
+    text = ref.raw or ref.title
+    if not text:
+        return None
+    return pl.select(T.title_key(pl.lit(text, dtype=pl.String))).item()
+
+
+def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
+    """Resolve every reference of one bibliography (module docstring) and classify it.
+
+    Raises:
+        BibliographyError: the survey is not in the release.
+    """
+    labels = works.labels.get(bibliography.survey_id)
+    if labels is None:
+        raise BibliographyError(
+            f"{bibliography.where}: survey {bibliography.survey_id!r} is not in the release"
+        )
+    refs = bibliography.references
+    keys = _title_keys(refs)
+    seen_works: set[str] = set()
+    seen_keys: set[str] = set()
+    out: list[Resolved] = []
+    for position, (ref, ref_keys) in enumerate(zip(refs, keys, strict=True), start=1):
+        named = set().union(*(works.by_alias.get(a, frozenset()) for a in reference_aliases(ref)))
+        by = "identifier"
+        if not named:
+            by = "title"
+            for key, is_title_key in ref_keys:
+                named |= works.by_title.get(key, frozenset())
+                if is_title_key:
+                    named |= works.by_raw_title.get(key, frozenset())
+        if len(named) == 1:
+            work_id = next(iter(named))
+            if work_id in seen_works:
+                out.append(Resolved(position, DUPLICATE, work_id, labels.get(work_id), by))
+                continue
+            seen_works.add(work_id)
+            label = labels.get(work_id)
+            cls = KNOWN if label is None else LISTED if label >= 1 else HARD_NEGATIVE
+            out.append(Resolved(position, cls, work_id, label, by))
+            continue
+        own_key = next((k for k, is_title in ref_keys if is_title), None) or _whole_key(ref)
+        if own_key is not None and own_key in seen_keys:
+            out.append(Resolved(position, DUPLICATE))
+            continue
+        if own_key is not None:
+            seen_keys.add(own_key)
+        out.append(Resolved(position, AMBIGUOUS if named else UNMATCHED))
+    return out
+
+
+# --------------------------------------------------------------------- metrics
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def score_survey(
+    survey_id: str, resolved: Sequence[Resolved], labels: Mapping[str, int]
+) -> SurveyScore:
+    """Counts and metrics (module docstring) of one survey's resolved bibliography."""
+    counts = Counter(r.cls for r in resolved)
+    listed = {w: g for w, g in labels.items() if g >= 1}
+    matched = {r.work_id for r in resolved if r.cls == LISTED}
+    listed_per_tier = {t: sum(1 for g in listed.values() if g == t) for t in TIERS}
+    matched_per_tier = {t: sum(1 for w in matched if listed[w] == t) for t in TIERS}
+    unique = len(resolved) - counts[DUPLICATE]
+    recall = _ratio(len(matched), len(listed))
+    precision = len(matched) / unique if unique else 0.0
+    metrics: dict[str, float | None] = {
+        f"R(rel={t})": _ratio(matched_per_tier[t], listed_per_tier[t]) for t in TIERS
+    }
+    metrics[RECALL] = recall
+    metrics[WEIGHTED_RECALL] = _ratio(sum(listed[w] for w in matched), sum(listed.values()))
+    metrics[PRECISION] = precision
+    r = recall or 0.0
+    metrics[F1] = 2 * precision * r / (precision + r) if precision + r else 0.0
+    metrics[HARD_NEGATIVE_RATE] = _ratio(
+        counts[HARD_NEGATIVE], counts[LISTED] + counts[HARD_NEGATIVE] + counts[KNOWN]
+    )
+    metrics[UNMATCHED_RATE] = _ratio(counts[UNMATCHED], unique)
+    return SurveyScore(
+        survey_id,
+        len(resolved),
+        {c: counts[c] for c in CLASSES},
+        matched_per_tier,
+        listed_per_tier,
+        metrics,
+        tuple(resolved),
+    )
+
+
+def macro_means(scores: Iterable[SurveyScore]) -> dict[str, dict[str, float | int | None]]:
+    """Per metric, its mean over the surveys where it is defined and how many those are."""
+    scores = list(scores)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for metric in METRICS:
+        values = [s.metrics[metric] for s in scores if s.metrics[metric] is not None]
+        defined = [v for v in values if v is not None and not math.isnan(v)]
+        out[metric] = {
+            "mean": sum(defined) / len(defined) if defined else None,
+            "n_surveys": len(defined),
+        }
+    return out
+
+
+def run_scores(scores: Iterable[SurveyScore]) -> dict[str, dict[str, float]]:
+    """The bibliographies as a run: ``{survey_id: {work_id: -position}}`` of the judged works
+    (listed or hard negative) each names, first reference first."""
+    return {
+        s.survey_id: {
+            r.work_id: -float(r.position)
+            for r in s.resolved
+            if r.cls in (LISTED, HARD_NEGATIVE) and r.work_id is not None
+        }
+        for s in scores
+    }
+
+
+@dataclass(frozen=True)
+class BibliographyEvaluation:
+    """Every survey's score, the macro means and what the file lacked."""
+
+    scores: tuple[SurveyScore, ...]
+    means: dict[str, dict[str, float | int | None]]
+    missing_surveys: tuple[str, ...]
+    counts: dict[str, int]
+
+    def report(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON report: inputs, totals, means and one entry per survey."""
+        return {
+            "inputs": dict(inputs),
+            "n_surveys": len(self.scores),
+            "missing_surveys": list(self.missing_surveys),
+            "n_missing_surveys": len(self.missing_surveys),
+            "counts": self.counts,
+            "metrics": self.means,
+            "per_survey": {
+                s.survey_id: {
+                    "n_references": s.n_references,
+                    "counts": s.counts,
+                    "matched_per_tier": {str(t): n for t, n in s.matched_per_tier.items()},
+                    "listed_per_tier": {str(t): n for t, n in s.listed_per_tier.items()},
+                    "metrics": s.metrics,
+                }
+                for s in self.scores
+            },
+        }
+
+
+def evaluate_bibliographies(
+    bibliographies: Sequence[Bibliography], works: ReleaseWorks
+) -> BibliographyEvaluation:
+    """Resolve and score every bibliography; eval surveys without one are listed as missing.
+
+    Raises:
+        BibliographyError: a survey that is not in the release.
+    """
+    scores = tuple(
+        score_survey(b.survey_id, resolve(b, works), works.labels[b.survey_id])
+        for b in bibliographies
+    )
+    given = {b.survey_id for b in bibliographies}
+    totals = Counter[str]()
+    for s in scores:
+        totals.update(s.counts)
+    return BibliographyEvaluation(
+        scores,
+        macro_means(scores),
+        tuple(sorted(works.eval_surveys - given)),
+        {c: totals[c] for c in CLASSES} | {"references": sum(s.n_references for s in scores)},
+    )
+
+
+# --------------------------------------------------------------------- the whole evaluation
+RESULTS_FILE = "bibliography_results.json"
+RUN_NAME = "bibliography"
+
+
+def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, Any] | None:
+    """The eval surveys' bibliographies scored as a ranked run (score = -position) by the
+    evaluation's retrieval mode: a judged work a bibliography does not name counts as not
+    retrieved, as trec_eval counts it; None when no eval survey has a bibliography.
+
+    The metrics are the evaluation's own (:mod:`pipeline.evaluate.measures`), macro over
+    every eval survey: a survey without a bibliography scores 0.
+    """
+    import warnings
+
+    from pipeline.api import evaluate_scores
+    from pipeline.evaluate.runs import RunWarning
+
+    scores = {
+        survey_id: ranked
+        for survey_id, ranked in run_scores(evaluation.scores).items()
+        # a run has no row for a survey whose bibliography names no judged work
+        if ranked and survey_id in _eval_surveys(release)
+    }
+    if not scores:
+        return None
+    with warnings.catch_warnings():
+        # the missing surveys are in the report already (``missing_surveys``)
+        warnings.simplefilter("ignore", RunWarning)
+        result = evaluate_scores(scores, release, name=RUN_NAME, mode="retrieval")
+    stats = result.results["subsets"]["ALL"][RUN_NAME]
+    return {
+        "mode": "retrieval",
+        "n_surveys": result.results["n_surveys"],
+        "metrics": {name: value["mean"] for name, value in stats.items()},
+    }
+
+
+def _eval_surveys(release: Path) -> frozenset[str]:
+    eval_file = release / READING_LISTS_FILE.format(split="eval")
+    return frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
+
+
+def evaluate_file(release: Path, path: Path, *, as_run: bool = True) -> dict[str, Any]:
+    """Read, resolve and score a bibliography file against a release folder; the report.
+
+    Raises:
+        BibliographyError: a malformed line or a survey that is not in the release.
+        FileNotFoundError: no such file, or a folder that is not a release.
+    """
+    from pipeline.core.files import file_identity
+
+    works = load_release_works(release)
+    evaluation = evaluate_bibliographies(read_bibliographies(path), works)
+    eval_file = release / READING_LISTS_FILE.format(split="eval")
+    report = evaluation.report(
+        {"bibliography": file_identity(path), "eval_file": file_identity(eval_file)}
+    )
+    report["run"] = run_metrics(evaluation, release) if as_run else None
+    return report
