@@ -62,7 +62,8 @@ SLOW_MODULES = frozenset(
     }
 )
 # fixtures that hand a test the synthetic release (tests.test_negatives.synthetic_release_dir)
-SLOW_FIXTURES = frozenset({"synthetic_release", "release"})
+# or build a demo release
+SLOW_FIXTURES = frozenset({"synthetic_release", "release", "demo_release"})
 SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_api": frozenset(
         {

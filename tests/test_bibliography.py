@@ -1,0 +1,242 @@
+"""Bibliographies of generated surveys scored against the reading lists
+(pipeline/evaluate/bibliography.py): resolution by identifier and title key, the classes,
+the metrics by hand, the CLI's errors, and the oracle and hard negatives on a demo release."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline import api
+from pipeline.core import schema as S
+from pipeline.evaluate import bibliography as B
+
+# A hand-made release: survey s1 (eval) lists w1 (tier 4), w2 (tier 3), w3 (tier 1) and has
+# the hard negative w4; survey s2 (train) cites w5, w6 and w7, whose w6 and w7 share a title.
+TITLE_1 = "Graph Matching Networks for Learning the Similarity"
+TITLE_2 = "Attention Mechanisms in Sparse Transformers"
+TITLE_3 = "A Benchmark of Tabular Anomaly Detectors"
+TITLE_4 = "Contrastive Pretraining of Code Models"
+TITLE_5 = "Federated Optimisation under Partial Participation"
+SHARED = "Neural Architecture Search with Weight Sharing"
+ROWS = [
+    # survey, work, aliases, title, raw, label, split
+    ("s1", "arxiv:2101.00001", ["arxiv:2101.00001", "doi:10.1000/a"], TITLE_1, "", 4, "eval"),
+    ("s1", "doi:10.2000/b", ["doi:10.2000/b"], TITLE_2, "", 3, "eval"),
+    ("s1", "openalex:W3", ["openalex:W3"], "", f"A. Li, “{TITLE_3},” ICDE, 2020.", 1, "eval"),
+    ("s1", "arxiv:1901.00004", ["arxiv:1901.00004"], TITLE_4, "", 0, "eval"),
+    ("s2", "arxiv:1801.00005", ["arxiv:1801.00005"], TITLE_5, "", 2, "train"),
+    ("s2", "arxiv:1801.00006", ["arxiv:1801.00006"], SHARED, "", 3, "train"),
+    ("s2", "arxiv:1801.00007", ["arxiv:1801.00007"], SHARED, "", 0, "train"),
+]
+
+
+def write_tiny_release(folder: Path) -> Path:
+    """The hand-made release above: the reading lists' columns resolution reads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame = pl.DataFrame(
+        ROWS,
+        schema={
+            S.SURVEY_ID: pl.String,
+            S.CANDIDATE_ID: pl.String,
+            S.CANDIDATE_ALIASES: pl.List(pl.String),
+            S.CANDIDATE_TITLE: pl.String,
+            S.CANDIDATE_RAW: pl.String,
+            S.LABEL: pl.Int8,
+            S.SPLIT: pl.String,
+        },
+        orient="row",
+    )
+    for split in S.SPLIT_NAMES:
+        frame.filter(pl.col(S.SPLIT) == split).drop(S.SPLIT).write_parquet(
+            folder / f"{split}_survey_reading_lists.parquet"
+        )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> B.ReleaseWorks:
+    return B.load_release_works(write_tiny_release(tmp_path_factory.mktemp("tiny")))
+
+
+def resolve(works: B.ReleaseWorks, refs: list[object], folder: Path) -> list[B.Resolved]:
+    """The references, read from a bibliography file of survey s1, resolved."""
+    path = folder / f"bib-{len(list(folder.iterdir()))}.jsonl"
+    path.write_text(json.dumps({"survey_id": "s1", "references": refs}) + "\n")
+    (bibliography,) = B.read_bibliographies(path)
+    return B.resolve(bibliography, works)
+
+
+def test_raw_strings_resolve_by_title_key_in_any_style(
+    tiny: B.ReleaseWorks, tmp_path: Path
+) -> None:
+    refs = [
+        f"[1] J. Doe and K. Roe, “{TITLE_1.upper()},” in Proc. NeurIPS, 2019.",
+        f"Doe, J. (2020). {TITLE_2.lower()}! Journal of Things, 12, 1-9.",
+        # the work's only key is its citing bib string's title key
+        f"B. Chen. {TITLE_3}. In KDD 2021.",
+    ]
+    got = resolve(tiny, refs, tmp_path)
+    assert [(r.cls, r.work_id, r.label, r.resolved_by) for r in got] == [
+        (B.LISTED, "arxiv:2101.00001", 4, "title"),
+        (B.LISTED, "doi:10.2000/b", 3, "title"),
+        (B.LISTED, "openalex:W3", 1, "title"),
+    ]
+
+
+def test_identifiers_resolve_before_titles(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    refs = [
+        {"doi": "https://doi.org/10.2000/B"},
+        {"arxiv_id": "arXiv:1901.00004v2", "title": TITLE_1},  # the id wins over the title
+        {"openalex_id": "https://openalex.org/W3"},
+        "Someone. Some paper. arXiv preprint arXiv:1801.00005, 2018.",
+        {"doi": "10.48550/arXiv.2101.00001"},  # arXiv's DOI is its arXiv id
+    ]
+    got = resolve(tiny, refs, tmp_path)
+    assert [(r.cls, r.work_id, r.resolved_by) for r in got] == [
+        (B.LISTED, "doi:10.2000/b", "identifier"),
+        (B.HARD_NEGATIVE, "arxiv:1901.00004", "identifier"),
+        (B.LISTED, "openalex:W3", "identifier"),
+        (B.KNOWN, "arxiv:1801.00005", "identifier"),
+        (B.LISTED, "arxiv:2101.00001", "identifier"),
+    ]
+
+
+def test_every_class_counted_and_metrics_by_hand(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    refs = [
+        f"J. Doe, {TITLE_1}, 2019.",  # listed, tier 4
+        {"doi": "doi:10.1000/A"},  # w1 again: duplicate
+        {"title": TITLE_2},  # listed, tier 3
+        {"arxiv_id": "1901.00004"},  # hard negative
+        {"title": TITLE_5},  # another survey's work: known
+        "A. Nobody. A completely invented survey of imaginary methods. 2023.",  # unmatched
+        "A. Nobody. A completely invented survey of imaginary methods. 2023.",  # duplicate
+        {"title": SHARED},  # names two works: ambiguous
+    ]
+    resolved = resolve(tiny, refs, tmp_path)
+    score = B.score_survey("s1", resolved, tiny.labels["s1"])
+    assert score.counts == {
+        B.LISTED: 2,
+        B.HARD_NEGATIVE: 1,
+        B.KNOWN: 1,
+        B.UNMATCHED: 1,
+        B.AMBIGUOUS: 1,
+        B.DUPLICATE: 2,
+    }
+    # listed: w1 (4), w2 (3), w3 (1); matched w1, w2; 8 references, 6 unique
+    m = score.metrics
+    assert m["R(rel=4)"] == 1.0 and m["R(rel=3)"] == 1.0 and m["R(rel=1)"] == 0.0
+    assert m["R(rel=2)"] is None  # s1 lists no tier-2 work
+    assert m[B.RECALL] == pytest.approx(2 / 3)
+    assert m[B.WEIGHTED_RECALL] == pytest.approx(7 / 8)
+    assert m[B.PRECISION] == pytest.approx(2 / 6)
+    assert m[B.F1] == pytest.approx(2 * (1 / 3) * (2 / 3) / (1 / 3 + 2 / 3))
+    assert m[B.HARD_NEGATIVE_RATE] == pytest.approx(1 / 4)  # of listed + hard + known
+    assert m[B.UNMATCHED_RATE] == pytest.approx(1 / 6)
+
+
+def test_empty_bibliography_and_macro_means(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    empty = B.score_survey("s1", resolve(tiny, [], tmp_path), tiny.labels["s1"])
+    assert empty.metrics[B.PRECISION] == 0.0 and empty.metrics[B.RECALL] == 0.0
+    assert empty.metrics[B.HARD_NEGATIVE_RATE] is None
+    assert empty.metrics[B.UNMATCHED_RATE] is None
+    full = B.score_survey("s1", resolve(tiny, [{"title": TITLE_1}], tmp_path), tiny.labels["s1"])
+    means = B.macro_means([empty, full])
+    assert means[B.RECALL] == {"mean": pytest.approx((0 + 1 / 3) / 2), "n_surveys": 2}
+    assert means[B.UNMATCHED_RATE] == {"mean": 0.0, "n_surveys": 1}  # defined for one
+
+
+def test_the_run_ranks_judged_works_by_position(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    resolved = resolve(
+        tiny, [{"title": TITLE_5}, {"title": TITLE_2}, {"arxiv_id": "1901.00004"}], tmp_path
+    )
+    score = B.score_survey("s1", resolved, tiny.labels["s1"])
+    assert B.run_scores([score]) == {"s1": {"doi:10.2000/b": -2.0, "arxiv:1901.00004": -3.0}}
+
+
+def _cli(release: Path, bibliography: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", "evaluate", "--release", str(release),
+         "--bibliography", str(bibliography), "--out", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("not json", "2: not JSON"),
+        ('{"references": []}', "2: no survey_id"),
+        ('{"survey_id": "nope", "references": []}', "2: survey 'nope' is not in the release"),
+        ('{"survey_id": "s2", "references": [3]}', "reference 1: a reference must be"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, line: str, says: str) -> None:
+    release = write_tiny_release(tmp_path / "release")
+    bibliography = tmp_path / "bib.jsonl"
+    bibliography.write_text('{"survey_id": "s1", "references": []}\n' + line + "\n")
+    done = _cli(release, bibliography, tmp_path / "out")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], done.stderr
+    assert not (tmp_path / "out" / B.RESULTS_FILE).exists()
+
+
+# --------------------------------------------------------------------- on a demo release
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo")
+    api.demo(out, papers=400, workers=1)
+    return out / "release"
+
+
+def _eval_lists(release: Path) -> pl.DataFrame:
+    return pl.read_parquet(release / "eval_survey_reading_lists.parquet")
+
+
+def _by_id(aliases: list[str]) -> dict[str, str]:
+    kind, _, value = aliases[0].partition(":")
+    return {"arxiv": {"arxiv_id": value}, "doi": {"doi": value}}.get(kind, {"openalex_id": value})
+
+
+def test_the_expert_list_scores_one_and_hard_negatives_score_zero(
+    demo_release: Path, tmp_path: Path
+) -> None:
+    lists = _eval_lists(demo_release)
+    oracle, negatives = [], []
+    for (survey_id,), rows in lists.sort(S.LABEL, descending=True, maintain_order=True).group_by(
+        [S.SURVEY_ID], maintain_order=True
+    ):
+        listed = rows.filter(pl.col(S.LABEL) >= 1)[S.CANDIDATE_ALIASES].to_list()
+        hard = rows.filter(pl.col(S.LABEL) == 0)[S.CANDIDATE_ALIASES].to_list()
+        oracle.append({"survey_id": survey_id, "references": [_by_id(a) for a in listed]})
+        negatives.append({"survey_id": survey_id, "references": [_by_id(a) for a in hard]})
+    assert any(b["references"] for b in negatives)
+    negatives = [b for b in negatives if b["references"]]
+
+    def evaluate(name: str, lines: list[dict]) -> api.BibliographyResult:
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return api.evaluate_bibliography(demo_release, path, out=tmp_path / name)
+
+    best = evaluate("oracle", oracle)
+    for metric in (B.RECALL, B.WEIGHTED_RECALL, B.PRECISION, B.F1):
+        assert best.mean(metric) == 1.0, metric
+    assert best.mean(B.HARD_NEGATIVE_RATE) == 0.0 and best.mean(B.UNMATCHED_RATE) == 0.0
+    assert best.results["n_missing_surveys"] == 0
+    # listed in tier order, so the run is an ideal ranking
+    assert best.results["run"]["metrics"]["nDCG@10"] == pytest.approx(1.0)
+    assert json.loads(best.results_file.read_text()) == json.loads(
+        json.dumps(best.results, default=str)
+    )
+
+    worst = evaluate("negatives", negatives)
+    assert worst.mean(B.HARD_NEGATIVE_RATE) == 1.0
+    assert worst.mean(B.RECALL) == 0.0 and worst.mean(B.PRECISION) == 0.0
+    assert worst.results["counts"][B.HARD_NEGATIVE] == sum(len(b["references"]) for b in negatives)
+    assert worst.results["run"]["metrics"]["nDCG@10"] == 0.0
