@@ -229,6 +229,9 @@ def test_the_expert_list_scores_one_and_hard_negatives_score_zero(
         assert best.mean(metric) == 1.0, metric
     assert best.mean(B.HARD_NEGATIVE_RATE) == 0.0 and best.mean(B.UNMATCHED_RATE) == 0.0
     assert best.results["n_missing_surveys"] == 0
+    per_reference = [r for s in best.results["per_survey"].values() for r in s["references"]]
+    assert len(per_reference) == best.results["counts"]["references"]
+    assert {(r["class"], r["resolved_by"]) for r in per_reference} == {(B.LISTED, "identifier")}
     # listed in tier order, so the run is an ideal ranking
     assert best.results["run"]["metrics"]["nDCG@10"] == pytest.approx(1.0)
     assert json.loads(best.results_file.read_text()) == json.loads(

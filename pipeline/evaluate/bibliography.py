@@ -50,7 +50,6 @@ Macro means are over the scored surveys for which a metric is defined.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -444,8 +443,7 @@ def macro_means(scores: Iterable[SurveyScore]) -> dict[str, dict[str, float | in
     scores = list(scores)
     out: dict[str, dict[str, float | int | None]] = {}
     for metric in METRICS:
-        values = [s.metrics[metric] for s in scores if s.metrics[metric] is not None]
-        defined = [v for v in values if v is not None and not math.isnan(v)]
+        defined = [v for s in scores if (v := s.metrics[metric]) is not None]
         out[metric] = {
             "mean": sum(defined) / len(defined) if defined else None,
             "n_surveys": len(defined),
@@ -491,6 +489,16 @@ class BibliographyEvaluation:
                     "matched_per_tier": {str(t): n for t, n in s.matched_per_tier.items()},
                     "listed_per_tier": {str(t): n for t, n in s.listed_per_tier.items()},
                     "metrics": s.metrics,
+                    "references": [
+                        {
+                            "position": r.position,
+                            "class": r.cls,
+                            "work_id": r.work_id,
+                            "label": r.label,
+                            "resolved_by": r.resolved_by,
+                        }
+                        for r in s.resolved
+                    ],
                 }
                 for s in self.scores
             },
@@ -539,11 +547,12 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     from pipeline.api import evaluate_scores
     from pipeline.evaluate.runs import RunWarning
 
+    eval_surveys = _eval_surveys(release)
     scores = {
         survey_id: ranked
         for survey_id, ranked in run_scores(evaluation.scores).items()
         # a run has no row for a survey whose bibliography names no judged work
-        if ranked and survey_id in _eval_surveys(release)
+        if ranked and survey_id in eval_surveys
     }
     if not scores:
         return None
