@@ -19,7 +19,12 @@ from pipeline.core.config import Config, describe, load_config
 from pipeline.core.errors import INTERRUPTED, TERMINATED, UsageError, user_message
 from pipeline.core.progress import redirect_logging
 from pipeline.corpus.sources import InputError
-from pipeline.engine.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
+from pipeline.engine.runner import (
+    DEFAULT_MAX_FAILED,
+    Terminated,
+    max_failed_share,
+    sigterm_as_interrupt,
+)
 from pipeline.hub.publish import ENDPOINT_HELP
 from pipeline.rules.redact import SecretFilter
 from pipeline.stages import GRAPH
@@ -31,14 +36,12 @@ STATUS_WIDTH = 100  # status wraps its counts at this many columns
 
 def _max_failed_arg(value: str) -> str:
     try:
-        number = float(value[:-1]) if value.endswith("%") else int(value)
-    except ValueError:
-        number = -1
-    if number < 0 or (value.endswith("%") and number > 100):
+        max_failed_share(value)
+    except UsageError:
         raise argparse.ArgumentTypeError(
-            f"--max-failed-files takes a count (e.g. 3) or a share of the input files "
-            f"(e.g. 1%); got {value!r}"
-        )
+            f"takes a count (e.g. 3) or a share of the input files from 0% to 100% (e.g. 1%); "
+            f"got {value!r}"
+        ) from None
     return value
 
 

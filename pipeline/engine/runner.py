@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import errno
 import logging
+import math
 import multiprocessing as mp
 import os
 import pickle
@@ -42,7 +43,7 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.core.config import Config
-from pipeline.core.errors import StageError
+from pipeline.core.errors import StageError, UsageError
 from pipeline.core.files import (
     file_record,
     temp_tag,
@@ -137,12 +138,39 @@ def input_problem(
     return problem
 
 
+def max_failed_share(spec: str) -> float | None:
+    """The share (0-1) that ``--max-failed-files`` names, or None when it names a count.
+
+    Raises:
+        UsageError: neither a count 0, 1, 2, ... nor a share 0%-100% (``nan%``, ``inf%``,
+            ``-1``, ``150%``, ``1.5``).
+    """
+    text = str(spec).strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100
+            if not (math.isfinite(share) and 0 <= share <= 1):
+                raise ValueError(text)
+            return share
+        if int(text) < 0:
+            raise ValueError(text)
+    except ValueError:
+        raise UsageError(
+            "max_failed_files (--max-failed-files) takes a count (e.g. 3) or a share of the "
+            f"input files from 0% to 100% (e.g. 1%); got {spec!r}"
+        ) from None
+    return None
+
+
 def allowed_failures(spec: str, total: int) -> int:
     """How many of ``total`` input files may fail: ``spec`` is a count (``"3"``) or a share
-    of the files (``"1%"``, rounded down)."""
-    if spec.endswith("%"):
-        return int(float(spec[:-1]) / 100 * total)
-    return int(spec)
+    of the files (``"1%"``, rounded down).
+
+    Raises:
+        UsageError: ``spec`` is neither (:func:`max_failed_share`).
+    """
+    share = max_failed_share(spec)
+    return int(share * total) if share is not None else int(str(spec).strip())
 
 
 def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, reader: str) -> None:
