@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.core.config import EvaluateConfig, TrainConfig
-from pipeline.core.errors import UsageError
+from pipeline.core.errors import UsageError, option
 from pipeline.core.files import atomic_path, file_identity
 from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.evaluate.baselines import (
@@ -504,10 +504,10 @@ def _check_complete(run: Run, missing: list[str], n_surveys: int, require_comple
         f"(first: {shown}{more})"
     )
     if require_complete:
-        raise RunError(f"{what}; --require-complete needs every eval survey scored")
+        raise RunError(f"{what}; {option('--require-complete')} needs every eval survey scored")
     warnings.warn(
         f"{what}; every judged candidate of those surveys is ranked as missing "
-        "(--require-complete makes this an error)",
+        f"({option('--require-complete')} makes this an error)",
         RunWarning,
         stacklevel=3,
     )

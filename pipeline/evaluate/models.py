@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.progress import steps
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
@@ -258,6 +258,29 @@ def model_texts(view: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _call(model: Callable[..., Any], spec: ModelSpec, where: str, *args: Any) -> Any:
+    """The user's model called on ``args``; what it raises is the user's to fix, so it
+    becomes a one-line :class:`ModelError` naming the model, the call and the signature the
+    flag expects (``-v`` shows the model's traceback, chained)."""
+    try:
+        return model(*args)
+    except Exception as e:
+        expected = (
+            "score(query, texts) -> one score per text"
+            if spec.kind == SCORER
+            else "encode(texts) -> one vector per text"
+        )
+        other = {
+            SCORER: " (an encoder goes with --encoder)",
+            ENCODER: " (a scorer goes with --scorer)",
+        }
+        raise ModelError(
+            f"{spec.flag} {spec.target}: the model raised {type(e).__name__} "
+            f"({' '.join(str(e).split())[:300]}) {where}; {spec.flag} calls {expected}"
+            + other.get(spec.kind, "")
+        ) from e
+
+
 def _as_array(output: Any, n: int, ndim: int, spec: ModelSpec, what: str) -> np.ndarray:
     """A model's output as a float64 array of ``n`` rows (vectors: ``ndim`` 2; scores: 1)."""
     try:
@@ -295,8 +318,11 @@ def encode_texts(
     todo = [t for t in distinct if cache.get(digests[t]) is None]
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     dimension = None
-    for batch in steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch"):
-        matrix = _as_array(encode(list(batch)), len(batch), 2, spec, "its output")
+    for number, batch in enumerate(
+        steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch")
+    ):
+        output = _call(encode, spec, f"on batch {number} of {len(batch)} texts", list(batch))
+        matrix = _as_array(output, len(batch), 2, spec, "its output")
         if dimension is not None and matrix.shape[1] != dimension:
             raise ModelError(
                 f"{spec.flag} {spec.target}: vectors of size {matrix.shape[1]} after {dimension}"
@@ -309,7 +335,7 @@ def encode_texts(
     if len(sizes) > 1:
         raise ModelError(
             f"{spec.flag} {spec.target}: cached vectors of sizes {sorted(sizes)}; rerun with "
-            "--no-cache"
+            f"{option('--no-cache', 'cache=False')}"
         )
     return vectors, len(todo)  # type: ignore[return-value]
 
@@ -370,8 +396,9 @@ def scorer_scores(
         rows, docs = group["_row"].to_list(), group[_DOC].to_list()
         for i in range(0, len(docs), batch_size):
             block = docs[i : i + batch_size]
+            output = _call(score, spec, f"for survey {survey!r}", query, block)
             out[rows[i : i + batch_size]] = _as_array(
-                score(query, block), len(block), 1, spec, f"its output for survey {survey!r}"
+                output, len(block), 1, spec, f"its output for survey {survey!r}"
             )
     return ModelScores(
         spec=spec,
