@@ -47,6 +47,7 @@ SLOW_MODULES = frozenset(
         "test_bad_inputs",
         "test_batch_sizes",
         "test_cli_errors",
+        "test_ecosystem",
         "test_evaluate_e2e",
         "test_figures",
         "test_hub",
@@ -64,6 +65,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         {
             "test_extract_reduce_and_status_return_typed_results",
             "test_no_caller_reenters_the_cli_with_argv",
+            "test_a_script_without_a_main_guard_runs_with_workers",
         }
     ),
     "test_aspects": frozenset(

@@ -33,8 +33,10 @@ import os
 import pickle
 import shutil
 import signal
+import sys
 import threading
 import time
+import types
 from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -296,6 +298,27 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def _starting_workers() -> Iterator[None]:
+    """While worker processes are started: SIGINT ignored (:func:`_sigint_ignored`), and
+    the caller's main module hidden from them.
+
+    A spawned process imports the parent's ``__main__`` before it runs anything, so a
+    script calling ``api.run(...)`` at its top level, without an
+    ``if __name__ == "__main__":`` guard, ran the whole run again in every worker and
+    ended in "a worker process died". Workers run pipeline code only and need nothing
+    from the caller's script, so they start with an empty ``__main__`` in its place.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        with _sigint_ignored():
+            yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
 def _exit_interrupted(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
@@ -530,7 +553,7 @@ def run_map(
             with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
                 # workers start with Ctrl-C ignored (a worker still importing would print a
                 # traceback), then _init_worker makes it end them quietly
-                with _sigint_ignored():
+                with _starting_workers():
                     pending: set[Future[list[dict[str, Any]]]] = {
                         pool.submit(_run_files, stage, chunk, str(out), cfg) for chunk in chunks
                     }
@@ -943,7 +966,7 @@ def run_archive(
         done_q = ctx.Queue()
         progress_q = ctx.Queue()
         end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-        with _sigint_ignored():
+        with _starting_workers():
             for w in range(n):
                 recv, send = ctx.Pipe(duplex=False)
                 p = ctx.Process(
