@@ -14,8 +14,8 @@ scores every (survey, candidate) pair; the scores are then evaluated as a run is
   model folder, loaded offline (:func:`hub_offline`) on the CPU, used as an encoder
   (``encode(texts, normalize_embeddings=True)``).
 
-Texts are the ones BM25 and the ``dense`` baseline read (:mod:`pipeline.rules.text_match`):
-survey = title + abstract; candidate = title + abstract, or the title alone. Distinct
+Texts are the ones the ``dense`` baseline, BEIR and MTEB read
+(:func:`pipeline.rules.text_match.paper_text`: title + " " + abstract, stripped). Distinct
 texts are encoded once, in sorted order, in batches of ``batch_size``, with a progress
 bar; an encoder's vectors are kept in an embedding cache keyed by the model and the
 sha256 of each text (:class:`EmbeddingCache`), so a second evaluation encodes only texts
@@ -48,8 +48,8 @@ from pipeline.core.errors import PipelineError, option
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.progress import steps
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
-from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ABSTRACT, SURVEY_ID, SURVEY_TITLE
-from pipeline.rules.text_match import candidate_text, joined_text
+from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.rules.text_match import candidate_text, survey_text
 
 log = logging.getLogger("pipeline")
 
@@ -253,7 +253,7 @@ def model_texts(view: pl.DataFrame) -> pl.DataFrame:
     return view.select(
         SURVEY_ID,
         CANDIDATE_ID,
-        joined_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)).alias(_QUERY),
+        survey_text().alias(_QUERY),
         candidate_text().alias(_DOC),
     )
 

@@ -100,6 +100,7 @@ from pipeline.rules.leak_audit import (
     within_chance,
 )
 from pipeline.rules.tables import id_batches, scan_extract
+from pipeline.rules.text_match import survey_text
 from pipeline.stages.base import Stage
 from pipeline.stages.context import ReduceContext
 
@@ -164,14 +165,9 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
         .select(
             pl.col(S.SURVEY_ID).alias(S.BEIR_ID),
             pl.col(S.SURVEY_TITLE).alias(S.BEIR_TITLE),
-            pl.when(pl.col(S.SURVEY_ABSTRACT) == "")
-            .then(pl.col(S.SURVEY_TITLE))
-            .when(pl.col(S.SURVEY_TITLE) == "")
-            .then(pl.col(S.SURVEY_ABSTRACT))
-            .otherwise(pl.concat_str([S.SURVEY_TITLE, S.SURVEY_ABSTRACT], separator="\n\n"))
-            .alias(S.BEIR_TEXT),
+            # BEIR and MTEB read a query's text alone: the string the evaluation reads
+            survey_text().alias(S.BEIR_TEXT),
             pl.col(S.SURVEY_PRIMARY_CATEGORY).alias(S.PRIMARY_CATEGORY),
-            pl.col(S.SURVEY_DATE),
         )
         .sort(S.BEIR_ID)
     )
@@ -180,10 +176,9 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
         .select(
             pl.col(S.CANDIDATE_ID).alias(S.BEIR_ID),
             pl.col(S.CANDIDATE_TITLE).alias(S.BEIR_TITLE),
-            pl.when(pl.col(S.CANDIDATE_ABSTRACT) != "")
-            .then(pl.col(S.CANDIDATE_ABSTRACT))
-            .otherwise(pl.col(S.CANDIDATE_TITLE))
-            .alias(S.BEIR_TEXT),
+            # BEIR and MTEB read (title + " " + text).strip(): the abstract, '' when there
+            # is none, makes that the string the evaluation reads (paper_text)
+            pl.col(S.CANDIDATE_ABSTRACT).alias(S.BEIR_TEXT),
         )
         .sort(S.BEIR_ID)
     )
