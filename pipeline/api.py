@@ -301,7 +301,8 @@ def extract(
         out: the work directory.
         config: a Config, a TOML path or None.
         workers: worker processes (default: the CPU count).
-        shard_of: take ``sorted(files)[I::N]``; every shard records the whole input list.
+        shard_of: ``(I, N)``: take the plain files ``sorted(files)[I::N]`` and each archive's
+            units ``u`` with ``u % N == I``; every shard records the whole input list.
         force: redo files whose markers match.
         verify: also compare finished files with the sha256 their markers record.
         prune: delete finished outputs (and other shards' records) of another input list
@@ -847,7 +848,7 @@ def demo(
 
     Args:
         out: the work directory.
-        papers: synthetic papers (a quarter in the 2024 layout).
+        papers: synthetic papers (all in the 2024 layout, as every demo record is).
         fixtures: folder holding the real samples (default: the package's ``demo_data``).
         workers: worker processes (default: the CPU count).
         config: a Config, a TOML path or None.
