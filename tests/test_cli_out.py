@@ -65,7 +65,8 @@ def test_every_command_that_writes_takes_out_and_writes_there_only(
         ("evaluate", ["--release", release, "--no-learned", "--config", "fast.toml"],
          "eval_results.json"),
         ("features", ["--release", release], "features.json"),
-        ("train", ["--eval-file", release], "model.txt"),
+        ("train", ["--release", release], "model.txt"),
+        ("export", ["--release", release], "corpus.jsonl"),
     ]  # fmt: skip
     covered = set()
     for name, args, wrote in recipes:
@@ -99,6 +100,10 @@ def test_every_command_that_writes_takes_out_and_writes_there_only(
     assert main(["status", "--out", str(work)]) == 0
     assert _tree(work) == state
     covered.add("status")
+    # so does roles, which reads its headings there
+    _ok_at_default_verbosity(["roles", "--out", str(work)], capsys)
+    assert _tree(work) == state
+    covered.add("roles")
     # every subcommand with --out is one of the above
     with_out = {name for name, p in _subparsers().items() if "--out" in _options(p)}
     assert with_out == covered, with_out ^ covered
@@ -108,11 +113,71 @@ def test_release_is_one_option_wherever_a_release_is_read() -> None:
     parsers = _subparsers()
     for name in ("evaluate", "features", "train", "push"):
         (action,) = [a for a in parsers[name]._actions if "--release" in a.option_strings]
-        assert action.option_strings == ["--release", "--eval-file"], name
+        # evaluate also reads an eval file: there --eval-file is the same option
+        names = ["--release", "--eval-file"] if name == "evaluate" else ["--release"]
+        assert action.option_strings == names, name
         assert action.dest == "release" and action.metavar == "DIR"
     # no other spelling of a release folder anywhere
     for name, parser in parsers.items():
         assert not {"--release-dir", "--eval-dir"} & _options(parser), name
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "warning"),
+    [
+        (["export", "{tmp}/beir", "--release", "{release}"],
+         ["export", "--out", "{tmp}/beir", "--release", "{release}"],
+         "export DIR is deprecated"),
+        (["features", "--eval-file", "{release}", "--out", "{tmp}/f"],
+         ["features", "--release", "{release}", "--out", "{tmp}/f"],
+         "--eval-file is deprecated"),
+        (["roles", "--from-out", "{work}"], ["roles", "--out", "{work}"],
+         "--from-out is deprecated"),
+    ],
+)  # fmt: skip
+def test_old_spellings_still_work_with_a_warning(
+    old: list[str],
+    new: list[str],
+    warning: str,
+    tmp_path: Path,
+    synthetic_work: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``export DIR``, ``roles --from-out`` and ``--eval-file`` for a release folder break
+    the one grammar (``--out DIR`` writes or, for status and roles, reads a work directory;
+    ``--release DIR`` names a release): the new spelling works, the old one still does,
+    with one warning line."""
+    values = {"tmp": str(tmp_path), "release": str(synthetic_work / "release")}
+    values["work"] = str(synthetic_work)
+    outputs = []
+    for argv, warns in ((new, False), (old, True)):
+        assert main([a.format(**values) for a in argv]) == 0, argv
+        out, err = capsys.readouterr()
+        assert (warning in err) is warns and " ERROR " not in err, err
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+
+
+def test_help_texts_say_what_the_commands_do() -> None:
+    """Metavars name what an option takes (not argparse's INPUT_REPO), a default is stated
+    once, ``--shard`` tells how archives are shared, and the baselines evaluate lists are
+    the ones that run."""
+    from pipeline.evaluate.baselines import BASELINES
+    from pipeline.evaluate.dense import DENSE
+    from pipeline.evaluate.learned import LEARNED_BASELINES
+
+    parsers = _subparsers()
+    for name, parser in parsers.items():
+        for action in parser._actions:
+            if action.option_strings and action.nargs != 0 and action.choices is None:
+                assert action.metavar, (name, action.option_strings)
+            if action.help:
+                assert action.help.count("(default") <= 1, (name, action.help)
+    (shard,) = [a for a in parsers["extract"]._actions if "--shard" in a.option_strings]
+    assert "sorted(files)[I::N]" in shard.help and "units" in shard.help
+    description = " ".join(parsers["evaluate"].description.split())
+    for baseline in (*BASELINES, *LEARNED_BASELINES, DENSE):
+        assert baseline in description, baseline
 
 
 def test_every_option_of_every_command_has_a_help_text() -> None:
@@ -121,8 +186,8 @@ def test_every_option_of_every_command_has_a_help_text() -> None:
         for action in parser._actions:
             assert action.help and len(action.help) >= 12, (name, action.option_strings)
         out = [a for a in parser._actions if "--out" in a.option_strings]
-        for action in out:  # says what it is: the directory the command writes (status: reads)
-            assert "this command writes" in action.help or name == "status", (name, action.help)
+        for action in out:  # the directory the command writes (status and roles: read)
+            assert "this command writes" in action.help or name in ("status", "roles"), name
 
 
 def test_train_logs_like_every_other_command(
