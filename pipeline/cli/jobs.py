@@ -247,7 +247,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="OWNER/NAME",
         type=repo_id,
         default=None,
-        help=f"release repo (default: NAMESPACE/{DEFAULT_RELEASE_NAME})",
+        help=f"release repo (default: the config's [release] repo_id, else NAMESPACE/{DEFAULT_RELEASE_NAME})",
     )
     p.add_argument(
         "--bucket",
