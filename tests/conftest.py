@@ -103,6 +103,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_a_survey_without_rows_scores_zero",
         }
     ),
+    # every command of the docs, each in a fresh interpreter, on a demo built for it
+    "test_documented_commands": frozenset({"test_every_documented_command_runs_as_written"}),
     "test_extract_layouts": frozenset({"test_both_layouts_same_references_and_mention_totals"}),
     "test_files": frozenset(
         {
