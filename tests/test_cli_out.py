@@ -107,6 +107,27 @@ def test_every_command_that_writes_takes_out_and_writes_there_only(
     # every subcommand with --out is one of the above
     with_out = {name for name, p in _subparsers().items() if "--out" in _options(p)}
     assert with_out == covered, with_out ^ covered
+    # and the others run at the default verbosity too (push, which needs a release whose
+    # card names its repo: tests/test_hub.py, test_push_dry_run_lists_exactly_the_release_files)
+    _ok_at_default_verbosity(["config"], capsys)
+    (tmp_path / "my.toml").write_text(
+        "[release]\nrepo_id = 'someone/survey-reading-lists'\nauthors = ['Doe, Jane']\n"
+        "year = 2026\n"
+    )
+    # the dry run lists the input where it can: here it cannot (nothing leaves the machine)
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    constraints = str(Path(__file__).resolve().parents[1] / "constraints.txt")
+    _ok_at_default_verbosity(
+        ["submit", "--dry-run", "--namespace", "someone", "--config", "my.toml",
+         "--constraints", constraints],
+        capsys,
+    )  # fmt: skip
+    covered |= {"config", "submit", "push"}
+    assert covered == set(_subparsers()), set(_subparsers()) ^ covered
 
 
 def test_release_is_one_option_wherever_a_release_is_read() -> None:
