@@ -76,7 +76,12 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
-    "test_cli_out": frozenset({"test_every_command_that_writes_takes_out_and_writes_there_only"}),
+    "test_cli_out": frozenset(
+        {
+            "test_every_command_that_writes_takes_out_and_writes_there_only",
+            "test_old_spellings_still_work_with_a_warning",
+        }
+    ),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
     "test_concurrent_runs": frozenset({"test_identical_runs_started_together_end_as_one_run"}),
     "test_config": frozenset(
@@ -113,7 +118,10 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_inputs_hostile": frozenset(
-        {"test_a_failed_gzip_file_reports_the_lines_and_bytes_it_decoded"}
+        {
+            "test_a_failed_gzip_file_reports_the_lines_and_bytes_it_decoded",
+            "test_entries_that_are_not_regular_files_are_counted_failed_inputs",
+        }
     ),
     "test_labels": frozenset({"test_hand_made_config_variants"}),
     "test_negatives": frozenset({"test_seed_changes_the_draw_and_output_is_reproducible"}),
