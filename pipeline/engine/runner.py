@@ -186,10 +186,10 @@ def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, re
         listed = "; ".join(f"{f['file']} ({f['reason']})" for f in failed[:10])
         raise StageError(
             f"{reader}: {len(failed)} of {total} input files failed, more than "
-            f"--max-failed-files {max_failed} allows ({allowed}): {listed}"
+            f"--max-failed-files (max_failed_files) {max_failed} allows ({allowed}): {listed}"
             + (" ..." if len(failed) > 10 else "")
             + "; replace the damaged files and rerun (failed files are retried), or raise "
-            "--max-failed-files"
+            "--max-failed-files (max_failed_files in Python)"
         )
 
 
