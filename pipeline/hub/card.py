@@ -27,7 +27,6 @@ placeholder (:func:`publish_problem`).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.resources
 import json
 import re
@@ -39,6 +38,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
+from pipeline.core.files import sha256_text
 from pipeline.core.release_files import (
     ASPECT_CANDIDATES_FILE,
     ASPECT_READING_LISTS_FILE,
@@ -409,7 +409,7 @@ def _configs_yaml(
     ``eval``), then the section-level ``aspects`` and ``aspect_candidates`` (the splits
     that have aspects; none when no split has one).
 
-    Each config's ``description`` carries a fingerprint of its files (sha256 of their
+    Each config's ``description`` carries a fingerprint of its files (a hash of their
     sha256s, from ``files``, the metadata's file records). ``datasets`` keys the cache of a
     local folder by the folder's name and a hash of the card's configs, never by the
     files' paths or contents, so without it ``load_dataset("<folder>/release", CONFIG)``
@@ -443,7 +443,7 @@ def _configs_yaml(
             lines.append("  default: true")
         digests = [(files or {}).get(path, {}).get("sha256", "") for _, path in paths]
         if all(digests):
-            fingerprint = hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
+            fingerprint = sha256_text(digests)[:16]
             lines.append(f"  description: data files sha256 {fingerprint}")
         lines.append("  data_files:")
         for split, path in paths:
