@@ -291,9 +291,9 @@ def _roles(args: argparse.Namespace) -> int:
     """Print heading, normalised text, role and survey role (tab-separated)."""
     import polars as pl
 
+    from pipeline.engine.context import ReduceContext
     from pipeline.rules.roles import heading_report, work_headings
     from pipeline.rules.tables import scan_extract
-    from pipeline.stages.context import ReduceContext
 
     cfg = load_config(args.config)
     if args.out is not None:

@@ -154,7 +154,7 @@ def _f(default: Any, help: str, check: Check | None = None, **kw: Any) -> Any:  
 
 @dataclass(frozen=True)
 class CommonConfig:
-    # every stage's config key holds this section (pipeline.stages.base.Stage.hashed_sections)
+    # every stage's config key holds this section (pipeline.engine.stage.Stage.hashed_sections)
     compression: str = _f(
         "zstd",
         "Parquet compression codec of every table the pipeline writes",

@@ -72,6 +72,8 @@ from pipeline.corpus.sources import (
     stream_lines,
 )
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Limits, Stage
 from pipeline.engine.workdir import (
     FAILED,
     SUCCESS,
@@ -81,8 +83,6 @@ from pipeline.engine.workdir import (
     reduce_problem,
     stage_key,
 )
-from pipeline.stages.base import Limits, Stage
-from pipeline.stages.context import ReduceContext
 
 log = logging.getLogger("pipeline")
 

@@ -57,7 +57,7 @@ from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.corpus.sources import InputError, InputFile, display
 
 if TYPE_CHECKING:
-    from pipeline.stages.base import Stage
+    from pipeline.engine.stage import Stage
 
 log = logging.getLogger("pipeline")
 

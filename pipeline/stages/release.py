@@ -80,6 +80,8 @@ from pipeline.core.release_files import (
 )
 from pipeline.corpus.provenance import summarize as summarize_provenance
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.engine.workdir import failed_inputs
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
@@ -101,8 +103,6 @@ from pipeline.rules.leak_audit import (
 )
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.rules.text_match import survey_text
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 _W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 log = logging.getLogger("pipeline")
