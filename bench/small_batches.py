@@ -1,6 +1,6 @@
 """Run one reduce stage with other batch sizes than the defaults (for ``bench_scale --batch-check``).
 
-The batch sizes are the stages' limits (:class:`pipeline.stages.base.Limits`, outside the
+The batch sizes are the stages' limits (:class:`pipeline.engine.stage.Limits`, outside the
 config and its hash); this runs the stage in this process with ``force`` and every limit
 divided, as ``tests/test_batch_sizes.py`` does at its smallest. The outputs must have the
 same bytes as with the defaults: each batch's rows depend only on its own surveys,
@@ -21,8 +21,8 @@ if str(ROOT) not in sys.path:
 
 from pipeline.core.config import load_config  # noqa: E402
 from pipeline.engine.runner import run_reduce  # noqa: E402
+from pipeline.engine.stage import Limits  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
-from pipeline.stages.base import Limits  # noqa: E402
 
 
 def main() -> int:

@@ -31,7 +31,13 @@ from pipeline.core.config import Config, load_config, validate
 from pipeline.core.errors import UsageError
 from pipeline.corpus.sources import InputError
 from pipeline.engine import workdir as W
-from pipeline.engine.runner import DEFAULT_MAX_FAILED, check_map_failures, run_map_stage, run_reduce
+from pipeline.engine.runner import (
+    DEFAULT_MAX_FAILED,
+    check_map_failures,
+    max_failed_share,
+    run_map_stage,
+    run_reduce,
+)
 from pipeline.stages import GRAPH
 from pipeline.stages.extract.driver import summarize
 
@@ -296,7 +302,8 @@ def extract(
         out: the work directory.
         config: a Config, a TOML path or None.
         workers: worker processes (default: the CPU count).
-        shard_of: take ``sorted(files)[I::N]``; every shard records the whole input list.
+        shard_of: ``(I, N)``: take the plain files ``sorted(files)[I::N]`` and each archive's
+            units ``u`` with ``u % N == I``; every shard records the whole input list.
         force: redo files whose markers match.
         verify: also compare finished files with the sha256 their markers record.
         prune: delete finished outputs (and other shards' records) of another input list
@@ -309,6 +316,7 @@ def extract(
         RuntimeError: more files failed than ``max_failed_files`` allows.
     """
     cfg, specs, workers, out = config_of(config), _specs(inputs), _workers(workers), Path(out)
+    max_failed_share(max_failed_files)  # a bad value is refused before any file is read
     if not specs:
         raise InputError("extract needs --input")
     stage = GRAPH["extract"]
@@ -389,6 +397,7 @@ def reduce(
         names = [s.name for s in GRAPH.values() if s.kind == "reduce"]
         raise InputError(f"{stage!r} is not a reduce stage; available: {', '.join(names)}")
     cfg, out = config_of(config), Path(out)
+    max_failed_share(max_failed_files)
     # no lock where there is no work directory: the stage refuses (upstream not done)
     with W.run_lock(out, cfg) if out.is_dir() else contextlib.nullcontext():
         manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
@@ -419,6 +428,7 @@ def run(
         InputError: no input and no finished extract outputs in ``out``.
     """
     cfg, specs, out = config_of(config), _specs(inputs), Path(out)
+    max_failed_share(max_failed_files)  # before any stage runs
     # held across extract (which takes it too) and the reduce stages
     with W.run_lock(out, cfg) if specs or out.is_dir() else contextlib.nullcontext():
         extracted = None
@@ -893,7 +903,7 @@ def demo(
 
     Args:
         out: the work directory.
-        papers: synthetic papers (a quarter in the 2024 layout).
+        papers: synthetic papers (all in the 2024 layout, as every demo record is).
         fixtures: folder holding the real samples (default: the package's ``demo_data``).
         workers: worker processes (default: the CPU count).
         config: a Config, a TOML path or None.

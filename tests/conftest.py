@@ -51,6 +51,7 @@ SLOW_MODULES = frozenset(
         "test_bad_inputs",
         "test_batch_sizes",
         "test_cli_errors",
+        "test_ecosystem",
         "test_evaluate_e2e",
         "test_figures",
         "test_hub",
@@ -69,6 +70,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         {
             "test_extract_reduce_and_status_return_typed_results",
             "test_no_caller_reenters_the_cli_with_argv",
+            "test_a_script_without_a_main_guard_runs_with_workers",
         }
     ),
     "test_aspects": frozenset(
@@ -88,7 +90,12 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_service_down_still_builds",
         }
     ),
-    "test_cli_out": frozenset({"test_every_command_that_writes_takes_out_and_writes_there_only"}),
+    "test_cli_out": frozenset(
+        {
+            "test_every_command_that_writes_takes_out_and_writes_there_only",
+            "test_old_spellings_still_work_with_a_warning",
+        }
+    ),
     "test_common": frozenset({"test_same_named_files_in_two_folders_keep_one_copy"}),
     "test_concurrent_runs": frozenset({"test_identical_runs_started_together_end_as_one_run"}),
     "test_config": frozenset(
@@ -115,6 +122,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_a_survey_without_rows_scores_zero",
         }
     ),
+    # every command of the docs, each in a fresh interpreter, on a demo built for it
+    "test_documented_commands": frozenset({"test_every_documented_command_runs_as_written"}),
     "test_extract_layouts": frozenset({"test_both_layouts_same_references_and_mention_totals"}),
     "test_files": frozenset(
         {
@@ -123,7 +132,10 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_inputs_hostile": frozenset(
-        {"test_a_failed_gzip_file_reports_the_lines_and_bytes_it_decoded"}
+        {
+            "test_a_failed_gzip_file_reports_the_lines_and_bytes_it_decoded",
+            "test_entries_that_are_not_regular_files_are_counted_failed_inputs",
+        }
     ),
     "test_labels": frozenset({"test_hand_made_config_variants"}),
     "test_negatives": frozenset({"test_seed_changes_the_draw_and_output_is_reproducible"}),

@@ -76,3 +76,26 @@ def test_no_caller_reenters_the_cli_with_argv() -> None:
                 if any(a.name == "main" for a in node.names):
                     wrong.append(str(path.relative_to(root)))
     assert wrong == []
+
+
+def test_a_script_without_a_main_guard_runs_with_workers(tmp_path: Path) -> None:
+    """Spawned workers imported the caller's script again: one calling ``api.run`` at its
+    top level, as the docs' snippet reads, ran again in each worker and failed with "a
+    worker process died"."""
+    import subprocess
+    import sys
+
+    from tests.conftest import PREVIEW_2024
+
+    script = tmp_path / "build_it.py"
+    script.write_text(
+        "from pipeline import api\n\n"
+        f"result = api.extract([{str(SAMPLE_2022)!r}, {str(PREVIEW_2024)!r}], 'work', workers=2)\n"
+        "print('papers', result.papers)\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["papers", "50"]

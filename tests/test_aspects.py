@@ -448,10 +448,10 @@ def test_a_changed_aspects_file_is_not_scored(tmp_path: Path) -> None:
 
 def test_aspect_rows_do_not_depend_on_the_batches(synthetic_release: Path, tmp_path: Path) -> None:
     from pipeline.core.files import sha256_file
+    from pipeline.engine.context import ReduceContext
+    from pipeline.engine.stage import Limits
     from pipeline.stages import GRAPH
     from pipeline.stages import aspects as stage
-    from pipeline.stages.base import Limits
-    from pipeline.stages.context import ReduceContext
 
     ctx = ReduceContext(
         out=synthetic_release, cfg=load_config(), stage=GRAPH["aspects"], tmp_dir=tmp_path,

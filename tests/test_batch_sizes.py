@@ -1,7 +1,7 @@
 """Output bytes depend neither on the reduce stages' batch sizes nor on Polars' thread
 count.
 
-The batch sizes are the stages' :class:`pipeline.stages.base.Limits`: ``works`` merges
+The batch sizes are the stages' :class:`pipeline.engine.stage.Limits`: ``works`` merges
 per-file partials every ``works_merge_every`` files and sorts ``cites`` in paper-id ranges,
 ``negatives`` builds candidate pairs in batches of at most ``negatives_batch_pairs`` (in
 survey-date order, each reading its own dates' prior-count rows), ``negatives`` and
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.stages.base import Limits
+from pipeline.engine.stage import Limits
 from tests.test_negatives import _cfg, run_stage, synthetic_release_dir
 
 STAGES = ("works", "openalex", "negatives", "split", "aspects", "release")

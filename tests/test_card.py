@@ -296,3 +296,51 @@ def test_the_card_command_works_on_the_downloaded_dataset(release: Path, tmp_pat
     # written next to the downloaded folder, never into it (it is what push publishes)
     assert (tmp_path / "eval" / "report.md").is_file()
     assert not (download / "eval").exists()
+
+
+def _tiny_release(folder: Path, value: int) -> None:
+    """A folder named ``release`` whose every config file holds one row ``x = value``, and
+    a card with the configs the release stage writes for an eval split."""
+    import hashlib
+
+    import polars as pl
+
+    from pipeline.core.release_files import (
+        CANDIDATES_FILE,
+        READING_LISTS_FILE,
+        RETRIEVAL_SPLITS,
+        beir_file,
+    )
+
+    paths = [beir_file(view, "eval") for view in ("qrels", "corpus", "queries", "top_ranked")]
+    paths += [CANDIDATES_FILE.format(split="eval"), READING_LISTS_FILE.format(split="eval")]
+    files = {}
+    for path in paths:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        pl.DataFrame({"x": [value]}).write_parquet(folder / path)
+        files[path] = {"sha256": hashlib.sha256((folder / path).read_bytes()).hexdigest()}
+    assert RETRIEVAL_SPLITS["eval"] == "test"
+    yaml = C._configs_yaml(["eval"], [], files)
+    (folder / "README.md").write_text(f"---\n{yaml}\n---\n# tiny\n", encoding="utf-8")
+
+
+def test_two_release_folders_never_share_a_datasets_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``datasets`` keys a local folder's cache by its name and its card's configs: two
+    folders named ``release`` (or one rebuilt in place) got the rows of the first one
+    loaded, unless the card's configs tell their files apart."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+    cache = str(tmp_path / "hf-cache")
+    first, second = tmp_path / "a" / "release", tmp_path / "b" / "release"
+    _tiny_release(first, 1)
+    _tiny_release(second, 2)
+    for folder, value in ((first, 1), (second, 2), (first, 1)):
+        for config, split in (("candidates", "eval"), ("queries", "test")):
+            rows = datasets.load_dataset(str(folder), config, split=split, cache_dir=cache)
+            assert rows["x"] == [value], (folder, config)
+    _tiny_release(first, 3)  # rebuilt in place
+    rows = datasets.load_dataset(str(first), "candidates", split="eval", cache_dir=cache)
+    assert rows["x"] == [3]

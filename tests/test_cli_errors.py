@@ -308,7 +308,8 @@ EXPECTED_FAILURES = {
     "demo": (["--out", "d", "--fixtures", "nowhere"], "nowhere"),
     "job": (["--step", "shard", "--input", "nowhere", "--out", "w"], "shard"),
     "submit": (["--dry-run", "--namespace", "someone"], "[release] authors"),
-    "roles": (["--from-out", "nowhere"], "nowhere"),
+    "roles": (["--out", "nowhere"], "nowhere"),
+    "export": (["--release", "nowhere", "--out", "e"], "nowhere"),
 }
 
 

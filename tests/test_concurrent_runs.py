@@ -26,9 +26,9 @@ from bench.concurrent_runs import command, differences, outcome, run_env, snapsh
 from pipeline.core.config import Config
 from pipeline.core.files import temp_tag
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
 from pipeline.engine.runner import run_reduce
-from pipeline.stages.base import Stage, stage_graph
-from pipeline.stages.context import ReduceContext
+from pipeline.engine.stage import Stage, stage_graph
 
 ROWS = pa.schema([("a", pa.string())])
 

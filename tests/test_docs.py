@@ -90,3 +90,19 @@ def test_the_jobs_projection_uses_the_measured_extract_figures() -> None:
     real = results.read("extract")["figures"]["real"]  # the real records' rates
     assert jobs.GZIP_MB_S == real["reader_mb_s"]  # decompression and tar, as extract reads
     assert jobs.EXTRACT_MB_S_PER_WORKER == real["extract_mb_s"]
+
+
+@pytest.mark.parametrize(
+    "left_behind",
+    ["build/lib/pipeline/__init__.py", "dist/x.whl", "survey_reading_lists.egg-info/PKG-INFO"],
+)
+def test_what_an_install_or_a_build_leaves_is_ignored_by_git(left_behind: str) -> None:
+    """`pip install .` leaves build/ (and a build dist/, an egg-info) in the checkout."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    proc = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-q", left_behind], cwd=ROOT, check=False
+    )
+    assert proc.returncode == 0, f"{left_behind} is not in .gitignore"

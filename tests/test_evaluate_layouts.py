@@ -189,7 +189,12 @@ def test_export_beir_is_what_generic_data_loader_reads(release: Path, tmp_path: 
 def test_export_cli(release: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pipeline.cli import main
 
-    assert main(["export", "--format", "beir", str(tmp_path / "b"), "--release", str(release)]) == 0
+    assert (
+        main(
+            ["export", "--format", "beir", "--out", str(tmp_path / "b"), "--release", str(release)]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "corpus.jsonl" in printed and "qrels/test.tsv" in printed
 

@@ -41,6 +41,14 @@ def encode(texts):
 
 def wrong_shape(texts):
     return np.zeros(len(texts))
+
+
+def broken(texts):
+    raise RuntimeError("CUDA out of memory")
+
+
+def score(query, texts):
+    return [float(len(set(query.split()) & set(t.split()))) for t in texts]
 '''
 
 
@@ -188,6 +196,33 @@ def test_model_errors_name_the_flag(release: Path, user_code: Path, spec: str, f
     with pytest.raises(ModelError) as info:
         api.evaluate(release, out=user_code, encoders=[spec], config=CONFIG, learned=False)
     assert fragment in str(info.value) and "--encoder" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("flag", "spec", "fragment"),
+    [
+        ("--encoder", "my_encoder:broken", "raised RuntimeError (CUDA out of memory)"),
+        ("--scorer", "my_encoder:broken", "raised TypeError"),
+        ("--encoder", "my_encoder:score", "(a scorer goes with --scorer)"),
+        ("--scorer", "my_encoder:encode", "(an encoder goes with --encoder)"),
+    ],
+)
+def test_a_model_that_raises_is_one_line_naming_it(
+    release: Path,
+    user_code: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    spec: str,
+    fragment: str,
+) -> None:
+    """The user's model failing is the user's to fix: exit 2, one line naming the model."""
+    from pipeline.cli import main
+
+    argv = ["evaluate", "--release", str(release), "--out", str(user_code), "--no-learned"]
+    assert main([*argv, flag, spec]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{flag} {spec}: the model raised" in line and fragment in line, line
+    assert "unexpected" not in line
 
 
 def test_cli_errors_are_one_line_naming_the_flag(

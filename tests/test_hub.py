@@ -502,6 +502,26 @@ def test_submit_dry_run_prints_the_full_specs(
     assert "--tag with --schedule" in capsys.readouterr().err
 
 
+def test_submit_publishes_to_the_repo_the_config_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README has the user set [release] repo_id in my.toml, then run submit without
+    --repo-id: the release goes to that repo (it was refused as not NAMESPACE/survey-...)."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    cfg = tmp_path / "my.toml"
+    cfg.write_text(
+        "[release]\nrepo_id = 'someone/my-benchmark'\nauthors = ['Doe, Jane']\nyear = 2026\n"
+    )
+    argv = ["submit", "--dry-run", "--namespace", "someone", "--constraints", str(CONSTRAINTS)]
+    assert main([*argv, "--config", str(cfg), "--schedule", "@monthly"]) == 0
+    (spec,) = json.loads(capsys.readouterr().out)["jobs"]
+    command = spec["command"]
+    assert command[command.index("--repo-id") + 1] == "someone/my-benchmark"
+    # an explicit --repo-id that differs from the config's is still refused
+    assert main([*argv, "--config", str(cfg), "--repo-id", "someone/other"]) == 2
+    assert "make them the same" in capsys.readouterr().err
+
+
 def _card_config(tmp_path: Path) -> Path:
     """A config naming the release repo, authors and year: what submit asks for."""
     cfg = tmp_path / "my.toml"

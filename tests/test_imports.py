@@ -249,7 +249,7 @@ def test_the_stage_checks_see_stage_packages() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("pipeline", "core")),
     ("corpus", ("corpus",)),
-    ("engine", ("engine", "stages.base", "stages.context")),
+    ("engine", ("engine",)),
     ("rules", ("rules",)),
     ("rank", ("rank",)),
     ("evaluate", ("evaluate",)),
@@ -292,7 +292,21 @@ def test_no_import_runs_up_a_layer() -> None:
 
 def test_the_layer_finder_takes_the_longest_prefix() -> None:
     names = [n for n, _ in LAYERS]
-    assert names[_layer_of("pipeline.stages.context")] == "engine"
+    assert names[_layer_of("pipeline.engine.context")] == "engine"
     assert names[_layer_of("pipeline.stages.negatives.rules")] == "stages"
     assert names[_layer_of("pipeline")] == "core"
     assert _layer_of("pipeline.nosuchmodule") is None
+
+
+def test_the_layers_are_the_folders_in_the_order_the_docs_list_them() -> None:
+    """docs/internals.md ("Code layout") lists the package's folders bottom to top:
+    :data:`LAYERS` is that list, one folder per layer, so an import that runs up a folder
+    as the docs show them fails :func:`test_no_import_runs_up_a_layer`."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "internals.md").read_text()
+    listing = text.split("## Code layout", 1)[1].split("```", 2)[1]
+    folders = re.findall(r"^  (\w+)(?:/|\.py)", listing, flags=re.M)
+    assert folders == [name for name, _ in LAYERS]
+    for name, prefixes in LAYERS:  # each layer is its folder (core also holds __init__)
+        assert set(prefixes) - {"pipeline", "__main__"} == {name}, name

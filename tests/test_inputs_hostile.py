@@ -189,3 +189,59 @@ def test_placeholder_keys_of_a_2024_survey_are_not_its_core() -> None:
         "related_work",
         "other",
     ]
+
+
+def _hostile_folder(root: Path) -> Path:
+    """One good file beside entries that are not regular files."""
+    from tests.conftest import PREVIEW_2024
+
+    folder = root / "input"
+    folder.mkdir()
+    (folder / "good.jsonl").write_bytes(PREVIEW_2024.read_bytes())
+    (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")  # a symlink loop
+    (folder / "dangling.jsonl").symlink_to(folder / "missing.jsonl")
+    os.mkfifo(folder / "pipe.jsonl")  # blocks a reader until a writer comes
+    (folder / "zero.jsonl").symlink_to("/dev/zero")  # never ends
+    (folder / "random.jsonl.gz").symlink_to("/dev/urandom")
+    return folder
+
+
+@pytest.mark.parametrize("form", ["folder", "glob"])
+def test_entries_that_are_not_regular_files_are_counted_failed_inputs(
+    tmp_path: Path, form: str
+) -> None:
+    """A FIFO, a device, a symlink loop or a dangling symlink among the inputs stopped or
+    hung the run; each is now a failed input with its reason, and the good file is read."""
+    import subprocess
+
+    folder = _hostile_folder(tmp_path)
+    spec = str(folder) if form == "folder" else f"{folder}/*.json*"
+    argv = [sys.executable, "-m", "pipeline", "extract", "--input", spec, "--workers", "1"]
+    argv += ["--out", str(tmp_path / "work"), "--max-failed-files", "5"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "work" / "extract" / "_summary.json").read_text())
+    failed = {f["file"]: f["reason"] for f in summary["failed_files"]}
+    assert set(failed) == {
+        "loop.jsonl", "dangling.jsonl", "pipe.jsonl", "zero.jsonl", "random.jsonl.gz"
+    }  # fmt: skip
+    assert "FIFO" in failed["pipe.jsonl"] and "character device" in failed["zero.jsonl"]
+    assert "symbolic links" in failed["loop.jsonl"]
+    assert all("not a regular file" in reason for reason in failed.values())
+    assert summary["papers_written"] > 0
+    # one more than allowed fails the run, naming the files, in one line and exit 2
+    argv[-1] = "4"
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "5 of 6 input files failed" in proc.stderr, proc.stderr
+
+
+def test_a_file_longer_than_it_was_listed_is_not_read_on(tmp_path: Path) -> None:
+    """A file that grows while it is read (or lists as 0 bytes and yields bytes, as /proc
+    files do) is read no further than its listed size: a failed input, not an endless one."""
+    p = tmp_path / "growing.jsonl"
+    p.write_bytes(b'{"n": 1}\n' * 1000)
+    listed = InputFile(str(p), 90, str(p), "", p.name)  # as it was when listed
+    with pytest.raises(InputReadError, match="longer than the 90 bytes it was listed with"):
+        for _ in iter_lines(listed):
+            pass
+    assert sum(1 for _ in iter_lines(_file(p))) == 1000

@@ -17,11 +17,11 @@ from pipeline import api
 from pipeline.core import schema as S
 from pipeline.core.config import NEGATIVE_SAMPLINGS, Config, load_config
 from pipeline.core.files import file_record, write_json
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Limits
 from pipeline.engine.workdir import reduce_scratch_dir
 from pipeline.rules import visible as V
 from pipeline.stages import GRAPH
-from pipeline.stages.base import Limits
-from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives import rules as NR
 from pipeline.stages.negatives import sampling as NS
 from pipeline.stages.negatives.strategies import HARDNESS, STRATEGIES

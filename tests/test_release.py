@@ -208,18 +208,24 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
         assert pairs.equals(qrels.select(S.BEIR_QUERY_ID, S.BEIR_CORPUS_ID))
     queries = pl.read_parquet(release / "queries" / "train.parquet")
     # a survey without negatives is counted in the metadata, not flagged in a view a
-    # system reads (has_negatives is a judgment); the query's date is its text date
+    # system reads (has_negatives is a judgment); no date either (MTEB's data loader
+    # collates every query column and takes no date: candidates has survey_date)
     assert queries.columns == S.BEIR_QUERIES.names and S.HAS_NEGATIVES not in queries.columns
+    assert S.SURVEY_DATE not in queries.columns
     meta = json.loads((release / "eval_metadata.json").read_text())
     assert meta["splits"]["train"]["surveys_without_negatives"] == 1  # S3
     rows = pl.read_parquet(release / "train_survey_reading_lists.parquet")
-    assert dict(queries.select(S.BEIR_ID, S.SURVEY_DATE).iter_rows()) == dict(
-        rows.select(S.SURVEY_ID, S.SURVEY_DATE).unique().iter_rows()
-    )
+    # a query's text is the survey's title + " " + abstract, the string models read
+    expected = rows.select(
+        S.SURVEY_ID, pl.concat_str([S.SURVEY_TITLE, S.SURVEY_ABSTRACT], separator=" ")
+    ).unique()
+    assert dict(queries.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows()) == dict(expected.iter_rows())
     corpus = pl.read_parquet(release / "corpus" / "train.parquet")
-    # text = abstract, else the title parsed from the bib strings; never a raw bib string
-    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[A] == f"Abstract of {A}."
-    assert dict(corpus.select(S.BEIR_ID, S.BEIR_TEXT).iter_rows())[G] == f"parsed title of {G}"
+    # text = the abstract, '' without one (BEIR and MTEB then read the title alone); the
+    # title of a work outside the corpus is parsed from the bib strings, never raw
+    texts = {doc: (title, text) for doc, title, text in corpus.iter_rows()}
+    assert texts[A][1] == f"Abstract of {A}."
+    assert texts[G] == (f"parsed title of {G}", "")
     assert not corpus[S.BEIR_TEXT].str.contains("Raw ").any()
     # one representation for missing text: '' everywhere, never null
     for path in sorted(release.rglob("*.parquet")):

@@ -1,4 +1,4 @@
-"""The stage contract (``pipeline.stages.base``, ``pipeline.stages.context``): a stage reads
+"""The stage contract (``pipeline.engine.stage``, ``pipeline.engine.context``): a stage reads
 only what it declares, writes only the tables it declares with their declared schemas, and
 the runner owns its scratch folder; the limits bound batches without entering the config."""
 
@@ -12,10 +12,10 @@ import pytest
 
 from pipeline.core import schema as S
 from pipeline.core.config import Config
+from pipeline.engine.context import ReduceContext
 from pipeline.engine.runner import run_reduce
+from pipeline.engine.stage import Limits, Stage, StageContractError, stage_graph
 from pipeline.stages import GRAPH, STAGES
-from pipeline.stages.base import Limits, Stage, StageContractError, stage_graph
-from pipeline.stages.context import ReduceContext
 
 
 def _ctx(tmp_path: Path, stage: Stage, stages=GRAPH) -> ReduceContext:

@@ -656,3 +656,26 @@ def test_citation_styles_carry_the_real_marks() -> None:
         got["export"]
         == "He, K., Zhang, X., Sun, J.: Deep residual learning for image recognition (2016)"
     )
+
+
+def test_the_demo_help_names_the_layout_its_records_have() -> None:
+    """The help said "a quarter in the 2024 layout"; every demo record is 2024 layout."""
+    import json
+
+    from pipeline.cli import build_parser
+    from pipeline.synth.demo_corpus import corpus_members
+
+    layouts = set()
+    for name, data in corpus_members(40):
+        if name.endswith(".jsonl") and data:
+            for line in data.splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # the malformed lines that show rejects
+                if isinstance(record, dict):
+                    layouts.add("2024" if "sections" in record else "2022")
+    assert layouts == {"2024"}
+    (sub,) = [a for a in build_parser()._actions if getattr(a, "choices", None)]
+    help_text = next(a.help for a in sub.choices["demo"]._actions if "--papers" in a.option_strings)
+    assert "all in the 2024 layout" in help_text and "quarter" not in help_text

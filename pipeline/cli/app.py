@@ -14,12 +14,26 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__, api
-from pipeline.cli.args import add_out_arg, add_release_arg, positive_int, repo_id, shard_arg
+from pipeline.cli.args import (
+    DEPRECATED_NOTES,
+    REQUIRES_RELEASE,
+    DeprecatedOption,
+    add_out_arg,
+    add_release_arg,
+    positive_int,
+    repo_id,
+    shard_arg,
+)
 from pipeline.core.config import Config, describe, load_config
 from pipeline.core.errors import INTERRUPTED, TERMINATED, UsageError, user_message
 from pipeline.core.progress import redirect_logging
 from pipeline.corpus.sources import InputError
-from pipeline.engine.runner import DEFAULT_MAX_FAILED, Terminated, sigterm_as_interrupt
+from pipeline.engine.runner import (
+    DEFAULT_MAX_FAILED,
+    Terminated,
+    max_failed_share,
+    sigterm_as_interrupt,
+)
 from pipeline.hub.publish import ENDPOINT_HELP
 from pipeline.rules.redact import SecretFilter
 from pipeline.stages import GRAPH
@@ -31,14 +45,12 @@ STATUS_WIDTH = 100  # status wraps its counts at this many columns
 
 def _max_failed_arg(value: str) -> str:
     try:
-        number = float(value[:-1]) if value.endswith("%") else int(value)
-    except ValueError:
-        number = -1
-    if number < 0 or (value.endswith("%") and number > 100):
+        max_failed_share(value)
+    except UsageError:
         raise argparse.ArgumentTypeError(
-            f"--max-failed-files takes a count (e.g. 3) or a share of the input files "
-            f"(e.g. 1%); got {value!r}"
-        )
+            f"takes a count (e.g. 3) or a share of the input files from 0% to 100% (e.g. 1%); "
+            f"got {value!r}"
+        ) from None
     return value
 
 
@@ -50,19 +62,24 @@ def _common(
             "--input",
             action="append",
             default=[],
+            metavar="PATH",
             help="file, directory, glob or hf://datasets/... (repeatable)",
         )
         if shards:
             p.add_argument(
                 "--shard",
+                metavar="I/N",
                 type=shard_arg,
                 default=(0, 1),
-                help="take sorted(files)[I::N] of the inputs",
+                help="this machine's share of the extract, shard I of N: the plain input "
+                "files sorted(files)[I::N], and of each archive the units u with u %% N == I "
+                "(every shard reads the whole archive stream, decoding its own units only)",
             )
         else:
             p.set_defaults(shard=(0, 1))
         p.add_argument(
             "--workers",
+            metavar="N",
             type=positive_int,
             default=api.default_workers(),
             help="worker processes (default: CPU count)",
@@ -247,7 +264,7 @@ def _add_push(sub: argparse._SubParsersAction) -> None:
         help="the dataset repo (created if missing); the card must name it ([release] repo_id)",
     )
     add_release_arg(p, default=Path("work/release"))
-    p.add_argument("--tag", default=None, help="tag the commit, e.g. v0.1.0")
+    p.add_argument("--tag", metavar="TAG", default=None, help="tag the commit, e.g. v0.1.0")
     p.add_argument(
         "--revision",
         default=None,
@@ -285,16 +302,16 @@ def _roles(args: argparse.Namespace) -> int:
     """Print heading, normalised text, role and survey role (tab-separated)."""
     import polars as pl
 
+    from pipeline.engine.context import ReduceContext
     from pipeline.rules.roles import heading_report, work_headings
     from pipeline.rules.tables import scan_extract
-    from pipeline.stages.context import ReduceContext
 
     cfg = load_config(args.config)
-    if args.from_out is not None:
+    if args.out is not None:
         # read as the stage that applies the roles reads them (labels, which reads extract)
-        ctx = ReduceContext(args.from_out, cfg, GRAPH["labels"], args.from_out, GRAPH)
+        ctx = ReduceContext(args.out, cfg, GRAPH["labels"], args.out, GRAPH)
         if not ctx.files("extract", "sections"):
-            raise InputError(f"{args.from_out}: no extract sections tables (run extract first)")
+            raise InputError(f"{args.out}: no extract sections tables (run extract first)")
         headings = work_headings(scan_extract(ctx, "sections"), scan_extract(ctx, "mentions"))
     else:
         lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -363,13 +380,29 @@ def build_parser() -> argparse.ArgumentParser:
         "roles",
         help="headings -> normalised text, role and survey role (to tune [roles] overrides)",
         description="Reads headings, one per line on stdin, or every heading of a work "
-        "directory (--from-out, with occurrences, papers and mentions), and prints "
+        "directory (--out, with occurrences, papers and mentions), and prints "
         "heading, normalised text, role and survey role, tab-separated.",
     )
     p.add_argument(
-        "--from-out", type=Path, default=None, help="work directory to read headings from"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the work directory to read headings from, as status reads it (nothing is "
+        "written there; default: headings on stdin)",
     )
-    p.add_argument("--config", type=Path, default=None, help="TOML config ([roles] overrides)")
+    p.add_argument(
+        "--from-out",
+        dest="out",
+        action=DeprecatedOption,
+        instead="--out",
+        type=Path,
+        metavar="DIR",
+        help="deprecated spelling of --out (the work directory to read headings from)",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", type=Path, default=None, help="TOML config ([roles] overrides)"
+    )
     p.set_defaults(func=_roles)
 
     p = sub.add_parser(
@@ -507,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if getattr(args, REQUIRES_RELEASE, False) and args.release is None:
+            raise UsageError(f"{args.command}: --release DIR is required (the release to read)")
     except UsageError as e:
         with _log_to_stderr(logging.INFO):
             log.error("%s", e)
@@ -515,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     with _log_to_stderr(level), warnings.catch_warnings(), sigterm_as_interrupt():
         warnings.showwarning = _show_warning
+        for note in getattr(args, DEPRECATED_NOTES, None) or ():
+            log.warning("%s", note)
         try:
             _check_out(args)
             if hasattr(args, "handler"):

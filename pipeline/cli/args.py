@@ -130,11 +130,41 @@ def config_file(value: str) -> Path:
 
 
 # ----------------------------------------------------------------- shared arguments
+# the namespace attribute where deprecated spellings note themselves while the command
+# line is parsed; the CLI logs the notes once its log handler is in place
+DEPRECATED_NOTES = "_deprecated_notes"
+REQUIRES_RELEASE = "_requires_release"
+
+
+def note_deprecated(namespace: argparse.Namespace, used: str, instead: str) -> None:
+    """Record that the command line used ``used``, a deprecated spelling of ``instead``."""
+    notes = list(getattr(namespace, DEPRECATED_NOTES, None) or [])
+    notes.append(f"{used} is deprecated and will be removed; use {instead}")
+    setattr(namespace, DEPRECATED_NOTES, notes)
+
+
+class DeprecatedOption(argparse.Action):
+    """An old spelling of an option that still works: it stores its value where the new
+    spelling does, and the command warns (one log line) that it is deprecated."""
+
+    def __init__(self, option_strings: list[str], dest: str, instead: str, **kwargs) -> None:
+        self.instead = instead
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+        setattr(namespace, self.dest, values)
+        note_deprecated(namespace, option_string or self.dest, self.instead)
+
+
 def add_release_arg(
     p: argparse.ArgumentParser, *, default: Path | None = None, hub: bool = False
 ) -> None:
-    """``--release DIR`` (alias ``--eval-file``): the release a command reads, one name in
-    every command (``evaluate``, ``features``, ``train``, ``push``).
+    """``--release DIR``: the release a command reads, one name in every command
+    (``evaluate``, ``features``, ``train``, ``push``).
+
+    ``evaluate`` (``hub``) also reads an eval Parquet file, and takes ``--eval-file`` as
+    another name of the option; the other commands read a release folder only, where
+    ``--eval-file`` is a deprecated spelling that still works, with a warning.
 
     Args:
         default: the default folder; None makes the argument required.
@@ -145,18 +175,30 @@ def add_release_arg(
         if hub
         else "a release folder"
     )
+    names = ["--release", "--eval-file"] if hub else ["--release"]
     p.add_argument(
-        "--release",
-        "--eval-file",
+        *names,
         dest="release",
-        required=default is None,
+        required=default is None and hub,
         default=default,
         type=str if hub else Path,
         metavar="DIR",
         help=f"the release to read: {what}"
         + (f" (default: {default})" if default is not None else "")
-        + "; --eval-file is the same option",
+        + ("; --eval-file is the same option" if hub else ""),
     )
+    if not hub:
+        if default is None:  # required, by either spelling: checked after parsing
+            p.set_defaults(**{REQUIRES_RELEASE: True})
+        p.add_argument(
+            "--eval-file",
+            dest="release",
+            action=DeprecatedOption,
+            instead="--release",
+            type=Path,
+            metavar="DIR",
+            help="deprecated spelling of --release (this command reads a release folder)",
+        )
 
 
 def add_out_arg(

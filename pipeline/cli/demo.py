@@ -51,7 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=1500,
         metavar="N",
-        help="synthetic papers (default 1500; a quarter in the 2024 layout)",
+        help="synthetic papers (default 1500), all in the 2024 layout as the corpus is "
+        "published, like the real samples (so no aspect is a 2022-layout section or "
+        "subsection; `synth --layout 2022` writes that layout)",
     )
     p.add_argument(
         "--fixtures",
@@ -62,6 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--workers",
+        metavar="N",
         type=positive_int,
         default=api.default_workers(),
         help="worker processes (default: CPU count)",

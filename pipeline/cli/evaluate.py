@@ -12,8 +12,11 @@ from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.aspects import TASK_LISTS, TASKS
+from pipeline.evaluate.baselines import BASELINES
 from pipeline.evaluate.bibliography import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
+from pipeline.evaluate.dense import DENSE
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
+from pipeline.evaluate.learned import LEARNED_BASELINES
 
 log = logging.getLogger("pipeline")
 
@@ -45,7 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "evaluate",
         help="score runs and baselines on the eval set (metrics, bootstrap CIs, paired tests)",
         description=(
-            "Evaluate submitted runs and the baselines (random, popularity, bm25, oracle) on the eval "
+            f"Evaluate submitted runs and the baselines ({', '.join(BASELINES)}; the learned "
+            f"{', '.join(LEARNED_BASELINES)} unless --no-learned; {DENSE} with the [dense] "
+            "extra) on the eval "
             f"set; writes eval_results.json, per_survey.parquet and {REPORT_FILE} into --out DIR, and "
             f"prints the report. DIR defaults to {EVAL_DIR}/ next to the release: for a release "
             f"folder work/release, work/{EVAL_DIR}/ (never inside the release, which is what push "
@@ -187,7 +192,20 @@ def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
             "re-ranking)."
         ),
     )
-    parser.add_argument("out", type=Path, metavar="DIR", help="the folder to write")
+    parser.add_argument(  # not required by argparse: the deprecated DIR may stand for it
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the directory this command writes: BEIR's files of the split (required)",
+    )
+    parser.add_argument(
+        "out_positional",
+        nargs="?",
+        type=Path,
+        metavar="DIR",
+        help="deprecated: the folder to write, before --out named it as in every command",
+    )
     parser.add_argument(
         "--format",
         choices=FORMATS,
@@ -213,7 +231,15 @@ def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def export_main(args: argparse.Namespace) -> int:
     """Write the export; print each file with its rows."""
-    result = api.export(args.release, args.out, format=args.format, split=args.split)
+    out = args.out
+    if args.out_positional is not None:
+        if out is not None and out != args.out_positional:
+            raise UsageError(f"export: --out {out} and DIR {args.out_positional} differ")
+        log.warning("export DIR is deprecated and will be removed; use export --out DIR")
+        out = args.out_positional
+    if out is None:
+        raise UsageError("export: --out DIR is required (the folder to write)")
+    result = api.export(args.release, out, format=args.format, split=args.split)
     for name, rows in result.files.items():
         print(f"{result.out / name}\t{rows}")
     return 0

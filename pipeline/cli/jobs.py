@@ -173,12 +173,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_out_arg(
         p,
-        "the work directory (default: the Storage Bucket's mount)",
+        "the work directory",
         default=Path(WORK_MOUNT),
+        default_text=f"{WORK_MOUNT}, the Storage Bucket's mount",
     )
     p.add_argument("--config", type=Path, default=None, metavar="FILE", help="TOML config file")
     p.add_argument(
-        "--workers", type=positive_int, default=None, help="worker processes (default: CPU count)"
+        "--workers",
+        metavar="N",
+        type=positive_int,
+        default=None,
+        help="worker processes (default: CPU count)",
     )
     p.add_argument(
         "--repo-id",
@@ -187,7 +192,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="OWNER/NAME",
         help="the dataset repo the release is pushed to (steps all, finish)",
     )
-    p.add_argument("--tag", default=None, help="tag of the release commit")
+    p.add_argument("--tag", metavar="TAG", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
     p.add_argument(
         "--allow-synthetic",
@@ -199,12 +204,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--wait",
+        metavar="SECONDS",
         type=non_negative_seconds,
         default=12 * 3600,
         help="step finish: seconds to wait for the shards",
     )
     p.add_argument(
-        "--poll", type=positive_seconds, default=60.0, help="step finish: seconds between checks"
+        "--poll",
+        metavar="SECONDS",
+        type=positive_seconds,
+        default=60.0,
+        help="step finish: seconds between checks",
     )
     p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
     p.set_defaults(func=cmd_job)
@@ -221,103 +231,124 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--input-repo",
+        metavar="OWNER/NAME",
         type=repo_id,
         default=DEFAULTS.input_repo,
         help=f"input dataset repo, mounted at {INPUT_MOUNT} (default: {DEFAULT_INPUT_REPO})",
     )
     p.add_argument(
         "--input-revision",
+        metavar="REV",
         default=DEFAULTS.input_revision,
         help="branch, tag or commit of the input (default: main; a one-off run pins its commit)",
     )
     p.add_argument(
         "--repo-id",
+        metavar="OWNER/NAME",
         type=repo_id,
         default=None,
-        help=f"release repo (default: NAMESPACE/{DEFAULT_RELEASE_NAME})",
+        help=f"release repo (default: the config's [release] repo_id, else NAMESPACE/{DEFAULT_RELEASE_NAME})",
     )
     p.add_argument(
         "--bucket",
+        metavar="OWNER/NAME",
         type=repo_id,
         default=None,
         help=f"Storage Bucket of the work dir, mounted at {WORK_MOUNT} (default: NAMESPACE/{DEFAULT_BUCKET_NAME})",
     )
     p.add_argument(
         "--code-repo",
+        metavar="OWNER/NAME",
         type=repo_id,
         default=None,
         help=f"private dataset repo the code is uploaded to, mounted at {CODE_MOUNT} (default: NAMESPACE/{DEFAULT_CODE_NAME})",
     )
     p.add_argument(
-        "--config", type=config_file, default=None, help="TOML config file, shipped with the code"
+        "--config",
+        metavar="FILE",
+        type=config_file,
+        default=None,
+        help="TOML config file, shipped with the code",
     )
     p.add_argument(
         "--constraints",
+        metavar="FILE",
         type=Path,
         default=DEFAULTS.constraints,
         help="pinned versions (default: constraints.txt)",
     )
-    p.add_argument("--tag", default=None, help="tag of the release commit")
+    p.add_argument("--tag", metavar="TAG", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
     p.add_argument(
         "--schedule",
+        metavar="SCHEDULE",
         type=check_schedule,
         default=None,
         help="@monthly, @weekly, ... or a cron expression",
     )
     p.add_argument(
         "--fan-out",
+        metavar="N",
         type=positive_int,
         default=DEFAULTS.fan_out,
         help="N extract shard Jobs plus one finishing Job (default 1: one Job runs everything)",
     )
     p.add_argument(
         "--image",
+        metavar="IMAGE",
         default=None,
         help="another Docker image with uv (default: huggingface_hub's uv image)",
     )
     p.add_argument(
         "--flavor",
+        metavar="FLAVOR",
         default=DEFAULTS.flavor,
         help="hardware of the (shard) Jobs (default: cpu-upgrade)",
     )
     p.add_argument(
         "--finish-flavor",
+        metavar="FLAVOR",
         default=DEFAULTS.finish_flavor,
         help="hardware of the finishing Job (default: cpu-xl)",
     )
     p.add_argument(
         "--timeout",
+        metavar="DURATION",
         type=job_duration,
         default=DEFAULTS.timeout,
         help="max duration of each (shard) Job (default: 1d)",
     )
     p.add_argument(
         "--finish-timeout",
+        metavar="DURATION",
         type=job_duration,
         default=DEFAULTS.finish_timeout,
         help="max duration of the finishing Job (default: 2d)",
     )
     p.add_argument(
         "--wait",
+        metavar="SECONDS",
         type=int,
         default=DEFAULTS.wait,
         help="finishing Job: seconds to wait for the shards' markers (default: 43200)",
     )
     p.add_argument(
         "--poll",
+        metavar="SECONDS",
         type=positive_seconds,
         default=DEFAULTS.poll,
         help="seconds between status checks of shard Jobs (default: 60)",
     )
     p.add_argument(
         "--workers",
+        metavar="N",
         type=positive_int,
         default=None,
         help="worker processes per Job (default: CPU count)",
     )
     p.add_argument(
         "--namespace",
+        metavar="OWNER",
         type=namespace,
         default=None,
         help="user or org running the Jobs (default: the token's user)",

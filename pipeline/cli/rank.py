@@ -60,7 +60,8 @@ def _features(args: argparse.Namespace) -> int:
     from pipeline.rank.release import write_features
 
     meta = write_features(args.release, args.out)
-    log.info("features: %d rows in %s", meta["rows"], args.out)
+    per_split = ", ".join(f"{n:,} {split}" for split, n in meta["rows"].items())
+    log.info("features: rows per split %s; wrote %s", per_split, args.out)
     print(json.dumps({"out": str(args.out), "rows": meta["rows"]}, sort_keys=True))
     return 0
 

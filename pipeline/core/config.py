@@ -154,7 +154,7 @@ def _f(default: Any, help: str, check: Check | None = None, **kw: Any) -> Any:  
 
 @dataclass(frozen=True)
 class CommonConfig:
-    # every stage's config key holds this section (pipeline.stages.base.Stage.hashed_sections)
+    # every stage's config key holds this section (pipeline.engine.stage.Stage.hashed_sections)
     compression: str = _f(
         "zstd",
         "Parquet compression codec of every table the pipeline writes",
@@ -661,6 +661,11 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from e
+        except UnicodeDecodeError as e:  # TOML is UTF-8 by its specification
+            raise ConfigError(
+                f"{path}: not a UTF-8 text file (byte {e.start}: {e.reason}); "
+                "a config is TOML, which is UTF-8"
+            ) from e
         except FileNotFoundError as e:
             raise ConfigError(f"config file {path} not found") from e
         except IsADirectoryError as e:

@@ -36,6 +36,14 @@ class TokenError(PipelineError, RuntimeError):
     """No Hugging Face token where a command needs one (checked before any network call)."""
 
 
+def option(flag: str, keyword: str | None = None) -> str:
+    """An option as a message names it: the command line's flag and the Python API's keyword
+    argument, since the same message reaches a CLI user and an API caller
+    (``option("--lenient")`` is ``--lenient (lenient=True in Python)``)."""
+    keyword = keyword or f"{flag.lstrip('-').replace('-', '_')}=True"
+    return f"{flag} ({keyword} in Python)"
+
+
 def hub_endpoint() -> str:
     """The Hub endpoint requests go to (``HF_ENDPOINT`` or huggingface.co)."""
     return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"

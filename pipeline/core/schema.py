@@ -482,7 +482,6 @@ BEIR_QUERIES = pa.schema(
         (BEIR_TITLE, pa.string()),
         (BEIR_TEXT, pa.string()),
         (PRIMARY_CATEGORY, pa.string()),
-        (SURVEY_DATE, pa.date32()),
     ]
 )
 
@@ -709,10 +708,11 @@ COLUMN_DOCS: dict[str, str] = {
     CANDIDATE_RETRACTED: "OpenAlex marks the work retracted (false without a record)",
     "queries." + BEIR_ID: "the survey id",
     "queries." + BEIR_TITLE: "the survey's title",
-    "queries." + BEIR_TEXT: "the survey's title and abstract",
+    "queries." + BEIR_TEXT: "the survey's title + ' ' + abstract (the text a model reads)",
     "corpus." + BEIR_ID: "the candidate id",
     "corpus." + BEIR_TITLE: "the candidate's title, as in `candidate_title`",
-    "corpus." + BEIR_TEXT: "the candidate's abstract, else its title",
+    "corpus." + BEIR_TEXT: "the candidate's abstract ('' when it has none: BEIR and MTEB "
+    "read title + ' ' + text)",
     PRIMARY_CATEGORY: "the survey's primary arXiv category",
     BEIR_QUERY_ID: "the survey id",
     BEIR_CORPUS_ID: "the candidate id",

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pipeline.core.errors import option
+
 # the top-level record key a generated record carries: the generator's name
 SYNTHETIC_FIELD = "_synthetic"
 # extract manifest counts: papers written from records with the key, and per generator
@@ -26,7 +28,7 @@ SYNTHETIC_GENERATORS = "synthetic_generators"
 SYNTH_GENERATOR = "pipeline.synth"  # the package: records keep the mark when its modules move
 
 REAL, SYNTHETIC, UNKNOWN = "real", "synthetic", "unknown"
-ALLOW_FLAG = "--allow-synthetic"
+ALLOW_FLAG = option("--allow-synthetic")
 
 
 def summarize(

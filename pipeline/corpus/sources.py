@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import glob
 import hashlib
 import lzma
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -212,8 +214,42 @@ def _walk(root: Path, exclude: tuple[Path, ...]) -> list[Path]:
 def _within(path: Path, folder: Path) -> bool:
     try:
         return path.resolve().is_relative_to(folder)
-    except OSError:
+    except (OSError, RuntimeError):  # Path.resolve raises RuntimeError on a symlink loop
         return False
+
+
+class NotARegularFile(OSError):
+    """An input entry that is not a regular file (a FIFO, a device, a symlink loop or a
+    dangling symlink): reading it would block, never end or fail, so it is a failed input
+    with this reason, counted like a damaged file."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(errno.EINVAL, what, path)
+
+    def __str__(self) -> str:
+        return f"{self.strerror}: not a regular file, not read"
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def regular_file_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as an input file, or None for a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:  # ELOOP: a symlink loop; ENOENT: a dangling symlink
+        return e.strerror or type(e).__name__
+    return None if stat.S_ISREG(mode) else _file_kind(mode)
 
 
 def _local(spec: str, exclude: tuple[Path, ...] = ()) -> list[InputFile]:
@@ -230,15 +266,24 @@ def _local(spec: str, exclude: tuple[Path, ...] = ()) -> list[InputFile]:
     else:
         # names are relative to the part of the glob before its first wildcard
         root = _glob_root(spec)
-        paths = [Path(q) for q in glob.glob(spec, recursive=True) if Path(q).is_file()]
+        # every entry but a folder: a FIFO or a symlink loop the glob names is a failed input
+        paths = [Path(q) for q in glob.glob(spec, recursive=True) if not Path(q).is_dir()]
     out = []
     sums: dict[Path, dict[str, str]] = {}
     for q in paths:
         if any(_within(q, x) for x in exclude):
             continue
+        name = q.relative_to(root).as_posix() if q.is_relative_to(root) else q.name
+        problem = regular_file_problem(q)
+        if problem is not None:
+            # listed, so that extract records it as a failed input with this reason (as
+            # it does a damaged file) instead of blocking on it or stopping the run
+            path = os.path.abspath(q)
+            identity = f"{path}|{problem}"
+            out.append(InputFile(path, 0, identity, "", name))
+            continue
         st = q.stat()
         path = str(q.resolve())
-        name = q.relative_to(root).as_posix() if q.is_relative_to(root) else q.name
         digest = ""
         if _is_archive_file(q.name):
             if q.parent not in sums:
@@ -404,13 +449,61 @@ def shard(files: list[InputFile], index: int, count: int) -> list[InputFile]:
     return plain[index::count] + archives
 
 
+class _Listed:
+    """A local file read no further than the size it was listed with: a file that grows
+    while it is read (one being written, or a /proc file that lists as 0 bytes) fails as
+    an archive part that changed does, instead of being read without end."""
+
+    def __init__(self, raw: IO[bytes], path: str, size: int) -> None:
+        self._raw, self._path, self._left, self._size = raw, path, size, size
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n if n is not None and n >= 0 else self._left + 1)
+        self._left -= len(data)
+        if self._left < 0:
+            raise OSError(
+                f"{display(self._path)}: is longer than the {self._size:,} bytes it was "
+                "listed with: it changed while it was read; rerun"
+            )
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> _Listed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
 def open_raw(f: InputFile) -> IO[bytes]:
-    """The file's bytes as stored (compressed or not), from a local path or the Hub."""
+    """The file's bytes as stored (compressed or not), from a local path or the Hub.
+
+    Raises:
+        NotARegularFile: a local entry that is not a regular file (checked on the open
+            descriptor, which never blocks: a FIFO opened to be read would wait for a writer).
+    """
     if f.path.startswith("hf://"):
         from huggingface_hub import HfFileSystem
 
         return HfFileSystem().open(f.path[len("hf://") :], "rb", block_size=READ_BUFFER)
-    return open(f.path, "rb", buffering=READ_BUFFER)  # noqa: SIM115 - closed by caller
+    try:
+        fd = os.open(f.path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOENT) and os.path.islink(f.path):
+            raise NotARegularFile(f.path, f"a symlink that leads nowhere ({e.strerror})") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotARegularFile(f.path, _file_kind(mode))
+    os.set_blocking(fd, True)
+    raw = open(fd, "rb", buffering=READ_BUFFER)  # noqa: SIM115 - closed by caller
+    return _Listed(raw, f.path, f.size)  # type: ignore[return-value]
 
 
 def open_binary(f: InputFile) -> IO[bytes] | Decompressed:

@@ -1,3 +1,4 @@
-"""The executor: the work directory's layout and reads (:mod:`~pipeline.engine.workdir`) and
-the runner (:mod:`~pipeline.engine.runner`), over the stage contract of
-:mod:`pipeline.stages.base` and :mod:`pipeline.stages.context` (same layer)."""
+"""The executor and the stage contract it runs: the contract (:mod:`~pipeline.engine.stage`:
+what a stage reads, writes and which config sections key it; :mod:`~pipeline.engine.context`:
+the only object a stage does its I/O through), the work directory's layout and reads
+(:mod:`~pipeline.engine.workdir`) and the runner (:mod:`~pipeline.engine.runner`)."""

@@ -27,13 +27,16 @@ import contextlib
 import ctypes
 import errno
 import logging
+import math
 import multiprocessing as mp
 import os
 import pickle
 import shutil
 import signal
+import sys
 import threading
 import time
+import types
 from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -42,7 +45,7 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.core.config import Config
-from pipeline.core.errors import StageError
+from pipeline.core.errors import StageError, UsageError
 from pipeline.core.files import (
     file_record,
     temp_tag,
@@ -69,6 +72,8 @@ from pipeline.corpus.sources import (
     stream_lines,
 )
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Limits, Stage
 from pipeline.engine.workdir import (
     FAILED,
     SUCCESS,
@@ -78,8 +83,6 @@ from pipeline.engine.workdir import (
     reduce_problem,
     stage_key,
 )
-from pipeline.stages.base import Limits, Stage
-from pipeline.stages.context import ReduceContext
 
 log = logging.getLogger("pipeline")
 
@@ -137,12 +140,39 @@ def input_problem(
     return problem
 
 
+def max_failed_share(spec: str) -> float | None:
+    """The share (0-1) that ``--max-failed-files`` names, or None when it names a count.
+
+    Raises:
+        UsageError: neither a count 0, 1, 2, ... nor a share 0%-100% (``nan%``, ``inf%``,
+            ``-1``, ``150%``, ``1.5``).
+    """
+    text = str(spec).strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100
+            if not (math.isfinite(share) and 0 <= share <= 1):
+                raise ValueError(text)
+            return share
+        if int(text) < 0:
+            raise ValueError(text)
+    except ValueError:
+        raise UsageError(
+            "max_failed_files (--max-failed-files) takes a count (e.g. 3) or a share of the "
+            f"input files from 0% to 100% (e.g. 1%); got {spec!r}"
+        ) from None
+    return None
+
+
 def allowed_failures(spec: str, total: int) -> int:
     """How many of ``total`` input files may fail: ``spec`` is a count (``"3"``) or a share
-    of the files (``"1%"``, rounded down)."""
-    if spec.endswith("%"):
-        return int(float(spec[:-1]) / 100 * total)
-    return int(spec)
+    of the files (``"1%"``, rounded down).
+
+    Raises:
+        UsageError: ``spec`` is neither (:func:`max_failed_share`).
+    """
+    share = max_failed_share(spec)
+    return int(share * total) if share is not None else int(str(spec).strip())
 
 
 def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, reader: str) -> None:
@@ -156,10 +186,10 @@ def check_failures(failed: list[dict[str, Any]], total: int, max_failed: str, re
         listed = "; ".join(f"{f['file']} ({f['reason']})" for f in failed[:10])
         raise StageError(
             f"{reader}: {len(failed)} of {total} input files failed, more than "
-            f"--max-failed-files {max_failed} allows ({allowed}): {listed}"
+            f"--max-failed-files (max_failed_files) {max_failed} allows ({allowed}): {listed}"
             + (" ..." if len(failed) > 10 else "")
             + "; replace the damaged files and rerun (failed files are retried), or raise "
-            "--max-failed-files"
+            "--max-failed-files (max_failed_files in Python)"
         )
 
 
@@ -266,6 +296,27 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _starting_workers() -> Iterator[None]:
+    """While worker processes are started: SIGINT ignored (:func:`_sigint_ignored`), and
+    the caller's main module hidden from them.
+
+    A spawned process imports the parent's ``__main__`` before it runs anything, so a
+    script calling ``api.run(...)`` at its top level, without an
+    ``if __name__ == "__main__":`` guard, ran the whole run again in every worker and
+    ended in "a worker process died". Workers run pipeline code only and need nothing
+    from the caller's script, so they start with an empty ``__main__`` in its place.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        with _sigint_ignored():
+            yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _exit_interrupted(signum: int, frame: Any) -> None:
@@ -502,7 +553,7 @@ def run_map(
             with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
                 # workers start with Ctrl-C ignored (a worker still importing would print a
                 # traceback), then _init_worker makes it end them quietly
-                with _sigint_ignored():
+                with _starting_workers():
                     pending: set[Future[list[dict[str, Any]]]] = {
                         pool.submit(_run_files, stage, chunk, str(out), cfg) for chunk in chunks
                     }
@@ -915,7 +966,7 @@ def run_archive(
         done_q = ctx.Queue()
         progress_q = ctx.Queue()
         end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-        with _sigint_ignored():
+        with _starting_workers():
             for w in range(n):
                 recv, send = ctx.Pipe(duplex=False)
                 p = ctx.Process(

@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Config
-from pipeline.core.errors import PipelineError, StageError
+from pipeline.core.errors import PipelineError, StageError, option
 from pipeline.core.files import (
     atomic_path,
     owner_alive,
@@ -60,7 +60,7 @@ from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.corpus.sources import InputError, InputFile, display
 
 if TYPE_CHECKING:
-    from pipeline.stages.base import Stage
+    from pipeline.engine.stage import Stage
 
 log = logging.getLogger("pipeline")
 
@@ -447,7 +447,9 @@ def record_shard_inputs(
         first = next(iter(differ))
         mine = {"shard": [index, count], "input": list(specs), "files": keys}
         problem = disagreement({first: differ[first], name: mine})
-        raise InputError(f"{stage}: {problem} (or add --prune to drop the other shards' records)")
+        raise InputError(
+            f"{stage}: {problem} (or add {option('--prune')} to drop the other shards' records)"
+        )
     for rec in differ.values():
         shard_record_path(out, stage, *rec["shard"]).unlink(missing_ok=True)
     if differ:
@@ -489,7 +491,7 @@ def check_foreign_outputs(
         raise InputError(
             f"{len(foreign)} finished {stage.name} file(s) in {stage_dir(out, stage.name)} are "
             f"not in --input (e.g. {foreign[0]}); later stages would read them too. Use a "
-            "fresh --out, or add --prune to delete them."
+            f"fresh --out, or add {option('--prune')} to delete them."
         )
     for key in foreign:
         remove_map_input(out, stage, key)

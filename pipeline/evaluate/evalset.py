@@ -55,8 +55,10 @@ def _hub_download(spec: str) -> Path:
     from pipeline.core.errors import hub_endpoint, transport_errors
 
     rest = spec.removeprefix(HUB_PREFIX)
-    owner, name, *inner = rest.split("/")
+    owner, name, *inner = [*rest.split("/"), ""] if "/" not in rest else rest.split("/")
     name, _, revision = name.partition("@")
+    if not _valid_repo_id(f"{owner}/{name}"):
+        raise FileNotFoundError(f"{spec}: not a Hub dataset id hf://datasets/OWNER/NAME[/PATH]")
     filename = "/".join(inner)
     if not filename.endswith(".parquet"):
         filename = f"{filename}/{EVAL_FILENAME}" if filename else EVAL_FILENAME
@@ -83,13 +85,30 @@ def _hub_download(spec: str) -> Path:
     return Path(local)
 
 
+def _valid_repo_id(owner_name: str) -> bool:
+    """Whether huggingface_hub accepts ``owner/name`` (``./x`` and ``../x`` look like one to
+    a pattern, but name a local folder)."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(owner_name)
+    except HFValidationError:
+        return False
+    return True
+
+
 def is_hub_spec(spec: str | Path) -> bool:
     """Whether :func:`resolve_eval_file` reads ``spec`` from the Hub (it is not a local path)."""
     text = str(spec)
     if Path(spec).exists():
         return False
-    return text.startswith(HUB_PREFIX) or bool(
-        _REPO_ID.match(text) and not text.endswith(".parquet")
+    if text.startswith(HUB_PREFIX):
+        return True
+    return bool(
+        _REPO_ID.match(text)
+        and not text.endswith(".parquet")
+        and _valid_repo_id(text.partition("@")[0])
     )
 
 

@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.core.config import EvaluateConfig, TrainConfig
-from pipeline.core.errors import UsageError
+from pipeline.core.errors import UsageError, option
 from pipeline.core.files import atomic_path, file_identity
 from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.evaluate.baselines import (
@@ -106,6 +106,7 @@ from pipeline.evaluate.retrieval import (
     retrieval_frame,
 )
 from pipeline.evaluate.runs import (
+    RETRIEVAL_OPTION,
     Run,
     RunError,
     RunWarning,
@@ -504,10 +505,10 @@ def _check_complete(run: Run, missing: list[str], n_surveys: int, require_comple
         f"(first: {shown}{more})"
     )
     if require_complete:
-        raise RunError(f"{what}; --require-complete needs every eval survey scored")
+        raise RunError(f"{what}; {option('--require-complete')} needs every eval survey scored")
     warnings.warn(
         f"{what}; every judged candidate of those surveys is ranked as missing "
-        "(--require-complete makes this an error)",
+        f"({option('--require-complete')} makes this an error)",
         RunWarning,
         stacklevel=3,
     )
@@ -745,15 +746,15 @@ def run_evaluation(
     runs, model_files, models = list(runs), list(model_files), list(models)
     scores = dict(scores or {})
     if mode not in MODES:
-        raise UsageError(f"--mode {mode!r}: unknown; available: {', '.join(MODES)}")
+        raise UsageError(f"--mode (mode=) {mode!r}: unknown; available: {', '.join(MODES)}")
     if mode == RETRIEVAL and (model_files or models):
         raise UsageError(
-            "--mode retrieval evaluates runs over the whole corpus: --model-file, --encoder, "
-            "--scorer and --sentence-transformer re-rank the judged candidates (drop --mode "
-            "retrieval for them)"
+            f"{RETRIEVAL_OPTION} evaluates runs over the whole corpus: model files and models "
+            "(--model-file, --encoder, --scorer, --sentence-transformer) re-rank the judged "
+            "candidates (evaluate them without it)"
         )
     if mode == RETRIEVAL and not (runs or scores):
-        raise UsageError("--mode retrieval needs a --run over the split's corpus")
+        raise UsageError(f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=)")
     if not (runs or scores or model_files or models or baselines):
         raise UsageError("nothing to evaluate: no system given and no baselines asked for")
     eval_path = resolve_eval_file(eval_file)

@@ -14,8 +14,8 @@ scores every (survey, candidate) pair; the scores are then evaluated as a run is
   model folder, loaded offline (:func:`hub_offline`) on the CPU, used as an encoder
   (``encode(texts, normalize_embeddings=True)``).
 
-Texts are the ones BM25 and the ``dense`` baseline read (:mod:`pipeline.rules.text_match`):
-survey = title + abstract; candidate = title + abstract, or the title alone. Distinct
+Texts are the ones the ``dense`` baseline, BEIR and MTEB read
+(:func:`pipeline.rules.text_match.paper_text`: title + " " + abstract, stripped). Distinct
 texts are encoded once, in sorted order, in batches of ``batch_size``, with a progress
 bar; an encoder's vectors are kept in an embedding cache keyed by the model and the
 sha256 of each text (:class:`EmbeddingCache`), so a second evaluation encodes only texts
@@ -44,12 +44,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.progress import steps
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
-from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ABSTRACT, SURVEY_ID, SURVEY_TITLE
-from pipeline.rules.text_match import candidate_text, joined_text
+from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.rules.text_match import candidate_text, survey_text
 
 log = logging.getLogger("pipeline")
 
@@ -253,9 +253,32 @@ def model_texts(view: pl.DataFrame) -> pl.DataFrame:
     return view.select(
         SURVEY_ID,
         CANDIDATE_ID,
-        joined_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)).alias(_QUERY),
+        survey_text().alias(_QUERY),
         candidate_text().alias(_DOC),
     )
+
+
+def _call(model: Callable[..., Any], spec: ModelSpec, where: str, *args: Any) -> Any:
+    """The user's model called on ``args``; what it raises is the user's to fix, so it
+    becomes a one-line :class:`ModelError` naming the model, the call and the signature the
+    flag expects (``-v`` shows the model's traceback, chained)."""
+    try:
+        return model(*args)
+    except Exception as e:
+        expected = (
+            "score(query, texts) -> one score per text"
+            if spec.kind == SCORER
+            else "encode(texts) -> one vector per text"
+        )
+        other = {
+            SCORER: " (an encoder goes with --encoder)",
+            ENCODER: " (a scorer goes with --scorer)",
+        }
+        raise ModelError(
+            f"{spec.flag} {spec.target}: the model raised {type(e).__name__} "
+            f"({' '.join(str(e).split())[:300]}) {where}; {spec.flag} calls {expected}"
+            + other.get(spec.kind, "")
+        ) from e
 
 
 def _as_array(output: Any, n: int, ndim: int, spec: ModelSpec, what: str) -> np.ndarray:
@@ -295,8 +318,11 @@ def encode_texts(
     todo = [t for t in distinct if cache.get(digests[t]) is None]
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     dimension = None
-    for batch in steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch"):
-        matrix = _as_array(encode(list(batch)), len(batch), 2, spec, "its output")
+    for number, batch in enumerate(
+        steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch")
+    ):
+        output = _call(encode, spec, f"on batch {number} of {len(batch)} texts", list(batch))
+        matrix = _as_array(output, len(batch), 2, spec, "its output")
         if dimension is not None and matrix.shape[1] != dimension:
             raise ModelError(
                 f"{spec.flag} {spec.target}: vectors of size {matrix.shape[1]} after {dimension}"
@@ -309,7 +335,7 @@ def encode_texts(
     if len(sizes) > 1:
         raise ModelError(
             f"{spec.flag} {spec.target}: cached vectors of sizes {sorted(sizes)}; rerun with "
-            "--no-cache"
+            f"{option('--no-cache', 'cache=False')}"
         )
     return vectors, len(todo)  # type: ignore[return-value]
 
@@ -370,8 +396,9 @@ def scorer_scores(
         rows, docs = group["_row"].to_list(), group[_DOC].to_list()
         for i in range(0, len(docs), batch_size):
             block = docs[i : i + batch_size]
+            output = _call(score, spec, f"for survey {survey!r}", query, block)
             out[rows[i : i + batch_size]] = _as_array(
-                score(query, block), len(block), 1, spec, f"its output for survey {survey!r}"
+                output, len(block), 1, spec, f"its output for survey {survey!r}"
             )
     return ModelScores(
         spec=spec,

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.core.errors import option
 from pipeline.core.release_files import beir_file
 from pipeline.core.schema import BEIR_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
@@ -78,7 +79,9 @@ def restrict_to_corpus(
         else f"document {doc!r} is not in the split's corpus"
     )
     if not lenient:
-        raise RunError(f"{where}: {what} ({bad.height} such row(s); --lenient drops them)")
+        raise RunError(
+            f"{where}: {what} ({bad.height} such row(s); {option('--lenient')} drops them)"
+        )
     warnings.warn(
         f"{run.where}: dropped {bad.height} of {run.n_rows} row(s) (first at {where}: {what})",
         RunWarning,

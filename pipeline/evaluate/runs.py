@@ -41,7 +41,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.errors import PipelineError
+from pipeline.core.errors import PipelineError, option
 from pipeline.core.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
 
@@ -59,6 +59,8 @@ TREC, CSV, TSV, PARQUET, SCORES = "trec", "csv", "tsv", "parquet", "scores"
 
 _RAW_SCORE = "_score_text"
 _TAG = "_tag"
+
+RETRIEVAL_OPTION = option("--mode retrieval", "mode='retrieval'")
 
 
 class RunError(PipelineError, ValueError):
@@ -506,8 +508,9 @@ def restrict_to_eval_set(run: Run, eval_pairs: pl.DataFrame, lenient: bool = Fal
     if not lenient:
         raise RunError(
             f"{where}: {what} ({unknown.height} row(s) with ids not in the eval set; "
-            "--lenient drops them; a run over the whole corpus of the split is evaluated "
-            "with --mode retrieval, unjudged documents counting as not relevant)"
+            f"{option('--lenient')} drops them; a run over the whole corpus of the split is "
+            f"evaluated with {RETRIEVAL_OPTION}, unjudged "
+            "documents counting as not relevant)"
         )
     warnings.warn(
         f"{run.where}: dropped {unknown.height} of {run.n_rows} row(s) whose ids are not in the eval set "

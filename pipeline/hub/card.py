@@ -38,6 +38,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
+from pipeline.core.files import sha256_text
 from pipeline.core.release_files import (
     ASPECT_CANDIDATES_FILE,
     ASPECT_READING_LISTS_FILE,
@@ -419,12 +420,24 @@ CARD_CONFIGS = (
 VIEW_OF = {"candidates": "reading_lists", "aspect_candidates": "aspects"}
 
 
-def _configs_yaml(splits: list[str], aspect_splits: list[str] = ()) -> str:  # type: ignore[assignment]
+def _configs_yaml(
+    splits: list[str],
+    aspect_splits: list[str] = (),  # type: ignore[assignment]
+    files: Mapping[str, Any] | None = None,
+) -> str:
     """The card's ``configs``: the retrieval views in MTEB's layout first (``qrels`` the
     default; the eval split named ``test`` and listed first, since BEIR's ``HFDataLoader``
     takes a config's first split), then ``reading_lists`` and ``candidates`` (``train``,
     ``eval``), then the section-level ``aspects`` and ``aspect_candidates`` (the splits
-    that have aspects; none when no split has one)."""
+    that have aspects; none when no split has one).
+
+    Each config's ``description`` carries a fingerprint of its files (a hash of their
+    sha256s, from ``files``, the metadata's file records). ``datasets`` keys the cache of a
+    local folder by the folder's name and a hash of the card's configs, never by the
+    files' paths or contents, so without it ``load_dataset("<folder>/release", CONFIG)``
+    returned the rows of another folder named ``release``, or of an earlier build in the
+    same folder (datasets 5.2); a config's ``description`` is part of that hash.
+    """
     eval_first = sorted(splits, key=lambda split: split != "eval")
     configs = [
         (view, i == 0, [(RETRIEVAL_SPLITS[split], beir_file(view, split)) for split in eval_first])
@@ -446,12 +459,16 @@ def _configs_yaml(splits: list[str], aspect_splits: list[str] = ()) -> str:  # t
         if aspect_splits
     ]
     lines = ["configs:"]
-    for name, default, files in configs:
+    for name, default, paths in configs:
         lines.append(f"- config_name: {name}")
         if default:
             lines.append("  default: true")
+        digests = [(files or {}).get(path, {}).get("sha256", "") for _, path in paths]
+        if all(digests):
+            fingerprint = sha256_text(digests)[:16]
+            lines.append(f"  description: data files sha256 {fingerprint}")
         lines.append("  data_files:")
-        for split, path in files:
+        for split, path in paths:
             lines += [f"  - split: {split}", f"    path: {path}"]
     return "\n".join(lines)
 
@@ -682,7 +699,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "code_version": meta["code_version"],
         "input_revision": meta["input"]["revision"],
         "size_category": size_category(total_rows),
-        "configs_yaml": _configs_yaml(splits, aspect_splits),
+        "configs_yaml": _configs_yaml(splits, aspect_splits, meta.get("files")),
         "eval_from": cfg["split"]["eval_from"],
         "negatives_per_positive": str(cfg["negatives"]["negatives_per_positive"]),
         "candidates_per_negative": str(cfg["negatives"].get("candidates_per_negative", "")),

@@ -42,7 +42,9 @@ class SubmitOptions:
 
     input_repo: str = DEFAULT_INPUT_REPO
     input_revision: str = "main"  # a one-off run pins the commit it is at when submitting
-    repo_id: str | None = None  # default: NAMESPACE/DEFAULT_RELEASE_NAME
+    repo_id: str | None = (
+        None  # default: the config's [release] repo_id, else NAMESPACE/DEFAULT_RELEASE_NAME
+    )
     bucket: str | None = None  # default: NAMESPACE/DEFAULT_BUCKET_NAME
     code_repo: str | None = None  # default: NAMESPACE/DEFAULT_CODE_NAME
     config: Path | None = None
@@ -67,7 +69,14 @@ class SubmitOptions:
         return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
 
     def release_repo(self, namespace: str) -> str:
-        return self.repo_id or f"{namespace}/{DEFAULT_RELEASE_NAME}"
+        """``--repo-id``, else the config's ``[release] repo_id`` (which the README has the
+        user set before publishing), else ``NAMESPACE/survey-reading-lists``."""
+        if self.repo_id:
+            return self.repo_id
+        from pipeline.core.config import load_config
+
+        configured = load_config(self.config).release.repo_id if self.config else ""
+        return configured or f"{namespace}/{DEFAULT_RELEASE_NAME}"
 
     def bucket_repo(self, namespace: str) -> str:
         return self.bucket or f"{namespace}/{DEFAULT_BUCKET_NAME}"

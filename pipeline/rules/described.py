@@ -26,7 +26,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.stages.context import ReduceContext
+from pipeline.engine.context import ReduceContext
 
 # licences whose text may be redistributed with attribution (OpenAlex's license ids)
 OPEN_LICENSE = r"^(cc-by|cc0|public-domain)"

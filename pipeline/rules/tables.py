@@ -15,7 +15,7 @@ import re
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.stages.context import ReduceContext
+from pipeline.engine.context import ReduceContext
 
 _KEY = "_extract_key"  # the extract output's file key (input name + path digest)
 

@@ -3,10 +3,11 @@ the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidat
 and BM25 per survey.
 
 BM25 is the ``bm25s`` library's (Lucene variant, k1 = 1.5, b = 0.75) of each candidate's
-text against the survey's title + abstract. Candidate text = title + abstract, or the title
-alone when there is no abstract (for a work outside the corpus, the title parsed from the
-bib strings citing it; never a citing paper's raw string, whose style tells who cited it). Tokens are lowercase ``\\w+`` runs; the
-vocabulary is numbered in sorted order so scores do not depend on hash seeds.
+text against the survey's title + abstract. The text a model reads for a paper, survey or
+candidate, is :func:`paper_text` (for a work outside the corpus the title is the one parsed
+from the bib strings citing it; never a citing paper's raw string, whose style tells who
+cited it). Tokens are lowercase ``\\w+`` runs; the vocabulary is numbered in sorted order
+so scores do not depend on hash seeds.
 """
 
 from __future__ import annotations
@@ -57,19 +58,26 @@ def survey_query_tokens() -> pl.Expr:
     return tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)))
 
 
-def joined_text(*parts: pl.Expr) -> pl.Expr:
-    """The parts joined by a space, nulls as empty strings."""
-    return _text(*parts)
+def paper_text(title: pl.Expr, abstract: pl.Expr) -> pl.Expr:
+    """The one string a model reads for a paper: ``title + " " + abstract`` with the
+    whitespace at its ends stripped, so the title alone when there is no abstract.
+
+    It is the string BEIR and MTEB build from a document ``{"title", "text"}``
+    (``(title + " " + text).strip()``), which is why the release's ``corpus`` holds the
+    abstract as ``text`` (``''`` when there is none) and its ``queries`` hold this string
+    as ``text``: the evaluation here, BEIR and MTEB encode the same strings.
+    """
+    return _text(title, abstract).str.strip_chars()
+
+
+def survey_text() -> pl.Expr:
+    """The survey's text: :func:`paper_text` of its title and abstract (the query)."""
+    return paper_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT))
 
 
 def candidate_text() -> pl.Expr:
-    """The candidate's text: title + abstract, or the title alone when there is no abstract."""
-    has_abstract = pl.col(CANDIDATE_ABSTRACT).str.strip_chars().fill_null("") != ""
-    return (
-        pl.when(has_abstract)
-        .then(_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT)))
-        .otherwise(pl.col(CANDIDATE_TITLE).fill_null(""))
-    )
+    """The candidate's text: :func:`paper_text` of its title and abstract."""
+    return paper_text(pl.col(CANDIDATE_TITLE), pl.col(CANDIDATE_ABSTRACT))
 
 
 def candidate_text_tokens() -> pl.Expr:

@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
+from pipeline.engine.context import ReduceContext
 from pipeline.rules.aliases import id_kind
 from pipeline.rules.tables import scan_extract
-from pipeline.stages.context import ReduceContext
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"

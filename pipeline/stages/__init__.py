@@ -1,11 +1,11 @@
 """The pipeline's stages, declared once, in run order.
 
-Each stage module defines ``STAGE`` (a :class:`pipeline.stages.base.Stage`) and nothing
+Each stage module defines ``STAGE`` (a :class:`pipeline.engine.stage.Stage`) and nothing
 registers itself: :data:`STAGES` is the list the runner is handed, and :data:`GRAPH`
 the same stages by name (each stage reads only stages listed before it).
 
 Both are built on first use (PEP 562): the executor imports the contract
-(:mod:`pipeline.stages.base`) without importing every stage, and a stage module
+(:mod:`pipeline.engine.stage`) without importing every stage, and a stage module
 imports the contract without importing the executor.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     if name not in ("STAGES", "GRAPH"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from pipeline.engine.stage import stage_graph
     from pipeline.stages import (
         aspects,
         extract,
@@ -28,7 +29,6 @@ def __getattr__(name: str) -> Any:
         surveys,
         works,
     )
-    from pipeline.stages.base import stage_graph
 
     stages = (
         extract.STAGE,

@@ -54,10 +54,10 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules.roles import PLACEHOLDER, PROTOCOL, normalize_expr, role_expr, section_roles
 from pipeline.rules.tables import id_batches, scan_extract
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 IN_SURVEY, HARD = S.NEGATIVE_KINDS
 SECTION_LEVEL, SUBSECTION_LEVEL, KEY_LEVEL = S.ASPECT_LEVELS

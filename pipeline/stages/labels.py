@@ -39,10 +39,10 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules.roles import OTHER, role_distribution, section_roles
 from pipeline.rules.tables import scan_extract
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 
 def _n(role: str) -> str:

@@ -35,10 +35,10 @@ from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file, write_json
 from pipeline.corpus import openalex as OA
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules.aliases import ARXIV_PREFIX
 from pipeline.rules.described import carried_abstract
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 log = logging.getLogger("pipeline")
 _KINDS = (("openalex:", 0), ("doi:", 1), (ARXIV_PREFIX, 2))

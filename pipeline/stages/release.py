@@ -80,6 +80,8 @@ from pipeline.core.release_files import (
 )
 from pipeline.corpus.provenance import summarize as summarize_provenance
 from pipeline.engine import workdir as W
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.engine.workdir import failed_inputs
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
@@ -101,8 +103,7 @@ from pipeline.rules.leak_audit import (
     within_chance,
 )
 from pipeline.rules.tables import id_batches, scan_extract
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
+from pipeline.rules.text_match import survey_text
 
 _W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 log = logging.getLogger("pipeline")
@@ -171,14 +172,9 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
         .select(
             pl.col(S.SURVEY_ID).alias(S.BEIR_ID),
             pl.col(S.SURVEY_TITLE).alias(S.BEIR_TITLE),
-            pl.when(pl.col(S.SURVEY_ABSTRACT) == "")
-            .then(pl.col(S.SURVEY_TITLE))
-            .when(pl.col(S.SURVEY_TITLE) == "")
-            .then(pl.col(S.SURVEY_ABSTRACT))
-            .otherwise(pl.concat_str([S.SURVEY_TITLE, S.SURVEY_ABSTRACT], separator="\n\n"))
-            .alias(S.BEIR_TEXT),
+            # BEIR and MTEB read a query's text alone: the string the evaluation reads
+            survey_text().alias(S.BEIR_TEXT),
             pl.col(S.SURVEY_PRIMARY_CATEGORY).alias(S.PRIMARY_CATEGORY),
-            pl.col(S.SURVEY_DATE),
         )
         .sort(S.BEIR_ID)
     )
@@ -187,10 +183,9 @@ def beir_views(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
         .select(
             pl.col(S.CANDIDATE_ID).alias(S.BEIR_ID),
             pl.col(S.CANDIDATE_TITLE).alias(S.BEIR_TITLE),
-            pl.when(pl.col(S.CANDIDATE_ABSTRACT) != "")
-            .then(pl.col(S.CANDIDATE_ABSTRACT))
-            .otherwise(pl.col(S.CANDIDATE_TITLE))
-            .alias(S.BEIR_TEXT),
+            # BEIR and MTEB read (title + " " + text).strip(): the abstract, '' when there
+            # is none, makes that the string the evaluation reads (paper_text)
+            pl.col(S.CANDIDATE_ABSTRACT).alias(S.BEIR_TEXT),
         )
         .sort(S.BEIR_ID)
     )

@@ -33,9 +33,9 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.errors import StageError
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules import visible as V
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 TRAIN, EVAL = S.SPLIT_NAMES
 

@@ -23,10 +23,10 @@ from typing import Any
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules.survey_rules import prefilter_pattern, survey_reason
 from pipeline.rules.tables import scan_extract
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 RESOLVED_ENTRIES = "resolved_entries"
 

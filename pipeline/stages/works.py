@@ -68,6 +68,8 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.progress import steps
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
 from pipeline.rules.aliases import ALIAS, ARXIV_PREFIX, OTHER
@@ -76,8 +78,6 @@ from pipeline.rules.tables import (
     scan_extract,
     scan_extract_files,
 )
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 
 # internal columns (never written)
 NODE = "node"

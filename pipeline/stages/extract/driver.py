@@ -27,8 +27,8 @@ from pipeline.core.malloc import keep_freed_memory
 from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
 from pipeline.corpus.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
 from pipeline.engine import workdir as W
+from pipeline.engine.stage import Stage
 from pipeline.engine.workdir import FAILED
-from pipeline.stages.base import Stage
 from pipeline.stages.extract.records import DECODER, Reject, decode_reason
 from pipeline.stages.extract.rows import FileDone, Tables, Writer, extract_record
 

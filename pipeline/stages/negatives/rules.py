@@ -42,13 +42,13 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.engine.context import ReduceContext
 from pipeline.rules import aliases as W
 from pipeline.rules import titles as T
 from pipeline.rules import visible as V
 from pipeline.rules.described import described_works
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import paper_citations, surveys_frame
-from pipeline.stages.context import ReduceContext
 
 SOURCE_OWN, SOURCE_CITING_SURVEY, SOURCE_CITED_IN_CATEGORY = S.NEGATIVE_SOURCES
 # a positive dated on or after its survey (an identifier or date error): dropped, counted

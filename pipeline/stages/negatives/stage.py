@@ -16,10 +16,10 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.progress import steps
+from pipeline.engine.context import ReduceContext
+from pipeline.engine.stage import Stage
 from pipeline.rules import visible as V
 from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
-from pipeline.stages.base import Stage
-from pipeline.stages.context import ReduceContext
 from pipeline.stages.negatives.rules import (
     AFTER_SURVEY,
     cited_pairs,

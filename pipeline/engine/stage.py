@@ -1,5 +1,5 @@
 """The stage contract: what a stage declares (:class:`Stage`) and the batch sizes it may
-use (:class:`Limits`); what a reduce stage sees is :class:`pipeline.stages.context.ReduceContext`.
+use (:class:`Limits`); what a reduce stage sees is :class:`pipeline.engine.context.ReduceContext`.
 
 A stage is a transform. It reads upstream tables with ``ctx.read(stage, table)`` (only
 stages it declares in ``reads``, with the schema their owner declares) and writes the

@@ -13,7 +13,7 @@ from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.core.parquet import RowGroupWriter, sink_checked, write_table
 from pipeline.engine import workdir as W
-from pipeline.stages.base import Limits, Stage, StageContractError
+from pipeline.engine.stage import Limits, Stage, StageContractError
 
 
 @dataclass

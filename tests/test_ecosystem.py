@@ -1,0 +1,248 @@
+"""One model, three evaluations: MTEB's own ``evaluate``, BEIR's
+``DenseRetrievalExactSearch`` + ``EvaluateRetrieval``, and ``pipeline evaluate``, on the demo
+release, give the same nDCG@10 in re-ranking and in retrieval mode.
+
+The model is a deterministic numpy encoder (:class:`HashedWords`) shaped like a
+SentenceTransformer (``encode(sentences, **kwargs)``), so the three tools read the release
+the way each of them does, encode the strings each of them builds, and must agree: that
+is what the release's ``corpus`` (abstract as ``text``) and ``queries`` (the survey's text)
+are laid out for (:func:`pipeline.rules.text_match.paper_text`). Its vectors carry a small
+component drawn from each text's sha256, so distinct texts never tie (ties are broken by
+each tool's own rule). MTEB reports its means rounded to 5 decimals, so its numbers are
+compared at 5e-6; BEIR's scores are compared unrounded, at 1e-6.
+
+The tools are the ``dev`` extra's pins (``mteb-core``, ``beir``, ``sentence-transformers``
+and the CPU build of torch that MTEB's data loaders need); without them the tests skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import api
+from pipeline.core.config import Config, EvaluateConfig
+from pipeline.core.release_files import CANDIDATES_FILE
+from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
+from pipeline.evaluate.models import model_texts
+
+mteb = pytest.importorskip("mteb", reason="the dev extra's mteb-core is not installed")
+pytest.importorskip("beir", reason="the dev extra's beir is not installed")
+torch = pytest.importorskip("torch", reason="MTEB's data loaders need torch")
+
+CONFIG = Config(evaluate=EvaluateConfig(bootstrap_samples=20, random_seeds=1))
+WORDS, NOISE = 64, 16  # hashed-word dimensions, tie-breaking dimensions (after a constant)
+
+
+class HashedWords:
+    """A deterministic SentenceTransformer-like encoder: word counts hashed into 64
+    dimensions, a constant one (so a text repeated, "title title", points elsewhere than
+    the text once), and 16 small dimensions drawn from the text's sha256 (no two distinct
+    texts tie)."""
+
+    def __call__(self, texts: list[str]) -> np.ndarray:  # what --encoder calls
+        return self.encode(texts)
+
+    def encode(self, sentences: list[str], **kwargs: Any) -> Any:
+        out = np.zeros((len(sentences), WORDS + 1 + NOISE))
+        out[:, WORDS] = 1.0
+        for row, text in enumerate(sentences):
+            for word in text.lower().split():
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % WORDS] += 1.0
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            out[row, WORDS + 1 :] = 1e-3 * np.random.default_rng(seed).standard_normal(NOISE)
+        return torch.tensor(out) if kwargs.get("convert_to_tensor") else out
+
+
+hashed_words = HashedWords()  # `--encoder tests.test_ecosystem:hashed_words`
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+class MtebEncoder:
+    """The same encoder as MTEB's EncoderProtocol asks for it: batches from MTEB's
+    DataLoader in, vectors out, cosine similarity."""
+
+    def __init__(self, model: HashedWords) -> None:
+        from mteb.models.model_meta import ModelMeta
+
+        self.model = model
+        self.mteb_model_meta = ModelMeta.create_empty()
+
+    def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
+               prompt_type: Any = None, **kwargs: Any) -> np.ndarray:  # fmt: skip
+        return self.model.encode([text for batch in inputs for text in batch["text"]])
+
+    def similarity(self, a: Any, b: Any) -> np.ndarray:
+        return _unit(np.asarray(a)) @ _unit(np.asarray(b)).T
+
+    def similarity_pairwise(self, a: Any, b: Any) -> np.ndarray:
+        return np.einsum("ij,ij->i", _unit(np.asarray(a)), _unit(np.asarray(b)))
+
+
+def mteb_task(release: Path, kind: str) -> Any:
+    """The TaskMetadata a user needs to run MTEB on a release folder (or a Hub repo id as
+    ``path``): ``Reranking`` ranks each survey's ``top_ranked`` candidates, ``Retrieval``
+    the split's whole corpus."""
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    class SurveyReadingLists(AbsTaskRetrieval):
+        metadata = TaskMetadata(
+            name=f"SurveyReadingLists{kind}",
+            type=kind,
+            main_score="ndcg_at_10",
+            description="Rank the works a computer-science survey cites (graded 1-4) above "
+            "hard negatives, given the survey's title and abstract.",
+            reference="https://huggingface.co/datasets/ines-besrour/unarxive_2024",
+            dataset={"path": str(release), "revision": "local"},
+            category="t2t",
+            eval_splits=["test"],
+            eval_langs=["eng-Latn"],
+            date=("1991-01-01", "2024-12-31"),
+            dialect=[],
+            domains=["Academic"],
+            task_subtypes=[],
+            license="cc-by-sa-4.0",
+            annotations_creators="derived",
+            modalities=["text"],
+            sample_creation="found",
+            bibtex_citation="",
+        )
+
+        def load_data(self, *args: Any, **kwargs: Any) -> None:
+            super().load_data(*args, **kwargs)
+            if kind == "Retrieval":  # the whole corpus, not the candidate lists
+                for split in self.dataset["default"].values():
+                    split["top_ranked"] = None
+
+    return SurveyReadingLists()
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo")
+    api.demo(out, workers=1, config=CONFIG)
+    return out / "release"
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+    # datasets reads HF_DATASETS_CACHE when it is imported: MTEB's loads need the attribute
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    return tmp_path / "hf-cache"
+
+
+def _ours_rerank(release: Path, tmp_path: Path) -> float:
+    """``pipeline evaluate --encoder`` on the release (what the CLI runs)."""
+    result = api.evaluate(
+        release, out=tmp_path / "eval", encoders=[("tests.test_ecosystem:hashed_words", "hashed")], config=CONFIG,
+        learned=False, cache=False,
+    )  # fmt: skip
+    return result.results["systems"]["hashed"]["nDCG@10"]["mean"]
+
+
+def _ours_scores(release: Path, scores: dict[str, dict[str, float]], mode: str) -> float:
+    result = api.evaluate_scores(scores, release, name="hashed", mode=mode, config=CONFIG)
+    return result.results["systems"]["hashed"]["nDCG@10"]["mean"]
+
+
+def _retrieval_scores(release: Path) -> dict[str, dict[str, float]]:
+    """Cosine of every eval survey with every document of the split's corpus, computed
+    here from the texts the evaluation reads."""
+    view = pl.read_parquet(release / CANDIDATES_FILE.format(split="eval"))
+    texts = model_texts(view.sort(SURVEY_ID, CANDIDATE_ID))
+    queries = dict(texts.select(SURVEY_ID, "_query_text").unique().iter_rows())
+    docs = dict(texts.select(CANDIDATE_ID, "_candidate_text").unique().iter_rows())
+    model = HashedWords()
+    doc_ids = sorted(docs)
+    doc_matrix = _unit(model.encode([docs[d] for d in doc_ids]))
+    query_ids = sorted(queries)
+    cosines = _unit(model.encode([queries[q] for q in query_ids])) @ doc_matrix.T
+    return {q: dict(zip(doc_ids, map(float, row), strict=True)) for q, row in zip(query_ids, cosines, strict=True)}  # fmt: skip
+
+
+def _mteb_ndcg10(release: Path, kind: str) -> float:
+    result = mteb.evaluate(
+        MtebEncoder(HashedWords()), mteb_task(release, kind), cache=None,
+        show_progress_bar=False, encode_kwargs={"batch_size": 64},
+    )  # fmt: skip
+    (task,) = result.task_results
+    return task.scores["test"][0]["ndcg_at_10"]
+
+
+def _beir(release: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
+    """The release as BEIR's GenericDataLoader reads ``export --format beir``, searched with
+    DenseRetrievalExactSearch (cosine, the whole corpus)."""
+    from beir.datasets.data_loader import GenericDataLoader
+    from beir.retrieval.models import SentenceBERT
+    from beir.retrieval.search.dense import DenseRetrievalExactSearch
+
+    folder = tmp_path / "beir"
+    api.export(release, folder, format="beir")
+    corpus, queries, qrels = GenericDataLoader(str(folder)).load(split="test")
+    model = SentenceBERT()  # no model_path: the encoder below, not one loaded by name
+    model.q_model = model.doc_model = HashedWords()
+    search = DenseRetrievalExactSearch(model, batch_size=64)
+    results = search.search(corpus, queries, top_k=len(corpus), score_function="cos_sim")
+    return results, qrels, corpus
+
+
+def _beir_ndcg10(qrels: dict, results: dict) -> float:
+    from beir.retrieval.evaluation import EvaluateRetrieval
+
+    ndcg, _map, _recall, _precision = EvaluateRetrieval.evaluate(qrels, results, [10])
+    return ndcg["NDCG@10"]
+
+
+def test_mteb_beir_and_pipeline_agree_in_reranking_mode(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    ours = _ours_rerank(release, tmp_path)
+    assert _mteb_ndcg10(release, "Reranking") == pytest.approx(ours, abs=5e-6)
+    # BEIR re-ranks with a bi-encoder by keeping each survey's candidates of its search
+    results, qrels, _ = _beir(release, tmp_path)
+    top_ranked = pl.read_parquet(release / "top_ranked" / "test.parquet")
+    candidates = {q: set(docs) for q, docs in top_ranked.iter_rows()}
+    reranked = {q: {d: s for d, s in r.items() if d in candidates[q]} for q, r in results.items()}
+    assert _ours_scores(release, reranked, "rerank") == pytest.approx(ours, abs=1e-12)
+    assert _beir_ndcg10(qrels, reranked) == pytest.approx(ours, abs=5e-6)  # BEIR rounds too
+    from tests.trec_reference import pytrec_eval
+
+    per_query = pytrec_eval(qrels, reranked, {"ndcg_cut.10"})
+    unrounded = float(np.mean([v["ndcg_cut_10"] for v in per_query.values()]))
+    assert unrounded == pytest.approx(ours, abs=1e-6)
+
+
+def test_mteb_beir_and_pipeline_agree_in_retrieval_mode(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    ours = _ours_scores(release, _retrieval_scores(release), "retrieval")
+    assert _mteb_ndcg10(release, "Retrieval") == pytest.approx(ours, abs=5e-6)
+    results, qrels, corpus = _beir(release, tmp_path)
+    assert _ours_scores(release, results, "retrieval") == pytest.approx(ours, abs=1e-12)
+    assert _beir_ndcg10(qrels, results) == pytest.approx(ours, abs=5e-6)
+    from tests.trec_reference import pytrec_eval
+
+    per_query = pytrec_eval(qrels, results, {"ndcg_cut.10"})
+    unrounded = float(np.mean([v["ndcg_cut_10"] for v in per_query.values()]))
+    assert unrounded == pytest.approx(ours, abs=1e-6)
+    # a document without an abstract is its title alone for every tool, never "title title"
+    bare = [d for d in corpus.values() if d["text"] == ""]
+    assert bare and all(d["title"] for d in bare)
