@@ -269,7 +269,7 @@ def load_release_works(release: Path) -> ReleaseWorks:
         ]
     ).drop_nulls(A.ALIAS)
     # a work's title keys, as ``works`` keys corpus titles (long enough to name one work)
-    from pipeline.stages.works import corpus_title_keys
+    from pipeline.rules.titles import corpus_title_keys
 
     title_pairs = (
         corpus_title_keys(works.lazy().rename({S.CANDIDATE_TITLE: S.TITLE}))
@@ -544,7 +544,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     """
     import warnings
 
-    from pipeline.api import evaluate_scores
+    from pipeline.evaluate.evaluation import run_evaluation
     from pipeline.evaluate.runs import RunWarning
 
     eval_surveys = _eval_surveys(release)
@@ -559,7 +559,9 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     with warnings.catch_warnings():
         # the missing surveys are in the report already (``missing_surveys``)
         warnings.simplefilter("ignore", RunWarning)
-        result = evaluate_scores(scores, release, name=RUN_NAME, mode="retrieval")
+        result = run_evaluation(
+            release, scores={RUN_NAME: scores}, mode="retrieval", baselines=False, learned=False
+        )
     stats = result.results["subsets"]["ALL"][RUN_NAME]
     return {
         "mode": "retrieval",

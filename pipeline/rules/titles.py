@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.core.schema import TITLE, WORK_ID
 from pipeline.core.schema import TITLE_KEY as KEY
 
 MIN_WORDS = 3
@@ -182,4 +183,12 @@ def segment_keys_per_string(frame: pl.DataFrame, raw: str, keys: list[str]) -> p
         .join(distinct.lazy(), on=raw, how="inner")
         .join(per_string, on=_RAW_ID, how="inner")
         .select(*keys, KEY, SEGMENT_RANK)
+    )
+
+
+def corpus_title_keys(corpus: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, title_key)`` of the corpus papers' titles (long enough to identify a work)."""
+    words = pl.col(KEY).str.count_matches(" ") + 1
+    return corpus.select(WORK_ID, title_key(pl.col(TITLE)).alias(KEY)).filter(
+        (words >= MIN_WORDS) & (pl.col(KEY).str.len_chars() >= MIN_CHARS)
     )

@@ -212,14 +212,6 @@ def known_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.L
     )
 
 
-def corpus_title_keys(corpus: pl.LazyFrame) -> pl.LazyFrame:
-    """``(work_id, title_key)`` of the corpus papers' titles (long enough to identify a work)."""
-    words = pl.col(T.KEY).str.count_matches(" ") + 1
-    return corpus.select(S.WORK_ID, T.title_key(pl.col(S.TITLE)).alias(T.KEY)).filter(
-        (words >= T.MIN_WORDS) & (pl.col(T.KEY).str.len_chars() >= T.MIN_CHARS)
-    )
-
-
 def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
     """``(title_key, work_id, _from_corpus)`` of the keys that name exactly one work.
 
@@ -230,7 +222,7 @@ def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
     return (  # a key naming two works links nothing
         pl.concat(
             [
-                corpus_title_keys(corpus).with_columns(pl.lit(True).alias(_FROM_CORPUS)),
+                T.corpus_title_keys(corpus).with_columns(pl.lit(True).alias(_FROM_CORPUS)),
                 known.with_columns(pl.lit(False).alias(_FROM_CORPUS)),
             ]
         )
@@ -500,7 +492,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     range_of = pl.lit(0, pl.Int32)
     for bound in bounds:  # the range of a paper id: how many bounds are <= it
         range_of = range_of + (pl.col(S.PAPER_ID) >= bound).cast(pl.Int32)
-    title_key_parts = [corpus_title_keys(corpus).collect(engine="streaming"), known]
+    title_key_parts = [T.corpus_title_keys(corpus).collect(engine="streaming"), known]
     del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
     examples: list[pl.DataFrame] = []
     citing: list[pl.DataFrame] = []
