@@ -159,6 +159,19 @@ def _tiny_model(folder: Path) -> None:
     SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=8)]).save(str(folder))
 
 
+def _write_bibliography(path: Path, release: Path) -> None:
+    """A generated survey's bibliography as evaluating one would: the titles of the first
+    eval survey's listed works, in list order, and a reference to no known work."""
+    import json
+
+    rows = pl.read_parquet(release / "eval_survey_reading_lists.parquet")
+    first = rows.filter(pl.col("survey_id") == rows["survey_id"].min())
+    titles = first.filter(pl.col("label") >= 1).sort("label", descending=True)["candidate_title"]
+    refs = [*titles.to_list(), "A. Nobody. An invented work. Journal of Nothing, 2031."]
+    line = {"survey_id": first["survey_id"][0], "references": refs}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkout as the docs assume it: the demo built, its work directory as ``work``."""
@@ -186,6 +199,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write_run(home / "full_corpus.trec", [(q, d) for q in surveys for d in corpus])
     aspects = pl.read_parquet(release / "aspects" / "candidates" / "eval.parquet")
     _write_run(home / "my_aspects.trec", list(aspects.select("aspect_id", "candidate_id").iter_rows()))  # fmt: skip
+    _write_bibliography(home / "generated.jsonl", release)
     pytest.importorskip("sentence_transformers")
     _tiny_model(home / "tiny-model")
     return home
