@@ -190,3 +190,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     missing = [f"{m}::{n}" for m in modules for n in SLOW_TESTS.get(m, ()) if (m, n) not in seen]
     if missing:
         raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS names no such test: {missing}")
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No Hub access for datasets, and a datasets cache of the test's own."""
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+    # datasets reads HF_DATASETS_CACHE when it is imported: MTEB's loads need the attribute
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    return tmp_path / "hf-cache"

@@ -8,12 +8,12 @@ headers, body, delay) served before the normal ones, for the bad answers.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.loopback import LoopbackStub
 
 
 def oa_work(
@@ -62,7 +62,7 @@ def oa_work(
     }  # fmt: skip
 
 
-class OpenAlexStub:
+class OpenAlexStub(LoopbackStub):
     """The works endpoints of the OpenAlex API, in memory."""
 
     def __init__(self, works: list[dict[str, Any]] | None = None, key: str = "oa-test-key"):
@@ -102,25 +102,11 @@ class OpenAlexStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = self._serve(Handler)
 
     def add(self, work: dict[str, Any]) -> None:
         """Serve ``work`` (by its id and its DOI)."""
         self.works[work["id"].rsplit("/", 1)[-1].upper()] = work
-
-    def __enter__(self) -> OpenAlexStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @staticmethod
-    def _json(obj: Any, status: int = 200) -> tuple[int, dict[str, str], bytes]:
-        return status, {"Content-Type": "application/json"}, json.dumps(obj).encode()
 
     def _by_doi(self, doi: str) -> dict[str, Any] | None:
         for w in self.works.values():

@@ -135,20 +135,6 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "release"
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    import datasets
-
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
-    # datasets reads HF_DATASETS_CACHE when it is imported: MTEB's loads need the attribute
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    return tmp_path / "hf-cache"
-
-
 def _ours_rerank(release: Path, tmp_path: Path) -> float:
     """``pipeline evaluate --encoder`` on the release (what the CLI runs)."""
     result = api.evaluate(

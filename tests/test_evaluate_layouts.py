@@ -32,18 +32,6 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return synthetic_release_dir(tmp_path_factory) / "release"
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    import datasets
-
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    return tmp_path / "hf-cache"
-
-
 def trivial_score(query_id: str, doc_id: str) -> float:
     """A fixed pseudo-random score, exact in float32 (trec_eval compares in single precision)."""
     digest = hashlib.blake2b(f"{query_id}\0{doc_id}".encode(), digest_size=4).digest()

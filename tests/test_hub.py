@@ -18,8 +18,7 @@ import os
 import re
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -29,6 +28,7 @@ import pytest
 from pipeline import jobs
 from pipeline.cli import build_parser, main
 from pipeline.hub import publish
+from tests.loopback import LoopbackStub
 from tests.test_release import handmade_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ TOKEN = "hf_fake_secret_123"
 REPO = "someone/reading-lists"
 
 
-class HubStub:
+class HubStub(LoopbackStub):
     """A tiny in-memory Hub: dataset repos, one branch (main), commits, tags."""
 
     def __init__(self) -> None:
@@ -79,21 +79,7 @@ class HubStub:
 
             do_GET = do_POST = do_HEAD = do_PUT = _handle  # noqa: N815
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> HubStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @staticmethod
-    def _json(obj: Any, status: int = 200) -> tuple[int, dict[str, str], bytes]:
-        return status, {"Content-Type": "application/json"}, json.dumps(obj).encode()
+        self.endpoint = self._serve(Handler)
 
     def route(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         if method == "POST" and path == "/api/repos/create":
