@@ -476,6 +476,12 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
     for f in S.CANDIDATES_VIEW:
         assert f"| `reading_lists`, `candidates` | `{f.name}` | {f.type} | input |" in card
     assert f"| `reading_lists` | `{S.LABEL}` | int8 | **judgment** |" in card
+    # popularity: audited (the negatives are matched on it), judgment-side, never read
+    for name in S.POPULARITY_COLUMNS:
+        for config in ("reading_lists", "aspects"):
+            assert f"| `{config}` | `{name}` | int64 | **judgment** |" in card, (config, name)
+        assert name not in pq.read_schema(release / R.CANDIDATES_FILE.format(split="eval")).names
+        assert not any(name in f or "citations" in f for f in probe["features"]), name
 
 
 @pytest.mark.parametrize("which", ["relative", "probe"])

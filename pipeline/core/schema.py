@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 5  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
+SCHEMA_VERSION = 6  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
 # 4: works.parsed_title, candidate text without its citer's string; 5: openalex records,
-# candidate text and judgment-side columns from them
+# candidate text and judgment-side columns from them; 6: popularity judgment-side only
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -525,8 +525,6 @@ CANDIDATES_VIEW = pa.schema(
         (CANDIDATE_CATEGORIES, pa.list_(pa.string())),
         (CANDIDATE_DATE, pa.date32()),
         (IN_DOMAIN, pa.bool_()),
-        (N_CITING_SURVEYS, pa.int64()),
-        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
     ]
 )
 
@@ -617,10 +615,18 @@ ASPECT_READING_LISTS = pa.schema(
         (LABEL_REASON, pa.string()),
         (NEGATIVE_KIND, pa.string()),
         (N_MENTIONS, pa.int64()),
+        (N_CITING_SURVEYS, pa.int64()),
+        (CANDIDATE_PRIOR_CITATIONS, pa.int64()),
         (SURVEY_LICENSE, pa.string()),
         (CANDIDATE_LICENSE, pa.string()),
     ]
 )
+
+# Popularity as of the survey: judgment-side, not inputs. The hard negatives are matched on
+# it, but a field's landmark works are cited by nearly all its surveys, so no negative is
+# left that popular: shown, popularity ranks the head of every list without reading. The
+# leak audit still checks the match on it (a system may know popularity from elsewhere).
+POPULARITY_COLUMNS = (N_CITING_SURVEYS, CANDIDATE_PRIOR_CITATIONS)
 
 # Columns of the release that are judgments (answers), not inputs: a system must not
 # read them. Every other released column is an input (see the card's field table).
@@ -644,6 +650,7 @@ JUDGMENT_COLUMNS = frozenset(
         CANDIDATE_YEAR,
         CANDIDATE_SUBFIELD,
         CANDIDATE_RETRACTED,
+        *POPULARITY_COLUMNS,
     }
 )
 

@@ -3,7 +3,9 @@
 * ``random``: uniform random scores; its per-survey metric values are the mean
   over ``EvaluateConfig.random_seeds`` seeds, each seeded from ``EvaluateConfig.seed``.
 * ``popularity``: score = ``candidate_prior_citations``, the citations a candidate
-  received from corpus papers dated before the survey (no future information).
+  received from corpus papers dated before the survey (no future information). The
+  candidates view does not show it (``schema.POPULARITY_COLUMNS``): it is a reference for a
+  system that knows popularity from elsewhere, read from the judgment side.
 * ``bm25``: per survey, BM25 of each candidate's text against the survey's title +
   abstract (:mod:`pipeline.rules.text_match`, shared with the rankers' text features).
 * ``oracle``: score = label, an upper bound.

@@ -270,8 +270,9 @@ def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfi
     }
     if name not in scorers:
         raise UsageError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
-    # A system reads the answer-free candidates view only; the oracle is the one exception.
-    visible = eval_set if name == ORACLE else answer_free(eval_set)
+    # A system reads the answer-free candidates view only. The exceptions are references: the
+    # oracle, and popularity, which the view does not show (a system may know it from elsewhere)
+    visible = eval_set if name in (ORACLE, POPULARITY) else answer_free(eval_set)
     return per_survey_subsets(_with_scores(eval_set, scorers[name](visible)), config.ks)
 
 

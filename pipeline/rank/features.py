@@ -1,27 +1,26 @@
 """Ranking features of a (survey, candidate) pair, from the answer-free ``candidates`` view only.
 
 Every feature reads only columns of :data:`pipeline.core.schema.CANDIDATES_VIEW` (the
-release's ``candidates`` config: no label, no mention counts, no negative source)
-and only the rows of its own survey: a survey's features do not change when other
+release's ``candidates`` config: no label, no mention counts, no negative source, no
+popularity) and only the rows of its own survey: a survey's features do not change when other
 surveys (earlier or later) are added, removed or altered, so nothing dated after a
-survey reaches it. The popularity columns of the view are already counted strictly
-before the survey's date by the pipeline (``pipeline/rules/visible.py``).
+survey reaches it.
 
 What is deliberately not used: the candidate lists of other surveys (they hold hard
 negatives chosen with the judgments, so co-occurrence across lists would leak them),
-and corpus co-citation (the release carries no citation edges; the only
-citation-graph information it publishes is the prior in-degree of each candidate,
-``candidate_prior_citations``, and its prior citing surveys, ``n_citing_surveys``).
+corpus co-citation (the release carries no citation edges), and popularity: the prior
+counts (``candidate_prior_citations``, ``n_citing_surveys``) are judgment-side columns,
+because a field's landmark works have no negative as popular and would rank the head of
+every list (``pipeline.core.schema.JUDGMENT_COLUMNS``).
 
 Feature kinds: ``text`` reads the survey's or the candidate's words; ``metadata``
-reads dates, categories, what text exists and the id's form; ``citations`` reads the
-prior popularity counts; ``format`` places the candidate within its own survey's list
-without reading a word (:data:`pipeline.rules.leak_audit.RELATIVE_FEATURES`: the shape of its
-text, its length, date and text kind against the survey's other candidates). The
-``metadata`` feature set (:data:`METADATA_SET`) is every ``metadata`` and ``citations``
-feature: a model on it is the leak probe of the report. The ``reading-free`` set
-(:data:`READING_FREE_SET`) adds the ``format`` features: a model on it is the probe of
-the release's relative audit, which must not beat BM25 either.
+reads dates, categories, what text exists and the id's form; ``format`` places the
+candidate within its own survey's list without reading a word
+(:data:`pipeline.rules.leak_audit.RELATIVE_FEATURES`: the shape of its text, its length, date
+and text kind against the survey's other candidates). The ``metadata`` feature set
+(:data:`METADATA_SET`) is every ``metadata`` feature: a model on it is the leak probe of the
+report. The ``reading-free`` set (:data:`READING_FREE_SET`) adds the ``format`` features: a
+model on it is the probe of the release's relative audit, which must not beat BM25 either.
 """
 
 from __future__ import annotations
@@ -38,11 +37,9 @@ from pipeline.core.schema import (
     CANDIDATE_CATEGORIES,
     CANDIDATE_DATE,
     CANDIDATE_ID,
-    CANDIDATE_PRIOR_CITATIONS,
     CANDIDATE_TITLE,
     CANDIDATES_VIEW,
     IN_DOMAIN,
-    N_CITING_SURVEYS,
     SURVEY_CATEGORIES,
     SURVEY_DATE,
     SURVEY_ID,
@@ -56,8 +53,9 @@ from pipeline.rules.text_match import (
     tokenize,
 )
 
-FEATURE_SET_VERSION = 2  # bump when a feature changes (2: text without the raw string)
-TEXT, METADATA, CITATIONS, FORMAT = "text", "metadata", "citations", "format"
+FEATURE_SET_VERSION = 3  # bump when a feature changes (2: text without the raw string;
+# 3: no popularity features, the view no longer shows popularity)
+TEXT, METADATA, FORMAT = "text", "metadata", "format"
 FULL_SET, METADATA_SET, READING_FREE_SET = "full", "metadata", "reading-free"
 ID_KINDS = ("arxiv", "doi", "openalex")  # id_kind = index in this tuple, len(ID_KINDS) otherwise
 
@@ -99,21 +97,6 @@ FEATURES: tuple[Feature, ...] = (
         TEXT,
         "share of the distinct tokens of the survey title that occur in the candidate text",
     ),
-    Feature(
-        "prior_citations",
-        CITATIONS,
-        "candidate_prior_citations: corpus papers citing the candidate, dated before the survey",
-    ),
-    Feature(
-        "prior_citations_percentile",
-        CITATIONS,
-        "rank of prior_citations among the survey's candidates (average rank of ties) / their number",
-    ),
-    Feature(
-        "n_citing_surveys",
-        CITATIONS,
-        "n_citing_surveys: other surveys citing the candidate, dated before the survey",
-    ),
     Feature("age_days", METADATA, "survey_date - candidate_date in days (missing when undated)"),
     Feature(
         "category_overlap",
@@ -137,7 +120,7 @@ FEATURES: tuple[Feature, ...] = (
 FEATURE_NAMES = tuple(f.name for f in FEATURES)
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     FULL_SET: FEATURE_NAMES,
-    METADATA_SET: tuple(f.name for f in FEATURES if f.kind in (METADATA, CITATIONS)),
+    METADATA_SET: tuple(f.name for f in FEATURES if f.kind == METADATA),
     READING_FREE_SET: tuple(f.name for f in FEATURES if f.kind != TEXT),
 }
 
@@ -179,12 +162,6 @@ def _id_kind() -> pl.Expr:
 _EXPRESSIONS: dict[str, Callable[[], pl.Expr]] = {
     "query_coverage": lambda: _coverage(_QUERY),
     "title_coverage": lambda: _coverage(_TITLE_QUERY),
-    "prior_citations": lambda: pl.col(CANDIDATE_PRIOR_CITATIONS).fill_null(0),
-    "prior_citations_percentile": lambda: (
-        pl.col(CANDIDATE_PRIOR_CITATIONS).fill_null(0).rank("average").over(SURVEY_ID)
-        / pl.len().over(SURVEY_ID)
-    ),
-    "n_citing_surveys": lambda: pl.col(N_CITING_SURVEYS).fill_null(0),
     "age_days": lambda: (pl.col(SURVEY_DATE) - pl.col(CANDIDATE_DATE)).dt.total_days(),
     "category_overlap": lambda: (
         pl.when(pl.col(CANDIDATE_CATEGORIES).list.len() > 0)

@@ -12,7 +12,9 @@ strictly older than it, popularity is counted before it, the split follows it.
 Citing papers and citing surveys are dated by their first version (when they first
 existed).
 
-Popularity as of the survey (no information from after it):
+Popularity as of the survey (no information from after it). The negatives are matched on
+it, but the release shows it judgment-side only (``schema.POPULARITY_COLUMNS``): a field's
+landmark works leave no negative as popular, so shown, it ranks the head of every list.
 
 * ``n_citing_surveys``: other detected surveys citing the work, first posted
   strictly before the survey's text date (the survey never counts itself);

@@ -34,7 +34,8 @@ Column rules:
   category.
 * ``n_citing_surveys``, ``candidate_prior_citations``: other detected surveys and distinct
   corpus papers citing the work, posted before the survey, for positives and negatives
-  alike (the survey itself never counts). The date rule is :mod:`pipeline.rules.visible`'s
+  alike (the survey itself never counts). Judgment-side (``schema.POPULARITY_COLUMNS``):
+  in the reading lists, not in the candidates view. The date rule is :mod:`pipeline.rules.visible`'s
   (citers by their first version, the survey by its text date; the card's "Dates").
 * ``candidate_date`` is the work's ``known_date``.
 * ``candidate_title`` is a corpus paper's own title, else the work's ``parsed_title``
@@ -545,7 +546,8 @@ def _write_split(
         sample = keep(part, audited)
         if sample.height:
             sample_view = sample.select(S.CANDIDATES_VIEW.names)
-            values.append(feature_values(sample_view, sample[S.LABEL]))
+            audited_columns = sample.select(*S.CANDIDATES_VIEW.names, *S.POPULARITY_COLUMNS)
+            values.append(feature_values(audited_columns, sample[S.LABEL]))
             relative.append(relative_feature_values(sample_view, sample[S.LABEL]))
         del sample
         texts.append(text_counts(part))
@@ -563,7 +565,9 @@ def _write_split(
                 aspect_light.append(rows.select(_ASPECT_LIGHT_COLUMNS))
                 rows = keep(rows, aspect_audited)
                 if rows.height:
-                    aspect_view = rows.select(S.ASPECT_CANDIDATES_VIEW.names)
+                    aspect_view = rows.select(
+                        *S.ASPECT_CANDIDATES_VIEW.names, *S.POPULARITY_COLUMNS
+                    )
                     aspect_values.append(aspect_feature_values(aspect_view, rows[S.LABEL]))
                     held = survey_view.join(
                         rows.select(S.SURVEY_ID).unique(), on=S.SURVEY_ID, how="semi"
