@@ -224,6 +224,86 @@ def test_cache_keeps_the_first_answer_and_skips_a_damaged_line(tmp_path: Path) -
     assert list(loaded) == ["doi:10.1/a"] and not loaded["doi:10.1/a"].found
 
 
+def _merged_ids(root: Path, rows: list[tuple[str, str, str]], name: str) -> None:
+    """A merged-works list as the snapshot publishes it: ``merged_ids/works/<date>.csv.gz``
+    with the header ``merge_date,id,merge_into_id``."""
+    path = root / "merged_ids" / "works" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("merge_date,id,merge_into_id\n")
+        f.writelines(f"{d},{old},{new}\n" for d, old, new in rows)
+
+
+def test_snapshot_answers_a_merged_id_with_the_work_it_was_merged_into(tmp_path: Path) -> None:
+    """W10 was merged into W20, later W20 into W30 (a chain across two dated lists): the
+    snapshot holds W30 only, and it answers W10 and W20, each counted as merged."""
+    root = _snapshot(tmp_path / "oa", [oa_work("W30", "The surviving record")])
+    _merged_ids(
+        root, [("2024-01-02", "W10", "W20"), ("2024-01-02", "W77", "W78")], "2024-01-02.csv.gz"
+    )
+    _merged_ids(root, [("2024-03-05", "W20", "W30")], "2024-03-05.csv.gz")
+    tally = OA.Tally()
+    keys = ["openalex:W10", "openalex:W20", "openalex:W30", "openalex:W5"]
+    got = {a.key: a for b in OA.snapshot_lookup(keys, root, tally) for a in b}
+    assert {k: a.record.openalex_id for k, a in got.items() if a.found} == {
+        "openalex:W10": "W30", "openalex:W20": "W30", "openalex:W30": "W30",
+    }  # fmt: skip
+    assert not got["openalex:W5"].found and tally.merged == 2
+    # the merged-works lists are not read as works files
+    assert all("merged_ids" not in p.parts for p in OA.snapshot_files(root))
+
+
+def test_snapshot_in_the_buckets_own_layout(tmp_path: Path) -> None:
+    """``DIR/data/works/updated_date=.../*.gz`` and ``DIR/data/merged_ids/works/*.csv.gz``."""
+    data = tmp_path / "oa" / "data"
+    _snapshot(data, [oa_work("W2", "Kept")])
+    _merged_ids(data, [("2024-01-02", "https://openalex.org/W1", "https://openalex.org/W2")],
+                "2024-01-02.csv.gz")  # fmt: skip
+    root = tmp_path / "oa"
+    assert [p.parent.parent.name for p in OA.snapshot_files(root)] == ["works"]
+    tally = OA.Tally()
+    got = [a for b in OA.snapshot_lookup(["openalex:W1"], root, tally) for a in b]
+    assert got[0].found and got[0].record.openalex_id == "W2" and tally.merged == 1
+
+
+def test_stage_on_a_snapshot_records_merges_and_caches_misses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot route through the stage, on the real 2024-layout record: a merged id's
+    row names the id its record answers with, the keys the snapshot lacks are cached as not
+    found, and a rerun reads nothing of the snapshot (it may even be gone)."""
+    monkeypatch.delenv(OA.KEY_ENV, raising=False)
+    ids = sorted(_preview_ids().items())
+    (old, _), *kept = ids
+    served = [oa_work(w, f"Real title {w}", doi=d) for w, d in kept[1:]]  # kept[0]: a miss
+    served.append(oa_work("W1", "The record W" + old[1:] + " was merged into"))
+    root = _snapshot(tmp_path / "oa", served)
+    _merged_ids(root, [("2024-01-02", old, "W1")], "2024-01-02.csv.gz")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[openalex_lookup]\nsnapshot = "{root.as_posix()}"\n', encoding="utf-8")
+    out = tmp_path / "w"
+    api.run([PREVIEW], out, workers=1, config=cfg)
+    records = pl.read_parquet(out / "openalex" / "records.parquet")
+    merged = records.filter(pl.col(S.LOOKUP_KEY) == f"openalex:{old}")
+    assert merged[S.OA_ANSWERED_ID].to_list() == ["W1"] and merged[S.OA_FOUND].all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())
+    assert summary["records"]["merged"] == 1 and summary["lookups"]["merged"] == 1
+    missed = records.filter(~pl.col(S.OA_FOUND))
+    assert f"openalex:{kept[0][0]}" in missed[S.LOOKUP_KEY].to_list()
+    assert set(missed[S.OA_SOURCE]) == {"snapshot"}
+    assert (
+        summary["records"]["works_not_looked_up"] == summary["lookups"]["works_without_lookup_key"]
+    )
+    before = (out / "openalex" / "records.parquet").read_bytes()
+    for f in root.rglob("*.gz"):
+        f.unlink()  # a rerun that read the snapshot would now find nothing
+    api.run([PREVIEW], out, workers=1, config=cfg)
+    again = json.loads((out / "openalex" / "_summary.json").read_text())["lookups"]
+    assert again["route"] == "cache only" and again["ids_asked"] == 0
+    assert again["ids_cached_before"] == summary["lookups"]["ids_wanted"]
+    assert (out / "openalex" / "records.parquet").read_bytes() == before
+
+
 # --------------------------------------------------------------------- the stage, real record
 def _preview_ids() -> dict[str, str]:
     """OpenAlex id -> DOI of the real 2024-layout record's bib entries that carry both."""
@@ -317,6 +397,7 @@ def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
         meta["openalex"]["records_sha256"]
         and "lack a record" in (out / "release" / "README.md").read_text()
     )
+
 
 
 # --------------------------------------------------------------------- killed mid-lookups
