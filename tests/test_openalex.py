@@ -398,6 +398,30 @@ def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
         and "lack a record" in (out / "release" / "README.md").read_text()
     )
 
+    # the card's text table says where each shown text came from: an OpenAlex title is never
+    # counted as a parsed one (what the rows show, labelled by hand from their columns)
+    def has(c: str) -> pl.Expr:
+        return pl.col(c).fill_null("").str.strip_chars() != ""
+
+    record = pl.col(S.CANDIDATE_OPENALEX_ID).is_not_null()
+    corpus = pl.col(S.CANDIDATE_CATEGORIES).is_not_null()
+    label = (
+        pl.when(has(S.CANDIDATE_ABSTRACT) & corpus).then(pl.lit("arxiv_abstract"))
+        .when(has(S.CANDIDATE_ABSTRACT)).then(pl.lit("openalex_abstract"))
+        .when(has(S.CANDIDATE_TITLE) & record).then(pl.lit("openalex_title"))
+        .when(has(S.CANDIDATE_TITLE) & corpus).then(pl.lit("corpus_title"))
+        .when(has(S.CANDIDATE_TITLE)).then(pl.lit("parsed_title"))
+        .otherwise(pl.lit("none"))
+    )  # fmt: skip
+    for split, by_source in meta["candidate_text"].items():
+        part = pl.read_parquet(out / "release" / f"{split}_survey_reading_lists.parquet")
+        want = dict(part.group_by(label.alias("t")).len().iter_rows())
+        got = {k: c["positives"] + c["negatives"] for k, c in by_source.items()}
+        assert got == {k: want.get(k, 0) for k in got}, split
+        assert set(want) <= set(got)
+    assert sum(c["openalex_title"]["positives"] for c in meta["candidate_text"].values()) > 0
+    methods = (out / "release" / "METHODS.md").read_text()
+    assert "| `openalex_title` |" in methods
 
 
 # --------------------------------------------------------------------- killed mid-lookups
@@ -468,3 +492,4 @@ def _asked_values(request: dict[str, Any]) -> set[str]:
     if request["path"] == "/works":
         return {v.lower() for v in request["query"].get("filter", "").partition(":")[2].split("|")}
     return {request["path"].removeprefix("/works/").removeprefix("doi:").lower()}
+
