@@ -47,7 +47,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -500,6 +500,41 @@ def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
                     client.tally.merged += 1
                 answers[key] = Answer(key=key, found=rec is not None, source="api", record=rec)
             yield [answers[k] for _, k in chunk]
+
+
+def lookup_projection(
+    keys_by_kind: Mapping[str, int],
+    batch_ids: int = MAX_OR_VALUES,
+    requests_per_second: float = DOCUMENTED_REQUESTS_PER_SECOND,
+    budget_usd: float = 1.0,
+) -> dict[str, Any]:
+    """What asking the API for keys would take: ``keys_by_kind`` counts keys by their prefix
+    (``openalex``, ``doi``, ``arxiv``). Keys are asked in filters of one kind (:func:`asked_as`:
+    arXiv ids as DOIs), ``batch_ids`` a call, at the documented list price; the free
+    singletons that follow a batch for the ids it did not answer are not counted (their
+    number is not known before asking). ``runs_at_budget``: runs of ``budget_usd`` each (a
+    free key's daily allowance is $1: days)."""
+    step = max(1, min(batch_ids, MAX_OR_VALUES))
+    asked: dict[str, int] = {}
+    for prefix, n in keys_by_kind.items():
+        kind = asked_as(f"{prefix}:x")[0]
+        asked[kind] = asked.get(kind, 0) + int(n)
+    calls = sum(-(-n // step) for n in asked.values())
+    cost = calls * LIST_CALL_USD
+    return {
+        "works_to_look_up": sum(asked.values()),
+        "by_kind": {k: int(v) for k, v in sorted(keys_by_kind.items())},
+        "list_calls": calls,
+        "ids_per_call": step,
+        "cost_usd": round(cost, 2),
+        "list_call_usd": LIST_CALL_USD,
+        "requests_per_second": requests_per_second,
+        "minutes": round(calls / requests_per_second / 60, 1) if requests_per_second > 0 else None,
+        "budget_usd": budget_usd,
+        "runs_at_budget": -(-round(cost * 1e6) // round(budget_usd * 1e6))
+        if budget_usd > 0
+        else None,
+    }
 
 
 # --------------------------------------------------------------------- the snapshot

@@ -85,6 +85,42 @@ def lookup_source(cfg: Any) -> tuple[str, Any]:
     return f"api ({settings.base_url})", lookup
 
 
+def _by_kind(keys: pl.Series) -> dict[str, int]:
+    kinds = keys.str.split_exact(":", 1).struct.field("field_0").value_counts()
+    return {str(k): int(n) for k, n in kinds.sort(kinds.columns[0]).iter_rows()}
+
+
+def projection(keys: pl.Series, cfg: Any) -> dict[str, Any]:
+    """:func:`pipeline.corpus.openalex.lookup_projection` of asking the API for ``keys``
+    under ``[openalex_lookup]``."""
+    lcfg = cfg.openalex_lookup
+    return OA.lookup_projection(
+        _by_kind(keys), lcfg.batch_ids, lcfg.requests_per_second, lcfg.budget_usd
+    )
+
+
+def workdir_projection(out: Path, cfg: Any) -> dict[str, Any]:
+    """What the lookups of a run on ``out`` would ask the API, from its finished ``works``
+    table and its lookup cache (the ids the cache answers are not asked again).
+
+    Raises:
+        StageError: ``out`` has no finished ``works`` table.
+    """
+    works = W.reduce_output(out, "works", "works")
+    if not W.reduce_finished(out, "works") or not works.is_file():
+        raise StageError(f"openalex projection: {out} has no finished works stage")
+    keys = (
+        pl.scan_parquet(works)
+        .select(lookup_key(pl.col(S.ALIASES)).alias(S.LOOKUP_KEY))
+        .drop_nulls()
+        .unique()
+        .collect(engine="streaming")[S.LOOKUP_KEY]
+    )
+    cached = OA.LookupCache(W.openalex_cache_dir(out)).load()
+    todo = keys.filter(~keys.is_in(pl.Series(list(cached), dtype=pl.String).implode()))
+    return {"works_dir": str(out), "ids_cached": keys.len() - todo.len(), **projection(todo, cfg)}
+
+
 def _rows(keys: pl.DataFrame, answers: dict[str, OA.Answer]) -> pl.DataFrame:
     """The records table's rows, before the abstract policy."""
     cols: dict[str, list[Any]] = {c: [] for c in S.OPENALEX_RECORDS.names if c != S.OA_HAS_ABSTRACT}
@@ -170,6 +206,11 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
     if todo and lookup is not None:
         log.info("openalex: %d ids answered by the cache, %d to ask (%s)", cached_before,
                  len(todo), route)  # fmt: skip
+        if route.startswith("api"):
+            p = projection(pl.Series(todo, dtype=pl.String), ctx.cfg)
+            log.info("openalex: at most %d list calls, $%.2f, %.1f min at %g calls/s",
+                     p["list_calls"], p["cost_usd"], p["minutes"] or 0.0,
+                     p["requests_per_second"])  # fmt: skip
         try:
             for batch in lookup(todo, tally):
                 cache.add(batch)
