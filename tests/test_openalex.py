@@ -548,3 +548,74 @@ def test_submit_prints_the_projection_of_a_work_directory(
         in json.loads(capsys.readouterr().out)["openalex_projection"]["not_projected"]
     )
 
+
+# --------------------------------------------------------------------- real records, packed
+def _real_ids() -> dict[str, str | None]:
+    """OpenAlex id -> DOI (or None) of every bib entry of the real records (the 2022 sample
+    and the 2024 preview) that carries an OpenAlex id."""
+    from tests.conftest import SAMPLE_2022
+
+    lines = gzip.decompress(SAMPLE_2022.read_bytes()).splitlines()
+    lines.append(PREVIEW.read_bytes())
+    out: dict[str, str | None] = {}
+    for line in lines:
+        for entry in json.loads(line)["bib_entries"].values():
+            ids = entry.get("ids") or {}
+            if ids.get("open_alex_id"):
+                wid = ids["open_alex_id"].rsplit("/", 1)[-1]
+                doi = (ids.get("doi") or "").removeprefix("https://doi.org/").lower()
+                out[wid] = out.get(wid) or doi or None
+    return out
+
+
+def test_real_records_packed_as_the_hub_publishes_them_show_the_records_titles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real records as ``ines-besrour/unarxive_2024`` publishes them (one tar.gz of JSONL
+    members cut into ``part_aa``..``_ac``, tests/test_archive.py), with ``OPENALEX_URL`` at
+    the stub serving a record in the documented shape for every OpenAlex id they cite: every
+    candidate of the real survey (2212.11774) that has a record shows the record's title
+    exactly, not a title key parsed from a reference string; the rates are counted."""
+    from pipeline.corpus.archive import pack
+    from tests.test_archive import CONFIG, _members
+
+    parts = tmp_path / "parts"
+    pack(_members(), parts)
+    assert sorted(p.name for p in parts.iterdir())[-1] == "unarXive_2024.tar.gz.part_ac"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    ids = _real_ids()
+    assert len(ids) > 600  # 633 bib entries of the 2022 sample carry an OpenAlex id
+    # every other record without an abstract or a venue, so the rates are not trivially 1
+    works = [
+        oa_work(w, f"The Record Title of {w}: As OpenAlex Writes It", doi=d,
+                abstract=None if i % 2 else "what the work is about", venue=None if i % 3 else "ICSE")
+        for i, (w, d) in enumerate(sorted(ids.items()))
+    ]  # fmt: skip
+    monkeypatch.setenv(OA.KEY_ENV, KEY)
+    with OpenAlexStub(works) as stub, caplog.at_level(logging.INFO, logger="pipeline"):
+        monkeypatch.setenv(OA.URL_ENV, stub.url)
+        out = tmp_path / "w"
+        api.run([parts], out, workers=1, config=cfg, evaluate_release=False)
+    assert KEY not in caplog.text
+    records = pl.read_parquet(out / "openalex" / "records.parquet").filter(pl.col(S.OA_FOUND))
+    rows = pl.read_parquet(sorted((out / "release").glob("*_survey_reading_lists.parquet")))
+    survey = rows.filter(pl.col(S.SURVEY_ID) == "2212.11774")
+    assert survey.height >= 31
+    shown = survey.join(records, left_on=S.CANDIDATE_ID, right_on=S.WORK_ID, how="inner")
+    assert shown.height >= survey.height // 2  # most of the survey's candidates have a record
+    assert (shown[S.CANDIDATE_TITLE] == shown[S.OA_TITLE]).all()
+    assert shown[S.CANDIDATE_TITLE].str.starts_with("The Record Title of W").all()
+    assert (shown[S.CANDIDATE_OPENALEX_ID] == shown[S.OA_ANSWERED_ID]).all()
+    # the candidates without a record keep the parsed title key (lower-case, no punctuation)
+    bare = survey.filter(
+        pl.col(S.CANDIDATE_OPENALEX_ID).is_null() & (pl.col(S.CANDIDATE_RAW) != "")
+    )
+    assert (bare[S.CANDIDATE_TITLE] == bare[S.CANDIDATE_TITLE].str.to_lowercase()).all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())["records"]
+    assert 0 < summary["abstract_rate"] < summary["record_rate"]
+    assert 0 < summary["venue_rate"] < summary["record_rate"]
+    meta = json.loads((out / "release" / "eval_metadata.json").read_text())
+    counted = meta["candidate_text"]
+    assert sum(c["openalex_title"]["positives"] + c["openalex_abstract"]["positives"]
+               for c in counted.values()) >= shown.filter(pl.col(S.LABEL) >= 1).height  # fmt: skip
