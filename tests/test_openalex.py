@@ -224,6 +224,86 @@ def test_cache_keeps_the_first_answer_and_skips_a_damaged_line(tmp_path: Path) -
     assert list(loaded) == ["doi:10.1/a"] and not loaded["doi:10.1/a"].found
 
 
+def _merged_ids(root: Path, rows: list[tuple[str, str, str]], name: str) -> None:
+    """A merged-works list as the snapshot publishes it: ``merged_ids/works/<date>.csv.gz``
+    with the header ``merge_date,id,merge_into_id``."""
+    path = root / "merged_ids" / "works" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("merge_date,id,merge_into_id\n")
+        f.writelines(f"{d},{old},{new}\n" for d, old, new in rows)
+
+
+def test_snapshot_answers_a_merged_id_with_the_work_it_was_merged_into(tmp_path: Path) -> None:
+    """W10 was merged into W20, later W20 into W30 (a chain across two dated lists): the
+    snapshot holds W30 only, and it answers W10 and W20, each counted as merged."""
+    root = _snapshot(tmp_path / "oa", [oa_work("W30", "The surviving record")])
+    _merged_ids(
+        root, [("2024-01-02", "W10", "W20"), ("2024-01-02", "W77", "W78")], "2024-01-02.csv.gz"
+    )
+    _merged_ids(root, [("2024-03-05", "W20", "W30")], "2024-03-05.csv.gz")
+    tally = OA.Tally()
+    keys = ["openalex:W10", "openalex:W20", "openalex:W30", "openalex:W5"]
+    got = {a.key: a for b in OA.snapshot_lookup(keys, root, tally) for a in b}
+    assert {k: a.record.openalex_id for k, a in got.items() if a.found} == {
+        "openalex:W10": "W30", "openalex:W20": "W30", "openalex:W30": "W30",
+    }  # fmt: skip
+    assert not got["openalex:W5"].found and tally.merged == 2
+    # the merged-works lists are not read as works files
+    assert all("merged_ids" not in p.parts for p in OA.snapshot_files(root))
+
+
+def test_snapshot_in_the_buckets_own_layout(tmp_path: Path) -> None:
+    """``DIR/data/works/updated_date=.../*.gz`` and ``DIR/data/merged_ids/works/*.csv.gz``."""
+    data = tmp_path / "oa" / "data"
+    _snapshot(data, [oa_work("W2", "Kept")])
+    _merged_ids(data, [("2024-01-02", "https://openalex.org/W1", "https://openalex.org/W2")],
+                "2024-01-02.csv.gz")  # fmt: skip
+    root = tmp_path / "oa"
+    assert [p.parent.parent.name for p in OA.snapshot_files(root)] == ["works"]
+    tally = OA.Tally()
+    got = [a for b in OA.snapshot_lookup(["openalex:W1"], root, tally) for a in b]
+    assert got[0].found and got[0].record.openalex_id == "W2" and tally.merged == 1
+
+
+def test_stage_on_a_snapshot_records_merges_and_caches_misses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot route through the stage, on the real 2024-layout record: a merged id's
+    row names the id its record answers with, the keys the snapshot lacks are cached as not
+    found, and a rerun reads nothing of the snapshot (it may even be gone)."""
+    monkeypatch.delenv(OA.KEY_ENV, raising=False)
+    ids = sorted(_preview_ids().items())
+    (old, _), *kept = ids
+    served = [oa_work(w, f"Real title {w}", doi=d) for w, d in kept[1:]]  # kept[0]: a miss
+    served.append(oa_work("W1", "The record W" + old[1:] + " was merged into"))
+    root = _snapshot(tmp_path / "oa", served)
+    _merged_ids(root, [("2024-01-02", old, "W1")], "2024-01-02.csv.gz")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[openalex_lookup]\nsnapshot = "{root.as_posix()}"\n', encoding="utf-8")
+    out = tmp_path / "w"
+    api.run([PREVIEW], out, workers=1, config=cfg)
+    records = pl.read_parquet(out / "openalex" / "records.parquet")
+    merged = records.filter(pl.col(S.LOOKUP_KEY) == f"openalex:{old}")
+    assert merged[S.OA_ANSWERED_ID].to_list() == ["W1"] and merged[S.OA_FOUND].all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())
+    assert summary["records"]["merged"] == 1 and summary["lookups"]["merged"] == 1
+    missed = records.filter(~pl.col(S.OA_FOUND))
+    assert f"openalex:{kept[0][0]}" in missed[S.LOOKUP_KEY].to_list()
+    assert set(missed[S.OA_SOURCE]) == {"snapshot"}
+    assert (
+        summary["records"]["works_not_looked_up"] == summary["lookups"]["works_without_lookup_key"]
+    )
+    before = (out / "openalex" / "records.parquet").read_bytes()
+    for f in root.rglob("*.gz"):
+        f.unlink()  # a rerun that read the snapshot would now find nothing
+    api.run([PREVIEW], out, workers=1, config=cfg)
+    again = json.loads((out / "openalex" / "_summary.json").read_text())["lookups"]
+    assert again["route"] == "cache only" and again["ids_asked"] == 0
+    assert again["ids_cached_before"] == summary["lookups"]["ids_wanted"]
+    assert (out / "openalex" / "records.parquet").read_bytes() == before
+
+
 # --------------------------------------------------------------------- the stage, real record
 def _preview_ids() -> dict[str, str]:
     """OpenAlex id -> DOI of the real 2024-layout record's bib entries that carry both."""
@@ -318,6 +398,31 @@ def test_demo_shows_the_records_of_its_works_file(tmp_path: Path) -> None:
         and "lack a record" in (out / "release" / "README.md").read_text()
     )
 
+    # the card's text table says where each shown text came from: an OpenAlex title is never
+    # counted as a parsed one (what the rows show, labelled by hand from their columns)
+    def has(c: str) -> pl.Expr:
+        return pl.col(c).fill_null("").str.strip_chars() != ""
+
+    record = pl.col(S.CANDIDATE_OPENALEX_ID).is_not_null()
+    corpus = pl.col(S.CANDIDATE_CATEGORIES).is_not_null()
+    label = (
+        pl.when(has(S.CANDIDATE_ABSTRACT) & corpus).then(pl.lit("arxiv_abstract"))
+        .when(has(S.CANDIDATE_ABSTRACT)).then(pl.lit("openalex_abstract"))
+        .when(has(S.CANDIDATE_TITLE) & record).then(pl.lit("openalex_title"))
+        .when(has(S.CANDIDATE_TITLE) & corpus).then(pl.lit("corpus_title"))
+        .when(has(S.CANDIDATE_TITLE)).then(pl.lit("parsed_title"))
+        .otherwise(pl.lit("none"))
+    )  # fmt: skip
+    for split, by_source in meta["candidate_text"].items():
+        part = pl.read_parquet(out / "release" / f"{split}_survey_reading_lists.parquet")
+        want = dict(part.group_by(label.alias("t")).len().iter_rows())
+        got = {k: c["positives"] + c["negatives"] for k, c in by_source.items()}
+        assert got == {k: want.get(k, 0) for k in got}, split
+        assert set(want) <= set(got)
+    assert sum(c["openalex_title"]["positives"] for c in meta["candidate_text"].values()) > 0
+    methods = (out / "release" / "METHODS.md").read_text()
+    assert "| `openalex_title` |" in methods
+
 
 # --------------------------------------------------------------------- killed mid-lookups
 def _answered_keys(out: Path) -> set[str]:
@@ -387,3 +492,130 @@ def _asked_values(request: dict[str, Any]) -> set[str]:
     if request["path"] == "/works":
         return {v.lower() for v in request["query"].get("filter", "").partition(":")[2].split("|")}
     return {request["path"].removeprefix("/works/").removeprefix("doi:").lower()}
+
+
+# --------------------------------------------------------------------- the projection
+def test_the_projection_counts_calls_cost_and_time_by_hand() -> None:
+    """The closing note's full-corpus figures, by hand: OpenAlex ids in calls of 100 (41,000),
+    DOIs and arXiv ids together as DOIs (1,935,054 in 19,351 calls): 60,351 calls at $0.10
+    per 1,000 is $6.04, and at 100 calls/s 603.5 s."""
+    got = OA.lookup_projection({"openalex": 4_100_000, "doi": 1_600_000, "arxiv": 335_054})
+    assert got["works_to_look_up"] == 6_035_054 and got["list_calls"] == 60_351
+    assert got["cost_usd"] == 6.04 and got["minutes"] == 10.1 and got["runs_at_budget"] == 7
+    small = OA.lookup_projection({"openalex": 1, "doi": 0}, batch_ids=1, requests_per_second=0)
+    assert small["list_calls"] == 1 and small["minutes"] is None
+
+
+def test_submit_prints_the_projection_of_a_work_directory(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    offline: Path,
+) -> None:
+    """``submit --dry-run --lookups-from OUT`` counts the works of OUT's works table that its
+    cache does not answer; after the lookups ran, none is left to ask."""
+    from pipeline.cli.app import main
+
+    monkeypatch.delenv(OA.KEY_ENV, raising=False)
+    out = tmp_path / "w"
+    api.run([PREVIEW], out, workers=1, evaluate_release=False)
+    keys = pl.read_parquet(out / "openalex" / "records.parquet")  # empty: nothing looked up
+    assert keys.height == 0
+    works = pl.read_parquet(out / "works" / "works.parquet")
+    from pipeline.stages.openalex import lookup_key
+
+    wanted = works.select(lookup_key(pl.col(S.ALIASES))).to_series().drop_nulls().unique()
+    n_oa = int(wanted.str.starts_with("openalex:").sum())
+    card = tmp_path / "card.toml"
+    card.write_text("[release]\nauthors = ['Doe, Jane']\nyear = 2026\n", encoding="utf-8")
+    argv = ["submit", "--dry-run", "--namespace", "me", "--config", str(card),
+            "--constraints", str(Path(__file__).parents[1] / "constraints.txt")]  # fmt: skip
+    assert main([*argv, "--lookups-from", str(out)]) == 0
+    plan = json.loads(capsys.readouterr().out)["openalex_projection"]
+    n = wanted.len()
+    assert plan["works_to_look_up"] == n and plan["ids_cached"] == 0 and n > 20
+    assert plan["list_calls"] == -(-n_oa // 100) + -(-(n - n_oa) // 100)
+    assert plan["cost_usd"] == round(plan["list_calls"] * OA.LIST_CALL_USD, 2)
+    ids = _preview_ids()
+    with OpenAlexStub([oa_work(w, f"T {w}", doi=d) for w, d in sorted(ids.items())]) as stub:
+        _stage_run(tmp_path, monkeypatch, stub)  # into tmp_path / "work"
+    assert main([*argv, "--lookups-from", str(tmp_path / "work")]) == 0
+    plan = json.loads(capsys.readouterr().out)["openalex_projection"]
+    assert plan["works_to_look_up"] == 0 and plan["ids_cached"] == n and plan["list_calls"] == 0
+    assert main(argv) == 0  # without a work directory: says what it needs
+    assert (
+        "--lookups-from"
+        in json.loads(capsys.readouterr().out)["openalex_projection"]["not_projected"]
+    )
+
+
+# --------------------------------------------------------------------- real records, packed
+def _real_ids() -> dict[str, str | None]:
+    """OpenAlex id -> DOI (or None) of every bib entry of the real records (the 2022 sample
+    and the 2024 preview) that carries an OpenAlex id."""
+    from tests.conftest import SAMPLE_2022
+
+    lines = gzip.decompress(SAMPLE_2022.read_bytes()).splitlines()
+    lines.append(PREVIEW.read_bytes())
+    out: dict[str, str | None] = {}
+    for line in lines:
+        for entry in json.loads(line)["bib_entries"].values():
+            ids = entry.get("ids") or {}
+            if ids.get("open_alex_id"):
+                wid = ids["open_alex_id"].rsplit("/", 1)[-1]
+                doi = (ids.get("doi") or "").removeprefix("https://doi.org/").lower()
+                out[wid] = out.get(wid) or doi or None
+    return out
+
+
+def test_real_records_packed_as_the_hub_publishes_them_show_the_records_titles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real records as ``ines-besrour/unarxive_2024`` publishes them (one tar.gz of JSONL
+    members cut into ``part_aa``..``_ac``, tests/test_archive.py), with ``OPENALEX_URL`` at
+    the stub serving a record in the documented shape for every OpenAlex id they cite: every
+    candidate of the real survey (2212.11774) that has a record shows the record's title
+    exactly, not a title key parsed from a reference string; the rates are counted."""
+    from pipeline.corpus.archive import pack
+    from tests.test_archive import CONFIG, _members
+
+    parts = tmp_path / "parts"
+    pack(_members(), parts)
+    assert sorted(p.name for p in parts.iterdir())[-1] == "unarXive_2024.tar.gz.part_ac"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    ids = _real_ids()
+    assert len(ids) > 600  # 633 bib entries of the 2022 sample carry an OpenAlex id
+    # every other record without an abstract or a venue, so the rates are not trivially 1
+    works = [
+        oa_work(w, f"The Record Title of {w}: As OpenAlex Writes It", doi=d,
+                abstract=None if i % 2 else "what the work is about", venue=None if i % 3 else "ICSE")
+        for i, (w, d) in enumerate(sorted(ids.items()))
+    ]  # fmt: skip
+    monkeypatch.setenv(OA.KEY_ENV, KEY)
+    with OpenAlexStub(works) as stub, caplog.at_level(logging.INFO, logger="pipeline"):
+        monkeypatch.setenv(OA.URL_ENV, stub.url)
+        out = tmp_path / "w"
+        api.run([parts], out, workers=1, config=cfg, evaluate_release=False)
+    assert KEY not in caplog.text
+    records = pl.read_parquet(out / "openalex" / "records.parquet").filter(pl.col(S.OA_FOUND))
+    rows = pl.read_parquet(sorted((out / "release").glob("*_survey_reading_lists.parquet")))
+    survey = rows.filter(pl.col(S.SURVEY_ID) == "2212.11774")
+    assert survey.height >= 31
+    shown = survey.join(records, left_on=S.CANDIDATE_ID, right_on=S.WORK_ID, how="inner")
+    assert shown.height >= survey.height // 2  # most of the survey's candidates have a record
+    assert (shown[S.CANDIDATE_TITLE] == shown[S.OA_TITLE]).all()
+    assert shown[S.CANDIDATE_TITLE].str.starts_with("The Record Title of W").all()
+    assert (shown[S.CANDIDATE_OPENALEX_ID] == shown[S.OA_ANSWERED_ID]).all()
+    # the candidates without a record keep the parsed title key (lower-case, no punctuation)
+    bare = survey.filter(
+        pl.col(S.CANDIDATE_OPENALEX_ID).is_null() & (pl.col(S.CANDIDATE_RAW) != "")
+    )
+    assert (bare[S.CANDIDATE_TITLE] == bare[S.CANDIDATE_TITLE].str.to_lowercase()).all()
+    summary = json.loads((out / "openalex" / "_summary.json").read_text())["records"]
+    assert 0 < summary["abstract_rate"] < summary["record_rate"]
+    assert 0 < summary["venue_rate"] < summary["record_rate"]
+    meta = json.loads((out / "release" / "eval_metadata.json").read_text())
+    counted = meta["candidate_text"]
+    assert sum(c["openalex_title"]["positives"] + c["openalex_abstract"]["positives"]
+               for c in counted.values()) >= shown.filter(pl.col(S.LABEL) >= 1).height  # fmt: skip

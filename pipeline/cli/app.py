@@ -168,7 +168,8 @@ def _openalex_arg(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="the OpenAlex works snapshot (DIR/works/**/*.gz) to describe the cited works from, "
+        help="the OpenAlex works snapshot (DIR/works/**/*.gz or DIR/data/works/, with "
+        "merged_ids/works/) to describe the cited works from, "
         "instead of the API ([openalex_lookup] snapshot)",
     )
 

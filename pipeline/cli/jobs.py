@@ -29,7 +29,12 @@ from pipeline.jobs.identity import (
     run_identity,
     unchanged_since_release,
 )
-from pipeline.jobs.plan import PUBLISHED_ARCHIVE_GB, extract_projection, input_summary
+from pipeline.jobs.plan import (
+    PUBLISHED_ARCHIVE_GB,
+    extract_projection,
+    input_summary,
+    openalex_projection,
+)
 from pipeline.jobs.specs import (
     CODE_MOUNT,
     CONFIG_IN_CODE,
@@ -59,6 +64,7 @@ def cmd_job(args: argparse.Namespace) -> int:
             "found": found,
             "identity": identity,
             "unchanged_since_release": unchanged_since_release(args.out, identity) is not None,
+            "openalex_projection": openalex_projection(args.out, cfg),
         }
         print(json.dumps(plan, indent=2))
         return 0
@@ -96,7 +102,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     require_token("submit")
     namespace = opts.namespace or hub_api(opts.endpoint).whoami()["name"]
     check_release_config(opts.config, opts.release_repo(namespace))
-    print(json.dumps({"submitted": submit(opts, namespace)}, indent=2))
+    lookups = openalex_projection(opts.lookups_from, api.config_of(opts.config))
+    print(json.dumps({"submitted": submit(opts, namespace), "openalex_projection": lookups},
+                     indent=2))  # fmt: skip
     return 0
 
 
@@ -130,6 +138,7 @@ def dry_run_plan(opts: SubmitOptions) -> dict[str, Any]:
         "code_upload": sorted(rel for rel, _ in package_files())
         + ([f"{CONFIG_IN_CODE} (from {opts.config})"] if opts.config else []),
         "code_version": code_fingerprint(),
+        "openalex_projection": openalex_projection(opts.lookups_from, api.config_of(opts.config)),
         "wait_for_shards": "wait_for_job" if opts.fan_out > 1 and not opts.schedule else None,
         "jobs": [s.printable() for s in specs],
     }
@@ -352,6 +361,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=namespace,
         default=None,
         help="user or org running the Jobs (default: the token's user)",
+    )
+    p.add_argument(
+        "--lookups-from",
+        metavar="OUT",
+        type=Path,
+        default=None,
+        help="a work directory whose works stage is done (a run of the same input, or the "
+        "bucket's copy): print the OpenAlex lookups' calls, cost and time it projects",
     )
     p.add_argument("--dry-run", action="store_true", help="print every Job spec, submit nothing")
     p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)

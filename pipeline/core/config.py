@@ -362,7 +362,8 @@ class OpenAlexLookupConfig:
     # lookup cache, and the openalex stage's key follows the records it writes from it.
     snapshot: str = _f(
         "",
-        "folder of the OpenAlex works snapshot (works/**/*.gz); empty: the API at OPENALEX_URL "
+        "folder of the OpenAlex works snapshot (works/**/*.gz or data/works/, with "
+        "merged_ids/works/*.csv.gz); empty: the API at OPENALEX_URL "
         "when OPENALEX_API_KEY is set, else no lookups",
     )
     budget_usd: float = _f(

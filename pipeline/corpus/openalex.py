@@ -24,8 +24,13 @@ asks (developers.openalex.org, "Filter", "Authentication & Pricing", "Error Hand
   (:data:`LIST_CALL_USD`, singletons free); the lookups stop before a call would pass the
   budget, and a rerun goes on from the cache.
 
-The snapshot (``--openalex DIR``): ``DIR/works/**/*.gz`` (or ``DIR/**/*.gz``), gzip JSON
-lines of the same records, read in sorted file order until every key is answered.
+The snapshot (``--openalex DIR``): ``DIR/works/**/*.gz`` (or ``DIR/data/works/**/*.gz``, the
+bucket's own layout, else ``DIR/**/*.gz``), gzip JSON lines of the same records, read in
+sorted file order until every key is answered. A snapshot holds no record for a merged
+work; its ``merged_ids/works/*.csv.gz`` (``merge_date,id,merge_into_id``, documented in
+"Snapshot data format") name the work each was merged into, so an OpenAlex id asked is
+answered by the record of the work it was merged into, as the API's 301 does. A key no
+record answers is cached as not found, so a rerun with the same snapshot reads nothing.
 
 The cache (:class:`LookupCache`, in the work directory) holds one answer per key, found or
 not found, in JSON-lines segments written atomically; a killed run loses at most the
@@ -34,6 +39,7 @@ answers not yet flushed, and a rerun asks only for keys without an answer.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import http.client
 import logging
@@ -41,7 +47,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,7 +263,7 @@ class Tally:
     singleton_calls: int = 0
     cost_usd: float = 0.0
     retries: int = 0
-    merged: int = 0  # singletons answered by another work (merged into it)
+    merged: int = 0  # keys answered by another work (merged into it)
     unasked_records: int = 0  # records in an answer that match no key asked
     invalid_records: int = 0  # records that do not decode, or have no id
     batches_without_meta: int = 0
@@ -496,19 +502,106 @@ def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
             yield [answers[k] for _, k in chunk]
 
 
+def lookup_projection(
+    keys_by_kind: Mapping[str, int],
+    batch_ids: int = MAX_OR_VALUES,
+    requests_per_second: float = DOCUMENTED_REQUESTS_PER_SECOND,
+    budget_usd: float = 1.0,
+) -> dict[str, Any]:
+    """What asking the API for keys would take: ``keys_by_kind`` counts keys by their prefix
+    (``openalex``, ``doi``, ``arxiv``). Keys are asked in filters of one kind (:func:`asked_as`:
+    arXiv ids as DOIs), ``batch_ids`` a call, at the documented list price; the free
+    singletons that follow a batch for the ids it did not answer are not counted (their
+    number is not known before asking). ``runs_at_budget``: runs of ``budget_usd`` each (a
+    free key's daily allowance is $1: days)."""
+    step = max(1, min(batch_ids, MAX_OR_VALUES))
+    asked: dict[str, int] = {}
+    for prefix, n in keys_by_kind.items():
+        kind = asked_as(f"{prefix}:x")[0]
+        asked[kind] = asked.get(kind, 0) + int(n)
+    calls = sum(-(-n // step) for n in asked.values())
+    cost = calls * LIST_CALL_USD
+    return {
+        "works_to_look_up": sum(asked.values()),
+        "by_kind": {k: int(v) for k, v in sorted(keys_by_kind.items())},
+        "list_calls": calls,
+        "ids_per_call": step,
+        "cost_usd": round(cost, 2),
+        "list_call_usd": LIST_CALL_USD,
+        "requests_per_second": requests_per_second,
+        "minutes": round(calls / requests_per_second / 60, 1) if requests_per_second > 0 else None,
+        "budget_usd": budget_usd,
+        "runs_at_budget": -(-round(cost * 1e6) // round(budget_usd * 1e6))
+        if budget_usd > 0
+        else None,
+    }
+
+
 # --------------------------------------------------------------------- the snapshot
+def _snapshot_dir(root: Path, entity: str) -> Path | None:
+    for d in (root / entity, root / "data" / entity):
+        if d.is_dir():
+            return d
+    return None
+
+
 def snapshot_files(root: Path) -> list[Path]:
-    """The works files of a snapshot folder, sorted (``works/**/*.gz``, else ``**/*.gz``)."""
-    works = root / "works"
-    return sorted((works if works.is_dir() else root).rglob("*.gz"))
+    """The works files of a snapshot folder, sorted (``works/**/*.gz``, else
+    ``data/works/**/*.gz``, else every ``**/*.gz`` outside ``merged_ids``)."""
+    works = _snapshot_dir(root, "works")
+    if works is not None:
+        return sorted(works.rglob("*.gz"))
+    return sorted(p for p in root.rglob("*.gz") if "merged_ids" not in p.relative_to(root).parts)
+
+
+def merged_files(root: Path) -> list[Path]:
+    """The merged-works lists of a snapshot folder, sorted by their date names
+    (``merged_ids/works/*.csv.gz``, or under ``data/``)."""
+    merged = _snapshot_dir(root, "merged_ids")
+    return sorted((merged / "works").glob("*.gz")) if merged and (merged / "works").is_dir() else []
+
+
+def snapshot_merges(root: Path, ids: Iterable[str], tally: Tally) -> dict[str, str]:
+    """``{id: the id it ends merged into}`` (upper-case OpenAlex keys) for the ``ids`` a
+    snapshot's merged-works lists name. The lists are read in date order, and the id a work
+    was merged into is followed too, so a chain (``A`` into ``B``, later ``B`` into ``C``)
+    ends at ``C``; only the rows of followed ids are kept (the lists name tens of millions)."""
+    into: dict[str, str] = {}
+    followed = {i.upper() for i in ids}
+    for path in merged_files(root):
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+            for row in csv.DictReader(f):
+                old = openalex_id(row.get("id"))
+                new = openalex_id(row.get("merge_into_id"))
+                if not old or not new:
+                    tally.invalid_records += 1
+                    continue
+                old, new = old.upper(), new.upper()
+                if old in followed and old != new:
+                    into[old] = new
+                    followed.add(new)
+    out = {}
+    for start in {i.upper() for i in ids} & into.keys():
+        end, seen = start, {start}
+        while end in into and into[end] not in seen:  # a cycle ends where it closes
+            end = into[end]
+            seen.add(end)
+        out[start] = end
+    return out
 
 
 def snapshot_lookup(keys: list[str], root: Path, tally: Tally) -> Iterator[list[Answer]]:
-    """Answers for ``keys`` from a snapshot: each key's first record in file order; keys no
-    record answers are not found (a snapshot holds every work of its date)."""
+    """Answers for ``keys`` from a snapshot: each key's first record in file order, a merged
+    OpenAlex id answered by the record of the work it was merged into (``tally.merged``);
+    keys no record answers are not found (a snapshot holds every work of its date)."""
     wanted: dict[tuple[str, str], list[str]] = {}
     for key in keys:
         wanted.setdefault(asked_as(key), []).append(key)
+    asked_ids = [v for (kind, v) in wanted if kind == OPENALEX]
+    merges = snapshot_merges(root, asked_ids, tally)
+    for old, new in sorted(merges.items()):
+        for key in wanted[(OPENALEX, old.lower())]:
+            wanted.setdefault((OPENALEX, new.lower()), []).append(key)
     open_keys = set(keys)
     for path in snapshot_files(root):
         if not open_keys:
@@ -529,6 +622,8 @@ def snapshot_lookup(keys: list[str], root: Path, tally: Tally) -> Iterator[list[
                     for key in wanted.get(pair, ()):
                         if key in open_keys:
                             open_keys.discard(key)
+                            if asked_as(key) not in answers_to(rec):
+                                tally.merged += 1
                             found.append(Answer(key=key, found=True, source="snapshot", record=rec))
         if found:
             yield found

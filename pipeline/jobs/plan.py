@@ -1,7 +1,9 @@
-"""How long extract takes on a Job flavour, from ``make bench``'s figures."""
+"""How long extract takes on a Job flavour, from ``make bench``'s figures, and what the
+OpenAlex lookups of a run would ask."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 # `make bench`'s figures on its real-record corpus (bench/results/extract.json, "real",
@@ -71,3 +73,21 @@ def extract_projection(
             "source": "make bench on the 2-core development machine, not measured on Jobs",
         },
     }
+
+
+def openalex_projection(works_dir: Path | None, cfg: Any) -> dict[str, Any]:
+    """The calls, cost and time of the OpenAlex lookups a run would ask, counted from the
+    finished ``works`` table and lookup cache of ``works_dir`` (a work directory: the
+    bucket's, or a run of the same input elsewhere); what is needed, when there is none."""
+    from pipeline.core.errors import StageError
+    from pipeline.stages.openalex import workdir_projection
+
+    if works_dir is None:
+        return {
+            "not_projected": "no work directory with a finished works stage: pass "
+            "--lookups-from OUT (the distinct works are known only once works has run)"
+        }
+    try:
+        return workdir_projection(works_dir, cfg)
+    except StageError as e:
+        return {"not_projected": str(e)}

@@ -63,6 +63,7 @@ class SubmitOptions:
     workers: int | None = None
     namespace: str | None = None
     endpoint: str | None = None
+    lookups_from: Path | None = None  # a work directory whose works table projects the lookups
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SubmitOptions:

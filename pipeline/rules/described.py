@@ -19,6 +19,11 @@ the right to use it. ``"all"`` carries every abstract (for a build that is not p
 ``negatives`` (its strata: which candidates have an abstract) and ``release`` (the text
 shown) both read works through :func:`described_works`, so the hard negatives are matched on
 the text the release shows.
+
+Where a shown text came from (:data:`TEXT_SOURCES`, column ``text_source``: the card's
+"Candidate text" table counts rows by it): the source of the abstract when one is shown, else
+of the title alone, else ``none``. It is labelled here, beside the rule that picks the text,
+because the shown title alone cannot tell an OpenAlex title from a parsed one.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ from pipeline.engine.context import ReduceContext
 
 # licences whose text may be redistributed with attribution (OpenAlex's license ids)
 OPEN_LICENSE = r"^(cc-by|cc0|public-domain)"
+TEXT_SOURCE = "text_source"
+# an abstract (arXiv's for a corpus paper, else OpenAlex's), else a title alone (OpenAlex's,
+# a corpus paper's own, the one parsed from bib strings), else nothing
+TEXT_SOURCES = ("arxiv_abstract", "openalex_abstract", "openalex_title", "corpus_title",
+                "parsed_title", "none")  # fmt: skip
 
 
 def carried_abstract(policy: str) -> pl.Expr:
@@ -49,9 +59,16 @@ def _text(col: str) -> pl.Expr:
 
 
 def described_works(ctx: ReduceContext) -> pl.LazyFrame:
-    """``works`` with ``title`` and ``abstract`` as the release shows them (module docstring),
-    and the record's judgment-side columns (``oa_answered_id``, venue, year, subfield,
-    retracted; null without a record). The calling stage reads ``works`` and ``openalex``."""
+    """``works`` with ``title`` and ``abstract`` as the release shows them and their
+    ``text_source`` (module docstring), and the record's judgment-side columns
+    (``oa_answered_id``, venue, year, subfield, retracted; null without a record). The calling
+    stage reads ``works`` and ``openalex``."""
+    texts = (S.ABSTRACT, S.OA_ABSTRACT, S.OA_TITLE, S.TITLE, S.PARSED_TITLE)
+    source = pl.coalesce(
+        *[pl.when(_text(c).is_not_null()).then(pl.lit(label))
+          for c, label in zip(texts, TEXT_SOURCES, strict=False)],
+        pl.lit(TEXT_SOURCES[-1]),
+    )  # fmt: skip
     records = (
         ctx.read("openalex", "records")
         .filter(pl.col(S.OA_FOUND))
@@ -64,6 +81,7 @@ def described_works(ctx: ReduceContext) -> pl.LazyFrame:
         ctx.read("works", "works")
         .join(records, on=S.WORK_ID, how="left", maintain_order="left")
         .with_columns(
+            source.alias(TEXT_SOURCE),
             pl.coalesce(_text(S.OA_TITLE), pl.col(S.TITLE)).alias(S.TITLE),
             pl.coalesce(_text(S.ABSTRACT), _text(S.OA_ABSTRACT)).alias(S.ABSTRACT),
             pl.col(S.OA_RETRACTED).fill_null(False),

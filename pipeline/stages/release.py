@@ -38,9 +38,10 @@ Column rules:
   in the reading lists, not in the candidates view. The date rule is :mod:`pipeline.rules.visible`'s
   (citers by their first version, the survey by its text date; the card's "Dates").
 * ``candidate_date`` is the work's ``known_date``.
-* ``candidate_title`` is a corpus paper's own title, else the work's ``parsed_title``
-  (``works``: the most common title key of the bib strings citing it), so a work outside
-  the corpus is shown in one canonical form whoever cited it. ``candidate_raw`` (one
+* ``candidate_title`` is the title of the work's OpenAlex record, else a corpus paper's own
+  title, else the work's ``parsed_title`` (``works``: the most common title key of the bib
+  strings citing it), so a work is shown in one canonical form whoever cited it
+  (:mod:`pipeline.rules.described`, which also labels where each shown text came from). ``candidate_raw`` (one
   citing paper's bib string, with that paper's style) is in the reading lists, on the
   judgment side, and not in the ``candidates`` view or the BEIR corpus: its formatting
   tells whose bibliography it came from (the card, "Candidate text").
@@ -88,7 +89,7 @@ from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
 from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
-from pipeline.rules.described import described_works
+from pipeline.rules.described import TEXT_SOURCE, TEXT_SOURCES, described_works
 from pipeline.rules.leak_audit import (
     ASPECT_SCOPES,
     aspect_audit,
@@ -145,6 +146,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.OA_YEAR).alias(S.CANDIDATE_YEAR),
         pl.col(S.OA_SUBFIELD).alias(S.CANDIDATE_SUBFIELD),
         pl.col(S.OA_RETRACTED).alias(S.CANDIDATE_RETRACTED),
+        TEXT_SOURCE,
     )
     in_domain = V.in_domain_expr(S.SURVEY_PRIMARY_CATEGORY)
     names = {int(k): v for k, v in S.LABEL_NAMES.items()}
@@ -160,7 +162,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
             # one representation for missing text: '' (schema.TEXT_COLUMNS)
             *[pl.col(c).fill_null("") for c in S.READING_LISTS.names if c in S.TEXT_COLUMNS],
         )
-        .select(*S.READING_LISTS.names, S.SPLIT)
+        .select(*S.READING_LISTS.names, S.SPLIT, TEXT_SOURCE)
         .sort(S.SURVEY_ID, S.CANDIDATE_ID)
     )
 
@@ -540,6 +542,8 @@ def _write_split(
             .drop(S.SPLIT)
             .collect(engine="streaming")
         )
+        texts.append(text_counts(part))
+        part = part.drop(TEXT_SOURCE)
         writers["rows"].write(part)
         view = survey_view = part.select(S.CANDIDATES_VIEW.names)
         writers["view"].write(view)
@@ -550,7 +554,6 @@ def _write_split(
             values.append(feature_values(audited_columns, sample[S.LABEL]))
             relative.append(relative_feature_values(sample_view, sample[S.LABEL]))
         del sample
-        texts.append(text_counts(part))
         light.append(part.select(_LIGHT_COLUMNS))
         beir = beir_views(part)
         for view in ("queries", "qrels", "top_ranked"):
@@ -649,24 +652,14 @@ def aspect_split_counts(rows: pl.DataFrame) -> dict[str, Any]:
 
 
 _TEXT, _POSITIVE = "text", "positive"
-TEXT_SOURCES = ("abstract", "corpus_title", "parsed_title", "none")
 
 
 def text_counts(rows: pl.DataFrame) -> pl.DataFrame:
-    """``(text, positive, len)``: what text reading-list rows show (:data:`TEXT_SOURCES`: a
-    corpus abstract, a corpus paper's title alone, the title parsed from bib strings, none)."""
-    has = {c: pl.col(c).fill_null("").str.strip_chars() != "" for c in
-           (S.CANDIDATE_ABSTRACT, S.CANDIDATE_TITLE, S.CANDIDATE_RAW)}  # fmt: skip
-    source = (
-        pl.when(has[S.CANDIDATE_ABSTRACT])
-        .then(pl.lit(TEXT_SOURCES[0]))
-        .when(has[S.CANDIDATE_TITLE] & ~has[S.CANDIDATE_RAW])
-        .then(pl.lit(TEXT_SOURCES[1]))
-        .when(has[S.CANDIDATE_TITLE])
-        .then(pl.lit(TEXT_SOURCES[2]))
-        .otherwise(pl.lit(TEXT_SOURCES[3]))
-    )
-    return rows.group_by(source.alias(_TEXT), (pl.col(S.LABEL) >= 1).alias(_POSITIVE)).len()
+    """``(text, positive, len)``: where the text reading-list rows show came from (their
+    ``text_source``, :data:`pipeline.rules.described.TEXT_SOURCES`)."""
+    return rows.group_by(
+        pl.col(TEXT_SOURCE).alias(_TEXT), (pl.col(S.LABEL) >= 1).alias(_POSITIVE)
+    ).len()
 
 
 def text_summary(counts: pl.DataFrame) -> dict[str, Any]:
@@ -808,7 +801,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             .collect(engine="streaming")
         )
         if per_survey.height == 0:
-            empty = reading_lists(ctx, per_survey[S.SURVEY_ID]).drop(S.SPLIT).collect()
+            empty = reading_lists(ctx, per_survey[S.SURVEY_ID]).drop(S.SPLIT, TEXT_SOURCE).collect()
             meta_splits[split] = split_counts(empty, surveys)
             continue
         present.append(split)
