@@ -249,8 +249,8 @@ def test_the_stage_checks_see_stage_packages() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("pipeline", "core")),
     ("corpus", ("corpus",)),
-    ("engine", ("engine",)),
     ("rules", ("rules",)),
+    ("engine", ("engine",)),
     ("rank", ("rank",)),
     ("evaluate", ("evaluate",)),
     ("hub", ("hub",)),
@@ -310,3 +310,44 @@ def test_the_layers_are_the_folders_in_the_order_the_docs_list_them() -> None:
     assert folders == [name for name, _ in LAYERS]
     for name, prefixes in LAYERS:  # each layer is its folder (core also holds __init__)
         assert set(prefixes) - {"pipeline", "__main__"} == {name}, name
+
+
+# Imports the layer order alone allows but the plan does not: (importer, imported), each a
+# module or package, every import counted. A stage touches the work directory through its
+# context only (engine/context.py), never engine/workdir.py.
+FORBIDDEN: tuple[tuple[str, str], ...] = (
+    ("pipeline.rules", "pipeline.engine"),  # rules take frames and paths, not a context
+    ("pipeline.rules", "pipeline.stages"),
+)
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(f"{prefix}.")
+
+
+def _forbidden_imports(graph: dict[str, dict[str, set[str]]]) -> list[str]:
+    return sorted(
+        f"{name} imports {target}"
+        for name, imported in graph.items()
+        for target in imported
+        for importer, banned in FORBIDDEN
+        if _under(name, importer) and _under(target, banned)
+    )
+
+
+def test_no_forbidden_import() -> None:
+    """0 imports of :data:`FORBIDDEN`, counting imports inside functions."""
+    wrong = _forbidden_imports(_graph(lazy=True))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_forbidden_imports_are_found() -> None:
+    """An import of :data:`FORBIDDEN` is reported, also one of a module inside the package."""
+    graph = {
+        "pipeline.rules.visible": {"pipeline.engine.context": set(), "pipeline.core": set()},
+        "pipeline.rules": {"pipeline.stages": set()},
+    }
+    assert _forbidden_imports(graph) == [
+        "pipeline.rules imports pipeline.stages",
+        "pipeline.rules.visible imports pipeline.engine.context",
+    ]

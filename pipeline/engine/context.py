@@ -42,6 +42,11 @@ class ReduceContext:
         self._upstream(stage).schema_of(table)
         return W.upstream_files(self.out, self.stages, stage, table)
 
+    def files_by_table(self, stage: str) -> dict[str, list[Path]]:
+        """Parquet files of every table of an upstream stage, by table name: what a rule
+        reading several of them takes (:data:`pipeline.rules.tables.ExtractFiles`)."""
+        return {table: self.files(stage, table) for table in self._upstream(stage).tables}
+
     def read(self, stage: str, table: str) -> pl.LazyFrame:
         """An upstream table as a lazy frame, cast to the schema its stage declares."""
         schema = self._upstream(stage).schema_of(table)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.engine.context import ReduceContext
 
 # licences whose text may be redistributed with attribution (OpenAlex's license ids)
 OPEN_LICENSE = r"^(cc-by|cc0|public-domain)"
@@ -48,12 +47,13 @@ def _text(col: str) -> pl.Expr:
     return pl.when(pl.col(col).fill_null("").str.strip_chars() != "").then(pl.col(col))
 
 
-def described_works(ctx: ReduceContext) -> pl.LazyFrame:
+def described_works(works: pl.LazyFrame, records: pl.LazyFrame) -> pl.LazyFrame:
     """``works`` with ``title`` and ``abstract`` as the release shows them (module docstring),
     and the record's judgment-side columns (``oa_answered_id``, venue, year, subfield,
-    retracted; null without a record). The calling stage reads ``works`` and ``openalex``."""
+    retracted; null without a record). ``works``: the ``works`` stage's table; ``records``:
+    the ``openalex`` stage's."""
     records = (
-        ctx.read("openalex", "records")
+        records
         .filter(pl.col(S.OA_FOUND))
         .select(
             S.WORK_ID, S.OA_TITLE, S.OA_ABSTRACT, S.OA_ANSWERED_ID, S.OA_VENUE, S.OA_YEAR,
@@ -61,8 +61,7 @@ def described_works(ctx: ReduceContext) -> pl.LazyFrame:
         )
     )  # fmt: skip
     return (
-        ctx.read("works", "works")
-        .join(records, on=S.WORK_ID, how="left", maintain_order="left")
+        works.join(records, on=S.WORK_ID, how="left", maintain_order="left")
         .with_columns(
             pl.coalesce(_text(S.OA_TITLE), pl.col(S.TITLE)).alias(S.TITLE),
             pl.coalesce(_text(S.ABSTRACT), _text(S.OA_ABSTRACT)).alias(S.ABSTRACT),

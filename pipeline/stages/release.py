@@ -116,12 +116,13 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
     as the files are read)."""
     cands = ctx.read("split", "candidates")
-    works = described_works(ctx)
+    works = described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
     if survey_ids is not None:
         cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
         work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
         works = works.filter(pl.col(S.WORK_ID).is_in(work_ids.implode()))
-    surveys = scan_extract(ctx, "papers", survey_ids).select(
+    extract = ctx.files_by_table("extract")
+    surveys = scan_extract(extract, "papers", survey_ids).select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         pl.col(S.TITLE).alias(S.SURVEY_TITLE),
         pl.col(S.ABSTRACT).alias(S.SURVEY_ABSTRACT),
@@ -129,7 +130,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.PRIMARY_CATEGORY).alias(S.SURVEY_PRIMARY_CATEGORY),
         pl.col(S.LICENSE).alias(S.SURVEY_LICENSE),
     )
-    licenses = scan_extract(ctx, "papers").select(
+    licenses = scan_extract(extract, "papers").select(
         pl.col(S.PAPER_ID).alias(_W_PAPER), pl.col(S.LICENSE).alias(S.CANDIDATE_LICENSE)
     )
     works = works.select(
