@@ -318,6 +318,7 @@ def test_the_layers_are_the_folders_in_the_order_the_docs_list_them() -> None:
 FORBIDDEN: tuple[tuple[str, str], ...] = (
     ("pipeline.rules", "pipeline.engine"),  # rules take frames and paths, not a context
     ("pipeline.rules", "pipeline.stages"),
+    ("pipeline.stages", "pipeline.engine.workdir"),  # the context is a stage's work dir
 )
 
 
@@ -346,8 +347,10 @@ def test_the_forbidden_imports_are_found() -> None:
     graph = {
         "pipeline.rules.visible": {"pipeline.engine.context": set(), "pipeline.core": set()},
         "pipeline.rules": {"pipeline.stages": set()},
+        "pipeline.stages.release": {"pipeline.engine.workdir": set(), "pipeline.engine": set()},
     }
     assert _forbidden_imports(graph) == [
         "pipeline.rules imports pipeline.stages",
         "pipeline.rules.visible imports pipeline.engine.context",
+        "pipeline.stages.release imports pipeline.engine.workdir",
     ]

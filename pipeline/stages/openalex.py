@@ -34,7 +34,6 @@ from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file, write_json
 from pipeline.corpus import openalex as OA
-from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules.aliases import ARXIV_PREFIX
@@ -159,7 +158,7 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.WORK_ID)
         .collect(engine="streaming")
     )
-    cache = OA.LookupCache(W.openalex_cache_dir(ctx.out), ctx.cfg.openalex_lookup.flush_keys)
+    cache = OA.LookupCache(ctx.cache_dir(), ctx.cfg.openalex_lookup.flush_keys)
     answers = cache.load()
     wanted = sorted(set(keys[S.LOOKUP_KEY].drop_nulls().to_list()))
     todo = [k for k in wanted if k not in answers]
@@ -203,7 +202,7 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
         "works_without_lookup_key": int(keys[S.LOOKUP_KEY].null_count()),
         **tally.as_dict(),
     }
-    write_json(ctx.output(W.SUMMARY), {"records": content, "lookups": run})
+    write_json(ctx.summary_output(), {"records": content, "lookups": run})
     return {**content, "lookups": run}
 
 

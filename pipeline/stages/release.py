@@ -54,7 +54,6 @@ with sorted keys, no timestamps and no absolute paths.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -80,10 +79,8 @@ from pipeline.core.release_files import (
     beir_file,
 )
 from pipeline.corpus.provenance import summarize as summarize_provenance
-from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.engine.workdir import failed_inputs
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
@@ -363,8 +360,7 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
     keys = {p.stem for p in ctx.files("extract", "papers")}
     files = []
     revisions = set()
-    for p in W.manifest_paths(ctx.out, "extract"):
-        m = json.loads(p.read_text())
+    for m in ctx.manifests("extract"):
         if m.get("source_key") not in keys:
             continue
         revisions.add(m.get("revision") or "")
@@ -390,8 +386,7 @@ def paper_provenance(ctx: ReduceContext) -> dict[str, Any]:
     of the extract outputs this release read (an output without a manifest is unknown)."""
     papers = {p.stem: p for p in ctx.files("extract", "papers")}
     manifests = {}
-    for p in W.manifest_paths(ctx.out, "extract"):
-        m = json.loads(p.read_text())
+    for m in ctx.manifests("extract"):
         if m.get("source_key") in papers:
             manifests[m["source_key"]] = m.get("counts")
     unlisted = sum(
@@ -870,7 +865,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         # input files that could not be read to their end: not in this release
         "failed_inputs": [
             {k: f[k] for k in ("file", "reason", "lines_read")}
-            for f in failed_inputs(ctx.out, ctx.stages["extract"], ctx.cfg)
+            for f in ctx.failed_inputs("extract")
         ],
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),
