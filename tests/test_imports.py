@@ -354,3 +354,47 @@ def test_the_forbidden_imports_are_found() -> None:
         "pipeline.rules.visible imports pipeline.engine.context",
         "pipeline.stages.release imports pipeline.engine.workdir",
     ]
+
+
+# What the stages take from evaluation and Hub code, by name: the release stage's own
+# outputs need them (the leak audit's reading-free probe, whose verdict can fail the build,
+# and the dataset card, a release file). Both sit below stages in LAYERS and import no stage;
+# any other name, or a whole-module import, is a stage leaning on a consumer of the release.
+STAGES_FROM_EVALUATE_AND_HUB: dict[tuple[str, str], frozenset[str]] = {
+    ("pipeline.stages.release", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
+    ("pipeline.stages.release", "pipeline.hub.card"): frozenset({"render_release_card"}),
+}
+
+
+def _stage_imports_of_evaluate_and_hub(graph: dict[str, dict[str, set[str]]]) -> list[str]:
+    wrong = []
+    for name, imported in graph.items():
+        if not _under(name, STAGE_PACKAGE):
+            continue
+        for target, names in imported.items():
+            if not (_under(target, f"{PACKAGE}.evaluate") or _under(target, f"{PACKAGE}.hub")):
+                continue
+            allowed = STAGES_FROM_EVALUATE_AND_HUB.get((name, target), frozenset())
+            if not names:
+                wrong.append(f"{name} imports module {target}")
+            wrong += [f"{name} imports {target}.{n}" for n in sorted(names - allowed)]
+    return sorted(wrong)
+
+
+def test_stages_take_only_the_probe_and_the_card_from_evaluate_and_hub() -> None:
+    wrong = _stage_imports_of_evaluate_and_hub(_graph(lazy=True))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_stage_leaning_on_evaluate_or_hub_is_found() -> None:
+    graph = {
+        "pipeline.stages.release": {
+            "pipeline.hub.card": {"render_release_card", "add_results"},
+            "pipeline.evaluate.probe": {"reading_free_probe"},
+        },
+        "pipeline.stages.split": {"pipeline.evaluate.metrics": set()},
+    }
+    assert _stage_imports_of_evaluate_and_hub(graph) == [
+        "pipeline.stages.release imports pipeline.hub.card.add_results",
+        "pipeline.stages.split imports module pipeline.evaluate.metrics",
+    ]
