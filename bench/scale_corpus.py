@@ -956,7 +956,7 @@ def build(
     Files already generated with the same parameters are kept (their markers match).
     Returns the summed manifest counts (``extract``'s ``_summary.json``).
     """
-    from pipeline.stages.extract.driver import summarize
+    from pipeline.engine.workdir import map_summary
 
     cfg = cfg or Config()
     corpus = ScaleCorpus(papers, seed, papers_per_file, survey_share)
@@ -972,7 +972,7 @@ def build(
     write_json(out / "extract" / INPUTS, {"files": sorted(keys)})
     with _extract_generating(corpus) as stage:
         run_map(stage, files, out, cfg, workers=1, force=False)
-    return summarize(out)
+    return map_summary(out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,6 @@ from pipeline.engine.runner import (
     run_reduce,
 )
 from pipeline.stages import GRAPH
-from pipeline.stages.extract.driver import summarize
 
 log = logging.getLogger("pipeline")
 
@@ -333,7 +332,7 @@ def extract(
             shard_of=shard_of,
             prune=prune,
         )
-        totals = summarize(out)
+        totals = W.map_summary(out)
         result = ExtractResult(
             out=out,
             files=totals["files"],

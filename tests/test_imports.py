@@ -249,8 +249,8 @@ def test_the_stage_checks_see_stage_packages() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("pipeline", "core")),
     ("corpus", ("corpus",)),
-    ("engine", ("engine",)),
     ("rules", ("rules",)),
+    ("engine", ("engine",)),
     ("rank", ("rank",)),
     ("evaluate", ("evaluate",)),
     ("hub", ("hub",)),
@@ -310,3 +310,91 @@ def test_the_layers_are_the_folders_in_the_order_the_docs_list_them() -> None:
     assert folders == [name for name, _ in LAYERS]
     for name, prefixes in LAYERS:  # each layer is its folder (core also holds __init__)
         assert set(prefixes) - {"pipeline", "__main__"} == {name}, name
+
+
+# Imports the layer order alone allows but the plan does not: (importer, imported), each a
+# module or package, every import counted. A stage touches the work directory through its
+# context only (engine/context.py), never engine/workdir.py.
+FORBIDDEN: tuple[tuple[str, str], ...] = (
+    ("pipeline.rules", "pipeline.engine"),  # rules take frames and paths, not a context
+    ("pipeline.rules", "pipeline.stages"),
+    ("pipeline.stages", "pipeline.engine.workdir"),  # the context is a stage's work dir
+)
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(f"{prefix}.")
+
+
+def _forbidden_imports(graph: dict[str, dict[str, set[str]]]) -> list[str]:
+    return sorted(
+        f"{name} imports {target}"
+        for name, imported in graph.items()
+        for target in imported
+        for importer, banned in FORBIDDEN
+        if _under(name, importer) and _under(target, banned)
+    )
+
+
+def test_no_forbidden_import() -> None:
+    """0 imports of :data:`FORBIDDEN`, counting imports inside functions."""
+    wrong = _forbidden_imports(_graph(lazy=True))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_forbidden_imports_are_found() -> None:
+    """An import of :data:`FORBIDDEN` is reported, also one of a module inside the package."""
+    graph = {
+        "pipeline.rules.visible": {"pipeline.engine.context": set(), "pipeline.core": set()},
+        "pipeline.rules": {"pipeline.stages": set()},
+        "pipeline.stages.release": {"pipeline.engine.workdir": set(), "pipeline.engine": set()},
+    }
+    assert _forbidden_imports(graph) == [
+        "pipeline.rules imports pipeline.stages",
+        "pipeline.rules.visible imports pipeline.engine.context",
+        "pipeline.stages.release imports pipeline.engine.workdir",
+    ]
+
+
+# What the stages take from evaluation and Hub code, by name: the release stage's own
+# outputs need them (the leak audit's reading-free probe, whose verdict can fail the build,
+# and the dataset card, a release file). Both sit below stages in LAYERS and import no stage;
+# any other name, or a whole-module import, is a stage leaning on a consumer of the release.
+STAGES_FROM_EVALUATE_AND_HUB: dict[tuple[str, str], frozenset[str]] = {
+    ("pipeline.stages.release", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
+    ("pipeline.stages.release", "pipeline.hub.card"): frozenset({"render_release_card"}),
+}
+
+
+def _stage_imports_of_evaluate_and_hub(graph: dict[str, dict[str, set[str]]]) -> list[str]:
+    wrong = []
+    for name, imported in graph.items():
+        if not _under(name, STAGE_PACKAGE):
+            continue
+        for target, names in imported.items():
+            if not (_under(target, f"{PACKAGE}.evaluate") or _under(target, f"{PACKAGE}.hub")):
+                continue
+            allowed = STAGES_FROM_EVALUATE_AND_HUB.get((name, target), frozenset())
+            if not names:
+                wrong.append(f"{name} imports module {target}")
+            wrong += [f"{name} imports {target}.{n}" for n in sorted(names - allowed)]
+    return sorted(wrong)
+
+
+def test_stages_take_only_the_probe_and_the_card_from_evaluate_and_hub() -> None:
+    wrong = _stage_imports_of_evaluate_and_hub(_graph(lazy=True))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_stage_leaning_on_evaluate_or_hub_is_found() -> None:
+    graph = {
+        "pipeline.stages.release": {
+            "pipeline.hub.card": {"render_release_card", "add_results"},
+            "pipeline.evaluate.probe": {"reading_free_probe"},
+        },
+        "pipeline.stages.split": {"pipeline.evaluate.metrics": set()},
+    }
+    assert _stage_imports_of_evaluate_and_hub(graph) == [
+        "pipeline.stages.release imports pipeline.hub.card.add_results",
+        "pipeline.stages.split imports module pipeline.evaluate.metrics",
+    ]

@@ -313,7 +313,10 @@ def _roles(args: argparse.Namespace) -> int:
         ctx = ReduceContext(args.out, cfg, GRAPH["labels"], args.out, GRAPH)
         if not ctx.files("extract", "sections"):
             raise InputError(f"{args.out}: no extract sections tables (run extract first)")
-        headings = work_headings(scan_extract(ctx, "sections"), scan_extract(ctx, "mentions"))
+        extract = ctx.files_by_table("extract")
+        headings = work_headings(
+            scan_extract(extract, "sections"), scan_extract(extract, "mentions")
+        )
     else:
         lines = [line.rstrip("\r\n") for line in sys.stdin]
         headings = pl.LazyFrame(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,11 @@ class ReduceContext:
         self._upstream(stage).schema_of(table)
         return W.upstream_files(self.out, self.stages, stage, table)
 
+    def files_by_table(self, stage: str) -> dict[str, list[Path]]:
+        """Parquet files of every table of an upstream stage, by table name: what a rule
+        reading several of them takes (:data:`pipeline.rules.tables.ExtractFiles`)."""
+        return {table: self.files(stage, table) for table in self._upstream(stage).tables}
+
     def read(self, stage: str, table: str) -> pl.LazyFrame:
         """An upstream table as a lazy frame, cast to the schema its stage declares."""
         schema = self._upstream(stage).schema_of(table)
@@ -51,6 +57,27 @@ class ReduceContext:
         """The counts an upstream reduce stage recorded (empty when it recorded none)."""
         self._upstream(stage)
         return W.reduce_counts(self.out, stage) or {}
+
+    def manifests(self, stage: str) -> list[dict[str, Any]]:
+        """Every manifest of an upstream map stage (one per input file: its ``source_key``,
+        counts or failure), in file-key order."""
+        self._upstream(stage)
+        return [json.loads(p.read_text()) for p in W.manifest_paths(self.out, stage)]
+
+    def failed_inputs(self, stage: str) -> list[dict[str, Any]]:
+        """Input files of an upstream map stage that failed with this config and have no
+        output (:func:`pipeline.engine.workdir.failed_inputs`)."""
+        return W.failed_inputs(self.out, self._upstream(stage), self.cfg)
+
+    def cache_dir(self) -> Path:
+        """This stage's cache, kept across runs and configs (outside every stage folder, so a
+        stage redone with another config, or a killed run, keeps what it already paid for)."""
+        return W.cache_dir(self.out, self.stage.name)
+
+    def summary_output(self) -> Path:
+        """Path of this stage's run summary (:data:`pipeline.engine.workdir.SUMMARY`), inside
+        its output folder."""
+        return self.output(W.SUMMARY)
 
     def output(self, name: str) -> Path:
         """Path for an output file of this stage (inside the temp dir until success)."""

@@ -73,9 +73,8 @@ from pipeline.corpus.sources import (
 )
 from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
-from pipeline.engine.stage import Limits, Stage
+from pipeline.engine.stage import FAILED, Limits, Stage
 from pipeline.engine.workdir import (
-    FAILED,
     SUCCESS,
     failed_inputs,
     input_list,

@@ -21,6 +21,12 @@ import pyarrow as pa
 COMMON_SECTION = "common"  # settings of every stage's writing (the Parquet codec)
 
 
+# A map stage's fn reports an input file it could not read to its end as counts
+# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash (the runner
+# records it in the file's manifest and writes no marker).
+FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class Stage:
     """A pipeline stage.

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.core.errors import PipelineError, StageError, option
 from pipeline.core.files import (
@@ -58,6 +59,7 @@ from pipeline.core.files import (
 from pipeline.core.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
 from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.corpus.sources import InputError, InputFile, display
+from pipeline.engine.stage import FAILED
 
 if TYPE_CHECKING:
     from pipeline.engine.stage import Stage
@@ -74,12 +76,9 @@ ARCHIVES = "_archives"  # a map stage's archive inputs read to their end, by arc
 PUBLISHED = "_published.json"  # work dir root: what the last push published, and from what
 RELEASE = "release"  # the stage whose folder is the release
 LOCKS = "_locks"  # work dir root: one lock file per config that runs here, and the gate
-# A map stage reports an input file it could not read to its end as counts
-# ``{FAILED: {"reason": ..., "lines_read": ...}}``: an outcome, not a crash.
-FAILED = "failed"
 
 
-OPENALEX_CACHE = "openalex_cache"
+CACHE = "_cache"  # a stage's cache folder is <stage>_cache (openalex_cache)
 
 
 # --------------------------------------------------------------------- paths
@@ -88,10 +87,10 @@ def stage_dir(out: Path, stage: str) -> Path:
     return out / stage
 
 
-def openalex_cache_dir(out: Path) -> Path:
-    """The OpenAlex lookup cache: outside every stage folder, so a stage redone with another
-    config, or a killed run, keeps the answers already paid for."""
-    return out / OPENALEX_CACHE
+def cache_dir(out: Path, stage: str) -> Path:
+    """A stage's cache (the OpenAlex lookups): outside every stage folder, so a stage redone
+    with another config, or a killed run, keeps the answers already paid for."""
+    return out / f"{stage}{CACHE}"
 
 
 def map_output(out: Path, stage: str, table: str, key: str) -> Path:
@@ -846,3 +845,58 @@ def release_records(release: Path) -> dict[str, dict[str, Any]] | None:
     """The files the runner recorded for a release folder (its ``_SUCCESS.json``), or None."""
     record = read_record(release / SUCCESS)
     return record.get("files") if record is not None else None
+
+
+# --------------------------------------------------------------------- summary
+def map_summary(out: Path, name: str = "extract") -> dict[str, Any]:
+    """Totals over every finished input file of a map stage, plus papers (its ``papers``
+    table's ``paper_id``) present in more than one file.
+
+    Written to ``<out>/extract/_summary.json`` after each extract run (``api.extract``).
+    The copy kept for a paper found in several files is the one whose ``source_file`` sorts
+    first (:func:`pipeline.rules.tables.papers_winner`).
+    """
+    import polars as pl  # here: every command reads this module, few sum a map stage
+
+    totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
+    for path in manifest_paths(out, name):
+        manifest = read_record(path, "counts")
+        if manifest is None:  # damaged: its file is redone (runner.run_map)
+            continue
+        if manifest.get("status") == FAILED:
+            if not marker_path(out, name, path.stem).exists():
+                totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
+            continue
+        counts = manifest["counts"]
+        totals["files"] += 1
+        for k, v in counts.items():
+            if isinstance(v, int):
+                totals[k] = totals.get(k, 0) + v
+        for reason, n in counts.get("rejects", {}).items():
+            totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
+    # only outputs that match their marker's sizes: a damaged file of another shard is
+    # redone by that shard, and is checked again before any later stage reads it
+    papers = []
+    for marker in marker_paths(out, name):
+        data = read_record(marker)
+        if data is not None and map_output_problem(out, name, data, checksum=False) is None:
+            papers.append(map_output(out, name, "papers", marker.stem))
+    if papers:
+        ids = pl.scan_parquet(papers).select(S.PAPER_ID)
+        stats = ids.select(
+            pl.len().alias("rows"), pl.col(S.PAPER_ID).n_unique().alias("unique")
+        ).collect()
+        totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
+        totals["unique_papers"] = int(stats["unique"][0])
+    members: dict[str, int] = {}
+    for path in archive_record_paths(out, name):
+        record = read_record(path, "members")
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            for kind, n in (record or {}).get("members", {}).items():
+                members[kind] = members.get(kind, 0) + int(n)
+    if members:
+        # archives' members by kind: JSONL members (read), empty and non-JSONL members and
+        # directories (skipped), over every archive read to its end
+        totals["archive_members"] = dict(sorted(members.items()))
+    write_json(summary_path(out, name), totals)
+    return totals

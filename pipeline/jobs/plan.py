@@ -79,15 +79,16 @@ def openalex_projection(works_dir: Path | None, cfg: Any) -> dict[str, Any]:
     """The calls, cost and time of the OpenAlex lookups a run would ask, counted from the
     finished ``works`` table and lookup cache of ``works_dir`` (a work directory: the
     bucket's, or a run of the same input elsewhere); what is needed, when there is none."""
-    from pipeline.core.errors import StageError
-    from pipeline.stages.openalex import workdir_projection
+    from pipeline.engine import workdir as W
+    from pipeline.stages.openalex import works_projection
 
     if works_dir is None:
         return {
             "not_projected": "no work directory with a finished works stage: pass "
             "--lookups-from OUT (the distinct works are known only once works has run)"
         }
-    try:
-        return workdir_projection(works_dir, cfg)
-    except StageError as e:
-        return {"not_projected": str(e)}
+    works = W.reduce_output(works_dir, "works", "works")
+    if not W.reduce_finished(works_dir, "works") or not works.is_file():
+        return {"not_projected": f"openalex projection: {works_dir} has no finished works stage"}
+    cache = W.cache_dir(works_dir, "openalex")
+    return {"works_dir": str(works_dir), **works_projection(works, cache, cfg)}

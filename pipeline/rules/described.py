@@ -31,7 +31,6 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.engine.context import ReduceContext
 
 # licences whose text may be redistributed with attribution (OpenAlex's license ids)
 OPEN_LICENSE = r"^(cc-by|cc0|public-domain)"
@@ -58,11 +57,11 @@ def _text(col: str) -> pl.Expr:
     return pl.when(pl.col(col).fill_null("").str.strip_chars() != "").then(pl.col(col))
 
 
-def described_works(ctx: ReduceContext) -> pl.LazyFrame:
+def described_works(works: pl.LazyFrame, records: pl.LazyFrame) -> pl.LazyFrame:
     """``works`` with ``title`` and ``abstract`` as the release shows them and their
     ``text_source`` (module docstring), and the record's judgment-side columns
-    (``oa_answered_id``, venue, year, subfield, retracted; null without a record). The calling
-    stage reads ``works`` and ``openalex``."""
+    (``oa_answered_id``, venue, year, subfield, retracted; null without a record). ``works``:
+    the ``works`` stage's table; ``records``: the ``openalex`` stage's."""
     texts = (S.ABSTRACT, S.OA_ABSTRACT, S.OA_TITLE, S.TITLE, S.PARSED_TITLE)
     source = pl.coalesce(
         *[pl.when(_text(c).is_not_null()).then(pl.lit(label))
@@ -70,7 +69,7 @@ def described_works(ctx: ReduceContext) -> pl.LazyFrame:
         pl.lit(TEXT_SOURCES[-1]),
     )  # fmt: skip
     records = (
-        ctx.read("openalex", "records")
+        records
         .filter(pl.col(S.OA_FOUND))
         .select(
             S.WORK_ID, S.OA_TITLE, S.OA_ABSTRACT, S.OA_ANSWERED_ID, S.OA_VENUE, S.OA_YEAR,
@@ -78,8 +77,7 @@ def described_works(ctx: ReduceContext) -> pl.LazyFrame:
         )
     )  # fmt: skip
     return (
-        ctx.read("works", "works")
-        .join(records, on=S.WORK_ID, how="left", maintain_order="left")
+        works.join(records, on=S.WORK_ID, how="left", maintain_order="left")
         .with_columns(
             source.alias(TEXT_SOURCE),
             pl.coalesce(_text(S.OA_TITLE), pl.col(S.TITLE)).alias(S.TITLE),

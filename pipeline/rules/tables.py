@@ -6,23 +6,33 @@ the same relative path (rare: two ``--input`` folders holding the same names) ar
 told apart by their output key (within one file, the first line already won in
 ``extract``).
 References and mentions follow their paper's winning copy.
+
+The readers take the extract stage's files (:data:`ExtractFiles`: a stage gets them from
+its context, ``ctx.files_by_table("extract")``), never the context itself: rules sit below
+the engine that runs stages.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.engine.context import ReduceContext
+
+# the extract stage's Parquet files, table by table (``papers`` decides which copy wins)
+ExtractFiles = Mapping[str, Sequence[Path]]
 
 _KEY = "_extract_key"  # the extract output's file key (input name + path digest)
 
 
-def _scan_keyed(ctx: ReduceContext, table: str, paper_ids: pl.Series | None = None) -> pl.LazyFrame:
+def _scan_keyed(
+    extract: ExtractFiles, table: str, paper_ids: pl.Series | None = None
+) -> pl.LazyFrame:
     """An extract table plus the key of the input file each row came from."""
-    paths = ctx.files("extract", table)
+    paths = extract[table]
     schema = S.EXTRACT_TABLES[table]
     if not paths:
         return S.scan([], schema).with_columns(pl.lit(None, pl.String).alias(_KEY))
@@ -36,14 +46,14 @@ def _scan_keyed(ctx: ReduceContext, table: str, paper_ids: pl.Series | None = No
     ).with_columns(pl.col(_KEY).str.extract(r"([^/\\]+)\.parquet$", 1))
 
 
-def papers_winner(ctx: ReduceContext, paper_ids: pl.Series | None = None) -> pl.LazyFrame:
+def papers_winner(extract: ExtractFiles, paper_ids: pl.Series | None = None) -> pl.LazyFrame:
     """``(paper_id, key)`` of the copy of each paper that is kept (of ``paper_ids`` only, if given).
 
     The copy whose ``source_file`` sorts first wins; files with the same
     ``source_file`` are told apart by their file key, so exactly one copy survives.
     """
     return (
-        _scan_keyed(ctx, "papers", paper_ids)
+        _scan_keyed(extract, "papers", paper_ids)
         .select(S.PAPER_ID, S.SOURCE_FILE, _KEY)
         .sort(S.PAPER_ID, S.SOURCE_FILE, _KEY)
         .group_by(S.PAPER_ID)
@@ -52,34 +62,34 @@ def papers_winner(ctx: ReduceContext, paper_ids: pl.Series | None = None) -> pl.
 
 
 def scan_extract(
-    ctx: ReduceContext, table: str, paper_ids: pl.Series | None = None
+    extract: ExtractFiles, table: str, paper_ids: pl.Series | None = None
 ) -> pl.LazyFrame:
     """An extract table (``papers``, ``references``, ``mentions``) restricted to winning copies.
 
     Args:
-        ctx: the reduce stage's context.
+        extract: the extract stage's files, table by table.
         table: extract table name.
         paper_ids: when given, only these papers' rows (e.g. the surveys'): filtered as
             the files are read, which bounds memory by their rows, not the table's.
     """
     return (
-        _scan_keyed(ctx, table, paper_ids)
-        .join(papers_winner(ctx, paper_ids), on=[S.PAPER_ID, _KEY], how="semi")
+        _scan_keyed(extract, table, paper_ids)
+        .join(papers_winner(extract, paper_ids), on=[S.PAPER_ID, _KEY], how="semi")
         .drop(_KEY)
     )
 
 
-def scan_extract_files(ctx: ReduceContext, table: str) -> list[pl.LazyFrame]:
+def scan_extract_files(extract: ExtractFiles, table: str) -> list[pl.LazyFrame]:
     """:func:`scan_extract` cut by input file: one frame per extract output file, in file order.
 
     A paper's rows are all in the file of its winning copy, so work that is per paper
     (or per bib entry) gives the same rows file by file as on the whole table, with
     memory bounded by one file.
     """
-    winners = papers_winner(ctx).collect(engine="streaming")
+    winners = papers_winner(extract).collect(engine="streaming")
     dtypes = S.polars_schema(S.EXTRACT_TABLES[table])
     frames = []
-    for path in ctx.files("extract", table):
+    for path in extract[table]:
         key = re.search(r"([^/\\]+)\.parquet$", str(path))
         own = winners.filter(pl.col(_KEY) == (key.group(1) if key else "")).select(S.PAPER_ID)
         frames.append(
@@ -112,9 +122,10 @@ def id_batches(
     return [pl.Series(name, b, dtype=sizes.schema[name]) for b in batches]
 
 
-def duplicate_papers(ctx: ReduceContext) -> int:
-    """Number of paper copies dropped because another input file holds the same paper."""
-    lf = ctx.read("extract", "papers")
+def duplicate_papers(papers: pl.LazyFrame) -> int:
+    """Number of paper copies dropped because another input file holds the same paper
+    (``papers``: the extract stage's ``papers`` table, every copy)."""
+    lf = papers
     total = lf.select(pl.len()).collect().item()
     unique = lf.select(pl.col(S.PAPER_ID).n_unique()).collect().item()
     return int(total - unique)

@@ -46,9 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
-from pipeline.engine.context import ReduceContext
 from pipeline.rules.aliases import id_kind
-from pipeline.rules.tables import scan_extract
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"
@@ -254,12 +252,13 @@ def latest_possible_date() -> pl.Expr:
 
 
 # --------------------------------------------------------------------- survey tables
-def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
-    """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey.
+def surveys_frame(surveys: pl.LazyFrame) -> pl.LazyFrame:
+    """``(survey_id, primary_category, first_version_date, survey_date)`` of every detected survey
+    (``surveys``: the ``surveys`` stage's table).
 
     ``survey_date`` is the survey's text date (:mod:`pipeline.rules.visible`).
     """
-    return ctx.read("surveys", "surveys").select(
+    return surveys.select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         S.PRIMARY_CATEGORY,
         S.FIRST_VERSION_DATE,
@@ -267,11 +266,16 @@ def surveys_frame(ctx: ReduceContext) -> pl.LazyFrame:
     )
 
 
-def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
-    """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites."""
-    surveys = surveys_frame(ctx).drop(S.SURVEY_DATE).collect(engine="streaming")
+def survey_citations(surveys: pl.LazyFrame, cites: pl.LazyFrame) -> pl.LazyFrame:
+    """Distinct ``(survey_id, work_id, primary_category, first_version_date)``: what each survey cites.
+
+    Args:
+        surveys: :func:`surveys_frame`.
+        cites: the ``works`` stage's ``cites`` table.
+    """
+    surveys = surveys.drop(S.SURVEY_DATE).collect(engine="streaming")
     cites = (
-        ctx.read("works", "cites")
+        cites
         # the surveys' rows only, before the distinct: not every citation of the corpus
         .filter(
             pl.col(S.PAPER_ID).is_in(surveys[S.SURVEY_ID].implode())
@@ -284,18 +288,20 @@ def survey_citations(ctx: ReduceContext) -> pl.LazyFrame:
 
 
 def paper_citations(
-    ctx: ReduceContext, works: pl.LazyFrame | None = None, part: WorkPart | None = None
+    papers: pl.LazyFrame, cites: pl.LazyFrame, works: pl.LazyFrame | None = None
 ) -> pl.LazyFrame:
     """Distinct ``(paper_id, work_id, primary_category, first_version_date)`` of every corpus
-    paper; of the works in ``works`` (a ``work_id`` column) only, when given, and of the
-    works of ``part`` (one of :func:`work_parts`)."""
-    papers = scan_extract(ctx, "papers").select(
-        S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE
-    )
-    if part is not None:
-        cites = part.cites
-    else:
-        cites = ctx.read("works", "cites").filter(pl.col(S.WORK_ID).is_not_null())
+    paper; of the works in ``works`` (a ``work_id`` column) only, when given.
+
+    Args:
+        papers: the extract ``papers`` table, winning copies
+            (:func:`pipeline.rules.tables.scan_extract`).
+        cites: the ``works`` stage's ``cites`` table, or a part's rows of it
+            (:attr:`WorkPart.cites`).
+        works: only these works' rows, when given.
+    """
+    papers = papers.select(S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE)
+    cites = cites.filter(pl.col(S.WORK_ID).is_not_null())
     if works is not None:
         cites = cites.join(works.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
     return cites.select(S.PAPER_ID, S.WORK_ID).unique().join(papers, on=S.PAPER_ID, how="inner")
@@ -311,24 +317,26 @@ class WorkPart:
     cites: pl.LazyFrame
 
 
-def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPart]:
-    """The corpus's works cut into disjoint parts of about ``ctx.limits.work_part_rows`` rows of
-    ``cites`` each, by a hash of the id (one part, no filter, for a small corpus). A query
+def work_parts(
+    cites: pl.LazyFrame,
+    cites_files: list[Path],
+    part_rows: int,
+    batch_rows: int,
+    directory: Path | None = None,
+) -> list[WorkPart]:
+    """The corpus's works cut into disjoint parts of about ``part_rows`` rows of
+    ``cites`` (the ``works`` stage's table, read from ``cites_files``) each, by a hash of the id (one part, no filter, for a small corpus). A query
     whose rows of a work depend on that work's rows only (a group-by or join on
     ``work_id``) gives the same rows part by part.
 
     ``directory``: ``cites`` is split there into one file per part in a single pass, so
     that each part's queries read their own rows (reading the whole table once per part
     grows with the square of the corpus); without it a part's rows are a filter of the
-    whole table.
+    whole table. ``batch_rows``: rows read at a time while splitting.
     """
-    cites = (
-        ctx.read("works", "cites")
-        .filter(pl.col(S.WORK_ID).is_not_null())
-        .select(S.PAPER_ID, S.WORK_ID)
-    )
+    cites = cites.filter(pl.col(S.WORK_ID).is_not_null()).select(S.PAPER_ID, S.WORK_ID)
     n = cites.select(pl.len()).collect(engine="streaming").item()
-    k = max(1, -(-n // ctx.limits.work_part_rows))
+    k = max(1, -(-n // part_rows))
     if k == 1:
         return [WorkPart(pl.lit(True), cites)]
     index = pl.col(S.WORK_ID).hash(0) % k
@@ -340,9 +348,9 @@ def work_parts(ctx: ReduceContext, directory: Path | None = None) -> list[WorkPa
     schema = pa.schema([(S.PAPER_ID, pa.string()), (S.WORK_ID, pa.string())])
     writers = [pq.ParquetWriter(p, schema) for p in paths]
     try:
-        for path in ctx.files("works", "cites"):
+        for path in cites_files:
             for rb in pq.ParquetFile(path).iter_batches(
-                batch_size=ctx.limits.split_rows, columns=[S.PAPER_ID, S.WORK_ID]
+                batch_size=batch_rows, columns=[S.PAPER_ID, S.WORK_ID]
             ):
                 chunk = (
                     pl.from_arrow(rb)
@@ -363,14 +371,15 @@ PRIOR_ROW_GROUP = 100_000
 
 
 def corpus_prior_counts(
-    ctx: ReduceContext,
+    papers: pl.LazyFrame,
+    parts: list[WorkPart],
     directory: Path,
-    parts: list[WorkPart] | None = None,
     rekey: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None,
 ) -> pl.LazyFrame:
     """The corpus running-count table (``candidate_prior_citations``) of every cited work,
-    written to ``directory`` in parts (``parts``, else :func:`work_parts`), each sorted by
-    date (:func:`sorted_prior_rows`), and scanned back.
+    written to ``directory`` in parts (``parts``: :func:`work_parts`), each sorted by
+    date (:func:`sorted_prior_rows`), and scanned back. ``papers``: as in
+    :func:`paper_citations`.
 
     Its group-by over every citation of the corpus held 1.4 GB at 300k papers (10 GB
     projected at 2.3M): a work's counts depend on its own rows only, so the table does
@@ -378,8 +387,8 @@ def corpus_prior_counts(
     caller's own work keys, e.g. integers).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    for i, part in enumerate(work_parts(ctx) if parts is None else parts):
-        rows = paper_citations(ctx, part=part).select(
+    for i, part in enumerate(parts):
+        rows = paper_citations(papers, part.cites).select(
             S.PAPER_ID, S.WORK_ID, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
         )
         table = running_counts(rows, [S.WORK_ID])
@@ -390,25 +399,28 @@ def corpus_prior_counts(
 
 
 def prior_tables(
-    ctx: ReduceContext,
-    citations: pl.LazyFrame | None = None,
+    citations: pl.LazyFrame,
     works: pl.LazyFrame | None = None,
     corpus: pl.LazyFrame | None = None,
+    corpus_citations: pl.LazyFrame | None = None,
 ) -> dict[str, pl.LazyFrame]:
     """The running-count tables of :func:`pipeline.rules.visible.with_prior_counts`, collected.
 
-    ``citations``: :func:`survey_citations`, when the caller holds it already. ``works``:
-    only these works' rows (a ``work_id`` column), which is all a caller that counts for
-    known works needs: the corpus-wide table has a row per cited work and date (60M rows
-    at 2.3M papers), more than a stage should hold. ``corpus``: the corpus table of
-    :func:`corpus_prior_counts`, when the caller made it already (read, not recomputed).
+    ``citations``: :func:`survey_citations`. ``works``: only these works' rows (a ``work_id``
+    column), which is all a caller that counts for known works needs: the corpus-wide table
+    has a row per cited work and date (60M rows at 2.3M papers), more than a stage should
+    hold. ``corpus``: the corpus table of :func:`corpus_prior_counts`, when the caller made it
+    already (read, not recomputed); else ``corpus_citations``: :func:`paper_citations` of the
+    same ``works``, from which it is counted.
     """
-    sc = survey_citations(ctx) if citations is None else citations
+    sc = citations
     if works is not None:
         works = works.select(S.WORK_ID).unique()
         sc = sc.join(works, on=S.WORK_ID, how="semi")
     if corpus is None:
-        tables = prior_count_tables(sc, paper_citations(ctx, works))
+        if corpus_citations is None:
+            raise ValueError("prior_tables needs corpus or corpus_citations")
+        tables = prior_count_tables(sc, corpus_citations)
     else:
         # the corpus table as given (its work ids may be a caller's own keys, e.g. integers)
         table = corpus if works is None else corpus.join(works, on=S.WORK_ID, how="semi")

@@ -222,7 +222,7 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
     related_min = cfg.labels.essential_related_mentions
     candidates = ctx.read("split", "candidates").select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.SPLIT)
     survey_ids = candidates.select(S.SURVEY_ID).unique().collect(engine="streaming")[S.SURVEY_ID]
-    sections = scan_extract(ctx, "sections", survey_ids)
+    sections = scan_extract(ctx.files_by_table("extract"), "sections", survey_ids)
     unit_rows = units(sections, cfg).collect(engine="streaming")
     cites = (
         ctx.read("works", "cites")
@@ -235,7 +235,7 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
     )
     # every mention of a survey positive, with its unit
     mentions = (
-        scan_extract(ctx, "mentions", survey_ids)
+        scan_extract(ctx.files_by_table("extract"), "mentions", survey_ids)
         .select(S.PAPER_ID, S.REF_ID, S.SECTION_INDEX, S.N_MENTIONS)
         .join(cites, on=[S.PAPER_ID, S.REF_ID], how="inner")
         .join(positives, on=[S.PAPER_ID, S.WORK_ID], how="semi")

@@ -34,7 +34,6 @@ from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file, write_json
 from pipeline.corpus import openalex as OA
-from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules.aliases import ARXIV_PREFIX
@@ -99,16 +98,9 @@ def projection(keys: pl.Series, cfg: Any) -> dict[str, Any]:
     )
 
 
-def workdir_projection(out: Path, cfg: Any) -> dict[str, Any]:
-    """What the lookups of a run on ``out`` would ask the API, from its finished ``works``
-    table and its lookup cache (the ids the cache answers are not asked again).
-
-    Raises:
-        StageError: ``out`` has no finished ``works`` table.
-    """
-    works = W.reduce_output(out, "works", "works")
-    if not W.reduce_finished(out, "works") or not works.is_file():
-        raise StageError(f"openalex projection: {out} has no finished works stage")
+def works_projection(works: Path, cache_dir: Path, cfg: Any) -> dict[str, Any]:
+    """What the lookups of a run would ask the API, from its finished ``works`` table and its
+    lookup cache ``cache_dir`` (the ids the cache answers are not asked again)."""
     keys = (
         pl.scan_parquet(works)
         .select(lookup_key(pl.col(S.ALIASES)).alias(S.LOOKUP_KEY))
@@ -116,9 +108,9 @@ def workdir_projection(out: Path, cfg: Any) -> dict[str, Any]:
         .unique()
         .collect(engine="streaming")[S.LOOKUP_KEY]
     )
-    cached = OA.LookupCache(W.openalex_cache_dir(out)).load()
+    cached = OA.LookupCache(cache_dir).load()
     todo = keys.filter(~keys.is_in(pl.Series(list(cached), dtype=pl.String).implode()))
-    return {"works_dir": str(out), "ids_cached": keys.len() - todo.len(), **projection(todo, cfg)}
+    return {"ids_cached": keys.len() - todo.len(), **projection(todo, cfg)}
 
 
 # the records table's columns read from an answer's record (:class:`OA.Described`)
@@ -204,7 +196,7 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.WORK_ID)
         .collect(engine="streaming")
     )
-    cache = OA.LookupCache(W.openalex_cache_dir(ctx.out), ctx.cfg.openalex_lookup.flush_keys)
+    cache = OA.LookupCache(ctx.cache_dir(), ctx.cfg.openalex_lookup.flush_keys)
     answers = cache.load()
     wanted = sorted(set(keys[S.LOOKUP_KEY].drop_nulls().to_list()))
     todo = [k for k in wanted if k not in answers]
@@ -253,7 +245,7 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
         "works_without_lookup_key": int(keys[S.LOOKUP_KEY].null_count()),
         **tally.as_dict(),
     }
-    write_json(ctx.output(W.SUMMARY), {"records": content, "lookups": run})
+    write_json(ctx.summary_output(), {"records": content, "lookups": run})
     return {**content, "lookups": run}
 
 

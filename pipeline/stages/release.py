@@ -55,7 +55,6 @@ with sorted keys, no timestamps and no absolute paths.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -81,10 +80,8 @@ from pipeline.core.release_files import (
     beir_file,
 )
 from pipeline.corpus.provenance import summarize as summarize_provenance
-from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.engine.workdir import failed_inputs
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
@@ -117,12 +114,13 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
     as the files are read)."""
     cands = ctx.read("split", "candidates")
-    works = described_works(ctx)
+    works = described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
     if survey_ids is not None:
         cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
         work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
         works = works.filter(pl.col(S.WORK_ID).is_in(work_ids.implode()))
-    surveys = scan_extract(ctx, "papers", survey_ids).select(
+    extract = ctx.files_by_table("extract")
+    surveys = scan_extract(extract, "papers", survey_ids).select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         pl.col(S.TITLE).alias(S.SURVEY_TITLE),
         pl.col(S.ABSTRACT).alias(S.SURVEY_ABSTRACT),
@@ -130,7 +128,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.PRIMARY_CATEGORY).alias(S.SURVEY_PRIMARY_CATEGORY),
         pl.col(S.LICENSE).alias(S.SURVEY_LICENSE),
     )
-    licenses = scan_extract(ctx, "papers").select(
+    licenses = scan_extract(extract, "papers").select(
         pl.col(S.PAPER_ID).alias(_W_PAPER), pl.col(S.LICENSE).alias(S.CANDIDATE_LICENSE)
     )
     works = works.select(
@@ -364,8 +362,7 @@ def input_provenance(ctx: ReduceContext) -> dict[str, Any]:
     keys = {p.stem for p in ctx.files("extract", "papers")}
     files = []
     revisions = set()
-    for p in W.manifest_paths(ctx.out, "extract"):
-        m = json.loads(p.read_text())
+    for m in ctx.manifests("extract"):
         if m.get("source_key") not in keys:
             continue
         revisions.add(m.get("revision") or "")
@@ -391,8 +388,7 @@ def paper_provenance(ctx: ReduceContext) -> dict[str, Any]:
     of the extract outputs this release read (an output without a manifest is unknown)."""
     papers = {p.stem: p for p in ctx.files("extract", "papers")}
     manifests = {}
-    for p in W.manifest_paths(ctx.out, "extract"):
-        m = json.loads(p.read_text())
+    for m in ctx.manifests("extract"):
         if m.get("source_key") in papers:
             manifests[m["source_key"]] = m.get("counts")
     unlisted = sum(
@@ -862,7 +858,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         # input files that could not be read to their end: not in this release
         "failed_inputs": [
             {k: f[k] for k in ("file", "reason", "lines_read")}
-            for f in failed_inputs(ctx.out, ctx.stages["extract"], ctx.cfg)
+            for f in ctx.failed_inputs("extract")
         ],
         "config": {k: v for k, v in ctx.cfg.to_dict().items() if k in sections},
         "config_hash": ctx.cfg.section_hash(*sections),

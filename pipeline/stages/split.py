@@ -36,6 +36,7 @@ from pipeline.core.errors import StageError
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules import visible as V
+from pipeline.rules.tables import scan_extract
 
 TRAIN, EVAL = S.SPLIT_NAMES
 
@@ -51,7 +52,7 @@ def split_surveys(ctx: ReduceContext) -> pl.LazyFrame:
         S.SURVEY_ID, S.N_POSITIVES, S.N_NEGATIVES, S.HAS_NEGATIVES
     )
     return (
-        V.surveys_frame(ctx)
+        V.surveys_frame(ctx.read("surveys", "surveys"))
         .filter(pl.col(S.SURVEY_DATE).is_not_null())
         .with_columns(
             pl.when(pl.col(S.SURVEY_DATE) < eval_from(ctx))
@@ -98,8 +99,17 @@ def candidates(ctx: ReduceContext, surveys: pl.LazyFrame) -> tuple[pl.LazyFrame,
     columns = [S.SURVEY_ID, S.WORK_ID, S.LABEL, S.LABEL_REASON, *counts, S.NEGATIVE_SOURCE, S.SPLIT,
                S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE, S.SURVEY_DATE, S.CANDIDATE_DATE]  # fmt: skip
     placed = pl.concat([positives.filter(~after).select(columns), negatives.select(columns)])
+    cites = ctx.read("works", "cites")
+    # the counts of the placed works only (prior_tables says why)
+    prior = V.prior_tables(
+        V.survey_citations(V.surveys_frame(ctx.read("surveys", "surveys")), cites),
+        works=placed,
+        corpus_citations=V.paper_citations(
+            scan_extract(ctx.files_by_table("extract"), "papers"), cites, placed
+        ),
+    )
     kept = (
-        V.with_prior_counts(placed, V.prior_tables(ctx, works=placed), pl.col(S.LABEL) >= 1)
+        V.with_prior_counts(placed, prior, pl.col(S.LABEL) >= 1)
         .select(S.CANDIDATES.names)
         .sort(S.SURVEY_ID, S.WORK_ID)
     )

@@ -39,7 +39,7 @@ def _counts_by(df: pl.DataFrame, column: str) -> dict[str, int]:
 def find_surveys(ctx: ReduceContext) -> dict[str, Any]:
     """Detect surveys; write ``surveys.parquet``."""
     scfg = ctx.cfg.surveys
-    papers = scan_extract(ctx, "papers")
+    papers = scan_extract(ctx.files_by_table("extract"), "papers")
     cs = papers.filter(pl.col(S.PRIMARY_CATEGORY).str.starts_with(scfg.category_prefix))
     prefilter = prefilter_pattern(scfg)
     if prefilter is not None:

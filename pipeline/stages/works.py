@@ -372,11 +372,12 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     wcfg = ctx.cfg.works
     # extract already normalises DOIs; lower-casing again keeps aliases right for any input
     doi = pl.col(S.DOI).str.to_lowercase()
+    extract = ctx.files_by_table("extract")
     ref_files = [
         lf.select(S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
-        for lf in scan_extract_files(ctx, "references")
+        for lf in scan_extract_files(extract, "references")
     ]
-    papers = scan_extract(ctx, "papers")
+    papers = scan_extract(extract, "papers")
 
     def part(name: str, i: int) -> Path:
         (scratch / name).mkdir(exist_ok=True)
@@ -670,7 +671,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
 
     return {
         "papers": int(papers.select(pl.len()).collect().item()),
-        "duplicate_papers_dropped": duplicate_papers(ctx),
+        "duplicate_papers_dropped": duplicate_papers(ctx.read("extract", "papers")),
         "bib_entries": n_entries,
         "resolved_entries": n_entries - unresolved,
         "unresolved_entries": unresolved,

@@ -1,6 +1,6 @@
 """The ``extract`` stage's driver: decode input files (or an archive's units) line by line
 into batches, hand them to the writer thread, count what is read, written and rejected,
-and sum every file's counts (:func:`summarize`).
+and report each file's counts (the engine sums them: :func:`pipeline.engine.workdir.map_summary`).
 
 Lines read = papers written + rejects (by reason), per file, in its manifest. Across
 files, readers keep the copy of a paper from the file whose ``source_file`` (its path
@@ -9,7 +9,6 @@ relative to its ``--input``) sorts first (``pipeline.rules.tables.papers_winner`
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import sys
 import time
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import polars as pl
 import regex
 
 from pipeline.core import schema as S
@@ -26,9 +24,7 @@ from pipeline.core.config import Config
 from pipeline.core.malloc import keep_freed_memory
 from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS
 from pipeline.corpus.sources import InputFile, InputReadError, LongLine, iter_lines, source_name
-from pipeline.engine import workdir as W
-from pipeline.engine.stage import Stage
-from pipeline.engine.workdir import FAILED
+from pipeline.engine.stage import FAILED, Stage
 from pipeline.stages.extract.records import DECODER, Reject, decode_reason
 from pipeline.stages.extract.rows import FileDone, Tables, Writer, extract_record
 
@@ -246,56 +242,3 @@ STAGE = Stage(
     outputs=tuple(S.EXTRACT_TABLES.items()),
     help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
 )
-
-
-def summarize(out: Path) -> dict[str, Any]:
-    """Totals over every finished input file, plus papers present in more than one file.
-
-    Written to ``<out>/extract/_summary.json`` after each extract run. The copy kept
-    for a paper found in several files is the one whose ``source_file`` sorts first.
-    """
-    from pipeline.core.files import write_json
-
-    name = STAGE.name
-    totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
-    for path in W.manifest_paths(out, name):
-        manifest = W.read_record(path, "counts")
-        if manifest is None:  # damaged: its file is redone (runner.run_map)
-            continue
-        if manifest.get("status") == FAILED:
-            if not W.marker_path(out, name, path.stem).exists():
-                totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
-            continue
-        counts = manifest["counts"]
-        totals["files"] += 1
-        for k, v in counts.items():
-            if isinstance(v, int):
-                totals[k] = totals.get(k, 0) + v
-        for reason, n in counts.get("rejects", {}).items():
-            totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
-    # only outputs that match their marker's sizes: a damaged file of another shard is
-    # redone by that shard, and is checked again before any later stage reads it
-    papers = []
-    for marker in W.marker_paths(out, name):
-        data = W.read_record(marker)
-        if data is not None and W.map_output_problem(out, name, data, checksum=False) is None:
-            papers.append(W.map_output(out, name, "papers", marker.stem))
-    if papers:
-        ids = pl.scan_parquet(papers).select(S.PAPER_ID)
-        stats = ids.select(
-            pl.len().alias("rows"), pl.col(S.PAPER_ID).n_unique().alias("unique")
-        ).collect()
-        totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
-        totals["unique_papers"] = int(stats["unique"][0])
-    members: dict[str, int] = {}
-    for path in W.archive_record_paths(out, name):
-        record = W.read_record(path, "members")
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            for kind, n in (record or {}).get("members", {}).items():
-                members[kind] = members.get(kind, 0) + int(n)
-    if members:
-        # archives' members by kind: JSONL members (read), empty and non-JSONL members and
-        # directories (skipped), over every archive read to its end
-        totals["archive_members"] = dict(sorted(members.items()))
-    write_json(W.summary_path(out, name), totals)
-    return totals

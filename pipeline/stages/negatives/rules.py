@@ -70,7 +70,9 @@ SURVEYS_COARSE = "_surveys_coarse"
 def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
     """:func:`pipeline.rules.visible.work_features` of every work, as the release shows it
     (:func:`pipeline.rules.described.described_works`)."""
-    return V.work_features(described_works(ctx))
+    return V.work_features(
+        described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
+    )
 
 
 def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFrame) -> pl.LazyFrame:
@@ -117,7 +119,10 @@ def eligible_works(
     )
     by_survey_category = sc.select(S.WORK_ID, S.PRIMARY_CATEGORY).unique()
     by_paper_category = (
-        paper_citations(ctx, part=part)
+        paper_citations(
+            scan_extract(ctx.files_by_table("extract"), "papers"),
+            ctx.read("works", "cites") if part is None else part.cites,
+        )
         .group_by(S.WORK_ID, S.PRIMARY_CATEGORY)
         .agg(pl.col(S.FIRST_VERSION_DATE).min().alias(_FIRST_CITED_B))
     )
@@ -180,8 +185,12 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
     survey's entry elsewhere. Only the surveys' own rows are read.
     """
     doi = pl.col(S.DOI).str.to_lowercase()
-    survey_ids = surveys_frame(ctx).select(S.SURVEY_ID).collect(engine="streaming")[S.SURVEY_ID]
-    refs = scan_extract(ctx, "references", survey_ids).select(
+    survey_ids = (
+        surveys_frame(ctx.read("surveys", "surveys"))
+        .select(S.SURVEY_ID)
+        .collect(engine="streaming")[S.SURVEY_ID]
+    )
+    refs = scan_extract(ctx.files_by_table("extract"), "references", survey_ids).select(
         S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID
     )
     own = (
@@ -237,9 +246,13 @@ def survey_title_keys(ctx: ReduceContext) -> pl.LazyFrame:
     Only the surveys' rows are read, once (``segment_keys`` reads its input three times):
     every reference of the corpus would make this the stage's peak (6.8 GB at 300k papers).
     """
-    survey_ids = surveys_frame(ctx).select(S.SURVEY_ID).collect(engine="streaming")[S.SURVEY_ID]
+    survey_ids = (
+        surveys_frame(ctx.read("surveys", "surveys"))
+        .select(S.SURVEY_ID)
+        .collect(engine="streaming")[S.SURVEY_ID]
+    )
     raw = (
-        scan_extract(ctx, "references", survey_ids)
+        scan_extract(ctx.files_by_table("extract"), "references", survey_ids)
         .select(S.PAPER_ID, S.REF_ID, S.RAW)
         .drop_nulls(S.RAW)
         .collect(engine="streaming")

@@ -19,6 +19,7 @@ from pipeline.core.progress import steps
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules import visible as V
+from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
 from pipeline.stages.negatives.rules import (
     AFTER_SURVEY,
@@ -67,18 +68,31 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     strategy = STRATEGIES[ncfg.negative_sampling]
 
     works_by_id = works_frame(ctx).collect(engine="streaming")
-    surveys_all = surveys_frame(ctx).sort(S.SURVEY_ID).collect(engine="streaming")
+    surveys_all = (
+        surveys_frame(ctx.read("surveys", "surveys")).sort(S.SURVEY_ID).collect(engine="streaming")
+    )
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
-    sc_by_id = survey_citations(ctx).collect(engine="streaming")
+    sc_by_id = survey_citations(
+        surveys_frame(ctx.read("surveys", "surveys")), ctx.read("works", "cites")
+    ).collect(engine="streaming")
     # From here on a work is its integer index (work_index): the batches join millions of
     # pairs on it. What is written to scratch is indexed as it is written.
     index = work_index(works_by_id)
     works = indexed(works_by_id.lazy(), index).collect().lazy()
     sc = indexed(sc_by_id.lazy(), index).collect().lazy()
-    parts = V.work_parts(ctx, scratch / "cites")
+    parts = V.work_parts(
+        ctx.read("works", "cites"),
+        ctx.files("works", "cites"),
+        ctx.limits.work_part_rows,
+        ctx.limits.split_rows,
+        scratch / "cites",
+    )
     corpus_prior = V.corpus_prior_counts(
-        ctx, scratch / "prior", parts, rekey=lambda lf: indexed(lf, index)
+        scan_extract(ctx.files_by_table("extract"), "papers"),
+        parts,
+        scratch / "prior",
+        rekey=lambda lf: indexed(lf, index),
     )
     positives_by_id = positive_pairs(ctx, surveys_all.lazy(), works_by_id.lazy()).collect(
         engine="streaming"
@@ -95,7 +109,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     # below (a join_asof reads its whole right side, once per batch)
     positives_all = with_strata(
         positives.lazy(),
-        prior_tables(ctx, sc, works=positives.lazy(), corpus=corpus_prior),
+        prior_tables(sc, works=positives.lazy(), corpus=corpus_prior),
         cites_it=True,
     ).collect(engine="streaming")
     del positives
@@ -177,7 +191,6 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
             [cited.filter(in_batch), title_hits(batch_keys, considered.pairs, work_keys)]
         )
         batch_prior = prior_tables(
-            ctx,
             sc,
             works=considered.pairs,
             corpus=(table if lo is not None else base.head(0)).lazy(),
