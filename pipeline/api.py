@@ -725,7 +725,8 @@ def evaluate_bibliography(
 
     Args:
         release: the release folder.
-        bibliography: JSONL, one ``{"survey_id": ..., "references": [...]}`` per line.
+        bibliography: JSONL, one ``{"survey_id": ..., "references": [...]}`` per line, or
+            a folder of ``<survey_id>.bib`` / ``<survey_id>.md`` reference lists.
         out: the directory ``bibliography_results.json`` is written to (default: ``eval/``
             next to the release, see :func:`default_eval_out`).
         run: also score the eval surveys' bibliographies, in their order, as a run.

@@ -243,3 +243,76 @@ def test_the_expert_list_scores_one_and_hard_negatives_score_zero(
     assert worst.mean(B.RECALL) == 0.0 and worst.mean(B.PRECISION) == 0.0
     assert worst.results["counts"][B.HARD_NEGATIVE] == sum(len(b["references"]) for b in negatives)
     assert worst.results["run"]["metrics"]["nDCG@10"] == 0.0
+
+
+# --------------------------------------------------------------------- folders of lists
+def test_a_folder_of_bibtex_and_markdown_lists_scores_like_jsonl(tmp_path: Path) -> None:
+    release = write_tiny_release(tmp_path / "release")
+    folder = tmp_path / "generated"
+    folder.mkdir()
+    (folder / "s1.md").write_text(
+        "## References\n\n"
+        f"1. J. Doe. [{TITLE_1.lower()}](https://example.org/paper). NeurIPS, 2019.\n"
+        "2. K. Roe. Some paper. https://doi.org/10.2000/B\n"
+        f"3. A. Nobody. An invented survey of imaginary methods. 2031.\n"
+        f"4. J. Doe. *{TITLE_1}*. NeurIPS, 2019.\n",
+        encoding="utf-8",
+    )
+    (folder / "s2.bib").write_text(
+        f"@article{{a, title = {{{TITLE_5}}}, year = 2018}}\n"
+        "@misc{b, title = {Whatever}, eprint = {1801.00006}, archiveprefix = {arXiv}}\n"
+        "@comment{nothing here}\n",
+        encoding="utf-8",
+    )
+    (folder / "notes.txt").write_text("not a list\n")
+    (folder / ".hidden.md").write_text("1. hidden\n")
+    jsonl = tmp_path / "same.jsonl"
+    jsonl.write_text(
+        json.dumps({"survey_id": "s1", "references": [
+            f"J. Doe. {TITLE_1.lower()} https://example.org/paper. NeurIPS, 2019.",
+            "K. Roe. Some paper. https://doi.org/10.2000/B",
+            "A. Nobody. An invented survey of imaginary methods. 2031.",
+            f"J. Doe. {TITLE_1}. NeurIPS, 2019.",
+        ]}) + "\n" + json.dumps({"survey_id": "s2", "references": [
+            f"@article{{a, title = {{{TITLE_5}}}, year = 2018}}",
+            {"arxiv_id": "1801.00006", "title": "Whatever"},
+        ]}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    from_folder = api.evaluate_bibliography(release, folder, out=tmp_path / "a", run=False)
+    from_jsonl = api.evaluate_bibliography(release, jsonl, out=tmp_path / "b", run=False)
+    per_survey = from_folder.results["per_survey"]
+    assert [(r["class"], r["work_id"]) for r in per_survey["s1"]["references"]] == [
+        (B.LISTED, "arxiv:2101.00001"),
+        (B.LISTED, "doi:10.2000/b"),
+        (B.UNMATCHED, None),
+        (B.DUPLICATE, "arxiv:2101.00001"),
+    ]
+    assert [(r["class"], r["label"]) for r in per_survey["s2"]["references"]] == [
+        (B.LISTED, 2),
+        (B.LISTED, 3),
+    ]
+    assert per_survey == from_jsonl.results["per_survey"]
+    assert from_folder.results["metrics"] == from_jsonl.results["metrics"]
+    assert from_folder.results["dropped"] == {"bibtex @comment": 1, "markdown heading": 1}
+    identity = from_folder.results["inputs"]["bibliography"]
+    assert [f["name"] for f in identity["files"]] == ["s1.md", "s2.bib"]
+    assert identity["skipped_files"] == {B.HIDDEN_FILE: 1, B.NOT_A_LIST_FILE: 1}
+
+
+def test_a_folder_with_two_lists_for_one_survey_or_bad_bibtex_is_one_error(
+    tmp_path: Path,
+) -> None:
+    release = write_tiny_release(tmp_path / "release")
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    (twice / "s1.bib").write_text("")
+    (twice / "s1.md").write_text("")
+    done = _cli(release, twice, tmp_path / "out")
+    assert done.returncode == 2 and "survey 's1' again (also in s1.bib)" in done.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "s1.bib").write_text("@article{a,\n  title = {never closed\n")
+    done = _cli(release, broken, tmp_path / "out")
+    assert done.returncode == 2 and "s1.bib:2: a '{' that never closes" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -73,10 +73,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     which.add_argument(
         "--bibliography",
         type=Path,
-        metavar="FILE",
+        metavar="FILE|DIR",
         help="score generated surveys' bibliographies instead of runs: JSONL, one "
-        '{"survey_id": ..., "references": [...]} per line, each reference a raw string or an '
-        "object with title/doi/arxiv_id/openalex_id/year; needs a release folder; writes "
+        '{"survey_id": ..., "references": [...]} per line, each reference a raw string, a BibTeX '
+        "entry or an object with title/doi/arxiv_id/openalex_id/year; or a folder of "
+        "<survey_id>.bib / <survey_id>.md lists; needs a release folder; writes "
         f"{BIBLIOGRAPHY_RESULTS} (docs/evaluation.md)",
     )
     which.add_argument(

@@ -6,9 +6,13 @@ the result against the survey's own list, tier by tier, and against the survey's
 negatives (the field's works the expert left out).
 
 **Input.** JSONL, one line per survey: ``{"survey_id": ..., "references": [...]}``.
-A reference is a raw string (as a generated survey prints it) or an object with any of
-``title``, ``doi``, ``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not
-used: the release has no year for most candidates outside OpenAlex).
+A reference is a raw string (as a generated survey prints it), a string holding one
+BibTeX entry (starting with ``@``), or an object with any of ``title``, ``doi``,
+``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not used: the release has no
+year for most candidates outside OpenAlex). Or a folder with one reference list per
+survey, named ``<survey_id>.bib`` (BibTeX) or ``<survey_id>.md`` (Markdown), parsed by
+:mod:`pipeline.evaluate.bibformats`; other files are counted and not read. Either way
+the references keep their order.
 
 **Resolution** uses the release files alone and the pipeline's own identity rules:
 
@@ -21,7 +25,8 @@ used: the release has no year for most candidates outside OpenAlex).
 2. Then title keys (:mod:`pipeline.rules.titles`). A work's keys are the key of its
    ``candidate_title`` (when long enough to identify a work, as ``works`` keys the
    corpus titles) and the title key of its ``candidate_raw`` bib string. An object's
-   title gives one key; a raw string gives its segment keys. As in ``works``, any
+   title gives one key; a raw string gives its segment keys (URLs cut out first: a URL
+   is no title, and glued to one it hides it). As in ``works``, any
    segment key may equal a work's title, and only the string's own title key may equal
    another bib string's title key.
 
@@ -50,6 +55,7 @@ Macro means are over the scored surveys for which a metric is defined.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +67,14 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
 from pipeline.core.release_files import READING_LISTS_FILE
+from pipeline.evaluate.bibformats import (
+    BIBTEX_SUFFIX,
+    MARKDOWN_SUFFIXES,
+    BibFormatError,
+    bibtex_entry,
+    parse_bibtex,
+    parse_markdown,
+)
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
@@ -92,6 +106,7 @@ METRICS = (
     UNMATCHED_RATE,
 )
 
+_URL = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+")
 _ROW = "_row"
 _RAW = "_raw"
 _FROM_TITLE = "_from_title"
@@ -121,6 +136,20 @@ class Bibliography:
     survey_id: str
     references: tuple[Reference, ...]
     where: str = ""  # file:line, for messages
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> items not read
+
+
+@dataclass(frozen=True)
+class BibliographyInput:
+    """The bibliographies of a file or folder and the folder's files not read.
+
+    Attributes:
+        bibliographies: one per survey, in file (or sorted file name) order.
+        skipped_files: reason -> how many files of a folder were not read.
+    """
+
+    bibliographies: tuple[Bibliography, ...]
+    skipped_files: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -150,6 +179,11 @@ class SurveyScore:
 # --------------------------------------------------------------------- reading the file
 def _reference(value: Any, where: str) -> Reference:
     if isinstance(value, str):
+        if value.lstrip().startswith("@"):
+            try:
+                return Reference(**bibtex_entry(value, where))
+            except BibFormatError as e:
+                raise BibliographyError(str(e)) from e
         return Reference(raw=value)
     if not isinstance(value, dict):
         raise BibliographyError(
@@ -213,6 +247,62 @@ def read_bibliographies(path: Path) -> list[Bibliography]:
                 )
             )
     return out
+
+
+NOT_A_LIST_FILE = "not a .bib or .md file"
+HIDDEN_FILE = "hidden file"
+FOLDER_IN_FOLDER = "a folder"
+
+
+def read_folder(folder: Path) -> BibliographyInput:
+    """One bibliography per ``<survey_id>.bib`` or ``<survey_id>.md`` file of a folder, in
+    sorted name order; other entries of the folder are counted by reason.
+
+    Raises:
+        BibliographyError: two files for one survey, or a BibTeX file that does not parse.
+    """
+    skipped: Counter[str] = Counter()
+    out: list[Bibliography] = []
+    seen: dict[str, str] = {}
+    for path in sorted(folder.iterdir()):
+        suffix = path.suffix.lower()
+        if path.name.startswith("."):
+            skipped[HIDDEN_FILE] += 1
+        elif path.is_dir():
+            skipped[FOLDER_IN_FOLDER] += 1
+        elif suffix != BIBTEX_SUFFIX and suffix not in MARKDOWN_SUFFIXES:
+            skipped[NOT_A_LIST_FILE] += 1
+        else:
+            survey_id = path.name[: -len(suffix)]
+            if survey_id in seen:
+                raise BibliographyError(
+                    f"{path}: survey {survey_id!r} again (also in {seen[survey_id]})"
+                )
+            seen[survey_id] = path.name
+            text = path.read_text(encoding="utf-8")
+            try:
+                parsed = (
+                    parse_bibtex(text, str(path))
+                    if suffix == BIBTEX_SUFFIX
+                    else parse_markdown(text)
+                )
+            except BibFormatError as e:
+                raise BibliographyError(str(e)) from e
+            refs = tuple(Reference(**fields) for fields in parsed.references)
+            out.append(Bibliography(survey_id, refs, str(path), dict(parsed.dropped)))
+    return BibliographyInput(tuple(out), dict(sorted(skipped.items())))
+
+
+def read_input(path: Path) -> BibliographyInput:
+    """The bibliographies of a JSONL file or of a folder of lists (module docstring).
+
+    Raises:
+        BibliographyError: a malformed line, entry or reference, or a survey given twice.
+        FileNotFoundError: no such file or folder.
+    """
+    if path.is_dir():
+        return read_folder(path)
+    return BibliographyInput(tuple(read_bibliographies(path)), {})
 
 
 # --------------------------------------------------------------------- the release's works
@@ -333,7 +423,9 @@ def _title_keys(refs: Sequence[Reference]) -> list[list[tuple[str, bool]]]:
         for row, key in frame.select(_ROW, T.title_key(pl.col(_RAW))).iter_rows():
             if key is not None:
                 keys[row].append((key, True))
-    raws = [(i, r.raw) for i, r in enumerate(refs) if r.raw and not r.title]
+    # a URL is no title: glued to one (``Title https://...``, a Markdown link) it would fail
+    # the segment's venue-word test, so it ends the segment instead (its ids are read apart)
+    raws = [(i, _URL.sub(". ", r.raw)) for i, r in enumerate(refs) if r.raw and not r.title]
     if raws:
         frame = pl.DataFrame(
             {_ROW: [i for i, _ in raws], _RAW: [t for _, t in raws]},
@@ -472,6 +564,7 @@ class BibliographyEvaluation:
     means: dict[str, dict[str, float | int | None]]
     missing_surveys: tuple[str, ...]
     counts: dict[str, int]
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> items not references
 
     def report(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON report: inputs, totals, means and one entry per survey."""
@@ -481,6 +574,7 @@ class BibliographyEvaluation:
             "missing_surveys": list(self.missing_surveys),
             "n_missing_surveys": len(self.missing_surveys),
             "counts": self.counts,
+            "dropped": self.dropped,
             "metrics": self.means,
             "per_survey": {
                 s.survey_id: {
@@ -521,11 +615,15 @@ def evaluate_bibliographies(
     totals = Counter[str]()
     for s in scores:
         totals.update(s.counts)
+    dropped = Counter[str]()
+    for b in bibliographies:
+        dropped.update(b.dropped)
     return BibliographyEvaluation(
         scores,
         macro_means(scores),
         tuple(sorted(works.eval_surveys - given)),
         {c: totals[c] for c in CLASSES} | {"references": sum(s.n_references for s in scores)},
+        dict(sorted(dropped.items())),
     )
 
 
@@ -585,10 +683,18 @@ def evaluate_file(release: Path, path: Path, *, as_run: bool = True) -> dict[str
     from pipeline.core.files import file_identity
 
     works = load_release_works(release)
-    evaluation = evaluate_bibliographies(read_bibliographies(path), works)
+    given = read_input(path)
+    evaluation = evaluate_bibliographies(given.bibliographies, works)
     eval_file = release / READING_LISTS_FILE.format(split="eval")
-    report = evaluation.report(
-        {"bibliography": file_identity(path), "eval_file": file_identity(eval_file)}
+    identity = (
+        {
+            "name": path.name,
+            "files": [file_identity(Path(b.where)) for b in given.bibliographies],
+            "skipped_files": given.skipped_files,
+        }
+        if path.is_dir()
+        else file_identity(path)
     )
+    report = evaluation.report({"bibliography": identity, "eval_file": file_identity(eval_file)})
     report["run"] = run_metrics(evaluation, release) if as_run else None
     return report
