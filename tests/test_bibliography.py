@@ -244,6 +244,35 @@ def test_the_expert_list_scores_one_and_hard_negatives_score_zero(
     assert worst.results["counts"][B.HARD_NEGATIVE] == sum(len(b["references"]) for b in negatives)
     assert worst.results["run"]["metrics"]["nDCG@10"] == 0.0
 
+    # the baselines, on the same surveys: the list scores 1, the list without a tier loses
+    # exactly that tier's share, and the most-cited and BM25 top-N sit in between
+    baselines = best.results["baselines"]
+    assert all(b["n_surveys"] == len(oracle) for b in baselines.values())
+    for metric in (B.RECALL, B.PRECISION):
+        assert baselines["oracle"]["metrics"][metric]["mean"] == 1.0
+        for name in ("popularity", "bm25"):
+            assert 0.0 < baselines[name]["metrics"][metric]["mean"] < 1.0, (name, metric)
+    for name in ("popularity", "bm25"):
+        means = baselines[name]["metrics"]  # N = the list's size: recall = precision
+        assert means[B.RECALL]["mean"] == pytest.approx(means[B.PRECISION]["mean"])
+        assert means[B.RECALL]["ci_low"] <= means[B.RECALL]["mean"] <= means[B.RECALL]["ci_high"]
+    listed = lists.filter(pl.col(S.LABEL) >= 1)
+    for tier in B.TIERS:
+        share = listed.group_by(S.SURVEY_ID).agg((pl.col(S.LABEL) != tier).mean())[S.LABEL].mean()
+        got = baselines[f"oracle-without-tier-{tier}"]["metrics"]
+        assert got[B.RECALL]["mean"] == pytest.approx(share), tier
+        assert got[B.PRECISION]["mean"] == 1.0 and got[f"R(rel={tier})"]["mean"] in (0.0, None)
+
+    paired = api.evaluate_bibliography(
+        demo_release, tmp_path / "oracle.jsonl", against=tmp_path / "negatives.jsonl",
+        out=tmp_path / "paired", run=False,
+    ).results["paired"]  # fmt: skip
+    assert paired["n_surveys"] == len(negatives)
+    assert paired["metrics"][B.RECALL]["diff"] == 1.0
+    # every survey's difference is +1: only the two all-same-sign flips are as extreme
+    n = len(negatives)
+    assert paired["metrics"][B.RECALL]["p_value"] == pytest.approx(2 / 2**n, abs=0.03)
+
 
 # --------------------------------------------------------------------- folders of lists
 def test_a_folder_of_bibtex_and_markdown_lists_scores_like_jsonl(tmp_path: Path) -> None:
@@ -279,8 +308,12 @@ def test_a_folder_of_bibtex_and_markdown_lists_scores_like_jsonl(tmp_path: Path)
         ]}) + "\n",
         encoding="utf-8",
     )  # fmt: skip
-    from_folder = api.evaluate_bibliography(release, folder, out=tmp_path / "a", run=False)
-    from_jsonl = api.evaluate_bibliography(release, jsonl, out=tmp_path / "b", run=False)
+    from_folder = api.evaluate_bibliography(
+        release, folder, out=tmp_path / "a", run=False, baselines=False
+    )
+    from_jsonl = api.evaluate_bibliography(
+        release, jsonl, out=tmp_path / "b", run=False, baselines=False
+    )
     per_survey = from_folder.results["per_survey"]
     assert [(r["class"], r["work_id"]) for r in per_survey["s1"]["references"]] == [
         (B.LISTED, "arxiv:2101.00001"),
@@ -316,3 +349,44 @@ def test_a_folder_with_two_lists_for_one_survey_or_bad_bibtex_is_one_error(
     done = _cli(release, broken, tmp_path / "out")
     assert done.returncode == 2 and "s1.bib:2: a '{' that never closes" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------- intervals and tests
+def _jsonl(path: Path, lines: dict[str, list[object]]) -> Path:
+    path.write_text("".join(json.dumps({"survey_id": q, "references": r}) + "\n" for q, r in lines.items()))  # fmt: skip
+    return path
+
+
+def test_bootstrap_intervals_and_the_paired_test_by_hand(tmp_path: Path) -> None:
+    release = write_tiny_release(tmp_path / "release")
+    better = _jsonl(tmp_path / "a.jsonl", {"s1": [TITLE_1, TITLE_2], "s2": [{"title": TITLE_5}]})
+    worse = _jsonl(tmp_path / "b.jsonl", {"s1": [TITLE_1], "s2": []})
+
+    def evaluate(first: Path, against: Path, out: str) -> api.BibliographyResult:
+        return api.evaluate_bibliography(
+            release, first, out=tmp_path / out, against=against, run=False, baselines=False
+        )
+
+    result = evaluate(better, worse, "o")
+    again = evaluate(better, worse, "o2")
+    assert json.dumps(result.results, sort_keys=True) == json.dumps(again.results, sort_keys=True)
+    recall = result.results["metrics"][B.RECALL]
+    # s1: 2 of 3 listed; s2: 1 of 2 (w5 tier 2, w6 tier 3)
+    assert recall["mean"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert 1 / 2 <= recall["ci_low"] <= recall["mean"] <= recall["ci_high"] <= 2 / 3
+    assert result.results["metrics"]["R(rel=2)"]["ci_low"] == 1.0  # one survey defines it
+    assert result.results["bootstrap"] == {"samples": 1000, "seed": 7, "level": 0.95}
+    paired = result.results["paired"]
+    assert paired["n_surveys"] == 2 and paired["only_in_against"] == 0
+    diff = paired["metrics"][B.RECALL]
+    assert diff["diff"] == pytest.approx(((2 / 3 - 1 / 3) + (1 / 2 - 0)) / 2)
+    assert 1 / 3 - 1e-9 <= diff["ci_low"] <= diff["ci_high"] <= 1 / 2 + 1e-9
+    # two surveys, both better: 1 of 4 sign patterns is as extreme the other way, so p ~ 1/2
+    assert 0.4 < diff["p_value"] < 0.6 and diff["p_holm"] >= diff["p_value"]
+    assert paired["against_metrics"][B.RECALL]["mean"] == pytest.approx((1 / 3 + 0) / 2)
+    itself = evaluate(better, better, "o3")
+    same = itself.results["paired"]["metrics"][B.RECALL]
+    assert same["diff"] == 0.0 and same["p_value"] == 1.0
+    other = _jsonl(tmp_path / "c.jsonl", {"s2": []})
+    with pytest.raises(B.BibliographyError, match="share no survey"):
+        evaluate(_jsonl(tmp_path / "d.jsonl", {"s1": []}), other, "o4")

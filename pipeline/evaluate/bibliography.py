@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from pipeline.core import schema as S
@@ -75,6 +76,7 @@ from pipeline.evaluate.bibformats import (
     parse_bibtex,
     parse_markdown,
 )
+from pipeline.evaluate.stats import CI_LEVEL, bootstrap_means, holm, paired_test, rng_for
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
@@ -627,6 +629,82 @@ def evaluate_bibliographies(
     )
 
 
+# --------------------------------------------------------------------- intervals and tests
+def metric_matrix(scores: Sequence[SurveyScore]) -> np.ndarray:
+    """Surveys x :data:`METRICS`, NaN where a metric is undefined for a survey."""
+    return np.array(
+        [[np.nan if (v := s.metrics[m]) is None else v for m in METRICS] for s in scores],
+        dtype=np.float64,
+    ).reshape(len(scores), len(METRICS))
+
+
+def _number(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def with_intervals(
+    means: Mapping[str, Mapping[str, float | int | None]],
+    scores: Sequence[SurveyScore],
+    n_resamples: int,
+    seed: int,
+    *,
+    key: str,
+) -> dict[str, dict[str, float | int | None]]:
+    """The macro means with their 95% percentile bootstrap interval over surveys
+    (:func:`pipeline.evaluate.stats.bootstrap_means`; a resample's mean of a metric is over
+    its surveys where the metric is defined). ``key`` names what is resampled, so adding a
+    bibliography to the report does not move another's interval."""
+    summary = bootstrap_means(metric_matrix(scores), n_resamples, rng_for(seed, RUN_NAME, key))
+    return {
+        metric: {**means[metric], "ci_low": _number(low), "ci_high": _number(high)}
+        for metric, low, high in zip(METRICS, summary.ci_low, summary.ci_high, strict=True)
+    }
+
+
+def paired_tests(
+    scores: Sequence[SurveyScore],
+    against: Sequence[SurveyScore],
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Per metric, the first bibliography minus ``against`` on the surveys both give
+    (:func:`pipeline.evaluate.stats.paired_test`: mean difference over the surveys where
+    both define the metric, two-sided sign-flip p-value, paired bootstrap interval), with
+    Holm's adjustment over the metrics.
+
+    Raises:
+        BibliographyError: no survey in common.
+    """
+    mine = {s.survey_id: s for s in scores}
+    theirs = {s.survey_id: s for s in against}
+    common = sorted(mine.keys() & theirs.keys())
+    if not common:
+        raise BibliographyError("the two bibliographies share no survey; nothing to pair")
+    test = paired_test(
+        metric_matrix([mine[q] for q in common]),
+        metric_matrix([theirs[q] for q in common]),
+        n_resamples,
+        rng_for(seed, RUN_NAME, "paired"),
+    )
+    adjusted = holm(test.p_value)
+    return {
+        "n_surveys": len(common),
+        "only_in_bibliography": len(mine.keys() - theirs.keys()),
+        "only_in_against": len(theirs.keys() - mine.keys()),
+        "metrics": {
+            metric: {
+                "diff": _number(test.diff[i]),
+                "p_value": _number(test.p_value[i]),
+                "p_holm": _number(adjusted[i]),
+                "ci_low": _number(test.ci_low[i]),
+                "ci_high": _number(test.ci_high[i]),
+                "n_surveys": int(test.n[i]),
+            }
+            for i, metric in enumerate(METRICS)
+        },
+    }
+
+
 # --------------------------------------------------------------------- the whole evaluation
 RESULTS_FILE = "bibliography_results.json"
 RUN_NAME = "bibliography"
@@ -673,11 +751,37 @@ def _eval_surveys(release: Path) -> frozenset[str]:
     return frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
 
 
-def evaluate_file(release: Path, path: Path, *, as_run: bool = True) -> dict[str, Any]:
-    """Read, resolve and score a bibliography file against a release folder; the report.
+def _input_identity(path: Path, given: BibliographyInput) -> dict[str, Any]:
+    """A file's name and sha256; a folder's name, its lists' and its skipped files' counts."""
+    from pipeline.core.files import file_identity
+
+    if not path.is_dir():
+        return file_identity(path)
+    return {
+        "name": path.name,
+        "files": [file_identity(Path(b.where)) for b in given.bibliographies],
+        "skipped_files": given.skipped_files,
+    }
+
+
+def evaluate_file(
+    release: Path,
+    path: Path,
+    *,
+    as_run: bool = True,
+    baselines: bool = True,
+    against: Path | None = None,
+    bootstrap_samples: int = 1000,
+    seed: int = 7,
+) -> dict[str, Any]:
+    """Read, resolve and score a bibliography file or folder against a release folder; the
+    report, with bootstrap intervals of the means, the baselines on the eval surveys it
+    gives (:mod:`pipeline.evaluate.bibliography_baselines`) and, given ``against`` (a second
+    bibliography of the same surveys), the paired tests of the first against it.
 
     Raises:
-        BibliographyError: a malformed line or a survey that is not in the release.
+        BibliographyError: a malformed line or a survey that is not in the release, or an
+            ``against`` bibliography that shares no survey with the first.
         FileNotFoundError: no such file, or a folder that is not a release.
     """
     from pipeline.core.files import file_identity
@@ -686,15 +790,50 @@ def evaluate_file(release: Path, path: Path, *, as_run: bool = True) -> dict[str
     given = read_input(path)
     evaluation = evaluate_bibliographies(given.bibliographies, works)
     eval_file = release / READING_LISTS_FILE.format(split="eval")
-    identity = (
-        {
-            "name": path.name,
-            "files": [file_identity(Path(b.where)) for b in given.bibliographies],
-            "skipped_files": given.skipped_files,
-        }
-        if path.is_dir()
-        else file_identity(path)
+    report = evaluation.report(
+        {"bibliography": _input_identity(path, given), "eval_file": file_identity(eval_file)}
     )
-    report = evaluation.report({"bibliography": identity, "eval_file": file_identity(eval_file)})
+    report["metrics"] = with_intervals(
+        evaluation.means, evaluation.scores, bootstrap_samples, seed, key=RUN_NAME
+    )
+    report["bootstrap"] = {"samples": bootstrap_samples, "seed": seed, "level": CI_LEVEL}
+    if against is not None:
+        other_input = read_input(against)
+        other = evaluate_bibliographies(other_input.bibliographies, works)
+        report["paired"] = {
+            "against": _input_identity(against, other_input),
+            "against_counts": other.counts,
+            "against_metrics": with_intervals(
+                other.means, other.scores, bootstrap_samples, seed, key="against"
+            ),
+            **paired_tests(evaluation.scores, other.scores, bootstrap_samples, seed),
+        }
+    report["baselines"] = (
+        baseline_report(evaluation, eval_file, bootstrap_samples, seed) if baselines else None
+    )
     report["run"] = run_metrics(evaluation, release) if as_run else None
     return report
+
+
+def baseline_report(
+    evaluation: BibliographyEvaluation, eval_file: Path, n_resamples: int, seed: int
+) -> dict[str, Any] | None:
+    """Each baseline's counts and means with intervals on the eval surveys the bibliographies
+    give; None when they give none."""
+    from pipeline.evaluate.bibliography_baselines import baseline_scores
+    from pipeline.evaluate.evalset import load_eval_set
+
+    surveys = {s.survey_id for s in evaluation.scores} & _eval_surveys(eval_file.parent)
+    if not surveys:
+        return None
+    out: dict[str, Any] = {}
+    for name, scores in baseline_scores(load_eval_set(eval_file), surveys).items():
+        totals = Counter[str]()
+        for s in scores:
+            totals.update(s.counts)
+        out[name] = {
+            "n_surveys": len(scores),
+            "counts": {c: totals[c] for c in (LISTED, HARD_NEGATIVE)},
+            "metrics": with_intervals(macro_means(scores), scores, n_resamples, seed, key=name),
+        }
+    return out
