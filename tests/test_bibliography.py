@@ -414,3 +414,24 @@ def test_real_raw_strings_resolve_by_title_alone() -> None:
     # Processing Systems 33" or a book series read as the title; one work under two ids)
     assert identified == {"entries": 656, "resolvable": 10, "right": 8, "wrong": 8,
                           "ambiguous": 0, "unmatched": 640}  # fmt: skip
+
+
+def test_unmatched_references_are_counted_by_reason(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    refs = [
+        "",
+        "Some Body. Some paper. doi:10.9999/nothing",  # an id of no work of the release
+        "12(3), 345-350, 2020.",
+        "A. Nobody. A completely invented survey of imaginary methods. 2023.",
+        {"title": TITLE_1},
+    ]
+    got = resolve(tiny, refs, tmp_path)
+    assert [(r.cls, r.reason) for r in got] == [
+        (B.UNMATCHED, B.EMPTY),
+        (B.UNMATCHED, B.UNKNOWN_IDENTIFIER),
+        (B.UNMATCHED, B.NO_TITLE),
+        (B.UNMATCHED, B.UNKNOWN_TITLE),
+        (B.LISTED, None),
+    ]
+    score = B.score_survey("s1", got, tiny.labels["s1"])
+    evaluation = B.BibliographyEvaluation((score,), B.macro_means([score]), (), score.counts)
+    assert evaluation.unmatched_reasons() == dict.fromkeys(B.UNMATCHED_REASONS, 1)

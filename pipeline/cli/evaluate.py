@@ -341,6 +341,8 @@ def _bibliography_main(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     print(f"bibliographies of {report['n_surveys']} survey(s), "
           f"{report['n_missing_surveys']} eval survey(s) without one; references: {counts}")  # fmt: skip
+    reasons = ", ".join(f"{k} {v}" for k, v in report["unmatched_reasons"].items())
+    print(f"unmatched by reason: {reasons}")
     level = f"{report['bootstrap']['level']:.0%}"
     print(f"  {'metric':<20} {'mean':>7}  {level} bootstrap interval")
     for name, value in report["metrics"].items():

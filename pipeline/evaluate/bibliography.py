@@ -31,7 +31,7 @@ the references keep their order.
    another bib string's title key.
 
 A reference whose identifiers or keys name two or more works is *ambiguous*; one that
-names none is *unmatched*. A reference naming a work an earlier reference of the same
+names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming a work an earlier reference of the same
 bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
 the key of its whole text) an earlier one had. Every other reference is, for its
 survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
@@ -91,6 +91,15 @@ UNMATCHED = "unmatched"
 AMBIGUOUS = "ambiguous"
 DUPLICATE = "duplicate"
 CLASSES = (LISTED, HARD_NEGATIVE, KNOWN, UNMATCHED, AMBIGUOUS, DUPLICATE)
+
+# Why a reference is unmatched, first that applies: it holds nothing to resolve; an
+# identifier it writes names no work of the release (a work outside the release, or a
+# made-up id); it has no title-like text (no id either); its title keys name no work.
+EMPTY = "empty"
+UNKNOWN_IDENTIFIER = "identifier not in the release"
+NO_TITLE = "no title-like text"
+UNKNOWN_TITLE = "title not in the release"
+UNMATCHED_REASONS = (EMPTY, UNKNOWN_IDENTIFIER, NO_TITLE, UNKNOWN_TITLE)
 
 RECALL = "recall"
 WEIGHTED_RECALL = "weighted_recall"
@@ -163,6 +172,7 @@ class Resolved:
     work_id: str | None = None
     label: int | None = None
     resolved_by: str | None = None  # "identifier", "title" or None
+    reason: str | None = None  # why an unmatched reference is (:data:`UNMATCHED_REASONS`)
 
 
 @dataclass(frozen=True)
@@ -464,7 +474,8 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
     seen_keys: set[str] = set()
     out: list[Resolved] = []
     for position, (ref, ref_keys) in enumerate(zip(refs, keys, strict=True), start=1):
-        named = set().union(*(works.by_alias.get(a, frozenset()) for a in reference_aliases(ref)))
+        aliases = reference_aliases(ref)
+        named = set().union(*(works.by_alias.get(a, frozenset()) for a in aliases))
         by = "identifier"
         if not named:
             by = "title"
@@ -488,7 +499,16 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
             continue
         if own_key is not None:
             seen_keys.add(own_key)
-        out.append(Resolved(position, AMBIGUOUS if named else UNMATCHED))
+        if named:
+            out.append(Resolved(position, AMBIGUOUS))
+            continue
+        reason = (
+            EMPTY if not (ref.raw or ref.title or "").strip() and not aliases
+            else UNKNOWN_IDENTIFIER if aliases
+            else NO_TITLE if not ref_keys
+            else UNKNOWN_TITLE
+        )  # fmt: skip
+        out.append(Resolved(position, UNMATCHED, reason=reason))
     return out
 
 
@@ -568,6 +588,11 @@ class BibliographyEvaluation:
     counts: dict[str, int]
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> items not references
 
+    def unmatched_reasons(self) -> dict[str, int]:
+        """Unmatched references counted by reason, over every survey."""
+        counts = Counter(r.reason for s in self.scores for r in s.resolved if r.cls == UNMATCHED)
+        return {reason: counts[reason] for reason in UNMATCHED_REASONS}
+
     def report(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON report: inputs, totals, means and one entry per survey."""
         return {
@@ -576,6 +601,7 @@ class BibliographyEvaluation:
             "missing_surveys": list(self.missing_surveys),
             "n_missing_surveys": len(self.missing_surveys),
             "counts": self.counts,
+            "unmatched_reasons": self.unmatched_reasons(),
             "dropped": self.dropped,
             "metrics": self.means,
             "per_survey": {
@@ -592,6 +618,7 @@ class BibliographyEvaluation:
                             "work_id": r.work_id,
                             "label": r.label,
                             "resolved_by": r.resolved_by,
+                            "reason": r.reason,
                         }
                         for r in s.resolved
                     ],
