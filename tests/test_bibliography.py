@@ -435,3 +435,105 @@ def test_unmatched_references_are_counted_by_reason(tiny: B.ReleaseWorks, tmp_pa
     score = B.score_survey("s1", got, tiny.labels["s1"])
     evaluation = B.BibliographyEvaluation((score,), B.macro_means([score]), (), score.counts)
     assert evaluation.unmatched_reasons() == dict.fromkeys(B.UNMATCHED_REASONS, 1)
+
+
+# --------------------------------------------------------------------- a known mix on the demo
+def _key(text: str) -> str:
+    """A title key computed here, apart from the rule's Polars code: accents dropped, lower
+    case, runs of other than letters and digits as one space."""
+    import re
+    import unicodedata
+
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(re.findall(r"[^\W_]+", plain.lower()))
+
+
+def test_a_known_mix_on_the_demo_gives_the_counts_and_metrics_computed_here(
+    demo_release: Path, tmp_path: Path
+) -> None:
+    rows = pl.concat(
+        pl.read_parquet(demo_release / f"{split}_survey_reading_lists.parquet")
+        for split in ("train", "eval")
+    )
+    works = rows.unique(S.CANDIDATE_ID).sort(S.CANDIDATE_ID)
+    title_owners: dict[str, set[str]] = {}
+    for work, title in works.select(S.CANDIDATE_ID, S.CANDIDATE_TITLE).iter_rows():
+        title_owners.setdefault(_key(title), set()).add(work)
+    raw_keys = {w: f" {_key(r)} " for w, r in works.select(S.CANDIDATE_ID, S.CANDIDATE_RAW).iter_rows()}  # fmt: skip
+    alias_owners: dict[str, set[str]] = {}
+    for work, aliases in works.select(S.CANDIDATE_ID, S.CANDIDATE_ALIASES).iter_rows():
+        for alias in aliases:
+            alias_owners.setdefault(alias, set()).add(work)
+
+    def by_title(work: str, title: str) -> bool:
+        """A title that names this work alone, in titles and in every other bib string."""
+        key = _key(title)
+        return (len(key.split()) >= 3 and len(key) >= 15 and title_owners[key] == {work}
+                and not any(f" {key} " in raw for w, raw in raw_keys.items() if w != work))  # fmt: skip
+
+    def alias(work: str, kind: str) -> str | None:
+        aliases = works.filter(pl.col(S.CANDIDATE_ID) == work)[S.CANDIDATE_ALIASES][0]
+        return next((a for a in aliases if a.startswith(kind) and alias_owners[a] == {work}), None)
+
+    eval_lists = _eval_lists(demo_release)
+    chosen = None
+    for (survey_id,), survey in eval_lists.group_by([S.SURVEY_ID], maintain_order=True):
+        positives = survey.filter(pl.col(S.LABEL) >= 1).sort(S.CANDIDATE_ID)
+        titled = [w for w, t in positives.select(S.CANDIDATE_ID, S.CANDIDATE_TITLE).iter_rows() if by_title(w, t)]  # fmt: skip
+        doi = [w for w in positives[S.CANDIDATE_ID] if w not in titled[:5] and alias(w, "doi:")]
+        hard = [w for w in survey.filter(pl.col(S.LABEL) == 0)[S.CANDIDATE_ID] if alias(w, "")]
+        if len(titled) >= 5 and len(doi) >= 2 and len(hard) >= 2:
+            chosen = (survey_id, survey, titled[:5], doi[:2], sorted(hard)[:2])
+            break
+    assert chosen is not None, "no eval survey of the demo holds the mix"
+    survey_id, survey, titled, doi, hard = chosen
+    others = [w for w in works[S.CANDIDATE_ID] if w not in set(survey[S.CANDIDATE_ID]) and alias(w, "arxiv:")][:2]  # fmt: skip
+    title = dict(works.select(S.CANDIDATE_ID, S.CANDIDATE_TITLE).iter_rows())
+    t = [title[w] for w in titled]
+    refs: list[object] = [
+        # positives in three raw styles: IEEE, APA, a numbered list
+        f"[1] J. Doe and K. Roe, “{t[0]},” in Proc. ICML, 2020, pp. 1–9.",
+        f"Doe, J., & Roe, K. (2021). {t[1]}. Journal of Things, 12(3), 45–67.",
+        f"3. J. Doe. {t[2]}. Tech. Rep., 2019.",
+        # by DOI only, as an object and as a doi.org link
+        {"doi": alias(doi[0], "doi:").removeprefix("doi:")},
+        "https://doi.org/" + alias(doi[1], "doi:").removeprefix("doi:").upper(),
+        # by title only, in other casing and punctuation
+        {"title": t[3].upper() + "!"},
+        {"title": "«" + t[4].lower().replace(" ", " -- ", 1) + "»"},
+        # the survey's hard negatives and works of other surveys, by identifier
+        *(_by_id([alias(w, "")]) for w in hard),
+        *({"arxiv_id": alias(w, "arxiv:").removeprefix("arxiv:")} for w in others),
+        # made up, and duplicates: a positive again by its DOI, a made-up title again
+        "A. Nobody. Quantum gardening for submarine llamas and their kin. Nowhere, 2031.",
+        "B. Nobody, “Recursive topiary of imaginary hyperbolic orchards,” 2032.",
+        {"doi": alias(doi[0], "doi:").removeprefix("doi:")},
+        "A. Nobody. Quantum gardening for submarine llamas and their kin. Nowhere, 2031.",
+    ]
+    path = tmp_path / "mix.jsonl"
+    path.write_text(json.dumps({"survey_id": survey_id, "references": refs}) + "\n")
+    got = api.evaluate_bibliography(demo_release, path, out=tmp_path / "mix", run=False)
+
+    expected = {B.LISTED: 7, B.HARD_NEGATIVE: 2, B.KNOWN: 2, B.UNMATCHED: 2, B.AMBIGUOUS: 0,
+                B.DUPLICATE: 2, "references": 15}  # fmt: skip
+    assert got.results["counts"] == expected
+    labels = dict(survey.select(S.CANDIDATE_ID, S.LABEL).iter_rows())
+    listed = {w: g for w, g in labels.items() if g >= 1}
+    matched = [*titled[:3], *doi, *titled[3:]]  # in the references' order
+    per = got.results["per_survey"][survey_id]
+    assert [r["work_id"] for r in per["references"][:7]] == matched
+    unique, found = 15 - 2, len(matched)
+    recall, precision = found / len(listed), found / unique
+    want = {
+        B.RECALL: recall,
+        B.WEIGHTED_RECALL: sum(listed[w] for w in matched) / sum(listed.values()),
+        B.PRECISION: precision,
+        B.F1: 2 * precision * recall / (precision + recall),
+        B.HARD_NEGATIVE_RATE: 2 / (7 + 2 + 2),
+        B.UNMATCHED_RATE: 2 / unique,
+    }
+    for tier in B.TIERS:
+        n = sum(1 for g in listed.values() if g == tier)
+        want[f"R(rel={tier})"] = sum(1 for w in matched if listed[w] == tier) / n if n else None
+    for metric, value in want.items():
+        assert per["metrics"][metric] == (None if value is None else pytest.approx(value)), metric
