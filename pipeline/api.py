@@ -724,6 +724,7 @@ def evaluate_bibliography(
     out: PathLike | None = None,
     run: bool = True,
     baselines: bool = True,
+    aspects: bool = False,
     against: PathLike | None = None,
     config: ConfigLike = None,
 ) -> BibliographyResult:
@@ -739,6 +740,8 @@ def evaluate_bibliography(
         run: also score the eval surveys' bibliographies, in their order, as a run.
         baselines: also score the baselines (the list itself, the list without a tier, the
             most-cited and BM25 top-N) on the eval surveys the bibliography gives.
+        aspects: also score per-section coverage of the surveys' aspects, the references
+            given per heading (``aspects`` in the report).
         against: a second bibliography (file or folder) of the same surveys: the report
             adds paired tests of the first against it (``paired``).
         config: its ``[evaluate]`` table's ``bootstrap_samples`` and ``seed`` are used.
@@ -757,6 +760,7 @@ def evaluate_bibliography(
         Path(bibliography),
         as_run=run,
         baselines=baselines,
+        aspects=aspects,
         against=None if against is None else Path(against),
         bootstrap_samples=settings.bootstrap_samples,
         seed=settings.seed,

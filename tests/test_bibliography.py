@@ -159,10 +159,12 @@ def test_the_run_ranks_judged_works_by_position(tiny: B.ReleaseWorks, tmp_path: 
     assert B.run_scores([score]) == {"s1": {"doi:10.2000/b": -2.0, "arxiv:1901.00004": -3.0}}
 
 
-def _cli(release: Path, bibliography: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _cli(
+    release: Path, bibliography: Path, out: Path, *more: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pipeline", "evaluate", "--release", str(release),
-         "--bibliography", str(bibliography), "--out", str(out)],
+         "--bibliography", str(bibliography), "--out", str(out), *more],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
 
@@ -537,3 +539,75 @@ def test_a_known_mix_on_the_demo_gives_the_counts_and_metrics_computed_here(
         want[f"R(rel={tier})"] = sum(1 for w in matched if listed[w] == tier) / n if n else None
     for metric, value in want.items():
         assert per["metrics"][metric] == (None if value is None else pytest.approx(value)), metric
+
+
+# --------------------------------------------------------------------- per-section coverage
+def test_headings_match_aspects_by_word_jaccard() -> None:
+    from pipeline.evaluate import bibliography_aspects as C
+
+    aspects = [("s#2", "Graph Neural Networks", 2), ("s#1", "Graph Networks", 1),
+               ("s#3", "Evaluation Benchmarks", 3)]  # fmt: skip
+    got = C.match_headings(
+        ["3.1 Graph networks", "4 GRAPH NEURAL NETWORKS!", "Benchmarks", "Related Work"], aspects
+    )
+    # {graph, networks} vs s#1: 2/2; vs s#2: 2/3. "benchmarks" vs s#3: 1/2, at the bar
+    assert got == {"3.1 Graph networks": "s#1", "4 GRAPH NEURAL NETWORKS!": "s#2",
+                   "Benchmarks": "s#3", "Related Work": None}  # fmt: skip
+    # equal similarity: the aspect first in the survey
+    assert C.match_headings(["Graph"], [("b", "Graph X", 2), ("a", "Graph Y", 1)]) == {"Graph": "a"}
+
+
+def test_per_section_coverage_by_hand(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    from pipeline.evaluate import bibliography_aspects as C
+
+    path = tmp_path / "sections.jsonl"
+    sections = {"2 Graph Matching": [TITLE_1, TITLE_3], "3 Sparse Attention": [TITLE_1],
+                "4 Outlook": [TITLE_2]}  # fmt: skip
+    path.write_text(json.dumps({"survey_id": "s1", "sections": sections}) + "\n")
+    (bibliography,) = B.read_bibliographies(path)
+    assert [r.section for r in bibliography.references] == [
+        "2 Graph Matching", "2 Graph Matching", "3 Sparse Attention", "4 Outlook"
+    ]  # fmt: skip
+    score = B.score_survey("s1", B.resolve(bibliography, tiny), tiny.labels["s1"])
+    aspects = pl.DataFrame(
+        [("s1", "s1#1", "Graph Matching", 1, "arxiv:2101.00001", 4),
+         ("s1", "s1#1", "Graph Matching", 1, "openalex:W3", 3),
+         ("s1", "s1#2", "Sparse Attention", 2, "doi:10.2000/b", 3),
+         ("s1", "s1#2", "Sparse Attention", 2, "arxiv:2101.00001", 0)],
+        schema=[S.SURVEY_ID, S.ASPECT_ID, S.ASPECT_HEADING, S.ASPECT_RANK, S.CANDIDATE_ID, S.LABEL],
+        orient="row",
+    )  # fmt: skip
+    got = C.aspect_coverage([bibliography], [score], aspects)
+    per = got["per_survey"]["s1"]
+    assert per["headings"] == {"2 Graph Matching": "s1#1", "3 Sparse Attention": "s1#2",
+                               "4 Outlook": None}  # fmt: skip
+    # s1#1 lists w1, w3: both under its heading. s1#2 lists w2: named under "4 Outlook" only
+    assert [(a[S.ASPECT_ID], a[C.COVERAGE], a[C.COVERAGE_ANYWHERE]) for a in per["aspects"]] == [
+        ("s1#1", 1.0, 1.0), ("s1#2", 0.0, 1.0)
+    ]  # fmt: skip
+    assert got["metrics"] == {C.COVERAGE: 0.5, C.COVERAGE_ANYWHERE: 1.0}
+    assert (got["headings_matched"], got["headings_unmatched"]) == (2, 1)
+
+
+def test_each_aspects_list_under_its_heading_covers_every_aspect(
+    demo_release: Path, tmp_path: Path
+) -> None:
+    aspects = pl.read_parquet(demo_release / "aspects" / "eval_survey_reading_lists.parquet")
+    lines = []
+    for (survey_id,), rows in aspects.group_by([S.SURVEY_ID], maintain_order=True):
+        sections = {
+            f"{rank}. {heading.upper()}": [_by_id(a) for a in part[S.CANDIDATE_ALIASES]]
+            for (rank, heading), part in rows.filter(pl.col(S.LABEL) >= 1).group_by(
+                [S.ASPECT_RANK, S.ASPECT_HEADING], maintain_order=True
+            )
+        }
+        lines.append(json.dumps({"survey_id": survey_id, "sections": sections}))
+    path = tmp_path / "sections.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = _cli(demo_release, path, tmp_path / "out", "--task", "aspects")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / B.RESULTS_FILE).read_text())["aspects"]
+    n_aspects = aspects.filter(pl.col(S.LABEL) >= 1)[S.ASPECT_ID].n_unique()
+    assert report["n_aspects"] == n_aspects and report["headings_unmatched"] == 0
+    assert report["metrics"] == {"coverage": 1.0, "coverage_anywhere": 1.0}
+    assert "coverage_anywhere" in done.stdout

@@ -117,7 +117,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=TASK_LISTS,
         help="lists (default): a query per survey; aspects: a query per topical section of a "
         "survey (the release's aspects/ folder), with a breakdown per aspect kind and the "
-        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out",
+        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out; "
+        "with --bibliography: also the per-section coverage of the survey's aspects",
     )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
@@ -332,10 +333,13 @@ def main(args: argparse.Namespace) -> int:
 def _bibliography_main(args: argparse.Namespace) -> int:
     """``evaluate --bibliography``: score the file, print the macro means, say where the
     report is."""
-    if args.task != TASK_LISTS:
-        raise UsageError(f"--bibliography scores whole surveys; --task {args.task} is not served")
     result = api.evaluate_bibliography(
-        args.release, args.bibliography, out=args.out, against=args.against, config=args.config
+        args.release,
+        args.bibliography,
+        out=args.out,
+        against=args.against,
+        config=args.config,
+        aspects=args.task != TASK_LISTS,
     )
     report = result.results
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
@@ -365,6 +369,12 @@ def _bibliography_main(args: argparse.Namespace) -> int:
         for name, value in paired["metrics"].items():
             print(f"  {name:<20} {_number(value['diff'], signed=True)}  "
                   f"p={_number(value['p_holm'])}  ({value['n_surveys']} surveys)")  # fmt: skip
+    aspects = report.get("aspects")
+    if aspects is not None:
+        print(f"aspects ({aspects['rule']}): {aspects['n_aspects']} aspect(s), headings "
+              f"{aspects['headings_matched']} matched, {aspects['headings_unmatched']} unmatched")  # fmt: skip
+        for name, value in aspects["metrics"].items():
+            print(f"  {name:<20} {_number(value)}")
     log.info("evaluate: wrote %s", result.results_file)
     return 0
 

@@ -17,8 +17,9 @@ it, where the next entry starts is a guess.
 
 **Markdown.** One reference per list item: a line starting with ``-``, ``*``, ``+``,
 ``1.``, ``1)`` or ``[1]``; an indented or unbroken line after an item continues it.
-Headings (``#``) and lines outside items are not references (counted); a file with no
-list item at all holds one reference per non-blank line. A link ``[text](url)`` and an
+Headings (``#``) and lines outside items are not references (counted); each reference
+keeps the heading above it as its ``section``. A file with no list item at all holds one
+reference per non-blank line. A link ``[text](url)`` and an
 autolink ``<url>`` become ``text url``, so the URL's DOI or arXiv id is read; emphasis
 marks and backticks are dropped.
 """
@@ -273,11 +274,12 @@ def parse_markdown(text: str) -> Parsed:
     parsed = Parsed()
     has_items = any(_ITEM.match(line) for line in lines)
     current: list[str] | None = None
+    section: str | None = None  # the heading above, for per-section coverage
 
     def flush() -> None:
         if current is not None:
             raw = markdown_text(" ".join(current))
-            parsed.references.append({"raw": raw or None})
+            parsed.references.append({"raw": raw or None, "section": section})
 
     for line in lines:
         if not line.strip():
@@ -288,6 +290,7 @@ def parse_markdown(text: str) -> Parsed:
         if _HEADING.match(line):
             flush()
             current = None
+            section = markdown_text(line.strip().lstrip("#")) or None
             parsed.dropped[HEADING] += 1
             continue
         item = _ITEM.match(line)

@@ -58,7 +58,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,7 @@ class Reference:
     arxiv_id: str | None = None
     openalex_id: str | None = None
     year: int | None = None
+    section: str | None = None  # the heading it is listed under, when given per section
 
 
 @dataclass(frozen=True)
@@ -248,17 +249,27 @@ def read_bibliographies(path: Path) -> list[Bibliography]:
                     f"{where}: survey {survey_id!r} again (first on line {seen[survey_id]})"
                 )
             seen[survey_id] = number
-            refs = record.get("references")
-            if not isinstance(refs, list):
-                raise BibliographyError(f"{where}: no references list")
-            out.append(
-                Bibliography(
-                    survey_id,
-                    tuple(_reference(r, f"{where}: reference {i}") for i, r in enumerate(refs, 1)),
-                    where,
-                )
-            )
+            out.append(Bibliography(survey_id, _line_references(record, where), where))
     return out
+
+
+def _line_references(record: dict[str, Any], where: str) -> tuple[Reference, ...]:
+    """A line's ``references`` list, or its ``sections`` (heading -> list) in order, each
+    reference tagged with its heading."""
+    refs, sections = record.get("references"), record.get("sections")
+    if sections is None:
+        if not isinstance(refs, list):
+            raise BibliographyError(f"{where}: no references list (or sections object)")
+        return tuple(_reference(r, f"{where}: reference {i}") for i, r in enumerate(refs, 1))
+    if refs is not None:
+        raise BibliographyError(f"{where}: references and sections both given; give one")
+    if not isinstance(sections, dict) or not all(isinstance(v, list) for v in sections.values()):
+        raise BibliographyError(f"{where}: sections must map each heading to a list")
+    tagged = [(heading, r) for heading, listed in sections.items() for r in listed]
+    return tuple(
+        replace(_reference(r, f"{where}: reference {i}"), section=heading)
+        for i, (heading, r) in enumerate(tagged, 1)
+    )
 
 
 NOT_A_LIST_FILE = "not a .bib or .md file"
@@ -797,6 +808,7 @@ def evaluate_file(
     *,
     as_run: bool = True,
     baselines: bool = True,
+    aspects: bool = False,
     against: Path | None = None,
     bootstrap_samples: int = 1000,
     seed: int = 7,
@@ -804,7 +816,9 @@ def evaluate_file(
     """Read, resolve and score a bibliography file or folder against a release folder; the
     report, with bootstrap intervals of the means, the baselines on the eval surveys it
     gives (:mod:`pipeline.evaluate.bibliography_baselines`) and, given ``against`` (a second
-    bibliography of the same surveys), the paired tests of the first against it.
+    bibliography of the same surveys), the paired tests of the first against it; with
+    ``aspects``, the per-section coverage of the survey's aspects
+    (:mod:`pipeline.evaluate.bibliography_aspects`).
 
     Raises:
         BibliographyError: a malformed line or a survey that is not in the release, or an
@@ -838,6 +852,12 @@ def evaluate_file(
     report["baselines"] = (
         baseline_report(evaluation, eval_file, bootstrap_samples, seed) if baselines else None
     )
+    if aspects:
+        from pipeline.evaluate.bibliography_aspects import aspect_coverage, load_aspects
+
+        report["aspects"] = aspect_coverage(
+            given.bibliographies, evaluation.scores, load_aspects(release)
+        )
     report["run"] = run_metrics(evaluation, release) if as_run else None
     return report
 
