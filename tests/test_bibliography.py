@@ -611,3 +611,19 @@ def test_each_aspects_list_under_its_heading_covers_every_aspect(
     assert report["n_aspects"] == n_aspects and report["headings_unmatched"] == 0
     assert report["metrics"] == {"coverage": 1.0, "coverage_anywhere": 1.0}
     assert "coverage_anywhere" in done.stdout
+
+
+def test_what_generators_print_around_identifiers(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
+    refs = [
+        "[12] Some One. A paper. https://arxiv.org/abs/2101.00001v3",  # an arXiv URL
+        "- Some One. [A paper](https://doi.org/10.2000/B).",  # a doi.org link, Markdown
+        "3. Some One, “Another,” https://openalex.org/W3 (2020).",
+        f"{TITLE_4} <https://example.org/{TITLE_4.replace(' ', '_')}>",  # a title glued to a URL
+    ]
+    got = resolve(tiny, refs, tmp_path)
+    assert [(r.cls, r.work_id, r.resolved_by) for r in got] == [
+        (B.LISTED, "arxiv:2101.00001", "identifier"),
+        (B.LISTED, "doi:10.2000/b", "identifier"),
+        (B.LISTED, "openalex:W3", "identifier"),
+        (B.HARD_NEGATIVE, "arxiv:1901.00004", "title"),
+    ]

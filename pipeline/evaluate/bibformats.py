@@ -100,9 +100,12 @@ class _Scanner:
     def peek(self) -> str:
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
-    def braced(self) -> str:
-        """The text inside ``{...}`` starting at the cursor (braces nested)."""
+    def delimited(self) -> str:
+        """The text inside ``{...}`` or ``"..."`` starting at the cursor: braces nest, and a
+        quote closes a quoted value only outside them."""
         start = self.pos
+        quoted = self.text[start] == '"'
+        self.pos += quoted
         depth = 0
         while self.pos < len(self.text):
             char = self.text[self.pos]
@@ -114,28 +117,11 @@ class _Scanner:
                 depth += 1
             elif char == "}":
                 depth -= 1
-                if depth == 0:
+                if depth == 0 and not quoted:
                     return self.text[start + 1 : self.pos - 1]
-        raise self.fail("a '{' that never closes", start)
-
-    def quoted(self) -> str:
-        """The text inside ``"..."`` starting at the cursor (braces inside may hold quotes)."""
-        start = self.pos
-        self.pos += 1
-        depth = 0
-        while self.pos < len(self.text):
-            char = self.text[self.pos]
-            if char == "\\":
-                self.pos += 2
-                continue
-            self.pos += 1
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-            elif char == '"' and depth == 0:
+            elif char == '"' and quoted and depth == 0:
                 return self.text[start + 1 : self.pos - 1]
-        raise self.fail("a '\"' that never closes", start)
+        raise self.fail(f"a {self.text[start]!r} that never closes", start)
 
     def value(self, macros: dict[str, str]) -> str:
         """A field value: pieces joined by ``#``."""
@@ -143,10 +129,8 @@ class _Scanner:
         while True:
             self.skip_space()
             char = self.peek()
-            if char == "{":
-                pieces.append(self.braced())
-            elif char == '"':
-                pieces.append(self.quoted())
+            if char in ("{", '"'):
+                pieces.append(self.delimited())
             else:
                 match = _BARE_VALUE.match(self.text, self.pos)
                 if match is None:
@@ -232,7 +216,7 @@ def parse_bibtex(text: str, where: str) -> Parsed:
         if kind in ("comment", "preamble"):
             scanner.pos = match.start(2)
             if match.group(2) == "{":
-                scanner.braced()
+                scanner.delimited()
             else:
                 end = text.find(")", scanner.pos)
                 scanner.pos = len(text) if end == -1 else end + 1
@@ -261,11 +245,15 @@ def bibtex_entry(text: str, where: str) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------- Markdown
+def markdown_links(text: str) -> str:
+    """Markdown links as ``text url`` and autolinks as ``url``: the ``)`` or ``>`` that closes
+    a link would otherwise be read as the end of its DOI."""
+    return _AUTOLINK.sub(r"\1", _LINK.sub(lambda m: f"{m.group(1)} {m.group(2)}", text))
+
+
 def markdown_text(line: str) -> str:
     """A Markdown line as plain text: links as ``text url``, emphasis and backticks dropped."""
-    line = _LINK.sub(lambda m: f"{m.group(1)} {m.group(2)}", line)
-    line = _AUTOLINK.sub(r"\1", line)
-    return " ".join(_EMPHASIS.sub("", line).split())
+    return " ".join(_EMPHASIS.sub("", markdown_links(line)).split())
 
 
 def parse_markdown(text: str) -> Parsed:

@@ -73,6 +73,7 @@ from pipeline.evaluate.bibformats import (
     MARKDOWN_SUFFIXES,
     BibFormatError,
     bibtex_entry,
+    markdown_links,
     parse_bibtex,
     parse_markdown,
 )
@@ -197,7 +198,7 @@ def _reference(value: Any, where: str) -> Reference:
                 return Reference(**bibtex_entry(value, where))
             except BibFormatError as e:
                 raise BibliographyError(str(e)) from e
-        return Reference(raw=value)
+        return Reference(raw=markdown_links(value))  # generators print Markdown links too
     if not isinstance(value, dict):
         raise BibliographyError(
             f"{where}: a reference must be a string or an object, not {type(value).__name__}"
