@@ -258,6 +258,11 @@ def test_the_expert_list_scores_one_and_hard_negatives_score_zero(
         means = baselines[name]["metrics"]  # N = the list's size: recall = precision
         assert means[B.RECALL]["mean"] == pytest.approx(means[B.PRECISION]["mean"])
         assert means[B.RECALL]["ci_low"] <= means[B.RECALL]["mean"] <= means[B.RECALL]["ci_high"]
+    # the oracle bibliography against the oracle baseline: no difference at all
+    assert baselines["oracle"]["paired"][B.RECALL]["diff"] == 0.0
+    assert baselines["oracle"]["paired"][B.RECALL]["p_value"] == 1.0
+    popularity = baselines["popularity"]["paired"][B.RECALL]
+    assert popularity["diff"] == pytest.approx(1 - baselines["popularity"]["metrics"][B.RECALL]["mean"])  # fmt: skip
     listed = lists.filter(pl.col(S.LABEL) >= 1)
     for tier in B.TIERS:
         share = listed.group_by(S.SURVEY_ID).agg((pl.col(S.LABEL) != tier).mean())[S.LABEL].mean()

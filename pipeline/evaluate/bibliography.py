@@ -705,11 +705,13 @@ def paired_tests(
     against: Sequence[SurveyScore],
     n_resamples: int,
     seed: int,
+    *,
+    key: str = "paired",
 ) -> dict[str, Any]:
     """Per metric, the first bibliography minus ``against`` on the surveys both give
     (:func:`pipeline.evaluate.stats.paired_test`: mean difference over the surveys where
     both define the metric, two-sided sign-flip p-value, paired bootstrap interval), with
-    Holm's adjustment over the metrics.
+    Holm's adjustment over the metrics. ``key`` names the pair for the generator's seed.
 
     Raises:
         BibliographyError: no survey in common.
@@ -723,7 +725,7 @@ def paired_tests(
         metric_matrix([mine[q] for q in common]),
         metric_matrix([theirs[q] for q in common]),
         n_resamples,
-        rng_for(seed, RUN_NAME, "paired"),
+        rng_for(seed, RUN_NAME, key),
     )
     adjusted = holm(test.p_value)
     return {
@@ -867,7 +869,8 @@ def baseline_report(
     evaluation: BibliographyEvaluation, eval_file: Path, n_resamples: int, seed: int
 ) -> dict[str, Any] | None:
     """Each baseline's counts and means with intervals on the eval surveys the bibliographies
-    give; None when they give none."""
+    give, and the paired tests of the bibliography against it (:func:`paired_tests`); None
+    when they give none."""
     from pipeline.evaluate.bibliography_baselines import baseline_scores
     from pipeline.evaluate.evalset import load_eval_set
 
@@ -879,9 +882,12 @@ def baseline_report(
         totals = Counter[str]()
         for s in scores:
             totals.update(s.counts)
+        tested = paired_tests(evaluation.scores, scores, n_resamples, seed, key=f"vs {name}")
         out[name] = {
             "n_surveys": len(scores),
             "counts": {c: totals[c] for c in (LISTED, HARD_NEGATIVE)},
             "metrics": with_intervals(macro_means(scores), scores, n_resamples, seed, key=name),
+            # the bibliography minus the baseline, on the eval surveys it gives
+            "paired": tested["metrics"],
         }
     return out
