@@ -751,7 +751,8 @@ def evaluate_bibliography(
         FileNotFoundError: no such file, or a folder that is not a release.
     """
     from pipeline.core.files import write_json
-    from pipeline.evaluate.bibliography import RESULTS_FILE, evaluate_file
+    from pipeline.evaluate.bibliography import RESULTS_FILE
+    from pipeline.evaluate.bibliography_report import evaluate_file
     from pipeline.evaluate.evaluation import EVAL_DIR
 
     settings = config_of(config).evaluate

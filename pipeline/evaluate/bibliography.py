@@ -31,8 +31,8 @@ the references keep their order.
    another bib string's title key.
 
 A reference whose identifiers or keys name two or more works is *ambiguous*; one that
-names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming a work an earlier reference of the same
-bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
+names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming
+a work an earlier reference of the same bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
 the key of its whole text) an earlier one had. Every other reference is, for its
 survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
 *known* work (a candidate of another survey of the release).
@@ -49,7 +49,10 @@ survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0)
   work, a hard negative or a known work (undefined when none did);
 * ``unmatched_rate``: unmatched references / unique references (undefined when empty).
 
-Macro means are over the scored surveys for which a metric is defined.
+Macro means are over the scored surveys for which a metric is defined, with bootstrap
+intervals over surveys (:func:`with_intervals`); two bibliographies of the same surveys
+are compared by :func:`paired_tests`. The whole report, with the baselines and per-section
+coverage, is :func:`pipeline.evaluate.bibliography_report.evaluate_file`.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from pipeline.evaluate.bibformats import (
     parse_bibtex,
     parse_markdown,
 )
-from pipeline.evaluate.stats import CI_LEVEL, bootstrap_means, holm, paired_test, rng_for
+from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
@@ -764,7 +767,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     from pipeline.evaluate.evaluation import run_evaluation
     from pipeline.evaluate.runs import RunWarning
 
-    eval_surveys = _eval_surveys(release)
+    eval_surveys = eval_survey_ids(release)
     scores = {
         survey_id: ranked
         for survey_id, ranked in run_scores(evaluation.scores).items()
@@ -787,107 +790,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     }
 
 
-def _eval_surveys(release: Path) -> frozenset[str]:
+def eval_survey_ids(release: Path) -> frozenset[str]:
+    """The survey ids of a release folder's eval split."""
     eval_file = release / READING_LISTS_FILE.format(split="eval")
     return frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
-
-
-def _input_identity(path: Path, given: BibliographyInput) -> dict[str, Any]:
-    """A file's name and sha256; a folder's name, its lists' and its skipped files' counts."""
-    from pipeline.core.files import file_identity
-
-    if not path.is_dir():
-        return file_identity(path)
-    return {
-        "name": path.name,
-        "files": [file_identity(Path(b.where)) for b in given.bibliographies],
-        "skipped_files": given.skipped_files,
-    }
-
-
-def evaluate_file(
-    release: Path,
-    path: Path,
-    *,
-    as_run: bool = True,
-    baselines: bool = True,
-    aspects: bool = False,
-    against: Path | None = None,
-    bootstrap_samples: int = 1000,
-    seed: int = 7,
-) -> dict[str, Any]:
-    """Read, resolve and score a bibliography file or folder against a release folder; the
-    report, with bootstrap intervals of the means, the baselines on the eval surveys it
-    gives (:mod:`pipeline.evaluate.bibliography_baselines`) and, given ``against`` (a second
-    bibliography of the same surveys), the paired tests of the first against it; with
-    ``aspects``, the per-section coverage of the survey's aspects
-    (:mod:`pipeline.evaluate.bibliography_aspects`).
-
-    Raises:
-        BibliographyError: a malformed line or a survey that is not in the release, or an
-            ``against`` bibliography that shares no survey with the first.
-        FileNotFoundError: no such file, or a folder that is not a release.
-    """
-    from pipeline.core.files import file_identity
-
-    works = load_release_works(release)
-    given = read_input(path)
-    evaluation = evaluate_bibliographies(given.bibliographies, works)
-    eval_file = release / READING_LISTS_FILE.format(split="eval")
-    report = evaluation.report(
-        {"bibliography": _input_identity(path, given), "eval_file": file_identity(eval_file)}
-    )
-    report["metrics"] = with_intervals(
-        evaluation.means, evaluation.scores, bootstrap_samples, seed, key=RUN_NAME
-    )
-    report["bootstrap"] = {"samples": bootstrap_samples, "seed": seed, "level": CI_LEVEL}
-    if against is not None:
-        other_input = read_input(against)
-        other = evaluate_bibliographies(other_input.bibliographies, works)
-        report["paired"] = {
-            "against": _input_identity(against, other_input),
-            "against_counts": other.counts,
-            "against_metrics": with_intervals(
-                other.means, other.scores, bootstrap_samples, seed, key="against"
-            ),
-            **paired_tests(evaluation.scores, other.scores, bootstrap_samples, seed),
-        }
-    report["baselines"] = (
-        baseline_report(evaluation, eval_file, bootstrap_samples, seed) if baselines else None
-    )
-    if aspects:
-        from pipeline.evaluate.bibliography_aspects import aspect_coverage, load_aspects
-
-        report["aspects"] = aspect_coverage(
-            given.bibliographies, evaluation.scores, load_aspects(release)
-        )
-    report["run"] = run_metrics(evaluation, release) if as_run else None
-    return report
-
-
-def baseline_report(
-    evaluation: BibliographyEvaluation, eval_file: Path, n_resamples: int, seed: int
-) -> dict[str, Any] | None:
-    """Each baseline's counts and means with intervals on the eval surveys the bibliographies
-    give, and the paired tests of the bibliography against it (:func:`paired_tests`); None
-    when they give none."""
-    from pipeline.evaluate.bibliography_baselines import baseline_scores
-    from pipeline.evaluate.evalset import load_eval_set
-
-    surveys = {s.survey_id for s in evaluation.scores} & _eval_surveys(eval_file.parent)
-    if not surveys:
-        return None
-    out: dict[str, Any] = {}
-    for name, scores in baseline_scores(load_eval_set(eval_file), surveys).items():
-        totals = Counter[str]()
-        for s in scores:
-            totals.update(s.counts)
-        tested = paired_tests(evaluation.scores, scores, n_resamples, seed, key=f"vs {name}")
-        out[name] = {
-            "n_surveys": len(scores),
-            "counts": {c: totals[c] for c in (LISTED, HARD_NEGATIVE)},
-            "metrics": with_intervals(macro_means(scores), scores, n_resamples, seed, key=name),
-            # the bibliography minus the baseline, on the eval surveys it gives
-            "paired": tested["metrics"],
-        }
-    return out
