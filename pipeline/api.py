@@ -717,27 +717,54 @@ class BibliographyResult:
 
 
 def evaluate_bibliography(
-    release: PathLike, bibliography: PathLike, *, out: PathLike | None = None, run: bool = True
+    release: PathLike,
+    bibliography: PathLike,
+    *,
+    out: PathLike | None = None,
+    run: bool = True,
+    baselines: bool = True,
+    aspects: bool = False,
+    against: PathLike | None = None,
+    config: ConfigLike = None,
 ) -> BibliographyResult:
     """Score generated surveys' bibliographies against the release's reading lists
     (:mod:`pipeline.evaluate.bibliography`: input format, resolution and metrics).
 
     Args:
         release: the release folder.
-        bibliography: JSONL, one ``{"survey_id": ..., "references": [...]}`` per line.
+        bibliography: JSONL, one ``{"survey_id": ..., "references": [...]}`` per line, or
+            a folder of ``<survey_id>.bib`` / ``<survey_id>.md`` reference lists.
         out: the directory ``bibliography_results.json`` is written to (default: ``eval/``
             next to the release, see :func:`default_eval_out`).
         run: also score the eval surveys' bibliographies, in their order, as a run.
+        baselines: also score the baselines (the list itself, the list without a tier, the
+            most-cited and BM25 top-N) on the eval surveys the bibliography gives.
+        aspects: also score per-section coverage of the surveys' aspects, the references
+            given per heading (``aspects`` in the report).
+        against: a second bibliography (file or folder) of the same surveys: the report
+            adds paired tests of the first against it (``paired``).
+        config: its ``[evaluate]`` table's ``bootstrap_samples`` and ``seed`` are used.
 
     Raises:
         BibliographyError: a malformed line or a survey that is not in the release.
         FileNotFoundError: no such file, or a folder that is not a release.
     """
     from pipeline.core.files import write_json
-    from pipeline.evaluate.bibliography import RESULTS_FILE, evaluate_file
+    from pipeline.evaluate.bibliography import RESULTS_FILE
+    from pipeline.evaluate.bibliography_report import evaluate_file
     from pipeline.evaluate.evaluation import EVAL_DIR
 
-    report = evaluate_file(Path(release), Path(bibliography), as_run=run)
+    settings = config_of(config).evaluate
+    report = evaluate_file(
+        Path(release),
+        Path(bibliography),
+        as_run=run,
+        baselines=baselines,
+        aspects=aspects,
+        against=None if against is None else Path(against),
+        bootstrap_samples=settings.bootstrap_samples,
+        seed=settings.seed,
+    )
     target = Path(out) if out is not None else default_eval_out(release) / EVAL_DIR
     results_file = target / RESULTS_FILE
     write_json(results_file, report)

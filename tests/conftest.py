@@ -66,6 +66,7 @@ SLOW_MODULES = frozenset(
 # or build a demo release
 SLOW_FIXTURES = frozenset({"synthetic_release", "release", "demo_release"})
 SLOW_TESTS: dict[str, frozenset[str]] = {
+    "test_bibliography": frozenset({"test_real_raw_strings_resolve_by_title_alone"}),
     "test_api": frozenset(
         {
             "test_extract_reduce_and_status_return_typed_results",

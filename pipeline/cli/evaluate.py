@@ -73,11 +73,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     which.add_argument(
         "--bibliography",
         type=Path,
-        metavar="FILE",
+        metavar="FILE|DIR",
         help="score generated surveys' bibliographies instead of runs: JSONL, one "
-        '{"survey_id": ..., "references": [...]} per line, each reference a raw string or an '
-        "object with title/doi/arxiv_id/openalex_id/year; needs a release folder; writes "
+        '{"survey_id": ..., "references": [...]} per line, each reference a raw string, a BibTeX '
+        "entry or an object with title/doi/arxiv_id/openalex_id/year; or a folder of "
+        "<survey_id>.bib / <survey_id>.md lists; needs a release folder; writes "
         f"{BIBLIOGRAPHY_RESULTS} (docs/evaluation.md)",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="FILE|DIR",
+        help="with --bibliography: a second bibliography of the same surveys; adds paired "
+        "tests (mean difference, sign-flip p-value, bootstrap interval) of the first against it",
     )
     which.add_argument(
         "--baselines-only",
@@ -109,7 +117,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=TASK_LISTS,
         help="lists (default): a query per survey; aspects: a query per topical section of a "
         "survey (the release's aspects/ folder), with a breakdown per aspect kind and the "
-        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out",
+        f"whole-survey baselines scored per aspect; written into {EVAL_DIR}/aspects/ unless --out; "
+        "with --bibliography: also the per-section coverage of the survey's aspects",
     )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
@@ -283,6 +292,8 @@ def main(args: argparse.Namespace) -> int:
     """
     if args.bibliography is not None:
         return _bibliography_main(args)
+    if args.against is not None:
+        raise UsageError("--against compares two bibliographies; give --bibliography too")
     if args.baselines_only and args.systems:
         flags = sorted({flag for flag, _, _ in args.systems})
         raise UsageError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
@@ -322,15 +333,54 @@ def main(args: argparse.Namespace) -> int:
 def _bibliography_main(args: argparse.Namespace) -> int:
     """``evaluate --bibliography``: score the file, print the macro means, say where the
     report is."""
-    if args.task != TASK_LISTS:
-        raise UsageError(f"--bibliography scores whole surveys; --task {args.task} is not served")
-    result = api.evaluate_bibliography(args.release, args.bibliography, out=args.out)
+    result = api.evaluate_bibliography(
+        args.release,
+        args.bibliography,
+        out=args.out,
+        against=args.against,
+        config=args.config,
+        aspects=args.task != TASK_LISTS,
+    )
     report = result.results
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     print(f"bibliographies of {report['n_surveys']} survey(s), "
           f"{report['n_missing_surveys']} eval survey(s) without one; references: {counts}")  # fmt: skip
+    reasons = ", ".join(f"{k} {v}" for k, v in report["unmatched_reasons"].items())
+    print(f"unmatched by reason: {reasons}")
+    level = f"{report['bootstrap']['level']:.0%}"
+    print(f"  {'metric':<20} {'mean':>7}  {level} bootstrap interval")
     for name, value in report["metrics"].items():
-        mean = "n/a" if value["mean"] is None else f"{value['mean']:.4f}"
-        print(f"  {name:<20} {mean}  ({value['n_surveys']} surveys)")
+        print(f"  {name:<20} {_number(value['mean'])}  "
+              f"[{_number(value['ci_low'])}, {_number(value['ci_high'])}]  ({value['n_surveys']} surveys)")  # fmt: skip
+    baselines = report.get("baselines")
+    if baselines:
+        shown = ("recall", "weighted_recall", "precision", "f1", "hard_negative_rate")
+        print(
+            f"baselines on the same eval surveys (means; intervals in {result.results_file.name}):"
+        )
+        print(f"  {'baseline':<24}" + "".join(f"{name:>{len(name) + 2}}" for name in shown))
+        for name, value in baselines.items():
+            print(f"  {name:<24}" + "".join(
+                f"{_number(value['metrics'][m]['mean']):>{len(m) + 2}}" for m in shown))  # fmt: skip
+    paired = report.get("paired")
+    if paired is not None:
+        print(f"against {paired['against']['name']} on {paired['n_surveys']} common survey(s): "
+              "difference (this minus it), Holm-adjusted sign-flip p-value")  # fmt: skip
+        for name, value in paired["metrics"].items():
+            print(f"  {name:<20} {_number(value['diff'], signed=True)}  "
+                  f"p={_number(value['p_holm'])}  ({value['n_surveys']} surveys)")  # fmt: skip
+    aspects = report.get("aspects")
+    if aspects is not None:
+        print(f"aspects ({aspects['rule']}): {aspects['n_aspects']} aspect(s), headings "
+              f"{aspects['headings_matched']} matched, {aspects['headings_unmatched']} unmatched")  # fmt: skip
+        for name, value in aspects["metrics"].items():
+            print(f"  {name:<20} {_number(value)}")
     log.info("evaluate: wrote %s", result.results_file)
     return 0
+
+
+def _number(value: float | None, *, signed: bool = False) -> str:
+    """A report number for the terminal, ``n/a`` when undefined."""
+    if value is None:
+        return f"{'n/a':>7}"
+    return f"{value:+7.4f}" if signed else f"{value:7.4f}"

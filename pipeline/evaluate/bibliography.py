@@ -6,9 +6,13 @@ the result against the survey's own list, tier by tier, and against the survey's
 negatives (the field's works the expert left out).
 
 **Input.** JSONL, one line per survey: ``{"survey_id": ..., "references": [...]}``.
-A reference is a raw string (as a generated survey prints it) or an object with any of
-``title``, ``doi``, ``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not
-used: the release has no year for most candidates outside OpenAlex).
+A reference is a raw string (as a generated survey prints it), a string holding one
+BibTeX entry (starting with ``@``), or an object with any of ``title``, ``doi``,
+``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not used: the release has no
+year for most candidates outside OpenAlex). Or a folder with one reference list per
+survey, named ``<survey_id>.bib`` (BibTeX) or ``<survey_id>.md`` (Markdown), parsed by
+:mod:`pipeline.evaluate.bibformats`; other files are counted and not read. Either way
+the references keep their order.
 
 **Resolution** uses the release files alone and the pipeline's own identity rules:
 
@@ -21,13 +25,14 @@ used: the release has no year for most candidates outside OpenAlex).
 2. Then title keys (:mod:`pipeline.rules.titles`). A work's keys are the key of its
    ``candidate_title`` (when long enough to identify a work, as ``works`` keys the
    corpus titles) and the title key of its ``candidate_raw`` bib string. An object's
-   title gives one key; a raw string gives its segment keys. As in ``works``, any
+   title gives one key; a raw string gives its segment keys (URLs cut out first: a URL
+   is no title, and glued to one it hides it). As in ``works``, any
    segment key may equal a work's title, and only the string's own title key may equal
    another bib string's title key.
 
 A reference whose identifiers or keys name two or more works is *ambiguous*; one that
-names none is *unmatched*. A reference naming a work an earlier reference of the same
-bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
+names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming
+a work an earlier reference of the same bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
 the key of its whole text) an earlier one had. Every other reference is, for its
 survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
 *known* work (a candidate of another survey of the release).
@@ -44,23 +49,38 @@ survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0)
   work, a hard negative or a known work (undefined when none did);
 * ``unmatched_rate``: unmatched references / unique references (undefined when empty).
 
-Macro means are over the scored surveys for which a metric is defined.
+Macro means are over the scored surveys for which a metric is defined, with bootstrap
+intervals over surveys (:func:`with_intervals`); two bibliographies of the same surveys
+are compared by :func:`paired_tests`. The whole report, with the baselines and per-section
+coverage, is :func:`pipeline.evaluate.bibliography_report.evaluate_file`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
 from pipeline.core.release_files import READING_LISTS_FILE
+from pipeline.evaluate.bibformats import (
+    BIBTEX_SUFFIX,
+    MARKDOWN_SUFFIXES,
+    BibFormatError,
+    bibtex_entry,
+    markdown_links,
+    parse_bibtex,
+    parse_markdown,
+)
+from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
@@ -75,6 +95,15 @@ UNMATCHED = "unmatched"
 AMBIGUOUS = "ambiguous"
 DUPLICATE = "duplicate"
 CLASSES = (LISTED, HARD_NEGATIVE, KNOWN, UNMATCHED, AMBIGUOUS, DUPLICATE)
+
+# Why a reference is unmatched, first that applies: it holds nothing to resolve; an
+# identifier it writes names no work of the release (a work outside the release, or a
+# made-up id); it has no title-like text (no id either); its title keys name no work.
+EMPTY = "empty"
+UNKNOWN_IDENTIFIER = "identifier not in the release"
+NO_TITLE = "no title-like text"
+UNKNOWN_TITLE = "title not in the release"
+UNMATCHED_REASONS = (EMPTY, UNKNOWN_IDENTIFIER, NO_TITLE, UNKNOWN_TITLE)
 
 RECALL = "recall"
 WEIGHTED_RECALL = "weighted_recall"
@@ -92,6 +121,7 @@ METRICS = (
     UNMATCHED_RATE,
 )
 
+_URL = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+")
 _ROW = "_row"
 _RAW = "_raw"
 _FROM_TITLE = "_from_title"
@@ -112,6 +142,7 @@ class Reference:
     arxiv_id: str | None = None
     openalex_id: str | None = None
     year: int | None = None
+    section: str | None = None  # the heading it is listed under, when given per section
 
 
 @dataclass(frozen=True)
@@ -121,6 +152,20 @@ class Bibliography:
     survey_id: str
     references: tuple[Reference, ...]
     where: str = ""  # file:line, for messages
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> items not read
+
+
+@dataclass(frozen=True)
+class BibliographyInput:
+    """The bibliographies of a file or folder and the folder's files not read.
+
+    Attributes:
+        bibliographies: one per survey, in file (or sorted file name) order.
+        skipped_files: reason -> how many files of a folder were not read.
+    """
+
+    bibliographies: tuple[Bibliography, ...]
+    skipped_files: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -132,6 +177,7 @@ class Resolved:
     work_id: str | None = None
     label: int | None = None
     resolved_by: str | None = None  # "identifier", "title" or None
+    reason: str | None = None  # why an unmatched reference is (:data:`UNMATCHED_REASONS`)
 
 
 @dataclass(frozen=True)
@@ -150,7 +196,12 @@ class SurveyScore:
 # --------------------------------------------------------------------- reading the file
 def _reference(value: Any, where: str) -> Reference:
     if isinstance(value, str):
-        return Reference(raw=value)
+        if value.lstrip().startswith("@"):
+            try:
+                return Reference(**bibtex_entry(value, where))
+            except BibFormatError as e:
+                raise BibliographyError(str(e)) from e
+        return Reference(raw=markdown_links(value))  # generators print Markdown links too
     if not isinstance(value, dict):
         raise BibliographyError(
             f"{where}: a reference must be a string or an object, not {type(value).__name__}"
@@ -202,17 +253,83 @@ def read_bibliographies(path: Path) -> list[Bibliography]:
                     f"{where}: survey {survey_id!r} again (first on line {seen[survey_id]})"
                 )
             seen[survey_id] = number
-            refs = record.get("references")
-            if not isinstance(refs, list):
-                raise BibliographyError(f"{where}: no references list")
-            out.append(
-                Bibliography(
-                    survey_id,
-                    tuple(_reference(r, f"{where}: reference {i}") for i, r in enumerate(refs, 1)),
-                    where,
-                )
-            )
+            out.append(Bibliography(survey_id, _line_references(record, where), where))
     return out
+
+
+def _line_references(record: dict[str, Any], where: str) -> tuple[Reference, ...]:
+    """A line's ``references`` list, or its ``sections`` (heading -> list) in order, each
+    reference tagged with its heading."""
+    refs, sections = record.get("references"), record.get("sections")
+    if sections is None:
+        if not isinstance(refs, list):
+            raise BibliographyError(f"{where}: no references list (or sections object)")
+        return tuple(_reference(r, f"{where}: reference {i}") for i, r in enumerate(refs, 1))
+    if refs is not None:
+        raise BibliographyError(f"{where}: references and sections both given; give one")
+    if not isinstance(sections, dict) or not all(isinstance(v, list) for v in sections.values()):
+        raise BibliographyError(f"{where}: sections must map each heading to a list")
+    tagged = [(heading, r) for heading, listed in sections.items() for r in listed]
+    return tuple(
+        replace(_reference(r, f"{where}: reference {i}"), section=heading)
+        for i, (heading, r) in enumerate(tagged, 1)
+    )
+
+
+NOT_A_LIST_FILE = "not a .bib or .md file"
+HIDDEN_FILE = "hidden file"
+FOLDER_IN_FOLDER = "a folder"
+
+
+def read_folder(folder: Path) -> BibliographyInput:
+    """One bibliography per ``<survey_id>.bib`` or ``<survey_id>.md`` file of a folder, in
+    sorted name order; other entries of the folder are counted by reason.
+
+    Raises:
+        BibliographyError: two files for one survey, or a BibTeX file that does not parse.
+    """
+    skipped: Counter[str] = Counter()
+    out: list[Bibliography] = []
+    seen: dict[str, str] = {}
+    for path in sorted(folder.iterdir()):
+        suffix = path.suffix.lower()
+        if path.name.startswith("."):
+            skipped[HIDDEN_FILE] += 1
+        elif path.is_dir():
+            skipped[FOLDER_IN_FOLDER] += 1
+        elif suffix != BIBTEX_SUFFIX and suffix not in MARKDOWN_SUFFIXES:
+            skipped[NOT_A_LIST_FILE] += 1
+        else:
+            survey_id = path.name[: -len(suffix)]
+            if survey_id in seen:
+                raise BibliographyError(
+                    f"{path}: survey {survey_id!r} again (also in {seen[survey_id]})"
+                )
+            seen[survey_id] = path.name
+            text = path.read_text(encoding="utf-8")
+            try:
+                parsed = (
+                    parse_bibtex(text, str(path))
+                    if suffix == BIBTEX_SUFFIX
+                    else parse_markdown(text)
+                )
+            except BibFormatError as e:
+                raise BibliographyError(str(e)) from e
+            refs = tuple(Reference(**fields) for fields in parsed.references)
+            out.append(Bibliography(survey_id, refs, str(path), dict(parsed.dropped)))
+    return BibliographyInput(tuple(out), dict(sorted(skipped.items())))
+
+
+def read_input(path: Path) -> BibliographyInput:
+    """The bibliographies of a JSONL file or of a folder of lists (module docstring).
+
+    Raises:
+        BibliographyError: a malformed line, entry or reference, or a survey given twice.
+        FileNotFoundError: no such file or folder.
+    """
+    if path.is_dir():
+        return read_folder(path)
+    return BibliographyInput(tuple(read_bibliographies(path)), {})
 
 
 # --------------------------------------------------------------------- the release's works
@@ -333,7 +450,9 @@ def _title_keys(refs: Sequence[Reference]) -> list[list[tuple[str, bool]]]:
         for row, key in frame.select(_ROW, T.title_key(pl.col(_RAW))).iter_rows():
             if key is not None:
                 keys[row].append((key, True))
-    raws = [(i, r.raw) for i, r in enumerate(refs) if r.raw and not r.title]
+    # a URL is no title: glued to one (``Title https://...``, a Markdown link) it would fail
+    # the segment's venue-word test, so it ends the segment instead (its ids are read apart)
+    raws = [(i, _URL.sub(". ", r.raw)) for i, r in enumerate(refs) if r.raw and not r.title]
     if raws:
         frame = pl.DataFrame(
             {_ROW: [i for i, _ in raws], _RAW: [t for _, t in raws]},
@@ -370,7 +489,8 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
     seen_keys: set[str] = set()
     out: list[Resolved] = []
     for position, (ref, ref_keys) in enumerate(zip(refs, keys, strict=True), start=1):
-        named = set().union(*(works.by_alias.get(a, frozenset()) for a in reference_aliases(ref)))
+        aliases = reference_aliases(ref)
+        named = set().union(*(works.by_alias.get(a, frozenset()) for a in aliases))
         by = "identifier"
         if not named:
             by = "title"
@@ -394,7 +514,16 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
             continue
         if own_key is not None:
             seen_keys.add(own_key)
-        out.append(Resolved(position, AMBIGUOUS if named else UNMATCHED))
+        if named:
+            out.append(Resolved(position, AMBIGUOUS))
+            continue
+        reason = (
+            EMPTY if not (ref.raw or ref.title or "").strip() and not aliases
+            else UNKNOWN_IDENTIFIER if aliases
+            else NO_TITLE if not ref_keys
+            else UNKNOWN_TITLE
+        )  # fmt: skip
+        out.append(Resolved(position, UNMATCHED, reason=reason))
     return out
 
 
@@ -472,6 +601,12 @@ class BibliographyEvaluation:
     means: dict[str, dict[str, float | int | None]]
     missing_surveys: tuple[str, ...]
     counts: dict[str, int]
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> items not references
+
+    def unmatched_reasons(self) -> dict[str, int]:
+        """Unmatched references counted by reason, over every survey."""
+        counts = Counter(r.reason for s in self.scores for r in s.resolved if r.cls == UNMATCHED)
+        return {reason: counts[reason] for reason in UNMATCHED_REASONS}
 
     def report(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON report: inputs, totals, means and one entry per survey."""
@@ -481,6 +616,8 @@ class BibliographyEvaluation:
             "missing_surveys": list(self.missing_surveys),
             "n_missing_surveys": len(self.missing_surveys),
             "counts": self.counts,
+            "unmatched_reasons": self.unmatched_reasons(),
+            "dropped": self.dropped,
             "metrics": self.means,
             "per_survey": {
                 s.survey_id: {
@@ -496,6 +633,7 @@ class BibliographyEvaluation:
                             "work_id": r.work_id,
                             "label": r.label,
                             "resolved_by": r.resolved_by,
+                            "reason": r.reason,
                         }
                         for r in s.resolved
                     ],
@@ -521,12 +659,94 @@ def evaluate_bibliographies(
     totals = Counter[str]()
     for s in scores:
         totals.update(s.counts)
+    dropped = Counter[str]()
+    for b in bibliographies:
+        dropped.update(b.dropped)
     return BibliographyEvaluation(
         scores,
         macro_means(scores),
         tuple(sorted(works.eval_surveys - given)),
         {c: totals[c] for c in CLASSES} | {"references": sum(s.n_references for s in scores)},
+        dict(sorted(dropped.items())),
     )
+
+
+# --------------------------------------------------------------------- intervals and tests
+def metric_matrix(scores: Sequence[SurveyScore]) -> np.ndarray:
+    """Surveys x :data:`METRICS`, NaN where a metric is undefined for a survey."""
+    return np.array(
+        [[np.nan if (v := s.metrics[m]) is None else v for m in METRICS] for s in scores],
+        dtype=np.float64,
+    ).reshape(len(scores), len(METRICS))
+
+
+def _number(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def with_intervals(
+    means: Mapping[str, Mapping[str, float | int | None]],
+    scores: Sequence[SurveyScore],
+    n_resamples: int,
+    seed: int,
+    *,
+    key: str,
+) -> dict[str, dict[str, float | int | None]]:
+    """The macro means with their 95% percentile bootstrap interval over surveys
+    (:func:`pipeline.evaluate.stats.bootstrap_means`; a resample's mean of a metric is over
+    its surveys where the metric is defined). ``key`` names what is resampled, so adding a
+    bibliography to the report does not move another's interval."""
+    summary = bootstrap_means(metric_matrix(scores), n_resamples, rng_for(seed, RUN_NAME, key))
+    return {
+        metric: {**means[metric], "ci_low": _number(low), "ci_high": _number(high)}
+        for metric, low, high in zip(METRICS, summary.ci_low, summary.ci_high, strict=True)
+    }
+
+
+def paired_tests(
+    scores: Sequence[SurveyScore],
+    against: Sequence[SurveyScore],
+    n_resamples: int,
+    seed: int,
+    *,
+    key: str = "paired",
+) -> dict[str, Any]:
+    """Per metric, the first bibliography minus ``against`` on the surveys both give
+    (:func:`pipeline.evaluate.stats.paired_test`: mean difference over the surveys where
+    both define the metric, two-sided sign-flip p-value, paired bootstrap interval), with
+    Holm's adjustment over the metrics. ``key`` names the pair for the generator's seed.
+
+    Raises:
+        BibliographyError: no survey in common.
+    """
+    mine = {s.survey_id: s for s in scores}
+    theirs = {s.survey_id: s for s in against}
+    common = sorted(mine.keys() & theirs.keys())
+    if not common:
+        raise BibliographyError("the two bibliographies share no survey; nothing to pair")
+    test = paired_test(
+        metric_matrix([mine[q] for q in common]),
+        metric_matrix([theirs[q] for q in common]),
+        n_resamples,
+        rng_for(seed, RUN_NAME, key),
+    )
+    adjusted = holm(test.p_value)
+    return {
+        "n_surveys": len(common),
+        "only_in_bibliography": len(mine.keys() - theirs.keys()),
+        "only_in_against": len(theirs.keys() - mine.keys()),
+        "metrics": {
+            metric: {
+                "diff": _number(test.diff[i]),
+                "p_value": _number(test.p_value[i]),
+                "p_holm": _number(adjusted[i]),
+                "ci_low": _number(test.ci_low[i]),
+                "ci_high": _number(test.ci_high[i]),
+                "n_surveys": int(test.n[i]),
+            }
+            for i, metric in enumerate(METRICS)
+        },
+    }
 
 
 # --------------------------------------------------------------------- the whole evaluation
@@ -547,7 +767,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     from pipeline.evaluate.evaluation import run_evaluation
     from pipeline.evaluate.runs import RunWarning
 
-    eval_surveys = _eval_surveys(release)
+    eval_surveys = eval_survey_ids(release)
     scores = {
         survey_id: ranked
         for survey_id, ranked in run_scores(evaluation.scores).items()
@@ -570,25 +790,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     }
 
 
-def _eval_surveys(release: Path) -> frozenset[str]:
+def eval_survey_ids(release: Path) -> frozenset[str]:
+    """The survey ids of a release folder's eval split."""
     eval_file = release / READING_LISTS_FILE.format(split="eval")
     return frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
-
-
-def evaluate_file(release: Path, path: Path, *, as_run: bool = True) -> dict[str, Any]:
-    """Read, resolve and score a bibliography file against a release folder; the report.
-
-    Raises:
-        BibliographyError: a malformed line or a survey that is not in the release.
-        FileNotFoundError: no such file, or a folder that is not a release.
-    """
-    from pipeline.core.files import file_identity
-
-    works = load_release_works(release)
-    evaluation = evaluate_bibliographies(read_bibliographies(path), works)
-    eval_file = release / READING_LISTS_FILE.format(split="eval")
-    report = evaluation.report(
-        {"bibliography": file_identity(path), "eval_file": file_identity(eval_file)}
-    )
-    report["run"] = run_metrics(evaluation, release) if as_run else None
-    return report
