@@ -8,7 +8,8 @@ scored by :func:`pipeline.evaluate.bibliography.score_survey` like a generated o
 * ``oracle-without-tier-t``: the list with its tier-t works removed (t = 1..4), the
   cost of missing one tier;
 * ``popularity``: the N judged candidates most cited before the survey's date (the
-  evaluation's ``popularity`` score, ``candidate_prior_citations``);
+  evaluation's ``popularity`` score, ``candidate_prior_citations``, a judgment-side column:
+  a reference for a system that knows popularity from elsewhere);
 * ``bm25``: the N judged candidates of highest BM25 against the survey's title and
   abstract (the evaluation's ``bm25`` score).
 
@@ -71,7 +72,8 @@ def baseline_scores(
     frame = eval_set.filter(pl.col(SURVEY_ID).is_in(list(surveys)))
     visible = answer_free(frame)  # a baseline reads what a system reads
     frame = frame.select(SURVEY_ID, CANDIDATE_ID, LABEL).with_columns(
-        popularity_scores(visible).alias(POPULARITY),
+        # popularity is judgment-side (schema.POPULARITY_COLUMNS): a reference, as in evaluate
+        popularity_scores(frame).alias(POPULARITY),
         bm25_scores(visible).alias(BM25),
         tie_keys(frame).alias(_TIE),
     )
