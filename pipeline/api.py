@@ -552,6 +552,8 @@ def evaluate(
     cache: bool = True,
     batch_size: int = 64,
     task: str = "lists",
+    top_k: int = 1000,
+    first_stage: str = "bm25",
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -579,6 +581,10 @@ def evaluate(
             section-level reading lists, :mod:`pipeline.evaluate.aspects`: with a per-kind
             breakdown and the whole-survey baselines scored per aspect; results in
             ``eval/aspects/`` by default).
+        top_k: in retrieval mode, the documents a model keeps per survey
+            (:mod:`pipeline.evaluate.model_retrieval`).
+        first_stage: in retrieval mode, what a scorer re-ranks: ``bm25`` (over the whole
+            corpus), ``encoder`` (the first encoder given) or a run file.
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -586,6 +592,7 @@ def evaluate(
     """
     from pipeline.evaluate import aspects as A
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
+    from pipeline.evaluate.model_retrieval import RetrievalOptions
     from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     if task not in A.TASKS:
@@ -635,6 +642,7 @@ def evaluate(
         cache_dir=cache_dir,
         batch_size=batch_size,
         out_dir=target,
+        retrieval=RetrievalOptions(top_k=top_k, first_stage=os.fspath(first_stage)),
         **extra,
     )
     return _eval_result(evaluation)

@@ -264,7 +264,23 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         choices=MODES,
         default=RERANK,
         help="rerank (default): runs score each survey's judged candidates; retrieval: runs "
-        "rank the split's whole corpus, unjudged documents count as not relevant",
+        "and models rank the split's whole corpus (models keep their --top-k), unjudged "
+        "documents count as not relevant",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        default=1000,
+        metavar="K",
+        help="retrieval mode: documents a model (--encoder, --sentence-transformer, --scorer) "
+        "and the bm25 baseline keep per survey from the whole corpus (default 1000)",
+    )
+    parser.add_argument(
+        "--first-stage",
+        default="bm25",
+        metavar="bm25|encoder|RUN",
+        help="retrieval mode: what a --scorer re-ranks, each survey's top K of bm25 over the "
+        "corpus (default), of the first --encoder/--sentence-transformer, or of a run file",
     )
     parser.add_argument(
         "--no-learned",
@@ -302,6 +318,8 @@ def main(args: argparse.Namespace) -> int:
         cache=not args.no_cache,
         batch_size=args.batch_size,
         task=args.task,
+        top_k=args.top_k,
+        first_stage=args.first_stage,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line
