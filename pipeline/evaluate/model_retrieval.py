@@ -129,9 +129,9 @@ def encoder_retrieval(
     query_texts = queries[BEIR_TEXT].to_list()
     start = time.perf_counter()
     folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
-    query_vectors, _ = encode_texts(
-        encode, query_texts, spec, EmbeddingCache(folder, identity), batch_size
-    )
+    query_cache = EmbeddingCache(folder, identity)
+    query_vectors, _ = encode_texts(encode, query_texts, spec, query_cache, batch_size)
+    query_cache.save()
     with tempfile.TemporaryDirectory(prefix="vectors-") as scratch:
         root = Path(scratch) if cache_dir is None else cache_dir
         stored = encode_corpus(
