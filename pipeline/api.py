@@ -554,6 +554,10 @@ def evaluate(
     task: str = "lists",
     top_k: int = 1000,
     first_stage: str = "bm25",
+    qdrant: str | None = None,
+    collection: str | None = None,
+    id_field: str = "_id",
+    query_vectors: PathLike | None = None,
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -585,6 +589,11 @@ def evaluate(
             (:mod:`pipeline.evaluate.model_retrieval`).
         first_stage: in retrieval mode, what a scorer re-ranks: ``bm25`` (over the whole
             corpus), ``encoder`` (the first encoder given) or a run file.
+        qdrant: in retrieval mode, a Qdrant server URL (API key from ``QDRANT_API_KEY``) or
+            a local-mode folder whose ``collection`` holds the corpus's vectors, each point
+            with its document id in payload field ``id_field``
+            (:mod:`pipeline.evaluate.qdrant`); the surveys are encoded by the first encoder
+            given, or read from ``query_vectors`` (Parquet ``_id``, ``vector``).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -642,7 +651,14 @@ def evaluate(
         cache_dir=cache_dir,
         batch_size=batch_size,
         out_dir=target,
-        retrieval=RetrievalOptions(top_k=top_k, first_stage=os.fspath(first_stage)),
+        retrieval=RetrievalOptions(
+            top_k=top_k,
+            first_stage=os.fspath(first_stage),
+            qdrant=None if qdrant is None else os.fspath(qdrant),
+            collection=collection,
+            id_field=id_field,
+            query_vectors=None if query_vectors is None else Path(query_vectors),
+        ),
         **extra,
     )
     return _eval_result(evaluation)

@@ -359,3 +359,81 @@ def test_retrieval_mode_with_a_sentence_transformer_equals_beir(
     top1000 = _ours_retrieval(release, tmp_path, 1000, **model)
     top100 = _ours_retrieval(release, tmp_path, 100, **model)
     _assert_equals_beir(reference, top1000, top100, "static")
+
+
+# ------------------------------------------- the user's own index: Qdrant's local mode
+def _qdrant_collection(folder: Path, release: Path, name: str, ghosts: int = 0) -> None:
+    """A collection in qdrant-client's local mode (on disk) holding the corpus's vectors by
+    :class:`HashedWords`, each point's document id in payload ``_id``; ``ghosts`` more points
+    carry ids that are not in the corpus and the surveys' own vectors (so they rank first)."""
+    from qdrant_client import QdrantClient, models
+
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")
+    texts = [f"{t} {a}".strip() for t, a in zip(corpus["title"], corpus["text"], strict=True)]
+    vectors = HashedWords().encode(texts)
+    queries = pl.read_parquet(release / "queries" / "test.parquet").sort("_id")
+    payloads = [{"_id": d} for d in corpus["_id"].to_list()]
+    if ghosts:
+        vectors = np.vstack([vectors, HashedWords().encode(queries["text"].to_list()[:ghosts])])
+        payloads += [{"_id": f"elsewhere:{i}"} for i in range(ghosts)]
+    client = QdrantClient(path=str(folder))
+    try:
+        client.create_collection(
+            name, vectors_config=models.VectorParams(size=vectors.shape[1], distance=models.Distance.COSINE)
+        )  # fmt: skip
+        client.upload_collection(name, vectors=vectors.tolist(), payload=payloads, ids=list(range(len(payloads))))  # fmt: skip
+    finally:
+        client.close()
+
+
+def test_qdrant_local_mode_gives_the_numbers_of_exact_search(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    pytest.importorskip("qdrant_client", reason="the dev extra's qdrant-client is not installed")
+    folder = tmp_path / "qdrant"
+    _qdrant_collection(folder, release, "papers")
+    _qdrant_collection(folder, release, "with-ghosts", ghosts=3)
+    encoder = {"encoders": [("tests.test_ecosystem:hashed_words", "hashed")]}
+    exact = _ours_retrieval(release, tmp_path / "exact", 1000, **encoder)["systems"]["hashed"]
+    for collection in ("papers", "with-ghosts"):
+        results = _ours_retrieval(
+            release, tmp_path / collection, 1000, qdrant=str(folder), collection=collection,
+            **encoder,
+        )  # fmt: skip
+        facts = results["models"]["hashed"]
+        assert (
+            facts["index"] == "qdrant" and facts["points_returned"] == 1000 * results["n_surveys"]
+        )
+        ours = results["systems"]["hashed"]
+        metrics = (
+            ("nDCG@10", "R@100") if collection == "with-ghosts" else ("nDCG@10", "R@100", "AP")
+        )
+        for metric in metrics:
+            assert ours[metric]["mean"] == pytest.approx(exact[metric]["mean"], abs=1e-6), metric
+    # the 3 points outside the corpus are in every survey's top 1000 (of 1260 points), the
+    # first for their own: counted, never scored
+    n_outside = 3 * results["n_surveys"]
+    assert facts["points_outside_corpus"] == n_outside
+    assert sorted(facts["outside_corpus_examples"]) == ["elsewhere:0", "elsewhere:1", "elsewhere:2"]
+    assert results["runs"]["hashed"]["rows"] == 1000 * results["n_surveys"] - n_outside
+
+
+def test_qdrant_with_query_vectors_from_a_file(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    """A model that cannot run here: its survey vectors in Parquet (``_id``, ``vector``)."""
+    pytest.importorskip("qdrant_client", reason="the dev extra's qdrant-client is not installed")
+    folder = tmp_path / "qdrant"
+    _qdrant_collection(folder, release, "papers")
+    queries = pl.read_parquet(release / "queries" / "test.parquet")
+    vectors = HashedWords().encode(queries["text"].to_list())
+    path = tmp_path / "queries.parquet"
+    pl.DataFrame({"_id": queries["_id"], "vector": vectors.tolist()}).write_parquet(path)
+    from_file = _ours_retrieval(release, tmp_path / "file", 100, qdrant=str(folder), collection="papers", query_vectors=path)  # fmt: skip
+    encoded = _ours_retrieval(release, tmp_path / "enc", 100, qdrant=str(folder), collection="papers",
+                              encoders=[("tests.test_ecosystem:hashed_words", "hashed")])  # fmt: skip
+    for metric in ("nDCG@10", "R@100", "AP"):
+        assert from_file["systems"]["papers"][metric]["mean"] == pytest.approx(
+            encoded["systems"]["hashed"][metric]["mean"], abs=1e-12
+        )
+    assert from_file["models"]["papers"]["queries"] == "--query-vectors queries.parquet"

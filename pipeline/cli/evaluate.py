@@ -283,6 +283,31 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         "corpus (default), of the first --encoder/--sentence-transformer, or of a run file",
     )
     parser.add_argument(
+        "--qdrant",
+        metavar="URL_OR_PATH",
+        help="retrieval mode: your own index, a Qdrant server URL (API key from "
+        "QDRANT_API_KEY) or a qdrant-client local-mode folder; the surveys are encoded by "
+        "the --encoder/--sentence-transformer given, or read from --query-vectors (the "
+        ".[qdrant] extra)",
+    )
+    parser.add_argument(
+        "--collection", metavar="NAME", help="the Qdrant collection holding the corpus's vectors"
+    )
+    parser.add_argument(
+        "--id-field",
+        default="_id",
+        metavar="FIELD",
+        help="the payload field of a Qdrant point that holds its corpus document id "
+        "(default _id); points whose id is not in the corpus are counted and dropped",
+    )
+    parser.add_argument(
+        "--query-vectors",
+        type=Path,
+        metavar="FILE",
+        help="the surveys' vectors for --qdrant, for a model that cannot run here: Parquet "
+        "with _id (survey id) and vector",
+    )
+    parser.add_argument(
         "--no-learned",
         action="store_true",
         help="skip the learned baselines: lgbm, lgbm-metadata (trained on the release's train "
@@ -320,6 +345,10 @@ def main(args: argparse.Namespace) -> int:
         task=args.task,
         top_k=args.top_k,
         first_stage=args.first_stage,
+        qdrant=args.qdrant,
+        collection=args.collection,
+        id_field=args.id_field,
+        query_vectors=args.query_vectors,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line

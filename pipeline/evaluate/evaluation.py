@@ -785,7 +785,9 @@ def run_evaluation(
             f"{RETRIEVAL_OPTION} evaluates systems over the whole corpus: a --model-file "
             "re-ranks the judged candidates with their features (evaluate it without it)"
         )
-    if mode == RETRIEVAL and not (runs or scores or models):
+    if mode != RETRIEVAL and retrieval.qdrant is not None:
+        raise UsageError(f"--qdrant retrieves from the whole corpus: add {RETRIEVAL_OPTION}")
+    if mode == RETRIEVAL and not (runs or scores or models or retrieval.qdrant):
         raise UsageError(
             f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=) or a model "
             "(--encoder, --sentence-transformer, --scorer)"

@@ -58,6 +58,7 @@ from pipeline.evaluate.models import (
     model_identity,
     scorer_scores,
 )
+from pipeline.evaluate.qdrant import DEFAULT_ID_FIELD, qdrant_top_k, read_query_vectors
 from pipeline.evaluate.runs import Run, read_run, scores_run
 from pipeline.evaluate.search import DocOrder, exact_top_k, keep_top, top_k_frame
 from pipeline.evaluate.vectors import Corpus, encode_corpus, vectors_folder
@@ -80,10 +81,18 @@ class RetrievalOptions:
 
     top_k: int = DEFAULT_TOP_K
     first_stage: str = FIRST_BM25
+    qdrant: str | None = None
+    collection: str | None = None
+    id_field: str = DEFAULT_ID_FIELD
+    query_vectors: Path | None = None
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise UsageError(f"--top-k {self.top_k}: need a whole number >= 1")
+        if (self.qdrant is None) != (self.collection is None):
+            raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
+        if self.query_vectors is not None and self.qdrant is None:
+            raise UsageError("--query-vectors are the queries of a --qdrant collection")
 
 
 @dataclass(frozen=True)
@@ -125,13 +134,8 @@ def encoder_retrieval(
     """An encoder's top ``k`` per survey by cosine over the whole corpus (module doc)."""
     encode = load_encoder(spec)
     identity = model_identity(spec, encode)
-    queries = surveys(eval_set)
-    query_texts = queries[BEIR_TEXT].to_list()
     start = time.perf_counter()
-    folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
-    query_cache = EmbeddingCache(folder, identity)
-    query_vectors, _ = encode_texts(encode, query_texts, spec, query_cache, batch_size)
-    query_cache.save()
+    query_ids, matrix = _encode_queries(spec, encode, eval_set, cache_dir, batch_size)
     with tempfile.TemporaryDirectory(prefix="vectors-") as scratch:
         root = Path(scratch) if cache_dir is None else cache_dir
         stored = encode_corpus(
@@ -142,9 +146,7 @@ def encoder_retrieval(
             f"evaluate: {spec.system_name} encodes the corpus",
         )
         encoded = time.perf_counter()
-        matrix = np.stack([query_vectors[t] for t in query_texts])
-        order = DocOrder.of(corpus.ids)
-        top = exact_top_k(matrix, queries[SURVEY_ID].to_list(), stored.path, order, options.top_k)
+        top = exact_top_k(matrix, query_ids, stored.path, DocOrder.of(corpus.ids), options.top_k)
     facts = {
         "kind": spec.kind,
         "target": spec.target if spec.kind != SENTENCE_TRANSFORMER else Path(spec.target).name,
@@ -158,6 +160,58 @@ def encoder_retrieval(
         "search_seconds": time.perf_counter() - encoded,
     }
     return Retrieved(_run(spec.system_name, spec.kind, top), facts)
+
+
+def _encode_queries(
+    spec: ModelSpec,
+    encode: Callable[[list[str]], Any],
+    eval_set: pl.DataFrame,
+    cache_dir: Path | None,
+    batch_size: int,
+) -> tuple[list[str], np.ndarray]:
+    """The eval surveys' ids and vectors (kept in the embedding cache by text)."""
+    queries = surveys(eval_set)
+    texts = queries[BEIR_TEXT].to_list()
+    folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
+    cache = EmbeddingCache(folder, model_identity(spec, encode))
+    vectors, _ = encode_texts(encode, texts, spec, cache, batch_size)
+    cache.save()
+    return queries[SURVEY_ID].to_list(), np.stack([vectors[t] for t in texts])
+
+
+def qdrant_retrieval(
+    encoder: ModelSpec | None,
+    eval_set: pl.DataFrame,
+    corpus: Corpus,
+    cache_dir: Path | None,
+    batch_size: int,
+    options: RetrievalOptions,
+) -> Retrieved:
+    """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.qdrant`),
+    the surveys encoded by ``encoder`` or read from ``options.query_vectors``."""
+    if options.qdrant is None or options.collection is None:
+        raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
+    start = time.perf_counter()
+    if options.query_vectors is not None:
+        query_ids, matrix = read_query_vectors(
+            options.query_vectors, surveys(eval_set)[SURVEY_ID].to_list()
+        )
+        source = {"queries": f"--query-vectors {Path(options.query_vectors).name}"}
+    elif encoder is not None:
+        query_ids, matrix = _encode_queries(
+            encoder, load_encoder(encoder), eval_set, cache_dir, batch_size
+        )
+        source = {"queries": f"{encoder.flag} {encoder.system_name}"}
+    else:
+        raise UsageError(
+            "--qdrant needs the surveys' vectors: --encoder, --sentence-transformer or "
+            "--query-vectors FILE"
+        )
+    run, facts = qdrant_top_k(options.qdrant, options.collection, options.id_field,
+                              query_ids, matrix, options.top_k, corpus.ids)  # fmt: skip
+    name = encoder.system_name if encoder is not None else options.collection
+    facts = {"kind": "qdrant", **source, **facts, "search_seconds": time.perf_counter() - start}
+    return Retrieved(_run(name, "qdrant", run), facts)
 
 
 def bm25_retrieval(eval_set: pl.DataFrame, corpus: Corpus, top_k: int, name: str) -> Retrieved:
@@ -277,27 +331,28 @@ def retrieve(
         UsageError: no corpus beside the eval file.
         ModelError: a model does not load or returns something unusable.
     """
-    if not models:
+    if not models and options.qdrant is None:
         return []
     if corpus is None:
         raise UsageError(
             "--mode retrieval with a model needs the split's corpus (corpus/test.parquet of "
             "a release folder) beside the eval file"
         )
-    encoders = [
-        encoder_retrieval(spec, eval_set, corpus, cache_dir, batch_size, options)
-        for spec in models
-        if spec.kind in (ENCODER, SENTENCE_TRANSFORMER)
-    ]
+    encoder_specs = [spec for spec in models if spec.kind in (ENCODER, SENTENCE_TRANSFORMER)]
+    if options.qdrant is not None:  # the encoder is the query side of the user's index
+        first = encoder_specs[0] if encoder_specs else None
+        encoders = [qdrant_retrieval(first, eval_set, corpus, cache_dir, batch_size, options)]
+    else:
+        encoders = [
+            encoder_retrieval(spec, eval_set, corpus, cache_dir, batch_size, options)
+            for spec in encoder_specs
+        ]
     scorers = [
         scorer_retrieval(spec, eval_set, corpus, batch_size, options, encoders)
         for spec in models
         if spec.kind == SCORER
     ]
-    by_name = {r.run.name: r for r in [*encoders, *scorers]}
-    unknown = [
-        spec.kind for spec in models if spec.kind not in (ENCODER, SENTENCE_TRANSFORMER, SCORER)
-    ]
+    unknown = [s.kind for s in models if s.kind not in (ENCODER, SENTENCE_TRANSFORMER, SCORER)]
     if unknown:
         raise ModelError(f"unknown model kind(s) {unknown}")
-    return [by_name[spec.system_name] for spec in models]
+    return [*encoders, *scorers]
