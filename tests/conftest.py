@@ -153,7 +153,10 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_rank": frozenset({"test_retrieval_mode_agrees_with_pytrec_eval"}),
     # an evaluate process killed while it encodes, then a rerun
     "test_retrieval_search": frozenset(
-        {"test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches"}
+        {
+            "test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches",
+            "test_bm25_baseline_and_scorers_over_the_whole_corpus",
+        }
     ),
     "test_roles": frozenset({"test_roles_command_stdin"}),
     "test_runner": frozenset(

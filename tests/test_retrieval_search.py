@@ -180,3 +180,55 @@ def _repeated(corpus, on_disk: set[str]) -> set[str]:
         for text in batch:
             rows[text] = rows.get(text, 0) + 1
     return {t for t in on_disk if rows[t] > 1}
+
+
+# ------------------------------------------------------------------ bm25 and scorers
+def _bm25_full_run(release: Path, path: Path) -> Path:
+    """A TREC run of BM25 (the library's, as the baseline computes it) of every corpus
+    document against every eval survey, written here from the texts."""
+    from pipeline.evaluate.evalset import load_eval_set
+    from pipeline.evaluate.model_retrieval import surveys
+    from pipeline.rules.text_match import BM25Index, paper_text, tokenize
+
+    corpus = pl.read_parquet(release / beir_file("corpus", "eval"))
+    docs = corpus.select(tokenize(paper_text(pl.col("title"), pl.col("text")))).to_series()
+    index = BM25Index(docs.to_list())
+    queries = surveys(load_eval_set(release / EVAL_FILE))
+    lines = []
+    for survey, text in queries.iter_rows():
+        tokens = pl.select(tokenize(pl.lit(text))).item().to_list()
+        for doc, score in zip(corpus["_id"].to_list(), index.scores(tokens), strict=True):
+            lines.append(f"{survey} Q0 {doc} 0 {float(score)!r} full")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_bm25_baseline_and_scorers_over_the_whole_corpus(tmp_path: Path) -> None:
+    release = _release(tmp_path)
+    full = _bm25_full_run(release, tmp_path / "bm25.trec")
+    result = api.evaluate(
+        release, out=tmp_path / "a", mode="retrieval", top_k=30, runs=[full],
+        scorers=["pipeline.evaluate.examples:word_overlap"], learned=False, config=CONFIG,
+    ).results  # fmt: skip
+    assert result["baselines"] == ["bm25"]
+    assert result["learned_baselines"]["bm25"]["top_k"] == 30
+    # the baseline's top 30 is the top 30 of the same scores over the whole corpus
+    for metric in ("nDCG@10", "nDCG@20", "R@20"):
+        assert result["systems"]["bm25"][metric]["mean"] == pytest.approx(
+            result["systems"]["full"][metric]["mean"], abs=1e-12
+        )
+    scorer = result["models"]["word_overlap"]
+    assert scorer["first_stage"] == "bm25" and scorer["pairs_scored"] == 30 * result["n_surveys"]
+    # a run file or the command's encoder as the first stage
+    run_first = api.evaluate(
+        release, out=tmp_path / "b", mode="retrieval", top_k=5, first_stage=str(full),
+        scorers=["pipeline.evaluate.examples:word_overlap"], learned=False, config=CONFIG,
+    ).results  # fmt: skip
+    assert run_first["models"]["word_overlap"]["first_stage"] == "full"
+    assert run_first["runs"]["word_overlap"]["rows"] == 5 * run_first["n_surveys"]
+    encoder_first = api.evaluate(
+        release, out=tmp_path / "c", mode="retrieval", top_k=5, first_stage="encoder",
+        encoders=["pipeline.evaluate.examples:hashed_words"],
+        scorers=["pipeline.evaluate.examples:word_overlap"], learned=False, config=CONFIG,
+    ).results  # fmt: skip
+    assert encoder_first["models"]["word_overlap"]["first_stage"] == "hashed_words"
