@@ -558,6 +558,7 @@ def evaluate(
     collection: str | None = None,
     id_field: str = "_id",
     query_vectors: PathLike | None = None,
+    index: str = "exact",
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -594,6 +595,9 @@ def evaluate(
             with its document id in payload field ``id_field``
             (:mod:`pipeline.evaluate.qdrant`); the surveys are encoded by the first encoder
             given, or read from ``query_vectors`` (Parquet ``_id``, ``vector``).
+        index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
+            or ``faiss`` (HNSW, with its recall against exact in the results:
+            :mod:`pipeline.evaluate.ann`).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -658,6 +662,7 @@ def evaluate(
             collection=collection,
             id_field=id_field,
             query_vectors=None if query_vectors is None else Path(query_vectors),
+            index=index,
         ),
         **extra,
     )

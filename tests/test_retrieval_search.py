@@ -232,3 +232,22 @@ def test_bm25_baseline_and_scorers_over_the_whole_corpus(tmp_path: Path) -> None
         scorers=["pipeline.evaluate.examples:word_overlap"], learned=False, config=CONFIG,
     ).results  # fmt: skip
     assert encoder_first["models"]["word_overlap"]["first_stage"] == "hashed_words"
+
+
+def test_faiss_index_reports_its_recall_against_exact_and_is_cached(tmp_path: Path) -> None:
+    pytest.importorskip("faiss", reason="the [ann] extra's faiss-cpu is not installed")
+    release = _release(tmp_path)
+
+    def run(index: str, out: str) -> dict:
+        return api.evaluate(
+            release, out=tmp_path / out, mode="retrieval", top_k=20, index=index,
+            encoders=["pipeline.evaluate.examples:hashed_words"], learned=False, config=CONFIG,
+        ).results["models"]["hashed_words"]  # fmt: skip
+
+    exact, first, second = run("exact", "a"), run("faiss", "b"), run("faiss", "c")
+    assert exact["index"] == "exact" and "ann_recall@20" not in exact
+    assert first["index"] == "faiss" and first["index_built"] and not second["index_built"]
+    assert 0.9 <= first["ann_recall@20"] <= 1.0
+    assert second["ann_recall@20"] == first["ann_recall@20"]
+    (index_file,) = (api.default_cache_dir(release) / VECTORS_DIR).glob("*/faiss-*.index")
+    assert (index_file.parent / VECTORS_FILE).is_file()

@@ -283,6 +283,13 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         "corpus (default), of the first --encoder/--sentence-transformer, or of a run file",
     )
     parser.add_argument(
+        "--index",
+        choices=("exact", "faiss"),
+        default="exact",
+        help="retrieval mode: how an encoder searches the corpus's vectors, exact (default) "
+        "or faiss (HNSW, the .[ann] extra; the report gives its recall@K against exact)",
+    )
+    parser.add_argument(
         "--qdrant",
         metavar="URL_OR_PATH",
         help="retrieval mode: your own index, a Qdrant server URL (API key from "
@@ -349,6 +356,7 @@ def main(args: argparse.Namespace) -> int:
         collection=args.collection,
         id_field=args.id_field,
         query_vectors=args.query_vectors,
+        index=args.index,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line

@@ -6,7 +6,8 @@
 * an encoder (``--encoder``, ``--sentence-transformer``) encodes the corpus once
   (:mod:`pipeline.evaluate.vectors`: cached by model and corpus, resumable) and the
   surveys, and keeps each survey's ``top_k`` documents by cosine
-  (:mod:`pipeline.evaluate.search`: exact, or an ANN index with its recall against exact);
+  (:mod:`pipeline.evaluate.search`: exact; or :mod:`pipeline.evaluate.ann`, an ANN index,
+  with its recall against exact);
 * a scorer (``--scorer``, a cross-encoder) re-ranks the top ``k`` of a first stage, as
   BEIR's reranking does: ``bm25`` over the whole corpus, ``encoder`` (the first encoder of
   the same command) or a run file;
@@ -41,6 +42,14 @@ from pipeline.core.schema import (
     CANDIDATE_TITLE,
     SURVEY_ABSTRACT,
     SURVEY_TITLE,
+)
+from pipeline.evaluate.ann import (
+    EXACT,
+    FAISS,
+    INDEXES,
+    ann_top_k,
+    build_index,
+    recall_against,
 )
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
@@ -85,12 +94,15 @@ class RetrievalOptions:
     collection: str | None = None
     id_field: str = DEFAULT_ID_FIELD
     query_vectors: Path | None = None
+    index: str = EXACT
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise UsageError(f"--top-k {self.top_k}: need a whole number >= 1")
         if (self.qdrant is None) != (self.collection is None):
             raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
+        if self.index not in INDEXES:
+            raise UsageError(f"--index {self.index}: unknown; available: {', '.join(INDEXES)}")
         if self.query_vectors is not None and self.qdrant is None:
             raise UsageError("--query-vectors are the queries of a --qdrant collection")
 
@@ -146,18 +158,29 @@ def encoder_retrieval(
             f"evaluate: {spec.system_name} encodes the corpus",
         )
         encoded = time.perf_counter()
-        top = exact_top_k(matrix, query_ids, stored.path, DocOrder.of(corpus.ids), options.top_k)
+        order = DocOrder.of(corpus.ids)
+        top = exact_top_k(matrix, query_ids, stored.path, order, options.top_k)
+        searched = time.perf_counter()
+        ann: dict[str, Any] = {}
+        if options.index == FAISS:
+            index, built = build_index(stored.path)
+            indexed = time.perf_counter()
+            exact, top = top, ann_top_k(index, matrix, query_ids, order, options.top_k)
+            ann = {f"ann_recall@{options.top_k}": recall_against(top, exact),
+                   "index_built": built, "index_seconds": indexed - searched,
+                   "ann_search_seconds": time.perf_counter() - indexed}  # fmt: skip
     facts = {
         "kind": spec.kind,
         "target": spec.target if spec.kind != SENTENCE_TRANSFORMER else Path(spec.target).name,
         "corpus_documents": stored.rows,
         "embedding_size": stored.dimension,
         "top_k": options.top_k,
-        "index": "exact",
+        "index": options.index,
         "batches_encoded": stored.batches_encoded,
         "batches_reused": stored.batches_reused,
         "encode_seconds": encoded - start,
-        "search_seconds": time.perf_counter() - encoded,
+        "search_seconds": searched - encoded,
+        **ann,
     }
     return Retrieved(_run(spec.system_name, spec.kind, top), facts)
 
