@@ -157,6 +157,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches",
             "test_bm25_baseline_and_scorers_over_the_whole_corpus",
             "test_faiss_index_reports_its_recall_against_exact_and_is_cached",
+            "test_dense_baseline_retrieves_over_the_corpus_where_it_can_run",
         }
     ),
     "test_roles": frozenset({"test_roles_command_stdin"}),

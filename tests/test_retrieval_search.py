@@ -251,3 +251,21 @@ def test_faiss_index_reports_its_recall_against_exact_and_is_cached(tmp_path: Pa
     assert second["ann_recall@20"] == first["ann_recall@20"]
     (index_file,) = (api.default_cache_dir(release) / VECTORS_DIR).glob("*/faiss-*.index")
     assert (index_file.parent / VECTORS_FILE).is_file()
+
+
+def test_dense_baseline_retrieves_over_the_corpus_where_it_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The [dense] extra's baseline as an encoder over the whole corpus (here its encoder is
+    stood in for by :func:`hashed_words`: no test loads the real model)."""
+    release = _release(tmp_path)
+    monkeypatch.setattr("pipeline.evaluate.evaluation.dense_unavailable", lambda: None)
+    monkeypatch.setattr("pipeline.evaluate.dense.encode", hashed_words)
+    with pytest.warns(UserWarning, match="exactly the per-survey values of baseline dense"):
+        result = api.evaluate(
+            release, out=tmp_path / "a", mode="retrieval", top_k=20, config=CONFIG,
+            encoders=[("pipeline.evaluate.examples:hashed_words", "mine")],
+        ).results  # fmt: skip
+    assert result["baselines"] == ["bm25", "dense"]
+    assert result["learned_baselines"]["dense"]["index"] == "exact"
+    assert result["systems"]["dense"]["nDCG@10"] == result["systems"]["mine"]["nDCG@10"]

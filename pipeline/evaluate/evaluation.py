@@ -78,6 +78,7 @@ from pipeline.evaluate.columns import (
 )
 from pipeline.evaluate.coverage import CHV_DOC, CHV_RATIO, chv_ratios
 from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
+from pipeline.evaluate.dense import encode as dense_encode
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
@@ -91,11 +92,13 @@ from pipeline.evaluate.metrics import RANK_ALL, RANK_SCORED, per_survey_metrics
 from pipeline.evaluate.model_retrieval import (
     RetrievalOptions,
     bm25_retrieval,
+    encoder_retrieval,
     has_texts,
     retrieve,
 )
 from pipeline.evaluate.models import (
     DEFAULT_BATCH,
+    ENCODER,
     ModelError,
     ModelScores,
     ModelSpec,
@@ -631,18 +634,34 @@ def _baselines(
 
 
 def _retrieval_baselines(
-    eval_set: pl.DataFrame, eval_path: Path, config: EvaluateConfig, options: RetrievalOptions
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    config: EvaluateConfig,
+    options: RetrievalOptions,
+    learned: bool,
+    cache_dir: Path | None,
+    batch_size: int,
 ) -> _Baselines:
-    """Retrieval mode's baseline: ``bm25`` over the whole corpus (its top ``k``), when the
+    """Retrieval mode's baselines, each survey's top ``k`` of the whole corpus: ``bm25``,
+    and ``dense`` (the [dense] extra's encoder, exact search) when it can run; when the
     corpus beside the eval file has the documents' texts."""
     corpus = load_corpus(eval_path)
     if corpus is None or not has_texts(corpus):
         why = "no corpus beside the eval file" if corpus is None else "the corpus has no texts"
         return _Baselines([], {}, {BM25: {"skipped": why}})
-    found = bm25_retrieval(eval_set, corpus, options.top_k, BM25)
+    found = {BM25: bm25_retrieval(eval_set, corpus, options.top_k, BM25)}
+    dense_reason = dense_unavailable() if learned else "learned baselines not asked for"
+    facts: dict[str, Any] = {} if dense_reason is None else {DENSE: {"skipped": dense_reason}}
+    if dense_reason is None:
+        spec = ModelSpec(ENCODER, f"{dense_encode.__module__}:{dense_encode.__name__}", DENSE)
+        found[DENSE] = encoder_retrieval(spec, eval_set, corpus, cache_dir, batch_size, options)
     ks = tuple(sorted({*config.ks, *RETRIEVAL_KS}))
-    frame = per_survey_subsets(retrieval_frame(eval_set, found.run), ks, RANK_SCORED)
-    return _Baselines([BM25], {BM25: _with_chv(frame, None)}, {BM25: _clean(found.facts)})
+    frames = {
+        name: _with_chv(per_survey_subsets(retrieval_frame(eval_set, r.run), ks, RANK_SCORED), None)
+        for name, r in found.items()
+    }
+    facts |= {name: _clean(r.facts) for name, r in found.items()}
+    return _Baselines(list(found), frames, facts)
 
 
 def _load_submitted(
@@ -808,7 +827,9 @@ def run_evaluation(
     if not baselines:
         found = _Baselines([], {}, {})
     elif mode == RETRIEVAL:
-        found = _retrieval_baselines(eval_set, eval_path, config, retrieval)
+        found = _retrieval_baselines(
+            eval_set, eval_path, config, retrieval, learned, cache_dir, batch_size
+        )
     else:
         found = _baselines(
             eval_set, eval_path, config, train_config, learned, cache_dir, batch_size
