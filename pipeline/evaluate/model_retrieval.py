@@ -319,10 +319,16 @@ def scorer_retrieval(
 ) -> Retrieved:
     """A scorer's scores of the first stage's top ``k`` of every survey (BEIR's reranking)."""
     pairs, first = first_stage_run(options, eval_set, corpus, encoders)
-    documents = pl.read_parquet(corpus.path).select(
-        pl.col(BEIR_ID).alias(CANDIDATE_ID),
-        pl.col(BEIR_TITLE).alias(CANDIDATE_TITLE),
-        pl.col(BEIR_TEXT).alias(CANDIDATE_ABSTRACT),
+    # only the first stage's documents: the texts of k per survey, not of the corpus
+    documents = (
+        pl.scan_parquet(corpus.path)
+        .filter(pl.col(BEIR_ID).is_in(pairs[CANDIDATE_ID].unique().implode()))
+        .select(
+            pl.col(BEIR_ID).alias(CANDIDATE_ID),
+            pl.col(BEIR_TITLE).alias(CANDIDATE_TITLE),
+            pl.col(BEIR_TEXT).alias(CANDIDATE_ABSTRACT),
+        )
+        .collect()
     )
     survey_columns = eval_set.select(SURVEY_ID, SURVEY_TITLE, SURVEY_ABSTRACT).unique(
         SURVEY_ID, keep="first"
