@@ -269,3 +269,20 @@ def test_dense_baseline_retrieves_over_the_corpus_where_it_can_run(
     assert result["baselines"] == ["bm25", "dense"]
     assert result["learned_baselines"]["dense"]["index"] == "exact"
     assert result["systems"]["dense"]["nDCG@10"] == result["systems"]["mine"]["nDCG@10"]
+
+
+def test_an_unreachable_qdrant_server_is_one_line_and_its_api_key_is_never_printed(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("qdrant_client", reason="the [qdrant] extra is not installed")
+    release = _release(tmp_path)
+    secret = "key-that-must-not-show-0123456789"
+    env = {**os.environ, "QDRANT_API_KEY": secret, "NO_PROXY": "*"}
+    argv = [sys.executable, "-m", "pipeline", "evaluate", "--release", str(release), "--mode",
+            "retrieval", "--qdrant", "http://127.0.0.1:9", "--collection", "papers",
+            "--encoder", "pipeline.evaluate.examples:hashed_words", "--no-learned",
+            "--out", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot be reached" in proc.stderr
+    assert secret not in proc.stdout + proc.stderr

@@ -114,7 +114,14 @@ def qdrant_top_k(
               "duplicate_ids": 0}  # fmt: skip
     blocks = list(range(0, len(query_ids), QUERY_BATCH))
     with client(location) as connection:
-        if not connection.collection_exists(collection):
+        try:
+            exists = connection.collection_exists(collection)
+        except Exception as e:  # the client's own errors: a server down, refused, timed out
+            # the type only: a message could echo a request, and the request carries the key
+            raise UsageError(
+                f"--qdrant {_where(location)}: cannot be reached ({type(e).__name__})"
+            ) from None
+        if not exists:
             names = [c.name for c in connection.get_collections().collections]
             raise UsageError(
                 f"--collection {collection}: not in {_where(location)}; available: "
