@@ -16,7 +16,7 @@ DEMO_OUT ?= demo_out
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4
 
-.PHONY: help venv demo test test-fast bench bench-eval bench-scale lint data eval docs
+.PHONY: help venv demo test test-fast bench bench-eval bench-scale bench-retrieval lint data eval docs
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ bench-scale: $(STAMP) ## reduce stages on SCALE=N[,N...] papers (default 100k..2
 
 bench-eval: $(STAMP) ## evaluation benchmark: 10,000 surveys x 400 candidates vs pytrec_eval; writes bench/results/eval.json
 	$(BIN)/python bench/bench_eval.py
+
+bench-retrieval: $(STAMP) ## retrieval mode's search at the full eval corpus's size (from bench-scale), random 384-d vectors: exact and faiss HNSW time, peak RSS, faiss recall@100 against exact; writes bench/results/retrieval.json
+	$(BIN)/python bench/bench_retrieval.py
 
 docs: $(STAMP) ## render the measured figures of bench/results/*.json (what the benchmarks wrote) into docs/
 	$(BIN)/python bench/render_docs.py

@@ -297,10 +297,48 @@ def render_eval(record: dict[str, Any]) -> str:
     )
 
 
+def render_retrieval(record: dict[str, Any]) -> str:
+    """``make bench-retrieval``: exact and faiss search at the full eval corpus's size."""
+    f = record["figures"]
+    e, a = f["exact"], f["faiss"]
+    size = "projected from bench-scale" if f["documents_projected"] else "given"
+    return "\n".join(
+        [
+            f"{f['documents']:,} documents ({size}), {f['queries']:,} surveys, "
+            f"{f['dimension']}-d float32 vectors ({f['vectors_mb']:,} MB), top {f['k']}:",
+            "",
+            _table(
+                ["search", "build s", "search s", "wall s (CPU s)", "peak RSS MB"],
+                [
+                    [
+                        "exact (`search.exact_top_k`)",
+                        "-",
+                        f"{e['search_s']:.1f}",
+                        f"{e['wall_s']:.1f} ({e['cpu_s']:.1f})",
+                        f"{e['peak_rss_mb']:,.0f}",
+                    ],
+                    [
+                        "faiss HNSW (`ann`, one thread)",
+                        f"{a['build_s']:.1f}",
+                        f"{a['search_s']:.1f}",
+                        f"{a['wall_s']:.1f} ({a['cpu_s']:.1f})",
+                        f"{a['peak_rss_mb']:,.0f}",
+                    ],
+                ],
+            ),  # fmt: skip
+            "",
+            f"faiss recall@{f['k']} against exact search: {f['faiss_recall_at_100']:.4f}.",
+            "",
+            "Source: " + _source(record),
+        ]
+    )
+
+
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     "scale": render_scale,
     "extract": render_extract,
     "eval": render_eval,
+    "retrieval": render_retrieval,
 }
 
 

@@ -18,7 +18,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
-NAMES = ("extract", "scale", "eval")  # make bench, make bench-scale, make bench-eval
+NAMES = (
+    "extract",
+    "scale",
+    "eval",
+    "retrieval",
+)  # make bench, bench-scale, bench-eval, bench-retrieval
 
 
 def _memory_gb() -> float | None:

@@ -551,6 +551,13 @@ def evaluate(
     cache: bool = True,
     batch_size: int = 64,
     task: str = "lists",
+    top_k: int = 1000,
+    first_stage: str = "bm25",
+    qdrant: str | None = None,
+    collection: str | None = None,
+    id_field: str = "_id",
+    query_vectors: PathLike | None = None,
+    index: str = "exact",
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -578,6 +585,18 @@ def evaluate(
             section-level reading lists, :mod:`pipeline.evaluate.aspects`: with a per-kind
             breakdown and the whole-survey baselines scored per aspect; results in
             ``eval/aspects/`` by default).
+        top_k: in retrieval mode, the documents a model keeps per survey
+            (:mod:`pipeline.evaluate.model_retrieval`).
+        first_stage: in retrieval mode, what a scorer re-ranks: ``bm25`` (over the whole
+            corpus), ``encoder`` (the first encoder given) or a run file.
+        qdrant: in retrieval mode, a Qdrant server URL (API key from ``QDRANT_API_KEY``) or
+            a local-mode folder whose ``collection`` holds the corpus's vectors, each point
+            with its document id in payload field ``id_field``
+            (:mod:`pipeline.evaluate.qdrant`); the surveys are encoded by the first encoder
+            given, or read from ``query_vectors`` (Parquet ``_id``, ``vector``).
+        index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
+            or ``faiss`` (HNSW, with its recall against exact in the results:
+            :mod:`pipeline.evaluate.ann`).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -585,6 +604,7 @@ def evaluate(
     """
     from pipeline.evaluate import aspects as A
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
+    from pipeline.evaluate.model_retrieval import RetrievalOptions
     from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     if task not in A.TASKS:
@@ -634,6 +654,15 @@ def evaluate(
         cache_dir=cache_dir,
         batch_size=batch_size,
         out_dir=target,
+        retrieval=RetrievalOptions(
+            top_k=top_k,
+            first_stage=os.fspath(first_stage),
+            qdrant=None if qdrant is None else os.fspath(qdrant),
+            collection=collection,
+            id_field=id_field,
+            query_vectors=None if query_vectors is None else Path(query_vectors),
+            index=index,
+        ),
         **extra,
     )
     return _eval_result(evaluation)

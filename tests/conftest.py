@@ -152,6 +152,16 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_rank": frozenset({"test_retrieval_mode_agrees_with_pytrec_eval"}),
+    # an evaluate process killed while it encodes, then a rerun
+    "test_retrieval_search": frozenset(
+        {
+            "test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches",
+            "test_bm25_baseline_and_scorers_over_the_whole_corpus",
+            "test_faiss_index_reports_its_recall_against_exact_and_is_cached",
+            "test_dense_baseline_retrieves_over_the_corpus_where_it_can_run",
+            "test_an_unreachable_qdrant_server_is_one_line_and_its_api_key_is_never_printed",
+        }
+    ),
     "test_roles": frozenset({"test_roles_command_stdin"}),
     "test_runner": frozenset(
         {

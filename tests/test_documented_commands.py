@@ -200,9 +200,37 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     aspects = pl.read_parquet(release / "aspects" / "candidates" / "eval.parquet")
     _write_run(home / "my_aspects.trec", list(aspects.select("aspect_id", "candidate_id").iter_rows()))  # fmt: skip
     _write_bibliography(home / "generated.jsonl", release)
+    _qdrant_index(home, release)
     pytest.importorskip("sentence_transformers")
     _tiny_model(home / "tiny-model")
     return home
+
+
+def _qdrant_index(home: Path, release: Path) -> None:
+    """The user's own index the docs name: ``my_index``, qdrant-client's local mode, whose
+    collection ``mine`` holds the corpus's vectors by ``my_pkg.models:encode`` (each point's
+    document id in payload ``_id``), and ``my_queries.parquet``, the surveys' vectors."""
+    from qdrant_client import QdrantClient, models
+
+    from pipeline.evaluate.examples import hashed_words
+
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")
+    texts = [f"{t} {a}".strip() for t, a in zip(corpus["title"], corpus["text"], strict=True)]
+    vectors = hashed_words(texts)
+    client = QdrantClient(path=str(home / "my_index"))
+    try:
+        client.create_collection(
+            "mine", vectors_config=models.VectorParams(size=vectors.shape[1], distance=models.Distance.COSINE)
+        )  # fmt: skip
+        client.upload_collection("mine", vectors=vectors.tolist(), ids=list(range(len(texts))),
+                                 payload=[{"_id": d} for d in corpus["_id"].to_list()])  # fmt: skip
+    finally:
+        client.close()
+    queries = pl.read_parquet(release / "queries" / "test.parquet")
+    vectors = hashed_words(queries["text"].to_list())
+    pl.DataFrame({"_id": queries["_id"], "vector": vectors.tolist()}).write_parquet(
+        home / "my_queries.parquet"
+    )
 
 
 def _env(home: Path) -> dict[str, str]:

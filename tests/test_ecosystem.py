@@ -173,9 +173,12 @@ def _mteb_ndcg10(release: Path, kind: str) -> float:
     return task.scores["test"][0]["ndcg_at_10"]
 
 
-def _beir(release: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
+def _beir(
+    release: Path, tmp_path: Path, top_k: int | None = None, model_path: Path | None = None
+) -> tuple[dict, dict, dict]:
     """The release as BEIR's GenericDataLoader reads ``export --format beir``, searched with
-    DenseRetrievalExactSearch (cosine, the whole corpus)."""
+    DenseRetrievalExactSearch (cosine; the whole corpus unless ``top_k``), with
+    :class:`HashedWords` or the sentence-transformers model folder ``model_path``."""
     from beir.datasets.data_loader import GenericDataLoader
     from beir.retrieval.models import SentenceBERT
     from beir.retrieval.search.dense import DenseRetrievalExactSearch
@@ -183,10 +186,13 @@ def _beir(release: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
     folder = tmp_path / "beir"
     api.export(release, folder, format="beir")
     corpus, queries, qrels = GenericDataLoader(str(folder)).load(split="test")
-    model = SentenceBERT()  # no model_path: the encoder below, not one loaded by name
-    model.q_model = model.doc_model = HashedWords()
+    if model_path is None:
+        model = SentenceBERT()  # no model_path: the encoder below, not one loaded by name
+        model.q_model = model.doc_model = HashedWords()
+    else:
+        model = SentenceBERT(str(model_path))
     search = DenseRetrievalExactSearch(model, batch_size=64)
-    results = search.search(corpus, queries, top_k=len(corpus), score_function="cos_sim")
+    results = search.search(corpus, queries, top_k=top_k or len(corpus), score_function="cos_sim")
     return results, qrels, corpus
 
 
@@ -232,3 +238,202 @@ def test_mteb_beir_and_pipeline_agree_in_retrieval_mode(
     # a document without an abstract is its title alone for every tool, never "title title"
     bare = [d for d in corpus.values() if d["text"] == ""]
     assert bare and all(d["title"] for d in bare)
+
+
+# ------------------------------------------- retrieval mode with a model, against BEIR
+BEIR_MEASURES = {"ndcg_cut.10": "NDCG@10", "recall.100": "Recall@100", "map_cut.100": "MAP@100"}
+
+
+def _ranked_as_beir(results: dict) -> dict:
+    """BEIR's results with each query's documents scored by their rank in BEIR's float64
+    order, so that pytrec_eval (which EvaluateRetrieval calls) ranks them as BEIR did.
+
+    pytrec_eval reads scores as 32-bit floats: two cosines 2e-8 apart become a tie, ordered
+    by docid descending (on the demo, a label-4 document and an unjudged one at rank 48 of
+    a survey; MAP@100 moved by 2.5e-6). Documents with the same text (the demo has a few)
+    tie exactly in float64 too, and each tool breaks such a tie by its own rule: here by
+    the project's documented one (:func:`pipeline.evaluate.ties.tie_key`), the rule the
+    evaluation applies to every run."""
+    from pipeline.evaluate.ties import tie_key
+
+    def order(query: str, item: tuple[str, float]) -> tuple[float, int, str]:
+        return (-item[1], tie_key(query, item[0]), item[0])
+
+    return {
+        query: {
+            doc: float(len(scores) - rank)
+            for rank, (doc, _) in enumerate(sorted(scores.items(), key=lambda i: order(query, i)))
+        }
+        for query, scores in results.items()
+    }
+
+
+def _beir_reference(qrels: dict, results: dict) -> dict[str, tuple[float, float]]:
+    """BEIR's EvaluateRetrieval (rounded to 5 decimals) and the same measures unrounded
+    (pytrec_eval, which EvaluateRetrieval calls), by BEIR's name, of BEIR's ranking
+    (:func:`_ranked_as_beir`)."""
+    from beir.retrieval.evaluation import EvaluateRetrieval
+
+    from tests.trec_reference import pytrec_eval
+
+    results = _ranked_as_beir(results)
+    ndcg, map_, recall, _ = EvaluateRetrieval.evaluate(qrels, results, [10, 100])
+    rounded = {**ndcg, **map_, **recall}
+    per_query = pytrec_eval(qrels, results, set(BEIR_MEASURES))
+    return {
+        name: (rounded[name], float(np.mean([v[m.replace(".", "_")] for v in per_query.values()])))
+        for m, name in BEIR_MEASURES.items()
+    }
+
+
+def _ours_retrieval(release: Path, tmp_path: Path, top_k: int, **model: Any) -> dict:
+    result = api.evaluate(
+        release, out=tmp_path / f"top{top_k}", mode="retrieval", top_k=top_k, config=CONFIG,
+        **model,
+    )  # fmt: skip
+    return result.results
+
+
+def _assert_equals_beir(reference: dict, top1000: dict, top100: dict, name: str) -> None:
+    ours = {
+        "NDCG@10": top1000["systems"][name]["nDCG@10"]["mean"],
+        "Recall@100": top1000["systems"][name]["R@100"]["mean"],
+        # trec_eval's map_cut.100 is the AP of the top 100: the run of --top-k 100
+        "MAP@100": top100["systems"][name]["AP"]["mean"],
+    }
+    for measure, (rounded, unrounded) in reference.items():
+        assert ours[measure] == pytest.approx(unrounded, abs=1e-6), measure
+        assert ours[measure] == pytest.approx(rounded, abs=5e-6), measure
+
+
+def test_retrieval_mode_with_an_encoder_equals_beir_exact_search(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    """``evaluate --mode retrieval --encoder`` (its own corpus encoding and exact top-k
+    search) gives BEIR's nDCG@10, R@100 and MAP@100 of DenseRetrievalExactSearch."""
+    results, qrels, corpus = _beir(release, tmp_path, top_k=1000)
+    assert len(corpus) > 1000  # the cut at k matters
+    reference = _beir_reference(qrels, results)
+    encoder = {"encoders": [("tests.test_ecosystem:hashed_words", "hashed")]}
+    top1000 = _ours_retrieval(release, tmp_path, 1000, **encoder)
+    top100 = _ours_retrieval(release, tmp_path, 100, **encoder)
+    _assert_equals_beir(reference, top1000, top100, "hashed")
+    facts = top1000["models"]["hashed"]
+    assert facts["corpus_documents"] == len(corpus) and facts["top_k"] == 1000
+    assert top1000["runs"]["hashed"]["rows"] == 1000 * top1000["n_surveys"]
+    # the corpus was encoded once: the second evaluation read every batch from the cache
+    assert top100["models"]["hashed"]["batches_encoded"] == 0
+    assert top100["models"]["hashed"]["batches_reused"] == facts["batches_encoded"] > 0
+    assert "bm25" in top1000["baselines"]  # the whole-corpus baseline in the same report
+
+
+def _static_model(folder: Path, release: Path) -> Path:
+    """A sentence-transformers model folder made here (no download): static word
+    embeddings, one random 32-d vector per word of the demo corpus, mean-pooled."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")
+    words = sorted(
+        {w for t in corpus["title"].to_list() + corpus["text"].to_list() for w in t.lower().split()}
+    )
+    tokenizer = Tokenizer(WordLevel({"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}, unk_token="[UNK]"))  # fmt: skip
+    tokenizer.pre_tokenizer = Whitespace()
+    weights = np.random.default_rng(7).standard_normal((len(words) + 1, 32)).astype(np.float32)
+    module = StaticEmbedding(tokenizer, embedding_weights=weights)
+    SentenceTransformer(modules=[module]).save(str(folder))
+    return folder
+
+
+def test_retrieval_mode_with_a_sentence_transformer_equals_beir(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    """The same with a sentence-transformers model folder, which BEIR loads itself."""
+    folder = _static_model(tmp_path / "static-model", release)
+    results, qrels, _ = _beir(release, tmp_path, top_k=1000, model_path=folder)
+    reference = _beir_reference(qrels, results)
+    model = {"sentence_transformers": [(folder, "static")]}
+    top1000 = _ours_retrieval(release, tmp_path, 1000, **model)
+    top100 = _ours_retrieval(release, tmp_path, 100, **model)
+    _assert_equals_beir(reference, top1000, top100, "static")
+
+
+# ------------------------------------------- the user's own index: Qdrant's local mode
+def _qdrant_collection(folder: Path, release: Path, name: str, ghosts: int = 0) -> None:
+    """A collection in qdrant-client's local mode (on disk) holding the corpus's vectors by
+    :class:`HashedWords`, each point's document id in payload ``_id``; ``ghosts`` more points
+    carry ids that are not in the corpus and the surveys' own vectors (so they rank first)."""
+    from qdrant_client import QdrantClient, models
+
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")
+    texts = [f"{t} {a}".strip() for t, a in zip(corpus["title"], corpus["text"], strict=True)]
+    vectors = HashedWords().encode(texts)
+    queries = pl.read_parquet(release / "queries" / "test.parquet").sort("_id")
+    payloads = [{"_id": d} for d in corpus["_id"].to_list()]
+    if ghosts:
+        vectors = np.vstack([vectors, HashedWords().encode(queries["text"].to_list()[:ghosts])])
+        payloads += [{"_id": f"elsewhere:{i}"} for i in range(ghosts)]
+    client = QdrantClient(path=str(folder))
+    try:
+        client.create_collection(
+            name, vectors_config=models.VectorParams(size=vectors.shape[1], distance=models.Distance.COSINE)
+        )  # fmt: skip
+        client.upload_collection(name, vectors=vectors.tolist(), payload=payloads, ids=list(range(len(payloads))))  # fmt: skip
+    finally:
+        client.close()
+
+
+def test_qdrant_local_mode_gives_the_numbers_of_exact_search(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    pytest.importorskip("qdrant_client", reason="the dev extra's qdrant-client is not installed")
+    folder = tmp_path / "qdrant"
+    _qdrant_collection(folder, release, "papers")
+    _qdrant_collection(folder, release, "with-ghosts", ghosts=3)
+    encoder = {"encoders": [("tests.test_ecosystem:hashed_words", "hashed")]}
+    exact = _ours_retrieval(release, tmp_path / "exact", 1000, **encoder)["systems"]["hashed"]
+    for collection in ("papers", "with-ghosts"):
+        results = _ours_retrieval(
+            release, tmp_path / collection, 1000, qdrant=str(folder), collection=collection,
+            **encoder,
+        )  # fmt: skip
+        facts = results["models"]["hashed"]
+        assert (
+            facts["index"] == "qdrant" and facts["points_returned"] == 1000 * results["n_surveys"]
+        )
+        ours = results["systems"]["hashed"]
+        metrics = (
+            ("nDCG@10", "R@100") if collection == "with-ghosts" else ("nDCG@10", "R@100", "AP")
+        )
+        for metric in metrics:
+            assert ours[metric]["mean"] == pytest.approx(exact[metric]["mean"], abs=1e-6), metric
+    # the 3 points outside the corpus are in every survey's top 1000 (of 1260 points), the
+    # first for their own: counted, never scored
+    n_outside = 3 * results["n_surveys"]
+    assert facts["points_outside_corpus"] == n_outside
+    assert sorted(facts["outside_corpus_examples"]) == ["elsewhere:0", "elsewhere:1", "elsewhere:2"]
+    assert results["runs"]["hashed"]["rows"] == 1000 * results["n_surveys"] - n_outside
+
+
+def test_qdrant_with_query_vectors_from_a_file(
+    release: Path, tmp_path: Path, offline: Path
+) -> None:
+    """A model that cannot run here: its survey vectors in Parquet (``_id``, ``vector``)."""
+    pytest.importorskip("qdrant_client", reason="the dev extra's qdrant-client is not installed")
+    folder = tmp_path / "qdrant"
+    _qdrant_collection(folder, release, "papers")
+    queries = pl.read_parquet(release / "queries" / "test.parquet")
+    vectors = HashedWords().encode(queries["text"].to_list())
+    path = tmp_path / "queries.parquet"
+    pl.DataFrame({"_id": queries["_id"], "vector": vectors.tolist()}).write_parquet(path)
+    from_file = _ours_retrieval(release, tmp_path / "file", 100, qdrant=str(folder), collection="papers", query_vectors=path)  # fmt: skip
+    encoded = _ours_retrieval(release, tmp_path / "enc", 100, qdrant=str(folder), collection="papers",
+                              encoders=[("tests.test_ecosystem:hashed_words", "hashed")])  # fmt: skip
+    for metric in ("nDCG@10", "R@100", "AP"):
+        assert from_file["systems"]["papers"][metric]["mean"] == pytest.approx(
+            encoded["systems"]["hashed"][metric]["mean"], abs=1e-12
+        )
+    assert from_file["models"]["papers"]["queries"] == "--query-vectors queries.parquet"

@@ -273,7 +273,55 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         choices=MODES,
         default=RERANK,
         help="rerank (default): runs score each survey's judged candidates; retrieval: runs "
-        "rank the split's whole corpus, unjudged documents count as not relevant",
+        "and models rank the split's whole corpus (models keep their --top-k), unjudged "
+        "documents count as not relevant",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        default=1000,
+        metavar="K",
+        help="retrieval mode: documents a model (--encoder, --sentence-transformer, --scorer) "
+        "and the bm25 baseline keep per survey from the whole corpus (default 1000)",
+    )
+    parser.add_argument(
+        "--first-stage",
+        default="bm25",
+        metavar="bm25|encoder|RUN",
+        help="retrieval mode: what a --scorer re-ranks, each survey's top K of bm25 over the "
+        "corpus (default), of the first --encoder/--sentence-transformer, or of a run file",
+    )
+    parser.add_argument(
+        "--index",
+        choices=("exact", "faiss"),
+        default="exact",
+        help="retrieval mode: how an encoder searches the corpus's vectors, exact (default) "
+        "or faiss (HNSW, the .[ann] extra; the report gives its recall@K against exact)",
+    )
+    parser.add_argument(
+        "--qdrant",
+        metavar="URL_OR_PATH",
+        help="retrieval mode: your own index, a Qdrant server URL (API key from "
+        "QDRANT_API_KEY) or a qdrant-client local-mode folder; the surveys are encoded by "
+        "the --encoder/--sentence-transformer given, or read from --query-vectors (the "
+        ".[qdrant] extra)",
+    )
+    parser.add_argument(
+        "--collection", metavar="NAME", help="the Qdrant collection holding the corpus's vectors"
+    )
+    parser.add_argument(
+        "--id-field",
+        default="_id",
+        metavar="FIELD",
+        help="the payload field of a Qdrant point that holds its corpus document id "
+        "(default _id); points whose id is not in the corpus are counted and dropped",
+    )
+    parser.add_argument(
+        "--query-vectors",
+        type=Path,
+        metavar="FILE",
+        help="the surveys' vectors for --qdrant, for a model that cannot run here: Parquet "
+        "with _id (survey id) and vector",
     )
     parser.add_argument(
         "--no-learned",
@@ -313,6 +361,13 @@ def main(args: argparse.Namespace) -> int:
         cache=not args.no_cache,
         batch_size=args.batch_size,
         task=args.task,
+        top_k=args.top_k,
+        first_stage=args.first_stage,
+        qdrant=args.qdrant,
+        collection=args.collection,
+        id_field=args.id_field,
+        query_vectors=args.query_vectors,
+        index=args.index,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report import summary_line

@@ -78,6 +78,7 @@ from pipeline.evaluate.columns import (
 )
 from pipeline.evaluate.coverage import CHV_DOC, CHV_RATIO, chv_ratios
 from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
+from pipeline.evaluate.dense import encode as dense_encode
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.figures import write_figures
 from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
@@ -88,8 +89,16 @@ from pipeline.evaluate.measures import (
     ndcg_name,
 )
 from pipeline.evaluate.metrics import RANK_ALL, RANK_SCORED, per_survey_metrics
+from pipeline.evaluate.model_retrieval import (
+    RetrievalOptions,
+    bm25_retrieval,
+    encoder_retrieval,
+    has_texts,
+    retrieve,
+)
 from pipeline.evaluate.models import (
     DEFAULT_BATCH,
+    ENCODER,
     ModelError,
     ModelScores,
     ModelSpec,
@@ -117,6 +126,7 @@ from pipeline.evaluate.runs import (
 )
 from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.evaluate.ties import TIE_BREAKING
+from pipeline.evaluate.vectors import load_corpus
 
 SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
 RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)
@@ -138,6 +148,7 @@ FLOAT_DIGITS = 12
 ALPHA = 0.05  # significance level of the report's marks (Holm-adjusted p below it)
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
 DEFAULT_TRAIN_CONFIG = TrainConfig()
+DEFAULT_RETRIEVAL = RetrievalOptions()
 
 TEST_METHOD = (
     "Paired two-sided randomisation (sign-flip) test over surveys where both systems are "
@@ -623,6 +634,37 @@ def _baselines(
     return _Baselines(names, frames, facts)
 
 
+def _retrieval_baselines(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    config: EvaluateConfig,
+    options: RetrievalOptions,
+    learned: bool,
+    cache_dir: Path | None,
+    batch_size: int,
+) -> _Baselines:
+    """Retrieval mode's baselines, each survey's top ``k`` of the whole corpus: ``bm25``,
+    and ``dense`` (the [dense] extra's encoder, exact search) when it can run; when the
+    corpus beside the eval file has the documents' texts."""
+    corpus = load_corpus(eval_path)
+    if corpus is None or not has_texts(corpus):
+        why = "no corpus beside the eval file" if corpus is None else "the corpus has no texts"
+        return _Baselines([], {}, {BM25: {"skipped": why}})
+    found = {BM25: bm25_retrieval(eval_set, corpus, options.top_k, BM25)}
+    dense_reason = dense_unavailable() if learned else "learned baselines not asked for"
+    facts: dict[str, Any] = {} if dense_reason is None else {DENSE: {"skipped": dense_reason}}
+    if dense_reason is None:
+        spec = ModelSpec(ENCODER, f"{dense_encode.__module__}:{dense_encode.__name__}", DENSE)
+        found[DENSE] = encoder_retrieval(spec, eval_set, corpus, cache_dir, batch_size, options)
+    ks = tuple(sorted({*config.ks, *RETRIEVAL_KS}))
+    frames = {
+        name: _with_chv(per_survey_subsets(retrieval_frame(eval_set, r.run), ks, RANK_SCORED), None)
+        for name, r in found.items()
+    }
+    facts |= {name: _clean(r.facts) for name, r in found.items()}
+    return _Baselines(list(found), frames, facts)
+
+
 def _load_submitted(
     eval_set: pl.DataFrame,
     eval_path: Path,
@@ -634,6 +676,7 @@ def _load_submitted(
     lenient: bool,
     cache_dir: Path | None,
     batch_size: int,
+    retrieval: RetrievalOptions = DEFAULT_RETRIEVAL,
 ) -> tuple[list[Submitted], list[ModelScores]]:
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     if mode == RETRIEVAL:
@@ -655,6 +698,11 @@ def _load_submitted(
     ]
     submitted += [_model_file_run(eval_set, eval_path, spec) for spec in model_files]
     model_runs: list[ModelScores] = []
+    if mode == RETRIEVAL:
+        found = retrieve(list(models), eval_set, load_corpus(eval_path), cache_dir, batch_size,
+                         retrieval)  # fmt: skip
+        submitted += [Submitted(restrict(r.run), r.run.format, r.facts) for r in found]
+        return submitted, model_runs
     for spec in models:
         system, result = _model_run(eval_set, spec, cache_dir, batch_size)
         submitted.append(system)
@@ -693,6 +741,7 @@ def run_evaluation(
     query_groups: Mapping[str, pl.Series] | None = None,
     whole_survey: Mapping[str, pl.DataFrame] | None = None,
     whole_survey_facts: Mapping[str, Any] | None = None,
+    retrieval: RetrievalOptions = DEFAULT_RETRIEVAL,
 ) -> Evaluation:
     """Evaluate submitted systems (and the baselines) on the eval set.
 
@@ -718,9 +767,10 @@ def run_evaluation(
         train_config: the learned baselines' hyperparameters, seeds and threads.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey.
-        mode: ``rerank`` (the judged candidates; the default) or ``retrieval`` (runs over
-            the split's whole corpus; runs and in-memory scores only).
-        baselines: evaluate the baselines (re-ranking mode; from the cache when there).
+        mode: ``rerank`` (the judged candidates; the default) or ``retrieval`` (runs, scores
+            and models over the split's whole corpus; not model files).
+        baselines: evaluate the baselines (from the cache when there; in retrieval mode
+            ``bm25`` over the whole corpus, when the corpus has its texts).
         learned: with the baselines, also the learned ones (``lgbm``..., ``dense``).
         cache_dir: the evaluation cache (:mod:`pipeline.evaluate.cache`); None: none.
         batch_size: texts per encoder call, candidates per scorer call.
@@ -734,6 +784,8 @@ def run_evaluation(
             this eval set's queries (the whole-survey baselines per aspect), evaluated as
             submitted systems of kind ``whole-survey baseline``.
         whole_survey_facts: what each whole-survey system is (written into the results).
+        retrieval: how models retrieve in retrieval mode (``top_k``, the scorers' first
+            stage; :mod:`pipeline.evaluate.model_retrieval`).
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
@@ -748,32 +800,41 @@ def run_evaluation(
     scores = dict(scores or {})
     if mode not in MODES:
         raise UsageError(f"--mode (mode=) {mode!r}: unknown; available: {', '.join(MODES)}")
-    if mode == RETRIEVAL and (model_files or models):
+    if mode == RETRIEVAL and model_files:
         raise UsageError(
-            f"{RETRIEVAL_OPTION} evaluates runs over the whole corpus: model files and models "
-            "(--model-file, --encoder, --scorer, --sentence-transformer) re-rank the judged "
-            "candidates (evaluate them without it)"
+            f"{RETRIEVAL_OPTION} evaluates systems over the whole corpus: a --model-file "
+            "re-ranks the judged candidates with their features (evaluate it without it)"
         )
-    if mode == RETRIEVAL and not (runs or scores):
-        raise UsageError(f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=)")
+    if mode != RETRIEVAL and retrieval.qdrant is not None:
+        raise UsageError(f"--qdrant retrieves from the whole corpus: add {RETRIEVAL_OPTION}")
+    if mode == RETRIEVAL and not (runs or scores or models or retrieval.qdrant):
+        raise UsageError(
+            f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=) or a model "
+            "(--encoder, --sentence-transformer, --scorer)"
+        )
     if not (runs or scores or model_files or models or baselines):
         raise UsageError("nothing to evaluate: no system given and no baselines asked for")
     eval_path = resolve_eval_file(eval_file)
     eval_set = load_eval_set(eval_path)
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     submitted, model_runs = _load_submitted(
-        eval_set, eval_path, mode, runs, scores, model_files, models, lenient, cache_dir, batch_size
-    )
+        eval_set, eval_path, mode, runs, scores, model_files, models, lenient, cache_dir,
+        batch_size, retrieval,
+    )  # fmt: skip
     submitted += [
         Submitted(restrict_to_eval_set(scores_run(frame, name), pairs), KIND_WHOLE_SURVEY)
         for name, frame in (whole_survey or {}).items()
     ]
-    use_baselines = baselines and mode == RERANK
-    found = (
-        _baselines(eval_set, eval_path, config, train_config, learned, cache_dir, batch_size)
-        if use_baselines
-        else _Baselines([], {}, {})
-    )
+    if not baselines:
+        found = _Baselines([], {}, {})
+    elif mode == RETRIEVAL:
+        found = _retrieval_baselines(
+            eval_set, eval_path, config, retrieval, learned, cache_dir, batch_size
+        )
+    else:
+        found = _baselines(
+            eval_set, eval_path, config, train_config, learned, cache_dir, batch_size
+        )
     _check_names(submitted, reserved=[*found.names, *BASELINES])
     n_eval_surveys = eval_set[SURVEY_ID].n_unique()
     missing = {s.name: missing_surveys(s.run, pairs) for s in submitted}

@@ -150,7 +150,7 @@ def load_callable(spec: str, flag: str) -> Callable[..., Any]:
     return target
 
 
-def _code_identity(spec: ModelSpec, model: Any) -> str:
+def code_identity(spec: ModelSpec, model: Any) -> str:
     """A hash of the code behind a model: the sha256 of its module file, or of every file
     of its folder."""
     files: list[tuple[str, str]] = []
@@ -167,6 +167,18 @@ def _code_identity(spec: ModelSpec, model: Any) -> str:
         if source and Path(source).is_file():
             files = [(Path(source).name, sha256_file(Path(source)))]
     return sha256_text(spec.kind, spec.target, files)
+
+
+def model_identity(spec: ModelSpec, model: Any) -> str:
+    """What a model's cached vectors are keyed by: its name and :func:`code_identity`."""
+    return f"{spec.system_name}-{code_identity(spec, model)}"
+
+
+def load_encoder(spec: ModelSpec) -> Callable[[list[str]], Any]:
+    """The encoder an ``--encoder`` or ``--sentence-transformer`` spec names, loaded."""
+    if spec.kind == SENTENCE_TRANSFORMER:
+        return _sentence_transformer(spec.target)
+    return load_callable(spec.target, spec.flag)
 
 
 def _sentence_transformer(folder: str) -> Callable[[list[str]], np.ndarray]:
@@ -301,6 +313,31 @@ def _as_array(output: Any, n: int, ndim: int, spec: ModelSpec, what: str) -> np.
     return array
 
 
+def checked_encoder(
+    encode: Callable[[list[str]], Any], spec: ModelSpec
+) -> Callable[[list[str]], np.ndarray]:
+    """``encode`` with its output checked: one finite vector per text, the same size on
+    every call (a :class:`ModelError` naming the call otherwise). float32 output stays
+    float32 (a corpus's vectors take half the bytes), anything else becomes float64."""
+    calls = {"n": 0, "dimension": None}
+
+    def checked(batch: list[str]) -> np.ndarray:
+        where = f"on batch {calls['n']} of {len(batch)} texts"
+        calls["n"] += 1
+        output = _call(encode, spec, where, list(batch))
+        matrix = _as_array(output, len(batch), 2, spec, "its output")
+        dimension = calls["dimension"]
+        if dimension is not None and matrix.shape[1] != dimension:
+            raise ModelError(
+                f"{spec.flag} {spec.target}: vectors of size {matrix.shape[1]} after {dimension}"
+            )
+        calls["dimension"] = matrix.shape[1]
+        raw = output.detach().cpu().numpy() if hasattr(output, "detach") else output
+        return matrix.astype(np.float32) if getattr(raw, "dtype", None) == np.float32 else matrix
+
+    return checked
+
+
 def encode_texts(
     encode: Callable[[list[str]], Any],
     texts: Sequence[str],
@@ -317,18 +354,9 @@ def encode_texts(
     digests = {t: text_sha256(t) for t in distinct}
     todo = [t for t in distinct if cache.get(digests[t]) is None]
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
-    dimension = None
-    for number, batch in enumerate(
-        steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch")
-    ):
-        output = _call(encode, spec, f"on batch {number} of {len(batch)} texts", list(batch))
-        matrix = _as_array(output, len(batch), 2, spec, "its output")
-        if dimension is not None and matrix.shape[1] != dimension:
-            raise ModelError(
-                f"{spec.flag} {spec.target}: vectors of size {matrix.shape[1]} after {dimension}"
-            )
-        dimension = matrix.shape[1]
-        for text, vector in zip(batch, matrix, strict=True):
+    checked = checked_encoder(encode, spec)
+    for batch in steps(batches, f"evaluate: {spec.system_name} encodes", unit="batch"):
+        for text, vector in zip(batch, checked(batch).astype(np.float64), strict=True):
             cache.put(digests[text], vector)
     vectors = {t: cache.get(digests[t]) for t in distinct}
     sizes = {v.shape[0] for v in vectors.values() if v is not None}
@@ -435,13 +463,9 @@ def run_model(
     if spec.kind == SCORER:
         result = scorer_scores(load_callable(spec.target, spec.flag), view, spec, batch_size)
     else:
-        model = (
-            _sentence_transformer(spec.target)
-            if spec.kind == SENTENCE_TRANSFORMER
-            else load_callable(spec.target, spec.flag)
-        )
+        model = load_encoder(spec)
         folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
-        cache = EmbeddingCache(folder, f"{spec.system_name}-{_code_identity(spec, model)}")
+        cache = EmbeddingCache(folder, model_identity(spec, model))
         result = encoder_scores(model, view, spec, cache, batch_size)
     rate = result.texts_encoded / result.seconds if result.seconds > 0 else float("inf")
     log.info(

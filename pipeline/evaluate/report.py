@@ -249,6 +249,7 @@ def _runs_section(results: dict[str, Any]) -> list[str]:
             for name, run in runs.items()
         ],
     )  # fmt: skip
+    lines += _retrieved(results)
     gaps = [(name, run["missing_surveys"]) for name, run in runs.items() if run["missing_surveys"]]
     if gaps:
         lines.append("")
@@ -258,6 +259,29 @@ def _runs_section(results: dict[str, Any]) -> list[str]:
             for name, n in gaps
         ]
     return lines
+
+
+def _retrieved(results: dict[str, Any]) -> list[str]:
+    """How each model retrieved its top k over the corpus (retrieval mode): the search, an
+    ANN index's recall against exact search, the points of a Qdrant collection dropped."""
+    lines: list[str] = []
+    for name, facts in sorted(results.get("models", {}).items()):
+        if "top_k" not in facts:
+            continue
+        k = facts["top_k"]
+        if facts.get("index") == "qdrant":
+            how = (f"from Qdrant collection `{facts['collection']}` ({facts['location']}); "
+                   f"{facts['points_outside_corpus']} point(s) whose id is not in the corpus "
+                   f"and {facts['points_without_id_field']} without one dropped, never relevant")  # fmt: skip
+        elif "first_stage" in facts:
+            how = f"re-ranking the top {k} of `{facts['first_stage']}`"
+        elif facts.get("index") == "faiss":
+            recall = facts.get(f"ann_recall@{k}")
+            how = f"by faiss HNSW, recall@{k} against exact search {_num(recall, 4)}"
+        else:
+            how = "by exact search"
+        lines.append(f"- `{name}`: top {k} per survey {how}.")
+    return ["", *lines] if lines else []
 
 
 def _notes(results: dict[str, Any]) -> list[str]:

@@ -87,12 +87,28 @@ def tie_key(survey_id: str, candidate_id: str) -> int:
     return splitmix64(id_hash64(survey_id) ^ id_hash64(candidate_id))
 
 
+def id_hashes(ids: list[str]) -> np.ndarray:
+    """h(id) (:func:`id_hash64`) of every id, as a uint64 array in their order."""
+    blake2b = hashlib.blake2b
+    digests = b"".join([blake2b(v.encode("utf-8"), digest_size=8).digest() for v in ids])
+    # "<u8": the 8 digest bytes read as a little-endian uint64 on any machine, as id_hash64
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
+
+
+def splitmix64_array(z: np.ndarray) -> np.ndarray:
+    """:func:`splitmix64` of a uint64 array (numpy's uint64 arithmetic wraps modulo 2**64)."""
+    (m1, m2), (s1, s2, s3) = _MIX_MULTIPLIERS, _MIX_SHIFTS
+    z = z.astype(np.uint64, copy=True)
+    z ^= z >> np.uint64(s1)
+    z *= np.uint64(m1)
+    z ^= z >> np.uint64(s2)
+    z *= np.uint64(m2)
+    return z ^ (z >> np.uint64(s3))
+
+
 def _hash_ids(ids: pl.Series, column: str) -> pl.DataFrame:
     """``ids`` (distinct strings) with h(id) (see :func:`id_hash64`) as UInt64 column ``column``."""
-    blake2b = hashlib.blake2b
-    digests = b"".join([blake2b(v.encode("utf-8"), digest_size=8).digest() for v in ids.to_list()])
-    # "<u8": the 8 digest bytes read as a little-endian uint64 on any machine, as id_hash64
-    hashes = np.frombuffer(digests, dtype="<u8").astype(np.uint64)
+    hashes = id_hashes(ids.to_list())
     return pl.DataFrame({ids.name: ids, column: pl.Series(hashes, dtype=pl.UInt64)})
 
 

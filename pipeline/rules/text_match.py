@@ -36,21 +36,33 @@ def tokenize(texts: pl.Expr) -> pl.Expr:
     return texts.str.to_lowercase().str.extract_all(TOKEN_PATTERN)
 
 
+class BM25Index:
+    """BM25 (:mod:`bm25s`, Lucene variant, float64) over a list of token lists; the
+    vocabulary is numbered in sorted order, so scores do not depend on hash seeds."""
+
+    def __init__(self, docs: list[list[str]]) -> None:
+        import bm25s  # the index library is only needed for BM25
+
+        # bm25s sets its logger to DEBUG on import and logs every index build
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        self.size = len(docs)
+        self.vocabulary = {t: i for i, t in enumerate(sorted({t for doc in docs for t in doc}))}
+        self.retriever = bm25s.BM25(dtype="float64")
+        self.retriever.index(
+            ([[self.vocabulary[t] for t in doc] for doc in docs], self.vocabulary),
+            show_progress=False,
+        )
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        """BM25 of every document against ``query`` (zeros when no query token is known)."""
+        query_ids = [self.vocabulary[t] for t in query if t in self.vocabulary]
+        if not query_ids:
+            return np.zeros(self.size)
+        return np.asarray(self.retriever.get_scores(query_ids), dtype=np.float64)
+
+
 def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
-    import bm25s  # the index library is only needed for this baseline
-
-    # bm25s sets its logger to DEBUG on import and logs every index build
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-    vocabulary = {token: i for i, token in enumerate(sorted({t for doc in docs for t in doc}))}
-    query_ids = [vocabulary[t] for t in query if t in vocabulary]
-    if not query_ids:
-        return np.zeros(len(docs))
-    retriever = bm25s.BM25(dtype="float64")
-    retriever.index(
-        ([[vocabulary[t] for t in doc] for doc in docs], vocabulary), show_progress=False
-    )
-    return np.asarray(retriever.get_scores(query_ids), dtype=np.float64)
+    return BM25Index(docs).scores(query)
 
 
 def survey_query_tokens() -> pl.Expr:

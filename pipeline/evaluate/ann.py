@@ -1,0 +1,98 @@
+"""Approximate search of the corpus's vectors (``--index faiss``), and what it costs in recall.
+
+The index is faiss's HNSW graph over the unit-length vectors (inner product = cosine),
+:data:`HNSW_M` links a node, :data:`EF_CONSTRUCTION` candidates while building and
+:data:`EF_SEARCH` (at least ``k``) while searching, built with one thread so that the same
+vectors give the same graph. faiss over usearch: on 100k clustered 256-d vectors, one
+thread, the same M and ef, faiss built its graph in 51 s against usearch's 148 s and
+searched 1,000 queries in 0.36 s against 0.72 s, both at recall@100 >= 0.9999
+(``bench/bench_retrieval.py`` measures faiss at the full eval corpus's size).
+
+The index file sits beside the vectors it indexes (``vectors/<key>/``, keyed by model,
+corpus sha256 and batch size: :mod:`pipeline.evaluate.vectors`), so it is rebuilt when the
+corpus or the model changes, and written atomically. The report gives the ANN top k's
+recall against exact search on the same vectors (:func:`recall_against`), so a user sees
+what the index costs. faiss-cpu is the optional ``[ann]`` extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.core.errors import UsageError
+from pipeline.core.files import atomic_path
+from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
+from pipeline.evaluate.search import CHUNK_ROWS, DocOrder, top_k_frame, unit_rows
+from pipeline.evaluate.vectors import iter_chunks
+
+EXACT, FAISS = "exact", "faiss"
+INDEXES = (EXACT, FAISS)
+HNSW_M = 32
+EF_CONSTRUCTION = 100
+EF_SEARCH = 200
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError as e:
+        raise UsageError(f"--index faiss needs faiss-cpu ({e}); pip install '.[ann]'") from e
+    faiss.omp_set_num_threads(1)  # one thread: the same vectors give the same graph
+    return faiss
+
+
+def index_file(vectors: Path) -> Path:
+    """The HNSW index of a ``vectors.npy``, beside it, named by its parameters."""
+    return vectors.with_name(f"faiss-hnsw-m{HNSW_M}-ef{EF_CONSTRUCTION}.index")
+
+
+def build_index(vectors: Path) -> tuple[object, bool]:
+    """The HNSW index of ``vectors`` (read from its file when built before), and whether it
+    was built now. The vectors are added a chunk at a time."""
+    faiss = _faiss()
+    path = index_file(vectors)
+    if path.is_file():
+        return faiss.read_index(str(path)), False
+    index = None
+    for _, chunk in iter_chunks(vectors, CHUNK_ROWS):
+        if index is None:
+            index = faiss.IndexHNSWFlat(chunk.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = EF_CONSTRUCTION
+        index.add(np.ascontiguousarray(unit_rows(chunk), dtype=np.float32))
+    if index is None:
+        raise UsageError(f"{vectors}: no vectors to index")
+    with atomic_path(path) as tmp:
+        faiss.write_index(index, str(tmp))
+    return index, True
+
+
+def ann_top_k(
+    index: object, queries: np.ndarray, query_ids: list[str], order: DocOrder, k: int
+) -> pl.DataFrame:
+    """Each query's approximate top ``k`` (``survey_id``, ``candidate_id``, ``score``)."""
+    index.hnsw.efSearch = max(EF_SEARCH, k)  # type: ignore[attr-defined]
+    k = min(k, order.ids.len())
+    scores, docs = index.search(  # type: ignore[attr-defined]
+        np.ascontiguousarray(unit_rows(queries), dtype=np.float32), k
+    )
+    found = docs >= 0  # faiss pads with -1 when the graph yields fewer than k
+    surveys = np.repeat(np.arange(len(query_ids)), k).reshape(len(query_ids), k)
+    return top_k_frame(
+        query_ids,
+        order.ids,
+        [surveys[found]],
+        [docs[found].astype(np.int64)],
+        [scores[found].astype(np.float64)],
+    )
+
+
+def recall_against(approximate: pl.DataFrame, exact: pl.DataFrame) -> float:
+    """Mean over queries of |ANN top k ∩ exact top k| / |exact top k|."""
+    keys = [SURVEY_ID, CANDIDATE_ID]
+    hits = exact.join(approximate.select(keys), on=keys, how="semi").group_by(SURVEY_ID).len()
+    totals = exact.group_by(SURVEY_ID).len().rename({"len": "_total"})
+    joined = totals.join(hits, on=SURVEY_ID, how="left").fill_null(0)
+    return float((joined["len"] / joined["_total"]).mean() or 0.0)
