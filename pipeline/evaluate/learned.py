@@ -145,14 +145,28 @@ def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] 
     return probe_verdict(LEAK_PROBE, LEAK_REFERENCE, means)
 
 
+# a probe's lead over the reading system counts when a paired test puts it beyond chance
+PROBE_ALPHA = 0.05
+
+
 def probe_verdict(
-    probe: str, reference: str, means: dict[str, tuple[float | None, float | None]]
+    probe: str,
+    reference: str,
+    means: dict[str, tuple[float | None, float | None]],
+    p_values: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """A reading-free probe against a system that reads: per metric both means and whether
-    the probe beats it; ``flagged`` when it does on any (a leak)."""
+    the probe beats it; ``flagged`` when it does on any (a leak). With ``p_values`` (a paired
+    test's, per metric), a lead counts only below :data:`PROBE_ALPHA`; one within chance is
+    ``beats_within_chance``."""
     rows = {}
     for metric, (p, r) in means.items():
-        rows[metric] = {probe: p, reference: r, "beats": p is not None and r is not None and p > r}
+        lead = p is not None and r is not None and p > r
+        p_value = (p_values or {}).get(metric)
+        chance = lead and p_value is not None and p_value >= PROBE_ALPHA
+        rows[metric] = {probe: p, reference: r, "beats": lead and not chance}
+        if p_values is not None:
+            rows[metric] |= {"p_value": p_value, "beats_within_chance": chance}
     return {
         "probe": probe,
         "reference": reference,

@@ -2,12 +2,16 @@
 
 ``release`` trains LightGBM lambdarank (:mod:`pipeline.rank.model`, ``[train]`` config) on
 the train split of the release it has just written, with the ``reading-free`` feature set
-(:data:`pipeline.rank.features.READING_FREE_SET`: metadata, prior citations and the
-``format`` features, which place a candidate within its survey's list by the shape, length,
-date and kind of its text, reading no word), and scores the eval split with it and with
-BM25. A benchmark of reading lists must reward reading: the probe is flagged when it beats
-BM25 on ``nDCG@10`` or ``hard_negative_auc`` (macro means over the eval surveys), and
-``release.leak_audit = "error"`` then fails the build. The evaluation reports the same
+(:data:`pipeline.rank.features.READING_FREE_SET`: metadata and the ``format`` features,
+which place a candidate within its survey's list by the shape, length, date and kind of its
+text, reading no word), and scores the eval split with it and with BM25. A benchmark of
+reading lists must reward reading: the probe is flagged when it beats BM25 on ``nDCG@10`` or
+``hard_negative_auc`` (macro means over the eval surveys) beyond chance, and
+``release.leak_audit = "error"`` then fails the build. Beyond chance: a paired sign-flip test
+over the surveys (:func:`pipeline.evaluate.stats.paired_test`) gives p < ``PROBE_ALPHA``, as
+the feature audit flags an AUC only outside its chance range; a lead within chance is listed
+(``beats_within_chance``), never passed over. In a release of thousands of surveys a lead of
+a hundredth is beyond chance; in a test release of 40 surveys a lead of 0.03 may not be. The evaluation reports the same
 model as ``lgbm-reading-free``.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from pipeline.core.config import TrainConfig
@@ -30,6 +35,7 @@ from pipeline.evaluate.learned import (
     train_available,
 )
 from pipeline.evaluate.metrics import per_survey_metrics
+from pipeline.evaluate.stats import paired_test, rng_for
 from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score, train_ranker
 from pipeline.rank.release import query_sizes, read_judgments, read_view, split_view_file
@@ -38,15 +44,39 @@ from pipeline.rules.audit_sample import sample_record, sample_surveys
 PROBE = LGBM_READING_FREE
 REFERENCE = BM25
 PROBE_METRICS = LEAK_METRICS
+# the paired test that tells a probe's lead from chance: resamples and seed, fixed so a
+# release's verdict depends on its rows only
+PROBE_RESAMPLES = 1000
+PROBE_SEED = 7
 
 
-def _means(judged: pl.DataFrame, run: pl.DataFrame) -> dict[str, float | None]:
+def _per_survey(judged: pl.DataFrame, run: pl.DataFrame) -> pl.DataFrame:
     rows = judged.join(run.select(SURVEY_ID, CANDIDATE_ID, SCORE), on=[SURVEY_ID, CANDIDATE_ID],
                        how="left")  # fmt: skip
-    per = per_survey_metrics(rows, PROBE_METRICS)
+    return per_survey_metrics(rows, PROBE_METRICS).sort(SURVEY_ID)
+
+
+def _means(per: pl.DataFrame) -> dict[str, float | None]:
     return {
         m: (round(float(per[m].mean()), 6) if per[m].drop_nulls().len() else None)
         for m in PROBE_METRICS
+    }
+
+
+def _p_values(probe: pl.DataFrame, reference: pl.DataFrame) -> dict[str, float | None]:
+    """Two-sided p-value per metric of the paired sign-flip test of the probe against the
+    reference over the same surveys (:func:`pipeline.evaluate.stats.paired_test`)."""
+    both = probe.join(reference, on=SURVEY_ID, how="inner", suffix="_ref")
+    matrix = lambda cols: both.select(cols).to_numpy().astype(np.float64)  # noqa: E731
+    test = paired_test(
+        matrix(list(PROBE_METRICS)),
+        matrix([f"{m}_ref" for m in PROBE_METRICS]),
+        PROBE_RESAMPLES,
+        rng_for(PROBE_SEED, "reading-free probe"),
+    )
+    return {
+        m: (None if np.isnan(p) else round(float(p), 6))
+        for m, p in zip(PROBE_METRICS, test.p_value, strict=True)
     }
 
 
@@ -95,8 +125,14 @@ def reading_free_probe(
     del train_view, train_judged
     view, judged, eval_sample = _sampled(release, "eval", max_rows)
     bm25 = compute_features(view, ["bm25"]).rename({"bm25": SCORE})
-    probe, reference = _means(judged, score(model, view)), _means(judged, bm25)
-    verdict = probe_verdict(PROBE, REFERENCE, {m: (probe[m], reference[m]) for m in PROBE_METRICS})
+    probe_per, reference_per = _per_survey(judged, score(model, view)), _per_survey(judged, bm25)
+    probe, reference = _means(probe_per), _means(reference_per)
+    verdict = probe_verdict(
+        PROBE,
+        REFERENCE,
+        {m: (probe[m], reference[m]) for m in PROBE_METRICS},
+        _p_values(probe_per, reference_per),
+    )
     return {
         **verdict,
         "feature_set": READING_FREE_SET,

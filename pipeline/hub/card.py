@@ -1030,12 +1030,21 @@ def leak_audit_table(leak: dict[str, Any]) -> str:
     return _table(header, rows)
 
 
+def _beats(row: dict[str, Any]) -> str:
+    """A probe table's verdict cell: a lead beyond chance, one within it (its p-value), none."""
+    if row["beats"]:
+        return "**yes**"
+    if row.get("beats_within_chance"):
+        return f"within chance (p = {row['p_value']})"
+    return "no"
+
+
 def probe_table(probe: dict[str, Any]) -> str:
     """The reading-free probe against BM25 on the eval split, or why it was not trained."""
     if not probe.get("metrics"):
         return f"Not trained: {probe.get('skipped', 'no train split')}."
     rows = [
-        [f"`{m}`", r[probe["probe"]], r[probe["reference"]], "**yes**" if r["beats"] else "no"]
+        [f"`{m}`", r[probe["probe"]], r[probe["reference"]], _beats(r)]
         for m, r in probe["metrics"].items()
     ]
     return _table(["metric (eval)", f"`{probe['probe']}`", f"`{probe['reference']}`", "beats"],
