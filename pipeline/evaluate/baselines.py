@@ -31,6 +31,9 @@ BM25 = "bm25"
 ORACLE = "oracle"
 BASELINES = (RANDOM, POPULARITY, BM25, ORACLE)
 UPPER_BOUNDS = (ORACLE,)  # not eligible as "best baseline"
+# references, not systems: they read the judgment side (the label; popularity, which the
+# candidates view does not show), every other baseline the answer-free view only
+JUDGMENT_SIDE = (ORACLE, POPULARITY)
 
 
 def random_scores(eval_frame: pl.DataFrame, seed: int, draw: int) -> pl.Series:

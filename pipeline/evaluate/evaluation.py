@@ -56,6 +56,7 @@ from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.evaluate.baselines import (
     BASELINES,
     BM25,
+    JUDGMENT_SIDE,
     ORACLE,
     POPULARITY,
     RANDOM,
@@ -281,9 +282,7 @@ def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfi
     }
     if name not in scorers:
         raise UsageError(f"unknown baseline {name!r}; available: {', '.join(BASELINES)}")
-    # A system reads the answer-free candidates view only. The exceptions are references: the
-    # oracle, and popularity, which the view does not show (a system may know it from elsewhere)
-    visible = eval_set if name in (ORACLE, POPULARITY) else answer_free(eval_set)
+    visible = eval_set if name in JUDGMENT_SIDE else answer_free(eval_set)
     return per_survey_subsets(_with_scores(eval_set, scorers[name](visible)), config.ks)
 
 
