@@ -7,7 +7,9 @@ list's heading above them, or a JSONL line's ``sections`` object (heading -> ref
 
 **Heading rule.** A heading's words are the words of its title key
 (:func:`pipeline.rules.titles.title_key`) that are not all digits (section numbers such as
-``3.2`` go). A generated heading is matched to the survey's aspect whose heading has the
+``3.2`` go) and not function words (:data:`FUNCTION_WORDS`: ``of``, ``and``, ``for`` ...),
+each reduced to its singular by :func:`singular` (``Approaches`` and ``Approach``,
+``Strategies`` and ``Strategy`` are one word: a generator writes either). A generated heading is matched to the survey's aspect whose heading has the
 highest Jaccard similarity of words with it (shared words / words of either), when that
 is at least :data:`MIN_SIMILARITY`; on equal similarity the aspect first in the survey
 (lowest ``aspect_rank``, then ``aspect_id``). Several headings may match one aspect; a
@@ -41,12 +43,47 @@ from pipeline.rules.titles import title_key
 MIN_SIMILARITY = 0.5
 COVERAGE = "coverage"
 COVERAGE_ANYWHERE = "coverage_anywhere"
+# Words that join a heading's terms and name none: they add to the union of two headings'
+# words without ever being the reason two headings are the same section. "a" is not one:
+# in headings it is as often a label (``Appendix A``) as an article.
+FUNCTION_WORDS = frozenset(
+    "an and the of for in on to with via by from its their vs versus or".split()
+)
+# English plurals that end like a singular does (``analysis``, ``bus``, ``class``) keep their s
+_KEEP_S = ("ss", "us", "is")
 
 
-def heading_words(headings: Sequence[str | None]) -> list[frozenset[str]]:
-    """The word set of each heading (module docstring): title-key words, digits-only dropped."""
+def singular(word: str) -> str:
+    """A heading word's singular by English's regular plural endings (a light stemmer in the
+    spirit of Harman's S-stemmer, which leaves ``approaches`` -> ``approache``): ``-ies`` ->
+    ``-y``; ``-es`` after ``s``, ``x``, ``z``, ``ch``, ``sh`` dropped; else a final ``-s``
+    dropped unless the word ends as :data:`_KEEP_S` does or is at most three letters."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(_KEEP_S):
+        return word[:-1]
+    return word
+
+
+def heading_words(headings: Sequence[str | None], *, stem: bool = True) -> list[frozenset[str]]:
+    """The word set of each heading (module docstring's rule).
+
+    Args:
+        stem: False gives the rule before function words and plurals were folded, for
+            ``bench/heading_rule.py``'s comparison.
+    """
     keys = pl.select(title_key(pl.Series(list(headings), dtype=pl.String)).alias("k"))["k"]
-    return [frozenset(w for w in (key or "").split() if not w.isdigit()) for key in keys.to_list()]
+    out = []
+    for key in keys.to_list():
+        words = [w for w in (key or "").split() if not w.isdigit()]
+        if stem:
+            words = [singular(w) for w in words if w not in FUNCTION_WORDS]
+        out.append(frozenset(words))
+    return out
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -71,18 +108,19 @@ def load_aspects(release: Path) -> pl.DataFrame:
 
 
 def match_headings(
-    headings: Sequence[str], aspects: Sequence[tuple[str, str, int]]
+    headings: Sequence[str], aspects: Sequence[tuple[str, str, int]], *, stem: bool = True
 ) -> dict[str, str | None]:
     """Each generated heading's aspect (module docstring's rule), or None.
 
     Args:
         headings: the generated headings.
         aspects: ``(aspect_id, aspect_heading, aspect_rank)`` of one survey.
+        stem: passed to :func:`heading_words`.
     """
     ordered = sorted(aspects, key=lambda a: (a[2], a[0]))
-    aspect_words = heading_words([a[1] for a in ordered])
+    aspect_words = heading_words([a[1] for a in ordered], stem=stem)
     out: dict[str, str | None] = {}
-    for heading, words in zip(headings, heading_words(headings), strict=True):
+    for heading, words in zip(headings, heading_words(headings, stem=stem), strict=True):
         best, best_similarity = None, MIN_SIMILARITY
         for (aspect_id, _, _), other in zip(ordered, aspect_words, strict=True):
             similarity = jaccard(words, other)
@@ -138,7 +176,10 @@ def aspect_coverage(
             entries.append(entry)
         per_survey[bibliography.survey_id] = {"headings": matches, "aspects": entries}
     return {
-        "rule": f"heading word Jaccard >= {MIN_SIMILARITY}, best aspect, first on ties",
+        "rule": (
+            f"Jaccard of heading words (function words dropped, plurals folded) >= "
+            f"{MIN_SIMILARITY}, best aspect, first on ties"
+        ),
         "n_aspects": len(values[COVERAGE]),
         "headings_matched": headings_matched,
         "headings_unmatched": headings_unmatched,
