@@ -73,12 +73,25 @@ def test_an_eprint_of_another_archive_is_no_arxiv_id() -> None:
         ("@article{a, title {No equals}}", "x.bib:1: a field 'name = value' expected"),
         ("@article{a, title = {T} year = 2}", "',' or '}' expected after field 'title'"),
         ("@article{a, title = {T},\n", "x.bib:1: an entry that never closes"),
+        # a brace left open swallows the lines after it: the error names the field's line
+        (
+            "@article{a,\n title={Open,\n year={2017}\n}\n@article{b, title={B}}\n",
+            "x.bib:2: ',' or '}' expected after field 'title'",
+        ),  # fmt: skip
     ],
 )
 def test_malformed_bibtex_is_an_error_naming_the_line(text: str, says: str) -> None:
     with pytest.raises(F.BibFormatError, match=None) as caught:
         F.parse_bibtex(text, "x.bib")
     assert says in str(caught.value)
+
+
+def test_an_entry_without_a_key_is_read_from_its_first_field() -> None:
+    """Generators drop the key; the title must not be taken for one and lost."""
+    (entry,) = F.parse_bibtex(
+        "@article{title={Attention is all you need}, year=2017}", "x"
+    ).references
+    assert (entry["title"], entry["year"]) == ("Attention is all you need", 2017)
 
 
 def test_one_entry_per_bibtex_string() -> None:

@@ -13,7 +13,8 @@ gives ``title`` (LaTeX accents and braces removed: ``Schr\\"{o}dinger`` is
 all digits), and ``raw``: its field values joined, where an identifier written in a
 ``url``, ``journal`` or ``note`` is found as in a raw string. An entry whose braces or
 quotes do not close, or without the ``=`` of a field, is an error naming its line: past
-it, where the next entry starts is a guess.
+it, where the next entry starts is a guess. An entry without a key (``@article{title = ...``)
+is read from its first field.
 
 **Markdown.** One reference per list item: a line starting with ``-``, ``*``, ``+``,
 ``1.``, ``1)`` or ``[1]``; an indented or unbroken line after an item continues it.
@@ -146,6 +147,9 @@ class _Scanner:
     def fields(self, close: str, macros: dict[str, str], *, keyed: bool) -> dict[str, str]:
         """``key, name = value, ...`` up to the entry's closing delimiter (consumed)."""
         start = self.pos
+        name = _FIELD_NAME.match(self.text, self.pos)
+        if keyed and name and self.text.startswith("=", name.end()):
+            keyed = False  # no key: the entry opens with its first field (generators do this)
         if keyed:
             end = self.text.find(",", self.pos)
             stop = self.text.find(close, self.pos)
@@ -172,7 +176,10 @@ class _Scanner:
             if self.peek() == ",":
                 self.pos += 1
             elif self.peek() != close:
-                raise self.fail(f"',' or {close!r} expected after field {match.group(1)!r}")
+                # the line of the field: an unclosed brace in its value runs on to later lines
+                raise self.fail(
+                    f"',' or {close!r} expected after field {match.group(1)!r}", match.start(1)
+                )
 
 
 def _entry_reference(fields: dict[str, str]) -> dict[str, Any]:
