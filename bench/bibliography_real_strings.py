@@ -42,6 +42,10 @@ _IDENTIFIER = re.compile(
     re.IGNORECASE,
 )
 OUTCOMES = ("right", "wrong", "ambiguous", "unmatched")
+# the one survey every string is resolved for; its works are indexed by hand (a WorkIndex)
+_NO_TABLE = B.ReleaseWorks(
+    {"real": {}}, frozenset(), pl.LazyFrame(schema=S.polars_schema(S.WORKS_TABLE))
+)
 HAND_TITLED = ("reference_titles.tsv", "reference_titles_2.tsv")
 
 
@@ -131,15 +135,13 @@ def measure(records: Iterable[dict]) -> dict[str, int]:
             for key, owners in raw_owners.items()
         }
         resolvable += work in titled_works or works_with_raw_key[work] - (own is not None) > 0
-        works = B.ReleaseWorks(
-            {"real": {}},
-            frozenset(),
+        index = B.WorkIndex(
             {},
             {k: frozenset(v) for k, v in by_title.items()},
             {k: v for k, v in by_raw.items() if v},
         )
         bibliography = B.Bibliography("real", (B.Reference(raw=strip_identifiers(raw)),))
-        (resolved,) = B.resolve(bibliography, works)
+        (resolved,) = B.resolve(bibliography, _NO_TABLE, index)
         if resolved.cls == B.AMBIGUOUS:
             outcomes["ambiguous"] += 1
         elif resolved.work_id is None:
@@ -164,13 +166,11 @@ def measure_titled(rows: Iterable[tuple[str, str]]) -> dict[str, int]:
     by_title: dict[str, set[str]] = {}
     for work, key in T.corpus_title_keys(titled.lazy()).drop_nulls(T.KEY).collect().iter_rows():
         by_title.setdefault(key, set()).add(work)
-    works = B.ReleaseWorks(
-        {"real": {}}, frozenset(), {}, {k: frozenset(v) for k, v in by_title.items()}, {}
-    )
+    index = B.WorkIndex(by_title={k: frozenset(v) for k, v in by_title.items()})
     outcomes: Counter[str] = Counter()
     for i, (title, raw) in enumerate(rows):
         bibliography = B.Bibliography("real", (B.Reference(raw=strip_identifiers(raw)),))
-        (resolved,) = B.resolve(bibliography, works)
+        (resolved,) = B.resolve(bibliography, _NO_TABLE, index)
         if not title:
             outcomes["spurious"] += resolved.work_id is not None or resolved.cls == B.AMBIGUOUS
         elif resolved.cls == B.AMBIGUOUS:

@@ -60,6 +60,7 @@ def test_outputs_do_not_depend_on_batch_sizes(tmp_path: Path, default_run: Path)
         negatives_batch_pairs=1,  # one survey per batch
         release_batch_rows=3,
         release_batch_aspect_rows=3,
+        release_works_batch_rows=5,  # the works table keyed five works at a time
         aspects_batch_rows=3,  # one survey's aspect rows per batch
         # works cut into parts (cites split into files, read a chunk at a time)
         work_part_rows=40,

@@ -14,7 +14,9 @@ import pytest
 
 from pipeline import api
 from pipeline.core import schema as S
+from pipeline.core.release_files import WORKS_TABLE_FILE
 from pipeline.evaluate import bibliography as B
+from pipeline.rules import titles as T
 
 # A hand-made release: survey s1 (eval) lists w1 (tier 4), w2 (tier 3), w3 (tier 1) and has
 # the hard negative w4; survey s2 (train) cites w5, w6 and w7, whose w6 and w7 share a title.
@@ -36,8 +38,21 @@ ROWS = [
 ]
 
 
-def write_tiny_release(folder: Path) -> Path:
-    """The hand-made release above: the reading lists' columns resolution reads."""
+# Works the corpus knows that no survey lists: a cited work outside the corpus (known by its
+# DOI and its citing bib string's title) and a corpus paper (its arXiv id and title).
+OUTSIDE_TITLE = "Sparse Mixtures of Experts for Machine Translation"
+PAPER_TITLE = "Learning to Rank Scientific Articles by Citation Context"
+OUTSIDE = [
+    # work, aliases, title shown, bib string
+    ("doi:10.3000/c", ["doi:10.3000/c"], "", f"Q. Wu. {OUTSIDE_TITLE}. In ACL, 2019."),
+    ("arxiv:2001.00009", ["arxiv:2001.00009", "doi:10.4000/d"], PAPER_TITLE, ""),
+]
+
+
+def write_tiny_release(folder: Path, works_table: bool = True) -> Path:
+    """The hand-made release above: the reading lists' columns resolution reads and, with
+    ``works_table``, the works table of the candidates and the :data:`OUTSIDE` works, keyed
+    as the release stage keys them (without: a release built before the table)."""
     folder.mkdir(parents=True, exist_ok=True)
     frame = pl.DataFrame(
         ROWS,
@@ -56,6 +71,17 @@ def write_tiny_release(folder: Path) -> Path:
         frame.filter(pl.col(S.SPLIT) == split).drop(S.SPLIT).write_parquet(
             folder / f"{split}_survey_reading_lists.parquet"
         )
+    if works_table:
+        works = pl.DataFrame(
+            [(w, a, t, r) for _, w, a, t, r, _, _ in ROWS] + OUTSIDE,
+            schema={S.WORK_ID: pl.String, S.ALIASES: pl.List(pl.String), S.TITLE: pl.String,
+                    S.RAW: pl.String},
+            orient="row",
+        ).sort(S.WORK_ID)  # fmt: skip
+        keys = T.work_title_keys(works, S.TITLE, S.RAW)
+        works.select(S.WORK_ID, S.ALIASES).join(
+            keys, on=S.WORK_ID, maintain_order="left"
+        ).write_parquet(folder / WORKS_TABLE_FILE)
     return folder
 
 
@@ -157,6 +183,50 @@ def test_the_run_ranks_judged_works_by_position(tiny: B.ReleaseWorks, tmp_path: 
     )
     score = B.score_survey("s1", resolved, tiny.labels["s1"])
     assert B.run_scores([score]) == {"s1": {"doi:10.2000/b": -2.0, "arxiv:1901.00004": -3.0}}
+
+
+def test_a_work_the_corpus_knows_that_no_survey_lists_is_known(
+    tiny: B.ReleaseWorks, tmp_path: Path
+) -> None:
+    refs = [
+        f"Q. Wu and P. Ng. {OUTSIDE_TITLE.lower()}. ACL 2019.",  # by its bib string's title key
+        {"doi": "https://doi.org/10.3000/C"},  # the same work by its DOI: duplicate
+        {"title": PAPER_TITLE},  # a corpus paper no survey cites, by its title
+        {"doi": "10.4000/d"},  # ... and by the DOI merged into it: duplicate
+        {"title": TITLE_1},  # listed
+        "A. Nobody. A completely invented survey of imaginary methods. 2023.",  # unmatched
+    ]
+    got = resolve(tiny, refs, tmp_path)
+    assert [(r.cls, r.work_id, r.resolved_by) for r in got] == [
+        (B.KNOWN, "doi:10.3000/c", "title"),
+        (B.DUPLICATE, "doi:10.3000/c", "identifier"),
+        (B.KNOWN, "arxiv:2001.00009", "title"),
+        (B.DUPLICATE, "arxiv:2001.00009", "identifier"),
+        (B.LISTED, "arxiv:2101.00001", "title"),
+        (B.UNMATCHED, None, None),
+    ]
+    score = B.score_survey("s1", got, tiny.labels["s1"])
+    assert score.metrics[B.HARD_NEGATIVE_RATE] == 0.0  # 0 of listed 1 + known 2
+    assert score.metrics[B.UNMATCHED_RATE] == pytest.approx(1 / 4)
+
+
+def test_a_release_without_works_table_resolves_its_candidates_and_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = write_tiny_release(tmp_path / "old", works_table=False)
+    with caplog.at_level("WARNING", logger="pipeline"):
+        old = B.load_release_works(release)
+        got = resolve(old, [{"title": OUTSIDE_TITLE}, {"title": TITLE_5}, {"title": TITLE_2}],
+                      tmp_path)  # fmt: skip
+    assert not old.complete
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and WORKS_TABLE_FILE in warned[0], warned
+    assert [(r.cls, r.work_id) for r in got] == [
+        (B.UNMATCHED, None),  # the corpus knows it, an old release does not
+        (B.KNOWN, "arxiv:1801.00005"),  # another survey's candidate, as before the table
+        (B.LISTED, "doi:10.2000/b"),
+    ]
+    assert got[0].reason == B.UNKNOWN_TITLE
 
 
 def _cli(
@@ -442,6 +512,50 @@ def test_unmatched_references_are_counted_by_reason(tiny: B.ReleaseWorks, tmp_pa
     score = B.score_survey("s1", got, tiny.labels["s1"])
     evaluation = B.BibliographyEvaluation((score,), B.macro_means([score]), (), score.counts)
     assert evaluation.unmatched_reasons() == dict.fromkeys(B.UNMATCHED_REASONS, 1)
+
+
+def test_the_demo_works_table_makes_outside_works_known(demo_release: Path, tmp_path: Path) -> None:
+    table = pl.read_parquet(demo_release / WORKS_TABLE_FILE)
+    # id, aliases and title keys: nothing a ranking system could count or date
+    assert table.columns == ["work_id", "aliases", "title_key", "raw_title_key"]
+    assert table[S.WORK_ID].is_sorted() and table[S.WORK_ID].is_unique().all()
+    works = pl.read_parquet(demo_release.parent / "works" / "works.parquet")
+    assert table.height == works.height  # every work the corpus knows
+    candidates = pl.concat(
+        pl.read_parquet(demo_release / f"{split}_survey_reading_lists.parquet")
+        for split in S.SPLIT_NAMES
+    )[S.CANDIDATE_ID].unique()
+    outside = table.filter(~pl.col(S.WORK_ID).is_in(candidates.implode()))
+    assert outside.height > 0
+    alias_count = table.explode(S.ALIASES)[S.ALIASES].value_counts()
+    unique_alias = set(alias_count.filter(pl.col("count") == 1)[S.ALIASES])
+    keys = pl.concat([table[S.TITLE_KEY], table[S.RAW_TITLE_KEY]]).drop_nulls()
+    key_count = keys.value_counts()
+    unique_key = set(key_count.filter(pl.col("count") == 1)[key_count.columns[0]])
+    # an outside work named by an arXiv id only it carries, another by a title key only it has
+    by_id = next(
+        (w, a)
+        for w, aliases in outside.select(S.WORK_ID, S.ALIASES).iter_rows()
+        for a in aliases
+        if a.startswith("arxiv:") and a in unique_alias
+    )
+    by_key = next(
+        (w, k)
+        for w, k in outside.select(S.WORK_ID, S.TITLE_KEY).iter_rows()
+        if k is not None and k in unique_key and w != by_id[0]
+    )
+    survey_id = _eval_lists(demo_release)[S.SURVEY_ID].min()
+    refs = [{"arxiv_id": by_id[1].removeprefix("arxiv:")}, {"title": by_key[1].upper()}]
+    path = tmp_path / "outside.jsonl"
+    path.write_text(json.dumps({"survey_id": survey_id, "references": refs}) + "\n")
+    got = api.evaluate_bibliography(demo_release, path, out=tmp_path / "outside", run=False)
+    resolved = got.results["per_survey"][survey_id]["references"]
+    assert [(r["class"], r["work_id"], r["resolved_by"]) for r in resolved] == [
+        (B.KNOWN, by_id[0], "identifier"),
+        (B.KNOWN, by_key[0], "title"),
+    ]
+    assert got.results["counts"][B.UNMATCHED] == 0
+    assert got.results["inputs"]["works_table"]["name"] == WORKS_TABLE_FILE
 
 
 # --------------------------------------------------------------------- a known mix on the demo

@@ -236,8 +236,9 @@ def test_push_dry_run_lists_exactly_the_release_files(
         if p.is_file() and p.name != "_SUCCESS.json"
     )
     assert [f["path"] for f in plan["files"]] == expected
-    assert len(expected) == 16 and "README.md" in expected and "eval_metadata.json" in expected
+    assert len(expected) == 17 and "README.md" in expected and "eval_metadata.json" in expected
     assert "METHODS.md" in expected
+    assert "works.parquet" in expected  # bibliography resolution reads it from the Hub files
     assert "figures/tier_distribution.png" in expected  # the card's figure is published too
     for f in plan["files"]:
         data = (release / f["path"]).read_bytes()

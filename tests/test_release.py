@@ -16,7 +16,7 @@ import yaml
 
 from pipeline import api
 from pipeline.core import schema as S
-from pipeline.core.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, beir_file
+from pipeline.core.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, WORKS_TABLE_FILE, beir_file
 from pipeline.hub import card as CARD
 from pipeline.stages import release as R
 from pipeline.stages import split as SP
@@ -243,6 +243,33 @@ def test_release_tables_match_schema_and_are_sorted(handmade: Path) -> None:
     )
 
 
+def test_works_table_holds_every_work_with_its_ids_and_title_keys(handmade: Path) -> None:
+    import re
+
+    from tests.test_negatives import WORKS
+
+    release = handmade / "release"
+    table = pq.read_table(release / WORKS_TABLE_FILE)
+    assert table.schema.remove_metadata() == S.WORKS_TABLE
+    # nothing beyond the id, the aliases and the title keys: no count, category or date
+    assert table.column_names == ["work_id", "aliases", "title_key", "raw_title_key"]
+    works = pl.from_arrow(table)
+    assert works[S.WORK_ID].to_list() == sorted(WORKS)  # candidates or not, sorted by id
+
+    def key(text: str) -> str:
+        return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+    for w, aliases, title_key, raw_title_key in works.iter_rows():
+        pid, _, _, extra = WORKS[w]
+        assert aliases == sorted([w, *extra])
+        # a corpus paper's title, else the title parsed from its bib strings (works)
+        assert title_key == key(f"Title of {w}" if pid else f"parsed title of {w}")
+        assert raw_title_key is None  # "Raw doi:..." names a venue word, no title
+    rows = _rows(release)
+    for w, aliases in rows.select(S.CANDIDATE_ID, S.CANDIDATE_ALIASES).iter_rows():
+        assert works.filter(pl.col(S.WORK_ID) == w)[S.ALIASES].to_list() == [aliases]
+
+
 def test_card_placeholders() -> None:
     assert CARD.render_card("a {x} @misc{key, {B}} {{x}}", {"x": "1"}) == "a 1 @misc{key, {B}} {1}"
     with pytest.raises(KeyError, match="available: \\['x'\\]"):
@@ -387,7 +414,8 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 20
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 21
+    assert WORKS_TABLE_FILE in first  # the works table, byte for byte too
     # the section-level reading lists and their view, both splits
     assert {f"aspects/{split}_survey_reading_lists.parquet" for split in S.SPLIT_NAMES} <= set(
         first

@@ -1,7 +1,8 @@
 """Names of the files of a release folder (what ``push`` publishes), in one place.
 
 The release stage writes them, the card names them (its ``configs`` and snippets),
-``evaluate`` finds the eval table by :data:`EVAL_FILE`.
+``evaluate`` finds the eval table by :data:`EVAL_FILE` and bibliography resolution the
+works table by :data:`WORKS_TABLE_FILE`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ METADATA_FILE = "eval_metadata.json"
 CARD_FILE = "README.md"
 METHODS_FILE = "METHODS.md"  # beside the card: every rule of the build and the audit tables
 EVAL_FILE = READING_LISTS_FILE.format(split="eval")
+# Every work the corpus knows, keyed as bibliography resolution keys it (``schema.WORKS_TABLE``):
+# evaluator-side, read by ``evaluate --bibliography``; no config of the card, since no system
+# ranks it.
+WORKS_TABLE_FILE = "works.parquet"
 # The section-level reading lists: a folder laid out as a release of its own
 # (the same file names, one query per aspect), so that ``evaluate``, ``train`` and the
 # reading-free probe read it as they read the release (``evaluate --task aspects``).

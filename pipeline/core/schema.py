@@ -57,6 +57,7 @@ KNOWN_DATE = "known_date"
 N_CITING_PAPERS = "n_citing_papers"
 RESOLVED_BY = "resolved_by"
 TITLE_KEY = "title_key"
+RAW_TITLE_KEY = "raw_title_key"
 DATE_SOURCE = "date_source"
 
 SURVEY_ID = "survey_id"
@@ -272,6 +273,21 @@ TITLE_KEYS = pa.schema(
     [
         (WORK_ID, pa.string()),
         (TITLE_KEY, pa.string()),
+    ]
+)
+
+# The release's works table (``release_files.WORKS_TABLE_FILE``): every work the corpus knows,
+# as bibliography resolution keys it (pipeline.evaluate.bibliography) and nothing else. No
+# count, category or date: a ranking system that reads it learns nothing about a candidate
+# beyond the ids and titles the candidates view shows.
+WORKS_TABLE = pa.schema(
+    [
+        (WORK_ID, pa.string()),
+        (ALIASES, pa.list_(pa.string())),
+        # the key of the title the release shows (pipeline.rules.titles.identifying_title_key)
+        (TITLE_KEY, pa.string()),
+        # the title key of one bib string citing the work (works.raw; null for corpus papers)
+        (RAW_TITLE_KEY, pa.string()),
     ]
 )
 

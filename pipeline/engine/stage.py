@@ -122,6 +122,7 @@ class Limits:
     negatives_batch_pairs: int = 5_000_000  # negatives: window pairs built at once
     release_batch_rows: int = 200_000  # release: reading-list rows per survey batch
     release_batch_aspect_rows: int = 300_000  # release: aspect rows per survey batch
+    release_works_batch_rows: int = 250_000  # release: works keyed at once for the works table
     aspects_batch_rows: int = 2_000_000  # aspects: (aspect, candidate) rows per survey batch
     work_part_rows: int = 10_000_000  # rows of cites per part of visible.work_parts
     split_rows: int = 2_000_000  # rows of cites read at once while it is cut into parts

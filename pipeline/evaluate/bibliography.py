@@ -14,28 +14,41 @@ survey, named ``<survey_id>.bib`` (BibTeX) or ``<survey_id>.md`` (Markdown), par
 :mod:`pipeline.evaluate.bibformats`; other files are counted and not read. Either way
 the references keep their order.
 
-**Resolution** uses the release files alone and the pipeline's own identity rules:
+**Resolution** uses the release files alone and the pipeline's own identity rules. A
+reference may name any work of the release's works table (:data:`WORKS_TABLE_FILE`, written
+by the release stage): every work the corpus knows, the corpus papers and the works they
+cite, whether or not it is a candidate of some survey, keyed as the reading lists key their
+candidates:
 
 1. Identifiers first. An object's ``doi``, ``arxiv_id`` and ``openalex_id``, and the
    DOI, arXiv id and OpenAlex id written in a raw string (an arXiv id only after the
    word "arxiv", an OpenAlex id only in an ``openalex.org`` URL: a bare ``1234.5678`` is a
    page range as often as an id), are normalised by :mod:`pipeline.rules.ids` and
    prefixed as aliases (:mod:`pipeline.rules.aliases`, an arXiv DOI also as its arXiv
-   id). They are looked up in the candidates' ``candidate_aliases``.
-2. Then title keys (:mod:`pipeline.rules.titles`). A work's keys are the key of its
-   ``candidate_title`` (when long enough to identify a work, as ``works`` keys the
-   corpus titles) and the title key of its ``candidate_raw`` bib string. An object's
-   title gives one key; a raw string gives its segment keys (URLs cut out first: a URL
-   is no title, and glued to one it hides it). As in ``works``, any
-   segment key may equal a work's title, and only the string's own title key may equal
-   another bib string's title key.
+   id). They are looked up in the works' ``aliases`` (a candidate's ``candidate_aliases``).
+2. Then title keys (:mod:`pipeline.rules.titles`). A work's keys are the key of the title
+   the release shows for it (``candidate_title``; when long enough to identify a work, as
+   ``works`` keys the corpus titles) and the title key of its bib string (``works.raw``, a
+   candidate's ``candidate_raw``): :func:`pipeline.rules.titles.work_title_keys`. An
+   object's title gives one key; a raw string gives its segment keys (URLs cut out first: a
+   URL is no title, and glued to one it hides it). As in ``works``, any segment key may
+   equal a work's title, and only the string's own title key may equal another bib
+   string's title key.
+
+The works table is joined on the references' aliases and keys in one streaming pass
+(:meth:`ReleaseWorks.index`), so millions of works are never held as Python objects. A
+release built before the table is read all the same, its candidates keyed the same way, with
+one warning: a reference to any other work of the corpus is then unmatched.
 
 A reference whose identifiers or keys name two or more works is *ambiguous*; one that
 names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming
 a work an earlier reference of the same bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
 the key of its whole text) an earlier one had. Every other reference is, for its
 survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
-*known* work (a candidate of another survey of the release).
+*known* work: any other work the corpus knows, a candidate of another survey or not. One
+class, not two: whether a work made some other survey's list is a fact of the sample of
+surveys the release detected, not of the reference, and both kinds count the same in the
+metrics (a real work of the field or corpus that the expert did not list).
 
 **Metrics** (per survey; ``unique`` = references minus duplicates):
 
@@ -58,6 +71,7 @@ coverage, is :func:`pipeline.evaluate.bibliography_report.evaluate_file`.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -70,7 +84,7 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
-from pipeline.core.release_files import READING_LISTS_FILE
+from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
 from pipeline.evaluate.bibformats import (
     BIBTEX_SUFFIX,
     MARKDOWN_SUFFIXES,
@@ -85,6 +99,8 @@ from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
 
+log = logging.getLogger("pipeline")
+
 REFERENCE_FIELDS = ("title", "doi", "arxiv_id", "openalex_id", "year")
 TIERS = (1, 2, 3, 4)
 
@@ -97,8 +113,9 @@ DUPLICATE = "duplicate"
 CLASSES = (LISTED, HARD_NEGATIVE, KNOWN, UNMATCHED, AMBIGUOUS, DUPLICATE)
 
 # Why a reference is unmatched, first that applies: it holds nothing to resolve; an
-# identifier it writes names no work of the release (a work outside the release, or a
-# made-up id); it has no title-like text (no id either); its title keys name no work.
+# identifier it writes names no work of the release's works table (a work the corpus does
+# not know, or a made-up id); it has no title-like text (no id either); its title keys name
+# no work.
 EMPTY = "empty"
 UNKNOWN_IDENTIFIER = "identifier not in the release"
 NO_TITLE = "no title-like text"
@@ -334,22 +351,21 @@ def read_input(path: Path) -> BibliographyInput:
 
 # --------------------------------------------------------------------- the release's works
 @dataclass(frozen=True)
-class ReleaseWorks:
-    """What resolution and scoring read from a release.
+class WorkIndex:
+    """The works some references can name: alias or title key -> the works carrying it.
+
+    Built for the aliases and keys of the references at hand (:meth:`ReleaseWorks.index`),
+    never for the whole works table, which holds millions of works.
 
     Attributes:
-        labels: survey_id -> {work_id: label} of every survey of the release.
-        eval_surveys: the surveys of the eval split.
-        by_alias: alias -> the works carrying it.
-        by_title: title key of a work's title -> the works.
+        by_alias: alias (or work id) -> the works carrying it.
+        by_title: key of a work's title -> the works.
         by_raw_title: title key of a work's bib string -> the works.
     """
 
-    labels: dict[str, dict[str, int]]
-    eval_surveys: frozenset[str]
-    by_alias: dict[str, frozenset[str]]
-    by_title: dict[str, frozenset[str]]
-    by_raw_title: dict[str, frozenset[str]]
+    by_alias: dict[str, frozenset[str]] = field(default_factory=dict)
+    by_title: dict[str, frozenset[str]] = field(default_factory=dict)
+    by_raw_title: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def _index(pairs: pl.DataFrame, key: str) -> dict[str, frozenset[str]]:
@@ -357,8 +373,53 @@ def _index(pairs: pl.DataFrame, key: str) -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in grouped.iter_rows()}
 
 
+@dataclass(frozen=True)
+class ReleaseWorks:
+    """What resolution and scoring read from a release.
+
+    Attributes:
+        labels: survey_id -> {work_id: label} of every survey of the release.
+        eval_surveys: the surveys of the eval split.
+        table: the works a reference may name, with ``schema.WORKS_TABLE``'s columns: the
+            release's works table (every work the corpus knows), or for a release without
+            one, its candidates keyed the same way.
+        complete: whether ``table`` is the release's works table.
+    """
+
+    labels: dict[str, dict[str, int]]
+    eval_surveys: frozenset[str]
+    table: pl.LazyFrame
+    complete: bool = True
+
+    def index(self, aliases: Iterable[str], keys: Iterable[str]) -> WorkIndex:
+        """The works of :attr:`table` carrying any of ``aliases`` (or one of them as its id)
+        or any of the title ``keys``: a join on the references' keys, read in one streaming
+        pass."""
+        wanted_aliases = pl.Series(sorted(set(aliases)), dtype=pl.String).implode()
+        wanted_keys = pl.Series(sorted(set(keys)), dtype=pl.String).implode()
+        table = self.table
+        alias_pairs = pl.concat(
+            [
+                table.select(S.WORK_ID, pl.col(S.WORK_ID).alias(A.ALIAS)),
+                table.select(S.WORK_ID, pl.col(S.ALIASES).alias(A.ALIAS)).explode(A.ALIAS),
+            ]
+        ).filter(pl.col(A.ALIAS).is_in(wanted_aliases))
+        title_pairs = table.select(S.WORK_ID, T.KEY).filter(pl.col(T.KEY).is_in(wanted_keys))
+        raw_pairs = table.select(S.WORK_ID, pl.col(S.RAW_TITLE_KEY).alias(T.KEY)).filter(
+            pl.col(T.KEY).is_in(wanted_keys)
+        )
+        found = pl.collect_all([alias_pairs, title_pairs, raw_pairs], engine="streaming")
+        return WorkIndex(
+            _index(found[0], A.ALIAS), _index(found[1], T.KEY), _index(found[2], T.KEY)
+        )
+
+
 def load_release_works(release: Path) -> ReleaseWorks:
-    """Read the reading lists of every split of a release folder.
+    """Read the labels of every split of a release folder and find its works table.
+
+    A release built before the works table (:data:`WORKS_TABLE_FILE`) is read all the same,
+    its candidates keyed as the table keys them, with one warning: a reference to another
+    work of the corpus is then unmatched.
 
     Raises:
         FileNotFoundError: the folder has no eval reading lists.
@@ -367,8 +428,10 @@ def load_release_works(release: Path) -> ReleaseWorks:
     eval_file = release / READING_LISTS_FILE.format(split="eval")
     if not eval_file.is_file():
         raise FileNotFoundError(f"{release}: no {eval_file.name} (not a release folder)")
-    columns = [S.SURVEY_ID, S.CANDIDATE_ID, S.CANDIDATE_ALIASES, S.CANDIDATE_TITLE,
-               S.CANDIDATE_RAW, S.LABEL]  # fmt: skip
+    works_file = release / WORKS_TABLE_FILE
+    columns = [S.SURVEY_ID, S.CANDIDATE_ID, S.LABEL]
+    if not works_file.is_file():
+        columns += [S.CANDIDATE_ALIASES, S.CANDIDATE_TITLE, S.CANDIDATE_RAW]
     rows = pl.concat([pl.read_parquet(f, columns=columns) for f in files if f.is_file()]).rename(
         {S.CANDIDATE_ID: S.WORK_ID}
     )
@@ -376,38 +439,36 @@ def load_release_works(release: Path) -> ReleaseWorks:
     for survey_id, work_id, label in rows.select(S.SURVEY_ID, S.WORK_ID, S.LABEL).iter_rows():
         labels.setdefault(survey_id, {})[work_id] = int(label)
     eval_surveys = frozenset(pl.read_parquet(eval_file, columns=[S.SURVEY_ID])[S.SURVEY_ID])
+    if works_file.is_file():
+        return ReleaseWorks(labels, eval_surveys, S.scan(works_file, S.WORKS_TABLE))
+    log.warning(
+        "%s: no %s (a release built before it): references resolve to the release's "
+        "candidates only, and one to another work of the corpus is unmatched",
+        release,
+        WORKS_TABLE_FILE,
+    )
     works = rows.select(S.WORK_ID, S.CANDIDATE_ALIASES, S.CANDIDATE_TITLE, S.CANDIDATE_RAW).unique(
         S.WORK_ID
     )
-    alias_pairs = pl.concat(
-        [
-            works.select(S.WORK_ID, pl.col(S.WORK_ID).alias(A.ALIAS)),
-            works.select(S.WORK_ID, pl.col(S.CANDIDATE_ALIASES).alias(A.ALIAS)).explode(A.ALIAS),
-        ]
-    ).drop_nulls(A.ALIAS)
-    # a work's title keys, as ``works`` keys corpus titles (long enough to name one work)
-    from pipeline.rules.titles import corpus_title_keys
+    keys = T.work_title_keys(works, S.CANDIDATE_TITLE, S.CANDIDATE_RAW)
+    table = works.select(S.WORK_ID, pl.col(S.CANDIDATE_ALIASES).alias(S.ALIASES)).join(
+        keys, on=S.WORK_ID, how="left"
+    )
+    return ReleaseWorks(labels, eval_surveys, table.lazy(), complete=False)
 
-    title_pairs = (
-        corpus_title_keys(works.lazy().rename({S.CANDIDATE_TITLE: S.TITLE}))
-        .drop_nulls(T.KEY)
-        .collect()
-    )
-    raw_pairs = (
-        T.segment_keys_per_string(
-            works.filter(pl.col(S.CANDIDATE_RAW) != ""), S.CANDIDATE_RAW, [S.WORK_ID]
-        )
-        .filter(pl.col(T.SEGMENT_RANK) == 0)
-        .select(S.WORK_ID, T.KEY)
-        .collect()
-    )
-    return ReleaseWorks(
-        labels,
-        eval_surveys,
-        _index(alias_pairs, A.ALIAS),
-        _index(title_pairs, T.KEY),
-        _index(raw_pairs, T.KEY),
-    )
+
+def references_index(bibliographies: Sequence[Bibliography], works: ReleaseWorks) -> WorkIndex:
+    """:meth:`ReleaseWorks.index` of every alias and title key the bibliographies' references
+    give."""
+    aliases: set[str] = set()
+    keys: set[str] = set()
+    for bibliography in bibliographies:
+        for ref, ref_keys in zip(
+            bibliography.references, _title_keys(bibliography.references), strict=True
+        ):
+            aliases.update(reference_aliases(ref))
+            keys.update(key for key, _ in ref_keys)
+    return works.index(aliases, keys)
 
 
 # --------------------------------------------------------------------- resolution
@@ -472,8 +533,13 @@ def _whole_key(ref: Reference) -> str | None:
     return pl.select(T.title_key(pl.lit(text, dtype=pl.String))).item()
 
 
-def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
+def resolve(
+    bibliography: Bibliography, works: ReleaseWorks, index: WorkIndex | None = None
+) -> list[Resolved]:
     """Resolve every reference of one bibliography (module docstring) and classify it.
+
+    ``index``: the works its references can name (:func:`references_index` of these
+    bibliographies or more); looked up in ``works.table`` when not given.
 
     Raises:
         BibliographyError: the survey is not in the release.
@@ -483,6 +549,8 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
         raise BibliographyError(
             f"{bibliography.where}: survey {bibliography.survey_id!r} is not in the release"
         )
+    if index is None:
+        index = references_index([bibliography], works)
     refs = bibliography.references
     keys = _title_keys(refs)
     seen_works: set[str] = set()
@@ -490,14 +558,14 @@ def resolve(bibliography: Bibliography, works: ReleaseWorks) -> list[Resolved]:
     out: list[Resolved] = []
     for position, (ref, ref_keys) in enumerate(zip(refs, keys, strict=True), start=1):
         aliases = reference_aliases(ref)
-        named = set().union(*(works.by_alias.get(a, frozenset()) for a in aliases))
+        named = set().union(*(index.by_alias.get(a, frozenset()) for a in aliases))
         by = "identifier"
         if not named:
             by = "title"
             for key, is_title_key in ref_keys:
-                named |= works.by_title.get(key, frozenset())
+                named |= index.by_title.get(key, frozenset())
                 if is_title_key:
-                    named |= works.by_raw_title.get(key, frozenset())
+                    named |= index.by_raw_title.get(key, frozenset())
         if len(named) == 1:
             work_id = next(iter(named))
             if work_id in seen_works:
@@ -651,8 +719,9 @@ def evaluate_bibliographies(
     Raises:
         BibliographyError: a survey that is not in the release.
     """
+    index = references_index(bibliographies, works)  # one pass over the works table
     scores = tuple(
-        score_survey(b.survey_id, resolve(b, works), works.labels[b.survey_id])
+        score_survey(b.survey_id, resolve(b, works, index), works.labels[b.survey_id])
         for b in bibliographies
     )
     given = {b.survey_id for b in bibliographies}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.files import file_identity
-from pipeline.core.release_files import READING_LISTS_FILE
+from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
 from pipeline.evaluate.bibliography import (
     HARD_NEGATIVE,
     LISTED,
@@ -74,8 +74,14 @@ def evaluate_file(
     given = read_input(path)
     evaluation = evaluate_bibliographies(given.bibliographies, works)
     eval_file = release / READING_LISTS_FILE.format(split="eval")
+    works_file = release / WORKS_TABLE_FILE
     report = evaluation.report(
-        {"bibliography": _input_identity(path, given), "eval_file": file_identity(eval_file)}
+        {
+            "bibliography": _input_identity(path, given),
+            "eval_file": file_identity(eval_file),
+            # null: a release built before the works table, resolved against its candidates
+            "works_table": file_identity(works_file) if works.complete else None,
+        }
     )
     report["metrics"] = with_intervals(
         evaluation.means, evaluation.scores, bootstrap_samples, seed, key=RUN_NAME

@@ -50,6 +50,7 @@ from pipeline.core.release_files import (
     METHODS_FILE,
     READING_LISTS_FILE,
     RETRIEVAL_SPLITS,
+    WORKS_TABLE_FILE,
     beir_file,
 )
 from pipeline.corpus import provenance as P
@@ -646,6 +647,8 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "license_url": LICENSE_URL,
         "eval_file": EVAL_FILE,
         "methods_file": METHODS_FILE,
+        "works_table_file": WORKS_TABLE_FILE,
+        "n_works_table_rows": f"{(files.get(WORKS_TABLE_FILE) or {}).get('rows', 0):,}",
         "train_split": train_split,
         "eval_split": eval_split,
         # the split the snippet loads the candidates of: eval, else the one written

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.core.schema import TITLE, WORK_ID
+from pipeline.core.schema import RAW_TITLE_KEY, TITLE, WORK_ID
 from pipeline.core.schema import TITLE_KEY as KEY
 
 MIN_WORDS = 3
@@ -240,9 +240,34 @@ def segment_keys_per_string(frame: pl.DataFrame, raw: str, keys: list[str]) -> p
     )
 
 
+def identifying_title_key(expr: pl.Expr) -> pl.Expr:
+    """The key of a title long enough to identify a work (:data:`MIN_WORDS` words,
+    :data:`MIN_CHARS` characters), else null."""
+    key = title_key(expr)
+    words = key.str.count_matches(" ") + 1
+    return pl.when((words >= MIN_WORDS) & (key.str.len_chars() >= MIN_CHARS)).then(key)
+
+
 def corpus_title_keys(corpus: pl.LazyFrame) -> pl.LazyFrame:
     """``(work_id, title_key)`` of the corpus papers' titles (long enough to identify a work)."""
-    words = pl.col(KEY).str.count_matches(" ") + 1
-    return corpus.select(WORK_ID, title_key(pl.col(TITLE)).alias(KEY)).filter(
-        (words >= MIN_WORDS) & (pl.col(KEY).str.len_chars() >= MIN_CHARS)
+    return corpus.select(WORK_ID, identifying_title_key(pl.col(TITLE)).alias(KEY)).drop_nulls(KEY)
+
+
+def work_title_keys(works: pl.DataFrame, title: str, raw: str) -> pl.DataFrame:
+    """``(work_id, title_key, raw_title_key)``, one row per row of ``works`` (one per work), in
+    its order:
+    the identifying key of the work's title (column ``title``) and the title key of its bib
+    string (column ``raw``; null when it has none or gives none). What bibliography
+    resolution keys a work by, for the release's works table and for a release without one.
+    """
+    raw_keys = (
+        segment_keys_per_string(works.filter(pl.col(raw).fill_null("") != ""), raw, [WORK_ID])
+        .filter(pl.col(SEGMENT_RANK) == 0)
+        .select(WORK_ID, pl.col(KEY).alias(RAW_TITLE_KEY))
+    )
+    return (
+        works.lazy()
+        .select(WORK_ID, identifying_title_key(pl.col(title)).alias(KEY))
+        .join(raw_keys, on=WORK_ID, how="left", maintain_order="left")
+        .collect()
     )

@@ -77,6 +77,7 @@ from pipeline.core.release_files import (
     CARD_FILE,
     METADATA_FILE,
     READING_LISTS_FILE,
+    WORKS_TABLE_FILE,
     beir_file,
 )
 from pipeline.corpus.provenance import summarize as summarize_provenance
@@ -103,6 +104,7 @@ from pipeline.rules.leak_audit import (
 )
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.rules.text_match import survey_text
+from pipeline.rules.titles import work_title_keys
 
 _W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 log = logging.getLogger("pipeline")
@@ -246,6 +248,52 @@ def aspect_rows(aspects: pl.LazyFrame, cands: pl.LazyFrame, rows: pl.DataFrame) 
             "their survey's reading list; rerun the aspects stage after split"
         )
     return out
+
+
+def write_works_table(ctx: ReduceContext) -> int:
+    """Write the works table (:data:`WORKS_TABLE_FILE`, ``schema.WORKS_TABLE``): every work of
+    ``works`` (corpus papers and the works they cite), sorted by work id, with its aliases and
+    the two title keys bibliography resolution looks a reference up by
+    (:func:`pipeline.rules.titles.work_title_keys` of the title the release shows and of
+    ``works.raw``, as the reading lists key a candidate); return its row count.
+
+    The works are read from a scratch copy of their id, aliases, shown title and bib string,
+    ``ctx.limits.release_works_batch_rows`` at a time: a raw string's segment keys are about
+    twenty rows each, too many to hold for six million works at once.
+
+    Raises:
+        StageError: the works do not come in work-id order (the file's bytes would depend on
+            how Polars ordered them).
+    """
+    scratch = ctx.scratch() / "works_table_input.parquet"
+    shown = described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
+    # works.parquet is sorted by work id, and described_works keeps its order
+    shown.select(S.WORK_ID, S.ALIASES, V.shown_title().alias(S.TITLE), S.RAW).sink_parquet(
+        scratch, compression=ctx.cfg.common.compression
+    )
+    writer = RowGroupWriter(ctx.output(WORKS_TABLE_FILE), S.WORKS_TABLE, ctx.cfg, "works table")
+    last: str | None = None
+    try:
+        source = pq.ParquetFile(scratch)
+        for batch in source.iter_batches(batch_size=ctx.limits.release_works_batch_rows):
+            works: pl.DataFrame = pl.from_arrow(batch)  # type: ignore[assignment]
+            ids = works[S.WORK_ID]
+            if not ids.is_sorted() or (last is not None and ids.len() and ids[0] <= last):
+                raise StageError(
+                    "release: the works table's rows are not in work-id order; rerun the "
+                    "works stage"
+                )
+            last = ids[-1] if ids.len() else last
+            keys = work_title_keys(works, S.TITLE, S.RAW)
+            writer.write(
+                works.select(S.WORK_ID, S.ALIASES).join(
+                    keys, on=S.WORK_ID, how="left", maintain_order="left"
+                )
+            )
+        return writer.close()
+    finally:
+        # the release's files are listed (and hashed) before the runner removes the scratch
+        scratch.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------- metadata
@@ -814,6 +862,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             aspect_leak["judgment_side"][split] = aspect_audit(written["aspect_hidden"])
             aspect_leak["sample"][split] = written["aspect_sample"]
         del written  # the split's frames, before the next split's are built
+    write_works_table(ctx)
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
