@@ -49,7 +49,7 @@ OUTSIDE = [
 ]
 
 
-def write_tiny_release(folder: Path, works_table: bool = True) -> Path:
+def write_tiny_release(folder: Path, works_table: bool = True, extra: list = ()) -> Path:
     """The hand-made release above: the reading lists' columns resolution reads and, with
     ``works_table``, the works table of the candidates and the :data:`OUTSIDE` works, keyed
     as the release stage keys them (without: a release built before the table)."""
@@ -73,7 +73,7 @@ def write_tiny_release(folder: Path, works_table: bool = True) -> Path:
         )
     if works_table:
         works = pl.DataFrame(
-            [(w, a, t, r) for _, w, a, t, r, _, _ in ROWS] + OUTSIDE,
+            [(w, a, t, r) for _, w, a, t, r, _, _ in ROWS] + OUTSIDE + list(extra),
             schema={S.WORK_ID: pl.String, S.ALIASES: pl.List(pl.String), S.TITLE: pl.String,
                     S.RAW: pl.String},
             orient="row",
@@ -131,6 +131,27 @@ def test_identifiers_resolve_before_titles(tiny: B.ReleaseWorks, tmp_path: Path)
         (B.KNOWN, "arxiv:1801.00005", "identifier"),
         (B.LISTED, "arxiv:2101.00001", "identifier"),
     ]
+
+
+def test_a_title_naming_several_works_names_the_surveys_own_candidate(tmp_path: Path) -> None:
+    """A preprint and its published version kept apart, or two works of one title: the
+    survey's own candidate is the work its list means; with none or two of its own, the
+    reference stays ambiguous."""
+    twins = [
+        ("doi:10.5000/twin-b", ["doi:10.5000/twin-b"], TITLE_2, ""),  # s1's listed w2's title
+        ("doi:10.5000/twin-4", ["doi:10.5000/twin-4"], TITLE_4, ""),  # s1's hard negative's
+    ]
+    works = B.load_release_works(write_tiny_release(tmp_path / "r", extra=twins))
+    got = resolve(works, [{"title": TITLE_2}, {"title": TITLE_4}, {"title": SHARED}], tmp_path)
+    assert [(r.cls, r.work_id) for r in got] == [
+        (B.LISTED, "doi:10.2000/b"),
+        (B.HARD_NEGATIVE, "arxiv:1901.00004"),
+        (B.AMBIGUOUS, None),  # w6 and w7 are s2's, neither s1's
+    ]
+    path = tmp_path / "s2.jsonl"
+    path.write_text(json.dumps({"survey_id": "s2", "references": [{"title": SHARED}]}) + "\n")
+    (bibliography,) = B.read_bibliographies(path)
+    assert [r.cls for r in B.resolve(bibliography, works)] == [B.AMBIGUOUS]  # two of its own
 
 
 def test_every_class_counted_and_metrics_by_hand(tiny: B.ReleaseWorks, tmp_path: Path) -> None:

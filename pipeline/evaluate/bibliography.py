@@ -40,8 +40,12 @@ The works table is joined on the references' aliases and keys in one streaming p
 release built before the table is read all the same, its candidates keyed the same way, with
 one warning: a reference to any other work of the corpus is then unmatched.
 
-A reference whose identifiers or keys name two or more works is *ambiguous*; one that
-names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming
+A reference whose identifiers or keys name two or more works names the survey's own
+candidate when exactly one of them is one (listed or hard negative): the reference is scored
+against that list, and a title the list holds is the work the list means, whether the corpus
+also keeps a preprint and its published version apart or another work shares the title.
+Hard negatives are preferred as listed works are, so the rule favours no class. Otherwise
+the reference is *ambiguous*; one that names none is *unmatched*, with its reason (:data:`UNMATCHED_REASONS`). A reference naming
 a work an earlier reference of the same bibliography named is a *duplicate*, and so is an unresolved one whose title key (else
 the key of its whole text) an earlier one had. Every other reference is, for its
 survey, a *listed* work (label >= 1, with its tier), a *hard negative* (label 0), or a
@@ -566,6 +570,10 @@ def resolve(
                 named |= index.by_title.get(key, frozenset())
                 if is_title_key:
                     named |= index.by_raw_title.get(key, frozenset())
+        if len(named) > 1:
+            own = named.intersection(labels)
+            if len(own) == 1:  # the survey's own candidate (module docstring)
+                named = own
         if len(named) == 1:
             work_id = next(iter(named))
             if work_id in seen_works:
