@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
 from pipeline.rules.aliases import id_kind
+from pipeline.rules.fields import FIELD_CATEGORIES
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"
@@ -200,11 +201,18 @@ def shown_title() -> pl.Expr:
 
 def in_domain_expr(survey_category: str = S.PRIMARY_CATEGORY) -> pl.Expr:
     """The candidate is a corpus paper whose own categories include the survey's primary
-    category (column ``survey_category``; the candidate's corpus paper id in :data:`WORK_PAPER`)."""
-    return (
-        pl.col(WORK_PAPER).is_not_null()
-        & pl.col(S.CANDIDATE_CATEGORIES).list.contains(pl.col(survey_category)).fill_null(False)
+    category (column ``survey_category``; the candidate's corpus paper id in :data:`WORK_PAPER`),
+    or a work without one whose OpenAlex subfield gives it that category
+    (``_field_categories``, null unless ``[negatives] subfield_as_field``:
+    :mod:`pipeline.rules.fields`)."""
+    category = pl.col(survey_category)
+    own = pl.col(WORK_PAPER).is_not_null() & pl.col(S.CANDIDATE_CATEGORIES).list.contains(
+        category
     ).fill_null(False)
+    by_subfield = pl.col(WORK_PAPER).is_null() & pl.col(FIELD_CATEGORIES).list.contains(
+        category
+    ).fill_null(False)
+    return (own | by_subfield).fill_null(False)
 
 
 def _log2_bin(x: pl.Expr, top: int) -> pl.Expr:
