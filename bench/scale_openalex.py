@@ -46,6 +46,7 @@ import argparse
 import gzip
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,72 +239,92 @@ def _date_strings(days: np.ndarray) -> pl.Series:
     return pl.Series(days.astype(np.int32)).cast(pl.Date).dt.to_string("%Y-%m-%d")
 
 
-def records(corpus: SC.ScaleCorpus, papers: pl.DataFrame) -> list[dict[str, Any]]:
-    """Every work object of the snapshot, sorted by OpenAlex id. ``papers``: the corpus's
-    ``extract`` papers (``paper_id``, ``title``, ``abstract``, ``doi``)."""
-    out: list[dict[str, Any]] = []
-    n_cs = corpus.n_cs
-    # ---- arXiv works
-    n = len(corpus.arxiv_dates)
-    ai = np.arange(n, dtype=np.int64)
-    ids = corpus.arxiv_ids
-    own = papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT, S.LICENSE)
-    frame = pl.DataFrame({S.PAPER_ID: ids, "i": ai}).join(
-        own, on=S.PAPER_ID, how="left", maintain_order="left"
-    )
-    cs = corpus.arxiv_cats < n_cs
-    bib = _bib_titles(ai, True, corpus.arxiv_area, cs)
-    title = frame[S.TITLE].fill_null(bib)
-    rng = np.random.default_rng([corpus.seed, corpus.papers, 7])  # the abstracts' sentences
-    abstract = frame[S.ABSTRACT].fill_null(_abstracts(bib, rng))
-    has_abstract = corpus.in_corpus | (_unit(ai, 1) < ARXIV_ABSTRACT_SHARE)
+CHUNK = 50_000  # works built at once: memory holds one chunk's strings, not the snapshot's
+
+
+def _years(days: np.ndarray) -> np.ndarray:
+    return days.astype("datetime64[D]").astype("datetime64[Y]").astype(int) + 1970
+
+
+def _arxiv_works(corpus: SC.ScaleCorpus, own: pl.DataFrame, lo: int, hi: int) -> list[dict]:
+    """The work objects of arXiv pool indices ``[lo, hi)``, in index (= id) order."""
+    ai = np.arange(lo, hi, dtype=np.int64)
+    ids = corpus.arxiv_ids.slice(lo, hi - lo)
+    frame = pl.DataFrame({S.PAPER_ID: ids}).join(own, on=S.PAPER_ID, how="left",
+                                                 maintain_order="left")  # fmt: skip
+    area, cats = corpus.arxiv_area[lo:hi], corpus.arxiv_cats[lo:hi]
+    cs = cats < corpus.n_cs
+    bib = _bib_titles(ai, True, area, cs)
+    rng = np.random.default_rng([corpus.seed, corpus.papers, 7, 0, lo])  # sentences only
+    title = frame[S.TITLE].fill_null(bib).to_list()
+    abstract = frame[S.ABSTRACT].fill_null(_abstracts(bib, rng)).to_list()
+    has_abstract = corpus.in_corpus[lo:hi] | (_unit(ai, 1) < ARXIV_ABSTRACT_SHARE)
     license_pick = (_unit(ai, 2) * len(_ARXIV_LICENSES)).astype(np.int64)
-    subfield = _subfield(corpus.arxiv_area, cs, corpus.cat_names, corpus.arxiv_cats,
-                         _unit(ai, 3) < CATEGORY_SUBFIELD_SHARE)  # fmt: skip
-    topic = SC._area_names(corpus.arxiv_area, cs).to_list()
-    dates = _date_strings(corpus.arxiv_dates).to_list()
-    years = corpus.arxiv_dates.astype("datetime64[D]").astype("datetime64[Y]").astype(int) + 1970
-    venue_pick = SC._pick(SC._VENUES, ai * 2 // 3).to_list()
+    subfield = _subfield(area, cs, corpus.cat_names, cats, _unit(ai, 3) < CATEGORY_SUBFIELD_SHARE)
+    topic = SC._area_names(area, cs).to_list()
+    dates = _date_strings(corpus.arxiv_dates[lo:hi]).to_list()
+    years = _years(corpus.arxiv_dates[lo:hi])
+    venues = SC._pick(SC._VENUES, ai * 2 // 3).to_list()
     doi = pl.select(SC._doi_expr(pl.Series(ai), "a")).to_series().to_list()
-    for i, arxiv_id, t, a in zip(ai.tolist(), ids.to_list(), title.to_list(), abstract.to_list(),
-                                 strict=True):  # fmt: skip
-        journal = bool(corpus.arxiv_has_doi[i])
-        lic = _ARXIV_LICENSES[license_pick[i]]
-        out.append(_work(
-            OPENALEX_ARXIV_BASE + i,
-            doi[i] if journal else f"10.48550/arxiv.{arxiv_id}",
-            t, dates[i], int(years[i]), venue_pick[i] if journal else ARXIV_VENUE,
-            "article" if journal else "preprint", topic[i], subfield[i],
-            a if has_abstract[i] else None, lic,
+    journal = corpus.arxiv_has_doi[lo:hi]
+    return [
+        _work(
+            OPENALEX_ARXIV_BASE + lo + k,
+            doi[k] if journal[k] else f"10.48550/arxiv.{arxiv_id}",
+            title[k], dates[k], int(years[k]), venues[k] if journal[k] else ARXIV_VENUE,
+            "article" if journal[k] else "preprint", topic[k], subfield[k],
+            abstract[k] if has_abstract[k] else None, _ARXIV_LICENSES[license_pick[k]],
             f"https://arxiv.org/abs/{arxiv_id}",
-        ))  # fmt: skip
-    # ---- works outside arXiv
-    m = len(corpus.external_dates)
-    ei = np.arange(m, dtype=np.int64)
-    cs = corpus.external_cats < n_cs
-    bib = _bib_titles(ei, False, corpus.external_area, cs).to_list()
-    abstracts = _abstracts(pl.Series(bib), rng).to_list()
-    years = corpus.external_dates.astype("datetime64[D]").astype("datetime64[Y]").astype(int) + 1970
+        )
+        for k, arxiv_id in enumerate(ids.to_list())
+    ]  # fmt: skip
+
+
+def _external_works(corpus: SC.ScaleCorpus, index: np.ndarray, base: int) -> list[dict]:
+    """The work objects of the external pool's ``index`` (sorted), ids ``W<base + index>``."""
+    ei = index.astype(np.int64)
+    area, cats = corpus.external_area[ei], corpus.external_cats[ei]
+    cs = cats < corpus.n_cs
+    bib = _bib_titles(ei, False, area, cs)
+    rng = np.random.default_rng([corpus.seed, corpus.papers, 7, base, int(ei[0])])
+    abstracts = _abstracts(bib, rng).to_list()
+    bib = bib.to_list()
+    years = _years(corpus.external_dates[ei])
     has_abstract = _unit(ei, 11) < abstract_share(years)
     open_license = _unit(ei, 12) < EXTERNAL_OPEN_LICENSE
+    subfield = _subfield(area, cs, corpus.cat_names, cats, _unit(ei, 14) < CATEGORY_SUBFIELD_SHARE)
+    topic = SC._area_names(area, cs).to_list()
+    dates = _date_strings(corpus.external_dates[ei]).to_list()
+    venues = SC._pick(SC._VENUES, (ei * 2 + 1) // 3).to_list()
+    doi = pl.select(SC._doi_expr(pl.Series(ei), "j")).to_series().to_list()
+    has_doi = corpus.external_has_doi[ei]
+    return [
+        _work(
+            base + i, doi[k] if has_doi[k] else None, bib[k], dates[k], int(years[k]),
+            venues[k], "article", topic[k], subfield[k],
+            abstracts[k] if has_abstract[k] else None, "cc-by" if open_license[k] else None,
+            None,
+        )
+        for k, i in enumerate(ei.tolist())
+    ]  # fmt: skip
+
+
+def records(corpus: SC.ScaleCorpus, papers: pl.DataFrame) -> Iterator[list[dict[str, Any]]]:
+    """Every work object of the snapshot, in chunks, in OpenAlex id order (arXiv works, then
+    works outside arXiv with an OpenAlex id, then those known by DOI only). ``papers``: the
+    corpus's ``extract`` papers (``paper_id``, ``title``, ``abstract``)."""
+    own = papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT)
+    for lo in range(0, len(corpus.arxiv_dates), CHUNK):
+        yield _arxiv_works(corpus, own, lo, min(lo + CHUNK, len(corpus.arxiv_dates)))
+    ei = np.arange(len(corpus.external_dates), dtype=np.int64)
     present = (corpus.external_has_doi | corpus.external_has_openalex) & (
         _unit(ei, 13) >= NOT_IN_OPENALEX
     )
-    subfield = _subfield(corpus.external_area, cs, corpus.cat_names, corpus.external_cats,
-                         _unit(ei, 14) < CATEGORY_SUBFIELD_SHARE)  # fmt: skip
-    topic = SC._area_names(corpus.external_area, cs).to_list()
-    dates = _date_strings(corpus.external_dates).to_list()
-    venues = SC._pick(SC._VENUES, (ei * 2 + 1) // 3).to_list()
-    doi = pl.select(SC._doi_expr(pl.Series(ei), "j")).to_series().to_list()
-    for i in np.flatnonzero(present).tolist():
-        base = OPENALEX_EXTERNAL_BASE if corpus.external_has_openalex[i] else OPENALEX_DOI_ONLY_BASE
-        out.append(_work(
-            base + i, doi[i] if corpus.external_has_doi[i] else None, bib[i], dates[i],
-            int(years[i]), venues[i], "article", topic[i], subfield[i],
-            abstracts[i] if has_abstract[i] else None, "cc-by" if open_license[i] else None, None,
-        ))  # fmt: skip
-    out.sort(key=lambda r: int(r["id"].rsplit("W", 1)[1]))
-    return out
+    for base, which in ((OPENALEX_EXTERNAL_BASE, corpus.external_has_openalex),
+                        (OPENALEX_DOI_ONLY_BASE, ~corpus.external_has_openalex)):  # fmt: skip
+        index = np.flatnonzero(present & which)
+        for lo in range(0, len(index), CHUNK):
+            yield _external_works(corpus, index[lo : lo + CHUNK], base)
 
 
 def _work(number: int, doi: str | None, title: str, date: str, year: int, venue: str,
@@ -351,18 +372,30 @@ def write_snapshot(out: Path, papers: int, seed: int = 1,
     files = sorted((out / "extract" / "papers").glob("*.parquet"))
     if not files:
         raise FileNotFoundError(f"no extract papers under {out}: build the corpus first")
-    table = pl.read_parquet(files, columns=[S.PAPER_ID, S.TITLE, S.ABSTRACT, S.LICENSE])
-    works = records(corpus, table)
+    table = pl.read_parquet(files, columns=[S.PAPER_ID, S.TITLE, S.ABSTRACT])
     root = snapshot_dir(out)
     part_dir = root / "works" / f"updated_date={UPDATED}"
     part_dir.mkdir(parents=True, exist_ok=True)
     for old in part_dir.glob("*.gz"):
         old.unlink()
     encode = msgspec.json.Encoder(order="sorted").encode
-    for k in range(0, max(len(works), 1), RECORDS_PER_FILE):
-        body = b"".join(encode(r) + b"\n" for r in works[k : k + RECORDS_PER_FILE])
-        with atomic_path(part_dir / f"part_{k // RECORDS_PER_FILE:03d}.gz") as tmp:
-            tmp.write_bytes(gzip.compress(body, compresslevel=6, mtime=0))
+    lines: list[bytes] = []
+    parts = 0
+
+    def flush() -> None:
+        nonlocal parts
+        with atomic_path(part_dir / f"part_{parts:03d}.gz") as tmp:
+            tmp.write_bytes(gzip.compress(b"".join(lines), compresslevel=6, mtime=0))
+        parts += 1
+        lines.clear()
+
+    for chunk in records(corpus, table):
+        for work in chunk:
+            lines.append(encode(work) + b"\n")
+            if len(lines) == RECORDS_PER_FILE:
+                flush()
+    if lines or not parts:
+        flush()
     return root
 
 
