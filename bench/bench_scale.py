@@ -13,6 +13,10 @@ starves the machine; each stage's peak is printed as a share of that limit. Afte
 release stage, the leak audit's verdict and the reading-free probe's figures against BM25
 (``eval_metadata.json``) are printed next to the memory, so a scale run shows both.
 
+With ``--openalex`` each corpus also gets its OpenAlex works snapshot
+(:mod:`bench.scale_openalex`, written beside it as ``n<N>_openalex/``), which the openalex stage
+reads (``--openalex DIR``); without it the stage has no source and describes nothing.
+
 Extract is not run: its share is projected from the ``make bench`` figure in
 ``bench/results/extract.json`` (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
 papers), with one worker per core, and printed next to the reduce stages.
