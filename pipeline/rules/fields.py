@@ -25,6 +25,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core import schema as S
+from pipeline.core.config import Config
 
 # the categories a work's OpenAlex subfield gives it (null: a corpus paper, no record, or off)
 FIELD_CATEGORIES = "_field_categories"
@@ -95,10 +96,10 @@ def with_field_categories(
     )
 
 
-def fields_of(cfg: object, works: pl.LazyFrame, records: pl.LazyFrame) -> pl.LazyFrame | None:
+def fields_of(cfg: Config, works: pl.LazyFrame, records: pl.LazyFrame) -> pl.LazyFrame | None:
     """:func:`subfield_categories` under ``[negatives]`` of ``cfg``, or None when the rule is
     off."""
-    ncfg = cfg.negatives  # type: ignore[attr-defined]
+    ncfg = cfg.negatives
     if not ncfg.subfield_as_field:
         return None
     return subfield_categories(works, records, ncfg.subfield_min_share, ncfg.subfield_min_papers)
