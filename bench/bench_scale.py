@@ -13,6 +13,10 @@ starves the machine; each stage's peak is printed as a share of that limit. Afte
 release stage, the leak audit's verdict and the reading-free probe's figures against BM25
 (``eval_metadata.json``) are printed next to the memory, so a scale run shows both.
 
+With ``--openalex`` each corpus also gets its OpenAlex works snapshot
+(:mod:`bench.scale_openalex`, written beside it as ``n<N>_openalex/``), which the openalex stage
+reads (``--openalex DIR``); without it the stage has no source and describes nothing.
+
 Extract is not run: its share is projected from the ``make bench`` figure in
 ``bench/results/extract.json`` (MB/s per worker) and the corpus size (unarXive 2024: ~500 GB for 2.28M
 papers), with one worker per core, and printed next to the reduce stages.
@@ -92,8 +96,12 @@ def growth(a: float, b: float, n_a: int, n_b: int) -> float | None:
     return math.log(b / a) / math.log(n_b / n_a)
 
 
-def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int) -> dict[str, Any]:
-    """Generate (or reuse) the corpus of ``n`` papers and run every stage on it."""
+def run_size(
+    n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int, openalex: bool = False
+) -> dict[str, Any]:
+    """Generate (or reuse) the corpus of ``n`` papers and run every stage on it; with
+    ``openalex``, also its OpenAlex snapshot (:mod:`bench.scale_openalex`), which the openalex
+    stage then reads (``--openalex DIR``)."""
     gen = run_measured(
         "bench/scale_corpus.py",
         ["--papers", str(n), "--out", str(work), "--seed", str(seed)],
@@ -118,6 +126,26 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
         f"(generated or reused in {gen.seconds:.0f} s, peak {gen.peak_rss_mb:,.0f} MB)",
         flush=True,
     )
+    stage_args: dict[str, list[str]] = {}
+    if openalex:
+        from bench.scale_openalex import snapshot_dir
+
+        snap = run_measured(
+            "bench/scale_openalex.py",
+            ["--papers", str(n), "--out", str(work), "--seed", str(seed)],
+            max_rss_mb=max_rss_mb,
+        )
+        if snap.returncode != 0:
+            raise RuntimeError(
+                f"scale_openalex --papers {n} failed with exit code {snap.returncode}"
+            )
+        size["openalex_snapshot_seconds"] = round(snap.seconds, 1)
+        size["openalex_snapshot_peak_rss_mb"] = round(snap.peak_rss_mb)
+        stage_args["openalex"] = ["--openalex", str(snapshot_dir(work))]
+        print(
+            f"   OpenAlex snapshot written in {snap.seconds:.0f} s (peak {snap.peak_rss_mb:,.0f} MB)",
+            flush=True,
+        )
     results: dict[str, Any] = {}
     failed = None
     for stage in stages:
@@ -125,7 +153,9 @@ def run_size(n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int
             results[stage] = {"papers": n, "skipped_after": failed}
             continue
         got = run_measured(
-            "pipeline", [stage, "--out", str(work), "--force"], max_rss_mb=max_rss_mb
+            "pipeline",
+            [stage, "--out", str(work), "--force", *stage_args.get(stage, [])],
+            max_rss_mb=max_rss_mb,
         )
         entry: dict[str, Any] = {
             "papers": n,
@@ -290,6 +320,12 @@ def main() -> int:
     )
     ap.add_argument("--divide", type=int, default=7)
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results/scale.json")
+    ap.add_argument(
+        "--openalex",
+        action="store_true",
+        help="write each corpus's OpenAlex snapshot (bench/scale_openalex.py) and have the "
+        "openalex stage read it (default: no snapshot, the stage describes nothing)",
+    )
     args = ap.parse_args()
 
     sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()})
@@ -300,7 +336,7 @@ def main() -> int:
     runs = []
     for n in sizes:
         work = args.dir / f"n{n}"
-        runs.append(run_size(n, work, stages, args.max_rss_gb * 1024, args.seed))
+        runs.append(run_size(n, work, stages, args.max_rss_gb * 1024, args.seed, args.openalex))
         checked = [s for s in args.batch_check.split(",") if s]
         complete = all("rows_out" in e for e in runs[-1]["stages"].values())
         if checked and not complete:

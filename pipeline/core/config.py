@@ -331,6 +331,22 @@ class NegativesConfig:
         "works of each pool considered per negative wanted (at least 1000; 0: the whole pool)",
         check=_int_at_least(0, C_INT_MAX),
     )
+    # pipeline.rules.fields states the rule; docs/scale.md the figures behind the default
+    subfield_as_field: bool = _f(
+        False,
+        "a work without arXiv categories takes the categories whose subfields its OpenAlex "
+        "subfield is (in-domain and own_category for them); off: it has no field",
+    )
+    subfield_min_share: float = _f(
+        0.25,
+        "a category's subfields: those of at least this share of its corpus papers' records",
+        check=Check("a number above 0 and at most 1", lambda v: 0 < v <= 1, (0.0, 1.5)),
+    )
+    subfield_min_papers: int = _f(
+        20,
+        "a category learns subfields only from at least this many corpus papers with a record",
+        check=_int_at_least(1),
+    )
 
 
 @dataclass(frozen=True)

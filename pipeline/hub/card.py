@@ -393,6 +393,22 @@ def size_category(n: int) -> str:
     return "n>1T" if n >= 10**12 else "1B<n<10B"
 
 
+def _subfield_rule(negatives: dict[str, Any]) -> str:
+    """METHODS.md's sentence on ``[negatives] subfield_as_field``: empty when it is off (the
+    default), so a build without it renders the text it always did."""
+    if not negatives.get("subfield_as_field"):
+        return ""
+    return (
+        " In this build (`[negatives] subfield_as_field`), a work without arXiv categories (outside"
+        " arXiv, or an arXiv work outside the corpus) takes as its field the categories whose"
+        " subfields its OpenAlex subfield is: a category's subfields are those of at least"
+        f" {negatives['subfield_min_share']} of its corpus papers' OpenAlex records (at least"
+        f" {negatives['subfield_min_papers']} papers). Such a work is `in_domain` and an"
+        " `own_category` entry for surveys of those categories, as a corpus paper of them is"
+        " (`pipeline/rules/fields.py`)."
+    )
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
@@ -708,6 +724,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "candidates_per_negative": str(cfg["negatives"].get("candidates_per_negative", "")),
         "negative_sampling": cfg["negatives"]["negative_sampling"],
         "negative_seed": str(cfg["negatives"]["seed"]),
+        "subfield_rule": _subfield_rule(cfg["negatives"]),
         "essential_total_mentions": str(t),
         "essential_related_mentions": str(r),
         "n_surveys": f"{n_surveys:,}",

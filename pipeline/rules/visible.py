@@ -23,12 +23,14 @@ landmark works leave no negative as popular, so shown, it ranks the head of ever
 * ``candidate_prior_citations``: distinct corpus papers citing the work, first
   posted strictly before the survey's text date.
 
-Strata (:func:`stratum_columns`): ``text_kind`` (``abstract`` when the candidate has
-an abstract, i.e. a corpus paper; otherwise ``title_`` when it shows a title (a corpus
-title, or the title parsed from the bib strings citing it) and ``none_`` when its
-strings gave none, then the form of its id: ``title_doi``, ``none_arxiv``, ...: what
-text a system gets, and the id's form; so a failed title parse is matched like any
-other text kind, never a sign of who cited the work), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
+Strata (:func:`stratum_columns`): ``text_kind`` (``abstract`` for a corpus paper, which
+shows its arXiv abstract; otherwise ``abstract_`` when it shows an OpenAlex abstract,
+``title_`` when it shows a title (OpenAlex's, or the title parsed from the bib strings
+citing it) and ``none_`` when it has neither, then the form of its id: ``abstract_doi``,
+``title_doi``, ``none_arxiv``, ...: what text a system gets, and the id's form; so a
+failed title parse is matched like any other text kind, never a sign of who cited the
+work, and a work outside the corpus with an OpenAlex abstract is matched with its like,
+not with corpus papers, which show arXiv categories it lacks), ``in_domain``, ``age_bin`` (years between the candidate's date and the survey's
 text date: unknown, <1, 1-2, 2-4, 4-8, 8-16, 16+), ``citations_bin`` (prior corpus
 citations: 0, 1, 2-3, 4-7, 8-15, 16-31, 32+) and ``surveys_bin`` (prior citing
 surveys: 0, 1, 2-3, 4-7, 8-15, 16+).
@@ -47,6 +49,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core import schema as S
 from pipeline.rules.aliases import id_kind
+from pipeline.rules.fields import FIELD_CATEGORIES
 
 WORK_PAPER = "_work_paper_id"
 TEXT_KIND = "text_kind"
@@ -182,10 +185,14 @@ def work_features(works: pl.LazyFrame) -> pl.LazyFrame:
         S.KNOWN_DATE,
         S.DATE_SOURCE,
         pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
-        pl.when(has_abstract)
+        pl.when(has_abstract & pl.col(S.PAPER_ID).is_not_null())
         .then(pl.lit("abstract"))
         .otherwise(
-            pl.when(has_title).then(pl.lit("title_")).otherwise(pl.lit("none_"))
+            pl.when(has_abstract)
+            .then(pl.lit("abstract_"))
+            .when(has_title)
+            .then(pl.lit("title_"))
+            .otherwise(pl.lit("none_"))
             + kind.fill_null("other")
         )
         .alias(TEXT_KIND),
@@ -200,11 +207,18 @@ def shown_title() -> pl.Expr:
 
 def in_domain_expr(survey_category: str = S.PRIMARY_CATEGORY) -> pl.Expr:
     """The candidate is a corpus paper whose own categories include the survey's primary
-    category (column ``survey_category``; the candidate's corpus paper id in :data:`WORK_PAPER`)."""
-    return (
-        pl.col(WORK_PAPER).is_not_null()
-        & pl.col(S.CANDIDATE_CATEGORIES).list.contains(pl.col(survey_category)).fill_null(False)
+    category (column ``survey_category``; the candidate's corpus paper id in :data:`WORK_PAPER`),
+    or a work without one whose OpenAlex subfield gives it that category
+    (``_field_categories``, null unless ``[negatives] subfield_as_field``:
+    :mod:`pipeline.rules.fields`)."""
+    category = pl.col(survey_category)
+    own = pl.col(WORK_PAPER).is_not_null() & pl.col(S.CANDIDATE_CATEGORIES).list.contains(
+        category
     ).fill_null(False)
+    by_subfield = pl.col(WORK_PAPER).is_null() & pl.col(FIELD_CATEGORIES).list.contains(
+        category
+    ).fill_null(False)
+    return (own | by_subfield).fill_null(False)
 
 
 def _log2_bin(x: pl.Expr, top: int) -> pl.Expr:

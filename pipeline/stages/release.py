@@ -88,6 +88,7 @@ from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
 from pipeline.rules.audit_sample import keep, sample_record, sample_surveys
 from pipeline.rules.described import TEXT_SOURCE, TEXT_SOURCES, described_works
+from pipeline.rules.fields import FIELD_CATEGORIES, fields_of, with_field_categories
 from pipeline.rules.leak_audit import (
     ASPECT_SCOPES,
     aspect_audit,
@@ -116,7 +117,10 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
     as the files are read)."""
     cands = ctx.read("split", "candidates")
-    works = described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
+    fields = fields_of(ctx.cfg, ctx.read("works", "works"), ctx.read("openalex", "records"))
+    works = with_field_categories(
+        described_works(ctx.read("works", "works"), ctx.read("openalex", "records")), fields
+    )
     if survey_ids is not None:
         cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
         work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
@@ -146,6 +150,7 @@ def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl
         pl.col(S.OA_YEAR).alias(S.CANDIDATE_YEAR),
         pl.col(S.OA_SUBFIELD).alias(S.CANDIDATE_SUBFIELD),
         pl.col(S.OA_RETRACTED).alias(S.CANDIDATE_RETRACTED),
+        FIELD_CATEGORIES,
         TEXT_SOURCE,
     )
     in_domain = V.in_domain_expr(S.SURVEY_PRIMARY_CATEGORY)

@@ -47,6 +47,7 @@ from pipeline.rules import aliases as W
 from pipeline.rules import titles as T
 from pipeline.rules import visible as V
 from pipeline.rules.described import described_works
+from pipeline.rules.fields import FIELD_CATEGORIES, with_field_categories
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import paper_citations, surveys_frame
 
@@ -67,12 +68,14 @@ SURVEYS_COARSE = "_surveys_coarse"
 
 
 # --------------------------------------------------------------------- inputs
-def works_frame(ctx: ReduceContext) -> pl.LazyFrame:
+def works_frame(ctx: ReduceContext, fields: pl.LazyFrame | None) -> pl.LazyFrame:
     """:func:`pipeline.rules.visible.work_features` of every work, as the release shows it
-    (:func:`pipeline.rules.described.described_works`)."""
-    return V.work_features(
+    (:func:`pipeline.rules.described.described_works`), with the categories its OpenAlex
+    subfield gives it (``fields``: :func:`pipeline.rules.fields.fields_of`; None: off)."""
+    features = V.work_features(
         described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
     )
+    return with_field_categories(features, fields)
 
 
 def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFrame) -> pl.LazyFrame:
@@ -92,7 +95,10 @@ def positive_pairs(ctx: ReduceContext, surveys: pl.LazyFrame, works: pl.LazyFram
 
 # --------------------------------------------------------------------- the pools
 def eligible_works(
-    ctx: ReduceContext, citations: pl.LazyFrame, part: V.WorkPart | None = None
+    ctx: ReduceContext,
+    citations: pl.LazyFrame,
+    part: V.WorkPart | None = None,
+    fields: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """``(work, category)`` pairs that pass the field rule for surveys of that primary category.
 
@@ -106,7 +112,9 @@ def eligible_works(
 
     ``citations``: :func:`pipeline.rules.visible.survey_citations`. ``part``: only the works of
     that part (:func:`pipeline.rules.visible.work_parts`; a work's rows depend on its own rows
-    only).
+    only). ``fields``: the categories a work without a corpus paper takes from its OpenAlex
+    subfield (:func:`pipeline.rules.fields.fields_of`; None: off); such a work is an
+    ``own_category`` entry of them, as a corpus paper of the category is.
     """
     works = ctx.read("works", "works").select(
         S.WORK_ID, pl.col(S.PAPER_ID).alias(V.WORK_PAPER), S.CATEGORIES, S.KNOWN_DATE
@@ -133,16 +141,26 @@ def eligible_works(
         .drop_nulls(S.PRIMARY_CATEGORY)
         .unique()
     )
+    own_fields = own_categories
+    if fields is not None:
+        by_subfield = (
+            fields.select(S.WORK_ID, pl.col(FIELD_CATEGORIES).alias(S.PRIMARY_CATEGORY))
+            .explode(S.PRIMARY_CATEGORY)
+            .drop_nulls(S.PRIMARY_CATEGORY)
+        )
+        if part is not None:
+            by_subfield = by_subfield.filter(part.where)
+        own_fields = pl.concat([own_categories, by_subfield])
     field_a = (
         pl.concat(
             [
-                own_categories.join(by_survey, on=S.WORK_ID, how="semi").with_columns(
+                own_fields.join(by_survey, on=S.WORK_ID, how="semi").with_columns(
                     pl.lit(SOURCE_OWN).alias(S.NEGATIVE_SOURCE)
                 ),
                 # a corpus paper of another field too: surveys cite such papers, and without
                 # negatives like them, categories without the survey's own mark a positive
                 by_survey_category.join(
-                    own_categories, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="anti"
+                    own_fields, on=[S.WORK_ID, S.PRIMARY_CATEGORY], how="anti"
                 ).with_columns(pl.lit(SOURCE_CITING_SURVEY).alias(S.NEGATIVE_SOURCE)),
             ]
         )

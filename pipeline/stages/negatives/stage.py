@@ -19,6 +19,7 @@ from pipeline.core.progress import steps
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules import visible as V
+from pipeline.rules.fields import fields_of
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
 from pipeline.stages.negatives.rules import (
@@ -67,7 +68,10 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     ncfg = ctx.cfg.negatives
     strategy = STRATEGIES[ncfg.negative_sampling]
 
-    works_by_id = works_frame(ctx).collect(engine="streaming")
+    fields = fields_of(ctx.cfg, ctx.read("works", "works"), ctx.read("openalex", "records"))
+    if fields is not None:
+        fields = fields.collect(engine="streaming").lazy()
+    works_by_id = works_frame(ctx, fields).collect(engine="streaming")
     surveys_all = (
         surveys_frame(ctx.read("surveys", "surveys")).sort(S.SURVEY_ID).collect(engine="streaming")
     )
@@ -127,7 +131,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     for i, work_part in enumerate(parts):
         part = scratch / "eligible" / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        indexed(eligible_works(ctx, sc_by_id.lazy(), work_part), index).collect(
+        indexed(eligible_works(ctx, sc_by_id.lazy(), work_part, fields), index).collect(
             engine="streaming"
         ).write_parquet(part)
     eligible = pl.scan_parquet(sorted((scratch / "eligible").glob("*.parquet")))
