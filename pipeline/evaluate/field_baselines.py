@@ -97,11 +97,16 @@ def field_popularity(
         pl.col(S.SURVEY_DATE).max().alias(_LAST),
         pl.col(_N).max().alias(_LONGEST),
     )
-    cited = (
-        V.paper_citations(papers, cites)
+    # the citing papers of the fields first: the distinct citations of the rest of the corpus
+    # are never counted, and making them distinct is the costly step
+    citing = (
+        papers.select(S.PAPER_ID, S.PRIMARY_CATEGORY, S.FIRST_VERSION_DATE)
         .join(fields.lazy(), on=S.PRIMARY_CATEGORY, how="inner")
         .filter(pl.col(S.FIRST_VERSION_DATE) < pl.col(_LAST))
     )
+    cited = V.paper_citations(
+        citing, cites.join(citing.select(S.PAPER_ID), on=S.PAPER_ID, how="semi")
+    ).join(fields.lazy(), on=S.PRIMARY_CATEGORY, how="inner")
     counts = (
         cited.group_by(S.WORK_ID, S.PRIMARY_CATEGORY)
         .agg(
