@@ -125,7 +125,7 @@ def field_popularity(
             .get(pl.col(_LONGEST).first(), null_on_oob=True)
             .fill_null(0)
             .alias(_BOUND)
-        )  # fmt: skip
+        )
     )
     kept = (
         counts.join(bounds, on=S.PRIMARY_CATEGORY)
