@@ -767,7 +767,8 @@ def evaluate_bibliography(
             next to the release, see :func:`default_eval_out`).
         run: also score the eval surveys' bibliographies, in their order, as a run.
         baselines: also score the baselines (the list itself, the list without a tier, the
-            most-cited and BM25 top-N) on the eval surveys the bibliography gives.
+            field's most-cited works and BM25's top N over the corpus, and those two over the
+            survey's candidates only) on the eval surveys the bibliography gives.
         aspects: also score per-section coverage of the surveys' aspects, the references
             given per heading (``aspects`` in the report).
         against: a second bibliography (file or folder) of the same surveys: the report

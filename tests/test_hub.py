@@ -27,6 +27,7 @@ import pytest
 
 from pipeline import jobs
 from pipeline.cli import build_parser, main
+from pipeline.core.release_files import BIBLIOGRAPHY_BASELINES_FILE
 from pipeline.hub import publish
 from tests.loopback import LoopbackStub
 from tests.test_release import handmade_release
@@ -236,9 +237,11 @@ def test_push_dry_run_lists_exactly_the_release_files(
         if p.is_file() and p.name != "_SUCCESS.json"
     )
     assert [f["path"] for f in plan["files"]] == expected
-    assert len(expected) == 17 and "README.md" in expected and "eval_metadata.json" in expected
+    assert len(expected) == 18 and "README.md" in expected and "eval_metadata.json" in expected
     assert "METHODS.md" in expected
     assert "works.parquet" in expected  # bibliography resolution reads it from the Hub files
+    # the judgment-side baselines are published like the reading lists' judgments
+    assert BIBLIOGRAPHY_BASELINES_FILE in expected
     assert "figures/tier_distribution.png" in expected  # the card's figure is published too
     for f in plan["files"]:
         data = (release / f["path"]).read_bytes()

@@ -358,11 +358,16 @@ def test_the_forbidden_imports_are_found() -> None:
 
 # What the stages take from evaluation and Hub code, by name: the release stage's own
 # outputs need them (the leak audit's reading-free probe, whose verdict can fail the build,
-# and the dataset card, a release file). Both sit below stages in LAYERS and import no stage;
+# the dataset card, a release file, and the bibliography evaluation's field-popularity
+# baseline, a judgment-side release file ranked by the evaluation's tie rule). All sit below
+# stages in LAYERS and import no stage;
 # any other name, or a whole-module import, is a stage leaning on a consumer of the release.
 STAGES_FROM_EVALUATE_AND_HUB: dict[tuple[str, str], frozenset[str]] = {
     ("pipeline.stages.release", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
     ("pipeline.stages.release", "pipeline.hub.card"): frozenset({"render_release_card"}),
+    ("pipeline.stages.release", "pipeline.evaluate.field_baselines"): frozenset(
+        {"write_field_baselines"}
+    ),
 }
 
 

@@ -23,6 +23,7 @@ SPELLED_ALIKE = {
     "survey-reading-lists": "the console script, the distribution and the default repo name",
     "title": "a column (schema.TITLE, BEIR's title) and how a work was resolved (by title)",
     "score": "the score column of BEIR's qrels and that of a run",
+    "baseline": "a column (schema.BASELINE) and how a baseline's work was resolved (by it)",
 }
 # definitions to remove: (module, name) pairs still to point at their owner
 PENDING: set[tuple[str, str]] = set()

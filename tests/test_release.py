@@ -16,7 +16,13 @@ import yaml
 
 from pipeline import api
 from pipeline.core import schema as S
-from pipeline.core.release_files import BEIR_VIEWS, RETRIEVAL_SPLITS, WORKS_TABLE_FILE, beir_file
+from pipeline.core.release_files import (
+    BEIR_VIEWS,
+    BIBLIOGRAPHY_BASELINES_FILE,
+    RETRIEVAL_SPLITS,
+    WORKS_TABLE_FILE,
+    beir_file,
+)
 from pipeline.hub import card as CARD
 from pipeline.stages import release as R
 from pipeline.stages import split as SP
@@ -414,8 +420,9 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 21
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 22
     assert WORKS_TABLE_FILE in first  # the works table, byte for byte too
+    assert BIBLIOGRAPHY_BASELINES_FILE in first  # the field's most-cited works, judgment-side
     # the section-level reading lists and their view, both splits
     assert {f"aspects/{split}_survey_reading_lists.parquet" for split in S.SPLIT_NAMES} <= set(
         first

@@ -415,6 +415,9 @@ def _bibliography_main(args: argparse.Namespace) -> int:
         )
         print(f"  {'baseline':<24}" + "".join(f"{name:>{len(name) + 2}}" for name in shown))
         for name, value in baselines.items():
+            if "skipped" in value:  # a release that cannot give it (an older one, no corpus)
+                print(f"  {name:<24}  skipped: {value['skipped']}")
+                continue
             print(f"  {name:<24}" + "".join(
                 f"{_number(value['metrics'][m]['mean']):>{len(m) + 2}}" for m in shown))  # fmt: skip
     paired = report.get("paired")

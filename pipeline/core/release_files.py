@@ -26,6 +26,9 @@ EVAL_FILE = READING_LISTS_FILE.format(split="eval")
 # evaluator-side, read by ``evaluate --bibliography``; no config of the card, since no system
 # ranks it.
 WORKS_TABLE_FILE = "works.parquet"
+# Judgment-side baseline bibliographies of the eval surveys, built from the corpus's citations
+# (``schema.EVAL_BIBLIOGRAPHY_BASELINES``); no config of the card, since no system may read it
+BIBLIOGRAPHY_BASELINES_FILE = "baselines/eval_bibliographies.parquet"
 # The section-level reading lists: a folder laid out as a release of its own
 # (the same file names, one query per aspect), so that ``evaluate``, ``train`` and the
 # reading-free probe read it as they read the release (``evaluate --task aspects``).

@@ -99,6 +99,8 @@ SPLIT = "split"
 CANDIDATE_ID = "candidate_id"
 IN_DOMAIN = "in_domain"
 CANDIDATE_PRIOR_CITATIONS = "candidate_prior_citations"
+BASELINE = "baseline"
+BASELINE_RANK = "rank"
 
 # ----------------------------------------------------------------- extract tables
 PAPERS = pa.schema(
@@ -613,6 +615,18 @@ _ASPECT_QUERY = [
     (ASPECT_RANK, pa.int32()),
     (N_ASPECTS, pa.int32()),
 ]
+
+# Baseline bibliographies the release computes where the citations are (judgment-side: they
+# are made from the corpus's citation counts, which no file a system reads shows):
+# ``pipeline.evaluate.field_baselines``. One row per (survey, baseline, rank), rank from 1.
+EVAL_BIBLIOGRAPHY_BASELINES = pa.schema(
+    [
+        (SURVEY_ID, pa.string()),
+        (BASELINE, pa.string()),
+        (BASELINE_RANK, pa.int32()),
+        (WORK_ID, pa.string()),
+    ]
+)
 
 # The answer-free view of the aspects (release config ``aspect_candidates``): the aspect
 # query, then the columns of the main task's answer-free view.

@@ -16,11 +16,11 @@ from typing import Any
 from pipeline.core.files import file_identity
 from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
 from pipeline.evaluate.bibliography import (
-    HARD_NEGATIVE,
-    LISTED,
+    CLASSES,
     RUN_NAME,
     BibliographyEvaluation,
     BibliographyInput,
+    ReleaseWorks,
     eval_survey_ids,
     evaluate_bibliographies,
     load_release_works,
@@ -99,7 +99,9 @@ def evaluate_file(
             **paired_tests(evaluation.scores, other.scores, bootstrap_samples, seed),
         }
     report["baselines"] = (
-        baseline_report(evaluation, eval_file, bootstrap_samples, seed) if baselines else None
+        baseline_report(evaluation, works, eval_file, bootstrap_samples, seed)
+        if baselines
+        else None
     )
     if aspects:
         report["aspects"] = aspect_coverage(
@@ -110,25 +112,32 @@ def evaluate_file(
 
 
 def baseline_report(
-    evaluation: BibliographyEvaluation, eval_file: Path, n_resamples: int, seed: int
+    evaluation: BibliographyEvaluation,
+    works: ReleaseWorks,
+    eval_file: Path,
+    n_resamples: int,
+    seed: int,
 ) -> dict[str, Any] | None:
     """Each baseline's counts and means with intervals on the eval surveys the bibliographies
-    give, and the paired tests of the bibliography against it (:func:`paired_tests`); None
-    when they give none."""
+    give, and the paired tests of the bibliography against it (:func:`paired_tests`); a
+    baseline the release cannot give, with the reason; None when they give no eval survey."""
     surveys = {s.survey_id for s in evaluation.scores} & eval_survey_ids(eval_file.parent)
     if not surveys:
         return None
     out: dict[str, Any] = {}
-    for name, scores in baseline_scores(load_eval_set(eval_file), surveys).items():
+    scored, skipped = baseline_scores(load_eval_set(eval_file), surveys, works, eval_file)
+    for name, scores in scored.items():
         totals = Counter[str]()
         for s in scores:
             totals.update(s.counts)
         tested = paired_tests(evaluation.scores, scores, n_resamples, seed, key=f"vs {name}")
         out[name] = {
             "n_surveys": len(scores),
-            "counts": {c: totals[c] for c in (LISTED, HARD_NEGATIVE)},
+            "counts": {c: totals[c] for c in CLASSES}
+            | {"references": sum(s.n_references for s in scores)},
             "metrics": with_intervals(macro_means(scores), scores, n_resamples, seed, key=name),
             # the bibliography minus the baseline, on the eval surveys it gives
             "paired": tested["metrics"],
         }
+    out |= {name: {"skipped": why} for name, why in skipped.items()}
     return out

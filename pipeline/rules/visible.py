@@ -134,6 +134,52 @@ def survey_prior_tables(survey_citations: pl.LazyFrame) -> dict[str, pl.LazyFram
     }
 
 
+def field_prior_table(paper_citations: pl.LazyFrame) -> pl.LazyFrame:
+    """The running-count table of ``candidate_prior_citations`` counted per field: distinct
+    corpus papers citing the work, by the citers' primary category.
+
+    Args:
+        paper_citations: :func:`paper_citations` (``paper_id, work_id, primary_category,
+            first_version_date``), the citer's category and date.
+    """
+    pc = paper_citations.select(
+        S.PAPER_ID, S.WORK_ID, S.PRIMARY_CATEGORY, pl.col(S.FIRST_VERSION_DATE).alias(_DATE)
+    )
+    return running_counts(pc, [S.WORK_ID, S.PRIMARY_CATEGORY])
+
+
+def count_before(
+    pairs: pl.LazyFrame, table: pl.LazyFrame, by: list[str], name: str
+) -> pl.LazyFrame:
+    """``pairs`` (sorted by ``survey_date``) with column ``name``: the running count of
+    ``table`` (:func:`running_counts` keyed by ``by``) strictly before the pair's
+    ``survey_date``; 0 when none (an undated survey too)."""
+    return (
+        pairs.join_asof(
+            table,
+            left_on=S.SURVEY_DATE,
+            right_on=_DATE,
+            by=by,
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .drop(_DATE)
+        .with_columns(pl.col(_RUNNING).fill_null(0).alias(name))
+        .drop(_RUNNING)
+    )
+
+
+def counts_itself(cites_it: pl.Expr) -> pl.Expr:
+    """1 where a running count of a pair holds the survey itself, else 0: it cites the work
+    (``cites_it``) and its own first version precedes its text date."""
+    return (
+        (cites_it & (pl.col(S.FIRST_VERSION_DATE) < pl.col(S.SURVEY_DATE)))
+        .fill_null(False)
+        .cast(pl.Int64)
+    )
+
+
 def with_prior_counts(
     pairs: pl.LazyFrame, tables: dict[str, pl.LazyFrame], cites_it: pl.Expr
 ) -> pl.LazyFrame:
@@ -145,11 +191,7 @@ def with_prior_counts(
     (``cites_it``, true for positives) and its own first version precedes its text date,
     the running tables hold it, so it is taken off. Row order is not kept.
     """
-    own = (
-        (cites_it & (pl.col(S.FIRST_VERSION_DATE) < pl.col(S.SURVEY_DATE)))
-        .fill_null(False)
-        .cast(pl.Int64)
-    )
+    own = counts_itself(cites_it)
     out = pairs.sort(S.SURVEY_DATE, nulls_last=False)
     for name, table in tables.items():
         by = (
@@ -157,20 +199,7 @@ def with_prior_counts(
             if name == S.N_CITING_SURVEYS_SAME_CATEGORY
             else [S.WORK_ID]
         )
-        out = (
-            out.join_asof(
-                table,
-                left_on=S.SURVEY_DATE,
-                right_on=_DATE,
-                by=by,
-                strategy="backward",
-                allow_exact_matches=False,
-                check_sortedness=False,
-            )
-            .drop(_DATE)
-            .with_columns((pl.col(_RUNNING).fill_null(0) - own).alias(name))
-            .drop(_RUNNING)
-        )
+        out = count_before(out, table, by, name).with_columns(pl.col(name) - own)
     return out
 
 

@@ -73,6 +73,7 @@ from pipeline.core.release_files import (
     ASPECT_CANDIDATES_FILE,
     ASPECT_READING_LISTS_FILE,
     ASPECTS_DIR,
+    BIBLIOGRAPHY_BASELINES_FILE,
     CANDIDATES_FILE,
     CARD_FILE,
     METADATA_FILE,
@@ -83,6 +84,7 @@ from pipeline.core.release_files import (
 from pipeline.corpus.provenance import summarize as summarize_provenance
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
+from pipeline.evaluate.field_baselines import write_field_baselines
 from pipeline.evaluate.probe import reading_free_probe
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
@@ -868,6 +870,15 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             aspect_leak["sample"][split] = written["aspect_sample"]
         del written  # the split's frames, before the next split's are built
     write_works_table(ctx)
+    write_field_baselines(
+        ctx.output(BIBLIOGRAPHY_BASELINES_FILE),
+        ctx.cfg,
+        scan_extract(ctx.files_by_table("extract"), "papers"),
+        ctx.read("works", "cites"),
+        ctx.read("works", "works"),
+        cands,
+        ctx.read("split", "split_surveys"),
+    )
     files = {
         str(p.relative_to(ctx.tmp_dir)): file_entry(p)
         for p in sorted(ctx.tmp_dir.rglob("*.parquet"))
