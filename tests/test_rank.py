@@ -151,6 +151,31 @@ def test_leak_probe_flags_a_metadata_model_that_beats_bm25(release: Path, tmp_pa
     )
 
 
+def test_leak_probe_counts_a_lead_only_beyond_chance(release: Path, tmp_path: Path) -> None:
+    """The evaluation's probe takes the paired test of ``lgbm-metadata`` against ``bm25`` from
+    the evaluation's own baseline tests, as the release's audit probe takes its own."""
+
+    def tests(p: float) -> list[dict]:
+        return [
+            {"system": "lgbm-metadata", "baseline": "bm25", "metric": "nDCG@10", "p_value": p},
+            {"system": "lgbm", "baseline": "bm25", "metric": "nDCG@10", "p_value": 0.001},
+        ]
+
+    within = leak_probe(_overall(0.6, 0.5), tests(0.30))
+    assert within["flagged"] is False
+    row = within["metrics"]["nDCG@10"]
+    assert (row["beats"], row["beats_within_chance"], row["p_value"]) == (False, True, 0.30)
+    assert leak_probe(_overall(0.6, 0.5), tests(0.01))["flagged"] is True
+    assert leak_probe(_overall(0.6, 0.5), tests(float("nan")))["flagged"] is True  # no test
+    results = evaluate(release, out_dir=tmp_path, config=FAST)
+    text = render_report(results | {"leak_probe": within})
+    assert "LEAK WARNING" not in text and "within chance" in text
+    # the evaluation passes its tests: every probe metric carries the test's p-value
+    probe = results["leak_probe"]
+    if probe is not None:
+        assert all("p_value" in row for row in probe["metrics"].values())
+
+
 # ------------------------------------------------------------------ retrieval mode
 @pytest.fixture
 def corpus_release(tmp_path: Path) -> dict[str, Path]:

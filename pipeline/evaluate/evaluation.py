@@ -944,7 +944,7 @@ def run_evaluation(
             "same_as_baseline": same,
             "learned_baselines": found.facts,
             "models": {s.name: s.facts for s in submitted if s.facts},
-            "leak_probe": leak_probe(summaries[SUBSET_ALL]),
+            "leak_probe": leak_probe(summaries[SUBSET_ALL], tests),
             "runs": {
                 s.name: {
                     "file": file_identity(s.run.path) if s.run.path is not None else None,

@@ -19,6 +19,8 @@ Every learned system reads the eval set's candidates-view columns only.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +128,15 @@ def model_file_scores(
     return name, _aligned(eval_set, score(model, eval_view(eval_path)), name), facts
 
 
-def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+def leak_probe(
+    overall: dict[str, dict[str, dict[str, Any]]], tests: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any] | None:
     """Whether ``lgbm-metadata`` beats ``bm25`` on nDCG@10 or hard_negative_auc (ALL subset).
+
+    ``tests``: the evaluation's paired tests of each system against each baseline (entries
+    with ``system``, ``baseline``, ``metric``, ``p_value``). A lead counts only when the
+    test of ``lgbm-metadata`` against ``bm25`` puts it beyond chance (:data:`PROBE_ALPHA`, the
+    rule of the release's own probe); a metric without a test flags any lead.
 
     Returns:
         None when either system was not evaluated; else the means, differences and
@@ -142,7 +151,14 @@ def leak_probe(overall: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] 
         )
         for metric in LEAK_METRICS
     }
-    return probe_verdict(LEAK_PROBE, LEAK_REFERENCE, means)
+    p_values = {
+        t["metric"]: (None if t["p_value"] is None or math.isnan(t["p_value"]) else t["p_value"])
+        for t in tests
+        if t.get("system") == LEAK_PROBE
+        and t.get("baseline") == LEAK_REFERENCE
+        and t.get("metric") in LEAK_METRICS
+    }
+    return probe_verdict(LEAK_PROBE, LEAK_REFERENCE, means, p_values or None)
 
 
 # a probe's lead over the reading system counts when a paired test puts it beyond chance

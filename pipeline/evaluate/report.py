@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.evaluate.coverage import CHV_RATIO
 from pipeline.evaluate.figures import CAPTIONS
+from pipeline.evaluate.learned import PROBE_ALPHA
 from pipeline.evaluate.measures import (
     AP,
     HARD_NEGATIVE_AUC,
@@ -307,10 +308,17 @@ def _notes(results: dict[str, Any]) -> list[str]:
             "negatives: the release leaks its answers."
         )
     else:
+        chance = [m for m, r in probe["metrics"].items() if r.get("beats_within_chance")]
         lines.append(
-            f"`{probe['probe']}` (LightGBM on dates, categories and citation counts, never the "
-            f"text) does not beat `{probe['reference']}` ({cells}): the hard negatives cannot "
-            "be told apart without reading."
+            f"`{probe['probe']}` (LightGBM on the candidates' metadata: dates, categories, id "
+            f"form, text length, never the words) does not beat `{probe['reference']}` beyond "
+            f"chance ({cells}): the hard negatives cannot be told apart without reading."
+            + (
+                f" Its lead on {', '.join(chance)} is within chance (paired sign-flip test, "
+                f"p >= {PROBE_ALPHA})."
+                if chance
+                else ""
+            )
         )
     return lines
 
