@@ -82,6 +82,12 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         }
     ),
     "test_card": frozenset({"test_the_card_command_works_on_the_downloaded_dataset"}),
+    "test_hostile_openalex": frozenset(
+        {
+            "test_an_empty_snapshot_is_refused_then_the_real_one_describes_every_work",
+            "test_a_50_mb_answer_is_read_no_further_than_the_limit",
+        }
+    ),
     "test_openalex": frozenset(
         {
             "test_demo_shows_the_records_of_its_works_file",

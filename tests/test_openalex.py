@@ -212,16 +212,21 @@ def test_snapshot_route_reads_the_same_records(tmp_path: Path) -> None:
     assert tally.invalid_records == 1
 
 
-def test_cache_keeps_the_first_answer_and_skips_a_damaged_line(tmp_path: Path) -> None:
+def test_cache_keeps_a_record_over_not_found_and_skips_a_damaged_line(tmp_path: Path) -> None:
+    """A key answered twice keeps its first record, whatever "not found" came before it (a
+    run with another source found it); a damaged line is skipped."""
     cache = OA.LookupCache(tmp_path / "c", flush_keys=1)
     cache.add([OA.Answer(key="doi:10.1/a", found=False, source="api")])
-    cache.add([OA.Answer(key="doi:10.1/a", found=True, source="api",
-                         record=OA.Described(openalex_id="W1"))])  # fmt: skip
+    for wid in ("W1", "W2"):
+        cache.add([OA.Answer(key="doi:10.1/a", found=True, source="api",
+                             record=OA.Described(openalex_id=wid))])  # fmt: skip
+    cache.add([OA.Answer(key="doi:10.1/c", found=False, source="api")])
     with cache.segments()[0].open("ab") as f:
         f.write(b'{"key": "doi:10.1/b", "fou')  # a segment damaged on disk
     assert not [p for p in (tmp_path / "c").iterdir() if ".tmp-" in p.name]
     loaded = cache.load()
-    assert list(loaded) == ["doi:10.1/a"] and not loaded["doi:10.1/a"].found
+    assert list(loaded) == ["doi:10.1/a", "doi:10.1/c"]
+    assert loaded["doi:10.1/a"].record.openalex_id == "W1" and not loaded["doi:10.1/c"].found
 
 
 def _merged_ids(root: Path, rows: list[tuple[str, str, str]], name: str) -> None:

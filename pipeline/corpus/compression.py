@@ -136,7 +136,15 @@ class Decompressed:
                 self.crc_failed = any(
                     w in message for w in ("data check", "length check", "checksum")
                 )
-                raise StreamError(f"damaged {self.kind} data: {e}", self.consumed) from None
+                # said the same whichever library decodes (zlib: "incorrect header check",
+                # ISA-L: "invalid gzip/zlib wrapper", zstd: "unknown frame descriptor")
+                if self.crc_failed:
+                    what = f"the {self.kind} checksum does not match: the data is damaged"
+                elif any(w in message for w in ("header", "wrapper", "frame descriptor")):
+                    what = f"not {self.kind} data (no {self.kind} header where a stream starts)"
+                else:
+                    what = f"damaged {self.kind} data"
+                raise StreamError(f"{what} ({e})", self.consumed) from None
             if self._d.eof:
                 # what follows the end marker is the next member (cat a.gz b.gz is one stream)
                 self._pending = self._d.unused_data + self._pending

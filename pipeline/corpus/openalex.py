@@ -16,10 +16,13 @@ asks (developers.openalex.org, "Filter", "Authentication & Pricing", "Error Hand
   (``/works/<id>``, free), which is how a deleted work (404) and a merged one (301 to the
   work it was merged into) are told apart;
 * the key (``OPENALEX_API_KEY``) is a query parameter, as documented; it is never logged,
-  never written and never part of an error message: messages name the path only;
-* 429, 5xx, a timeout, a cut or invalid body are retried with exponential backoff, or after
-  ``Retry-After`` when the answer gives it; 401, and 403 without ``Retry-After``, are a
-  refused key and end the lookups of the run;
+  never written and never part of an error message: messages name the URL without its query;
+* 429, 5xx, a timeout, a cut or invalid body (one that is not the length its
+  ``Content-Length`` says, or whose length is not a number) are retried with exponential
+  backoff, or after ``Retry-After`` when the answer gives it; 401, and 403 without
+  ``Retry-After``, are a refused key and end the lookups of the run;
+* an answer is read in chunks up to :data:`MAX_ANSWER_BYTES`; a larger one ends the
+  lookups of the run, naming the limit;
 * every call is counted, and its cost summed at the documented prices
   (:data:`LIST_CALL_USD`, singletons free); the lookups stop before a call would pass the
   budget, and a rerun goes on from the cache.
@@ -30,17 +33,21 @@ sorted file order until every key is answered. A snapshot holds no record for a 
 work; its ``merged_ids/works/*.csv.gz`` (``merge_date,id,merge_into_id``, documented in
 "Snapshot data format") name the work each was merged into, so an OpenAlex id asked is
 answered by the record of the work it was merged into, as the API's 301 does. A key no
-record answers is cached as not found, so a rerun with the same snapshot reads nothing.
+record answers is cached as not found, so a rerun with the same snapshot reads nothing. A
+snapshot that holds no work (no files, empty files, no record in them) answers nothing, not
+"not found": it is refused, and so is a damaged file, naming it.
 
 The cache (:class:`LookupCache`, in the work directory) holds one answer per key, found or
 not found, in JSON-lines segments written atomically; a killed run loses at most the
-answers not yet flushed, and a rerun asks only for keys without an answer.
+answers not yet flushed, and a rerun asks only for keys without an answer. A "not found"
+names the source that gave it (a snapshot by its files, the API by its URL) and holds for
+that source only: a run with another snapshot asks the key again.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
+import hashlib
 import http.client
 import logging
 import time
@@ -50,11 +57,12 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from pipeline.core.files import atomic_path, temp_tag
+from pipeline.corpus.sources import InputError, InputFile, InputReadError, iter_lines
 
 log = logging.getLogger("pipeline")
 
@@ -65,6 +73,14 @@ MAX_OR_VALUES = 100  # values OR-ed in one filter, and the largest per_page
 LIST_CALL_USD = 0.10 / 1000  # "List / Filter: $0.10 / 1,000 calls"
 SINGLETON_USD = 0.0  # "Singleton: Free"
 DOCUMENTED_REQUESTS_PER_SECOND = 100
+# the largest answer read: a page of 100 works with the fields of SELECT is some hundreds
+# of KB. Decoded, an answer takes some times its size: a position of an abstract's word is
+# 2 bytes of JSON ("1,") and 8 in a list, and 64 more while the words are put in order,
+# which MAX_ABSTRACT_WORDS bounds
+MAX_ANSWER_BYTES = 16 << 20
+# an abstract is some hundred words; an index of more is a whole text, or an attack
+MAX_ABSTRACT_WORDS = 100_000
+ANSWER_CHUNK = 1 << 20
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
 SELECT = (
     "id,doi,title,display_name,publication_date,publication_year,type,language,is_retracted,"
@@ -105,7 +121,9 @@ class WireWork(msgspec.Struct):
     title: str | None = None
     display_name: str | None = None
     publication_date: str | None = None
-    publication_year: int | None = None
+    # decoded by :func:`publication_year`: a year of another type or out of range nulls the
+    # year, not the record (the rest of the work is still its description)
+    publication_year: msgspec.Raw = msgspec.Raw(b"null")
     type: str | None = None
     language: str | None = None
     is_retracted: bool | None = None
@@ -122,13 +140,21 @@ class _WireList(msgspec.Struct):
     results: list[msgspec.Raw] | None = None
 
 
+# the years a work's year is kept in: those a calendar date (``publication_date``, ISO 8601
+# and the records table's Date) can hold; the records table stores the year as Int32
+YEARS = (1, 9999)
+Year = Annotated[int, msgspec.Meta(ge=YEARS[0], le=YEARS[1])]
+
+
 class Described(msgspec.Struct, omit_defaults=True):
     """What the pipeline keeps of a work: ids without their URL prefixes, DOIs lower-cased."""
 
     openalex_id: str
     title: str | None = None
     publication_date: str | None = None
-    publication_year: int | None = None
+    # checked when a cached answer is decoded too: a cache line with a year out of range
+    # (written before the year was checked) does not decode, and its key is asked again
+    publication_year: Year | None = None
     type: str | None = None
     venue: str | None = None
     topic: str | None = None
@@ -146,17 +172,24 @@ class Described(msgspec.Struct, omit_defaults=True):
 
 
 class Answer(msgspec.Struct, omit_defaults=True):
-    """The cached answer for one key: the record, or ``found`` false (OpenAlex has none)."""
+    """The cached answer for one key: the record, or ``found`` false (OpenAlex has none).
+
+    ``asked``: the identity of the source that answered (:func:`snapshot_identity`,
+    :func:`api_identity`). A "not found" holds only for the source that said it: when the
+    lookups have another source (a newer snapshot, the API), the key is asked again
+    (:meth:`LookupCache.load`)."""
 
     key: str
     found: bool
     source: str
     record: Described | None = None
+    asked: str = ""
 
 
 _decode_work = msgspec.json.Decoder(WireWork).decode
 _decode_list = msgspec.json.Decoder(_WireList).decode
 _decode_answer = msgspec.json.Decoder(Answer).decode
+_decode_year = msgspec.json.Decoder(Year | None).decode
 _encode = msgspec.json.Encoder().encode
 
 
@@ -178,9 +211,14 @@ def bare_doi(url: str | None) -> str | None:
     return tail.strip().lower() if tail else None
 
 
-def abstract_text(index: dict[str, list[int]] | None) -> str | None:
-    """The abstract an ``abstract_inverted_index`` encodes: each word at its positions."""
+def abstract_text(index: dict[str, list[int]] | None, tally: Tally | None = None) -> str | None:
+    """The abstract an ``abstract_inverted_index`` encodes: each word at its positions; None
+    for more than :data:`MAX_ABSTRACT_WORDS` words (counted, ``tally.long_abstracts``)."""
     if not index:
+        return None
+    if sum(len(positions) for positions in index.values()) > MAX_ABSTRACT_WORDS:
+        if tally is not None:
+            tally.long_abstracts += 1
         return None
     placed = sorted((pos, word) for word, positions in index.items() for pos in positions)
     return " ".join(word for _, word in placed) or None
@@ -197,7 +235,18 @@ def _arxiv_of(work: WireWork, doi: str | None) -> str | None:
     return None
 
 
-def describe(work: WireWork) -> Described | None:
+def publication_year(work: WireWork, tally: Tally | None = None) -> int | None:
+    """The work's year when it is an integer within :data:`YEARS`, else None; a year given
+    but not kept is counted (``tally.invalid_years``)."""
+    try:
+        return _decode_year(work.publication_year)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        if tally is not None:
+            tally.invalid_years += 1
+        return None
+
+
+def describe(work: WireWork, tally: Tally | None = None) -> Described | None:
     """The kept fields of a work; None when it has no OpenAlex id (not a usable record)."""
     oid = openalex_id(work.id)
     if not oid:
@@ -213,7 +262,7 @@ def describe(work: WireWork) -> Described | None:
         openalex_id=oid,
         title=work.title or work.display_name,
         publication_date=work.publication_date,
-        publication_year=work.publication_year,
+        publication_year=publication_year(work, tally),
         type=work.type,
         venue=name(loc.source) if loc else None,
         topic=topic.display_name if topic else None,
@@ -225,7 +274,7 @@ def describe(work: WireWork) -> Described | None:
         doi=doi,
         arxiv_id=_arxiv_of(work, doi),
         pmid=pmid.rsplit("/", 1)[-1] if pmid else None,
-        abstract=abstract_text(work.abstract_inverted_index),
+        abstract=abstract_text(work.abstract_inverted_index, tally),
         license=loc.license if loc else None,
         updated_date=work.updated_date,
     )
@@ -266,6 +315,8 @@ class Tally:
     merged: int = 0  # keys answered by another work (merged into it)
     unasked_records: int = 0  # records in an answer that match no key asked
     invalid_records: int = 0  # records that do not decode, or have no id
+    invalid_years: int = 0  # records kept without their year (not an integer in YEARS)
+    long_abstracts: int = 0  # records kept without their abstract (over MAX_ABSTRACT_WORDS)
     batches_without_meta: int = 0
     stopped: str | None = None  # why the lookups of this run ended early, if they did
 
@@ -301,6 +352,7 @@ class ApiSettings:
     backoff_s: float = 1.0
     max_wait_s: float = 120.0
     requests_per_second: float = DOCUMENTED_REQUESTS_PER_SECOND
+    max_answer_bytes: int = MAX_ANSWER_BYTES
 
 
 class ApiClient:
@@ -314,6 +366,14 @@ class ApiClient:
         self.sleep = sleep
         self._opener = urllib.request.build_opener(_NoRedirect)
         self._last = 0.0
+        # list answers in the documented JSON: until one came, the service has not shown
+        # that it holds works, and what it did not find is not an answer (api_lookup)
+        self.lists_answered = 0
+
+    def where(self, path: str) -> str:
+        """The URL of ``path`` as messages name it: without credentials and without the
+        query, so without the key."""
+        return f"{public_url(self.s.base_url)}{path}"
 
     def _url(self, path: str, params: dict[str, str]) -> str:
         query = dict(params)
@@ -362,17 +422,17 @@ class ApiClient:
         """``(status, body, location)`` of a GET: 200, 404 or 301, after retries.
 
         Raises:
-            LookupStopped: refused key, budget spent, or the service keeps failing.
+            LookupStopped: refused key, budget spent, the service keeps failing, or an
+                answer larger than ``max_answer_bytes``.
         """
-        url = self._url(path, params)
+        url, where = self._url(path, params), self.where(path)
         for attempt in range(self.s.max_retries + 1):
             self._spend(list_call)
             try:
                 with self._opener.open(url, timeout=self.s.timeout_s) as resp:
-                    body = resp.read()
-                    length = resp.headers.get("Content-Length")
-                    if length is not None and int(length) != len(body):
-                        self._wait(attempt, None, f"{path}: a cut answer")
+                    body = self._body(resp, where)
+                    if body is None:
+                        self._wait(attempt, None, f"{where}: a cut answer")
                         continue
                     return resp.status, body, ""
             except urllib.error.HTTPError as e:
@@ -384,19 +444,52 @@ class ApiClient:
                 if status in (404, 400):
                     return status, b"", ""
                 if status == 401 or (status == 403 and retry_after is None):
-                    raise LookupStopped(f"OpenAlex refused the API key (HTTP {status})") from None
+                    raise LookupStopped(
+                        f"OpenAlex refused the API key (HTTP {status}, {where})"
+                    ) from None
                 if status in (403, 429) or status >= 500:
-                    self._wait(attempt, retry_after, f"{path}: HTTP {status}")
+                    self._wait(attempt, retry_after, f"{where}: HTTP {status}")
                     continue
-                raise LookupStopped(f"OpenAlex answered HTTP {status} ({path})") from None
+                raise LookupStopped(f"OpenAlex answered HTTP {status} ({where})") from None
             except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
                 reason = getattr(e, "reason", None) or type(e).__name__
-                self._wait(attempt, None, f"{path}: {reason}")
+                self._wait(attempt, None, f"{where}: {reason}")
                 continue
             except http.client.HTTPException as e:  # IncompleteRead and kin: a cut answer
-                self._wait(attempt, None, f"{path}: {type(e).__name__}")
+                self._wait(attempt, None, f"{where}: {type(e).__name__}")
                 continue
-        raise LookupStopped(f"OpenAlex failed ({path})")
+        raise LookupStopped(f"OpenAlex failed ({where})")
+
+    def _body(self, resp: Any, where: str) -> bytes | None:
+        """The answer's body, read in chunks and at most ``max_answer_bytes`` of it; None
+        when it is not the length its ``Content-Length`` says (a cut answer, or a length
+        that is not a number: http.client then reads to the end of the connection).
+
+        Raises:
+            LookupStopped: the answer is larger than ``max_answer_bytes``.
+        """
+        limit = self.s.max_answer_bytes
+        declared = resp.headers.get("Content-Length")
+        digits = (declared or "").strip()
+        length = int(digits) if digits.isascii() and digits.isdigit() else None
+
+        def too_large(size: str) -> LookupStopped:
+            return LookupStopped(
+                f"OpenAlex answered {where} with {size}, over the limit of {limit:,} bytes "
+                "for one answer"
+            )
+
+        if length is not None and length > limit:
+            raise too_large(f"{length:,} bytes")
+        chunks, size = [], 0
+        while chunk := resp.read(min(ANSWER_CHUNK, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise too_large(f"more than {limit:,} bytes")
+        if declared is not None and length != size:
+            return None
+        return b"".join(chunks)
 
     def _records(self, body: bytes) -> list[WireWork] | None:
         try:
@@ -433,9 +526,11 @@ class ApiClient:
                 return []  # a refused filter: the keys are asked one by one
             works = self._records(body)
             if works is not None:
+                self.lists_answered += 1
                 return works
-            self._wait(attempt, None, "/works: an answer that is not the documented JSON")
-        raise LookupStopped("OpenAlex answers /works with invalid JSON")
+            where = self.where("/works")
+            self._wait(attempt, None, f"{where}: an answer that is not the documented JSON")
+        raise LookupStopped(f"OpenAlex answers {self.where('/works')} with invalid JSON")
 
     def single(self, kind: str, value: str) -> WireWork | None:
         """The work ``/works/<id>`` answers (following merges), or None (404)."""
@@ -454,19 +549,40 @@ class ApiClient:
                 try:
                     return _decode_work(body)
                 except (msgspec.DecodeError, msgspec.ValidationError):
-                    self._wait(attempt, None, "a work that is not the documented JSON")
+                    what = f"{self.where(path)}: a work that is not the documented JSON"
+                    self._wait(attempt, None, what)
             else:
-                raise LookupStopped("OpenAlex answers a work with invalid JSON")
+                raise LookupStopped(f"OpenAlex answers {self.where(path)} with invalid JSON")
         return None
+
+
+def public_url(base_url: str) -> str:
+    """``base_url`` without a ``user:password@`` and without a trailing slash."""
+    parts = urllib.parse.urlsplit(base_url.rstrip("/"))
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl()
+
+
+def api_identity(base_url: str) -> str:
+    """The API as the cache names the source of an answer (:attr:`Answer.asked`): its URL
+    without credentials."""
+    return f"api:{public_url(base_url)}"
 
 
 def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
     """Answers for ``keys``, one list per batch (found, or not found after a singleton).
 
+    "Not found" is an answer only from a service that has shown it holds works (a list
+    answer in the documented JSON, or a record): until then the keys it did not find are
+    held back, and if it never does (a server that answers 404 to everything: a wrong
+    ``OPENALEX_URL``), they are not answered and the lookups stop.
+
     Raises:
         LookupStopped: the lookups end early (:meth:`ApiClient.get`); the answers yielded
             before are complete.
     """
+    asked = api_identity(client.s.base_url)
+    held: list[Answer] = []  # not found, by a service that has not shown it holds works
+    proven = False
     by_kind: dict[str, list[tuple[str, str]]] = {}
     for key in keys:
         kind, value = asked_as(key)
@@ -482,7 +598,7 @@ def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
             answers: dict[str, Answer] = {}
             works = client.batch(kind, [v for v, _ in plain]) if plain else []
             for work in works:
-                rec = describe(work)
+                rec = describe(work, client.tally)
                 if rec is None:
                     client.tally.invalid_records += 1
                     continue
@@ -490,16 +606,34 @@ def api_lookup(keys: list[str], client: ApiClient) -> Iterator[list[Answer]]:
                 if not hits:
                     client.tally.unasked_records += 1
                 for key in hits:
-                    answers.setdefault(key, Answer(key=key, found=True, source="api", record=rec))
+                    answers.setdefault(
+                        key, Answer(key=key, found=True, source="api", record=rec, asked=asked)
+                    )
             for value, key in chunk:
                 if key in answers:
                     continue
                 work = client.single(kind, value)
-                rec = describe(work) if work is not None else None
+                rec = describe(work, client.tally) if work is not None else None
                 if rec is not None and (kind, value) not in answers_to(rec):
                     client.tally.merged += 1
-                answers[key] = Answer(key=key, found=rec is not None, source="api", record=rec)
-            yield [answers[k] for _, k in chunk]
+                answers[key] = Answer(
+                    key=key, found=rec is not None, source="api", record=rec, asked=asked
+                )
+            batch = [answers[k] for _, k in chunk]
+            proven = proven or client.lists_answered > 0 or any(a.found for a in batch)
+            if not proven:
+                held += [a for a in batch if not a.found]
+                batch = [a for a in batch if a.found]
+            elif held:
+                batch, held = held + batch, []
+            if batch:
+                yield batch
+    if held:
+        raise LookupStopped(
+            f"OpenAlex at {client.where('/works')} answered no list of works and no work: the "
+            f"{len(held)} ids it did not find are not cached as not found (is OPENALEX_URL "
+            "the OpenAlex API?)"
+        )
 
 
 def lookup_projection(
@@ -561,25 +695,97 @@ def merged_files(root: Path) -> list[Path]:
     return sorted((merged / "works").glob("*.gz")) if merged and (merged / "works").is_dir() else []
 
 
+def snapshot_problem(root: Path) -> str | None:
+    """Why a snapshot folder cannot answer a lookup, as it is listed (no works files, or
+    only empty ones), or None. A source that yields nothing must not answer "not found":
+    every work asked would be cached as not in OpenAlex."""
+    files = snapshot_files(root)
+    where = _snapshot_dir(root, "works")
+    if not files:
+        if where is None:
+            found = "no works/ folder and no *.gz file" + (" (it is empty)" if _empty(root) else "")
+        else:
+            found = f"no *.gz file in {where}" + (" (it is empty)" if _empty(where) else "")
+        return f"openalex: the snapshot folder {root} holds no works files: {found}"
+    if all(p.stat().st_size == 0 for p in files):
+        return (
+            f"openalex: the snapshot folder {root} holds only empty works files ({len(files)} "
+            f"of 0 bytes, the first {files[0].relative_to(root).as_posix()})"
+        )
+    return None
+
+
+def _empty(folder: Path) -> bool:
+    return next(iter(folder.iterdir()), None) is None
+
+
+def snapshot_identity(root: Path) -> str:
+    """The snapshot as the cache names the source of an answer (:attr:`Answer.asked`): its
+    works and merged-works files by name and size, wherever the folder is."""
+    digest = hashlib.sha256()
+    for path in snapshot_files(root) + merged_files(root):
+        digest.update(f"{path.relative_to(root).as_posix()}\t{path.stat().st_size}\n".encode())
+    return f"snapshot:{digest.hexdigest()[:16]}"
+
+
+def _snapshot_lines(path: Path) -> Iterator[tuple[int, bytes | memoryview]]:
+    """``(line number, line)`` of a snapshot file (gzip), blank lines skipped.
+
+    Raises:
+        InputError: the file is not gzip, ends before its end marker, or fails its CRC
+            (names the file, and the line and byte it got to).
+    """
+    try:
+        # no line limit: never a LongLine
+        yield from iter_lines(InputFile(str(path), path.stat().st_size, ""))  # type: ignore[misc]
+    except InputReadError as e:
+        raise InputError(
+            f"openalex: the snapshot file {e}; download the file again and rerun"
+        ) from None
+
+
+def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
+    """The rows of a merged-works list (``merge_date,id,merge_into_id``).
+
+    Raises:
+        InputError: as :func:`_snapshot_lines`; also a line that is not UTF-8.
+    """
+
+    def text() -> Iterator[str]:
+        for number, line in _snapshot_lines(path):
+            try:
+                yield bytes(line).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"openalex: the snapshot file {path}: line {number} is not UTF-8 "
+                    f"({e.reason} at byte {e.start} of the line)"
+                ) from None
+
+    yield from csv.DictReader(text())
+
+
 def snapshot_merges(root: Path, ids: Iterable[str], tally: Tally) -> dict[str, str]:
     """``{id: the id it ends merged into}`` (upper-case OpenAlex keys) for the ``ids`` a
     snapshot's merged-works lists name. The lists are read in date order, and the id a work
     was merged into is followed too, so a chain (``A`` into ``B``, later ``B`` into ``C``)
-    ends at ``C``; only the rows of followed ids are kept (the lists name tens of millions)."""
+    ends at ``C``; only the rows of followed ids are kept (the lists name tens of millions).
+
+    Raises:
+        InputError: a list is damaged (:func:`_csv_rows`).
+    """
     into: dict[str, str] = {}
     followed = {i.upper() for i in ids}
     for path in merged_files(root):
-        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
-            for row in csv.DictReader(f):
-                old = openalex_id(row.get("id"))
-                new = openalex_id(row.get("merge_into_id"))
-                if not old or not new:
-                    tally.invalid_records += 1
-                    continue
-                old, new = old.upper(), new.upper()
-                if old in followed and old != new:
-                    into[old] = new
-                    followed.add(new)
+        for row in _csv_rows(path):
+            old = openalex_id(row.get("id"))
+            new = openalex_id(row.get("merge_into_id"))
+            if not old or not new:
+                tally.invalid_records += 1
+                continue
+            old, new = old.upper(), new.upper()
+            if old in followed and old != new:
+                into[old] = new
+                followed.add(new)
     out = {}
     for start in {i.upper() for i in ids} & into.keys():
         end, seen = start, {start}
@@ -590,10 +796,23 @@ def snapshot_merges(root: Path, ids: Iterable[str], tally: Tally) -> dict[str, s
     return out
 
 
-def snapshot_lookup(keys: list[str], root: Path, tally: Tally) -> Iterator[list[Answer]]:
+def snapshot_lookup(
+    keys: list[str], root: Path, tally: Tally, asked: str | None = None
+) -> Iterator[list[Answer]]:
     """Answers for ``keys`` from a snapshot: each key's first record in file order, a merged
     OpenAlex id answered by the record of the work it was merged into (``tally.merged``);
-    keys no record answers are not found (a snapshot holds every work of its date)."""
+    keys no record answers are not found (a snapshot holds every work of its date), once
+    every file is read and held at least one work. ``asked``: the snapshot's identity
+    (:func:`snapshot_identity`, computed when not given).
+
+    Raises:
+        InputError: the snapshot holds no work at all (:func:`snapshot_problem`, or files
+            that hold no work record), or a file is damaged (:func:`_snapshot_lines`).
+    """
+    problem = snapshot_problem(root)
+    if problem is not None:
+        raise InputError(problem)
+    asked = asked if asked is not None else snapshot_identity(root)
     wanted: dict[tuple[str, str], list[str]] = {}
     for key in keys:
         wanted.setdefault(asked_as(key), []).append(key)
@@ -603,32 +822,42 @@ def snapshot_lookup(keys: list[str], root: Path, tally: Tally) -> Iterator[list[
         for key in wanted[(OPENALEX, old.lower())]:
             wanted.setdefault((OPENALEX, new.lower()), []).append(key)
     open_keys = set(keys)
-    for path in snapshot_files(root):
+    files = snapshot_files(root)
+    records = lines = 0
+    for path in files:
         if not open_keys:
             break
         found: list[Answer] = []
-        with gzip.open(path, "rb") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    rec = describe(_decode_work(line))
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    rec = None
-                if rec is None:
-                    tally.invalid_records += 1
-                    continue
-                for pair in sorted(answers_to(rec)):
-                    for key in wanted.get(pair, ()):
-                        if key in open_keys:
-                            open_keys.discard(key)
-                            if asked_as(key) not in answers_to(rec):
-                                tally.merged += 1
-                            found.append(Answer(key=key, found=True, source="snapshot", record=rec))
+        for _, line in _snapshot_lines(path):
+            lines += 1
+            try:
+                rec = describe(_decode_work(line), tally)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                rec = None
+            if rec is None:
+                tally.invalid_records += 1
+                continue
+            records += 1
+            for pair in sorted(answers_to(rec)):
+                for key in wanted.get(pair, ()):
+                    if key in open_keys:
+                        open_keys.discard(key)
+                        if asked_as(key) not in answers_to(rec):
+                            tally.merged += 1
+                        found.append(
+                            Answer(key=key, found=True, source="snapshot", record=rec, asked=asked)
+                        )
         if found:
             yield found
+    if open_keys and not records:
+        raise InputError(
+            f"openalex: the snapshot folder {root} holds no work record: {len(files)} works "
+            f"files read, {lines:,} lines, none a work with an OpenAlex id"
+        )
     if open_keys:
-        yield [Answer(key=k, found=False, source="snapshot") for k in sorted(open_keys)]
+        yield [
+            Answer(key=k, found=False, source="snapshot", asked=asked) for k in sorted(open_keys)
+        ]
 
 
 # --------------------------------------------------------------------- the cache
@@ -641,12 +870,17 @@ class LookupCache:
         self._pending: list[Answer] = []
 
     def segments(self) -> list[Path]:
-        """The segment files, sorted (a key answered in two keeps the first)."""
+        """The segment files, sorted in the order they were written."""
         return sorted(self.dir.glob("answers-*.jsonl")) if self.dir.is_dir() else []
 
-    def load(self) -> dict[str, Answer]:
-        """Every cached answer by key. A line that does not decode (a segment damaged on
-        disk) is skipped: its key is asked again."""
+    def load(self, source: str | None = None) -> dict[str, Answer]:
+        """Every cached answer by key: a key's first record, else its first "not found".
+
+        ``source``: the identity of the source this run can ask (:attr:`Answer.asked`); a
+        "not found" another source gave (or one written before answers named their source)
+        is left out, so the key is asked of this one. None: every answer counts (a run with
+        no source to ask). A line that does not decode (a segment damaged on disk, a record
+        that fails :class:`Described`'s checks) is skipped: its key is asked again."""
         out: dict[str, Answer] = {}
         for path in self.segments():
             for line in path.read_bytes().splitlines():
@@ -654,7 +888,11 @@ class LookupCache:
                     a = _decode_answer(line)
                 except (msgspec.DecodeError, msgspec.ValidationError):
                     continue
-                out.setdefault(a.key, a)
+                if not a.found and source is not None and a.asked != source:
+                    continue
+                held = out.get(a.key)
+                if held is None or (a.found and not held.found):
+                    out[a.key] = a
         return out
 
     def add(self, answers: Iterable[Answer]) -> None:

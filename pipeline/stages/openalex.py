@@ -10,10 +10,12 @@ the ids it does not answer from the snapshot ``[openalex_lookup] snapshot`` (``-
 DIR``), else from the API when ``OPENALEX_API_KEY`` is set, else from nowhere. With no
 source, or when the lookups stop early (refused key, budget, service failing), the stage
 still ends: the works without an answer have no record, the log says in one line how many,
-and ``_summary.json`` and the release count them. The runner runs this stage every time
-(``Stage.always_run``): a rerun asks only for ids without an answer, and the stages after it
-rerun only when ``records.parquet`` changed (its sha256 is the stage's ``key_extra``). A
-rebuild from a kept cache asks nothing and writes the same bytes.
+and ``_summary.json`` and the release count them; a snapshot that holds no work is
+refused while works are left to look up (its "not found" would be cached for every work).
+The runner runs this stage every time (``Stage.always_run``): a rerun asks only for ids
+without an answer, and the stages after it rerun only when ``records.parquet`` changed (its
+sha256 is the stage's ``key_extra``). A rebuild from a kept cache asks nothing and writes
+the same bytes.
 
 Outputs: ``records.parquet`` (``schema.OPENALEX_RECORDS``, one row per work with an answer,
 found or not, sorted by ``work_id``; ``oa_abstract`` as ``[openalex] abstracts`` lets the
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.files import sha256_file, write_json
 from pipeline.corpus import openalex as OA
+from pipeline.corpus.sources import InputError
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules.aliases import ARXIV_PREFIX
@@ -51,20 +56,38 @@ def lookup_key(aliases: pl.Expr) -> pl.Expr:
     return pl.coalesce(picks)
 
 
-def lookup_source(cfg: Any) -> tuple[str, Any]:
-    """``(what, lookup(keys, tally))`` of this run's route, or ``(why not, None)``."""
+@dataclass(frozen=True)
+class Source:
+    """This run's route: what it is (``route``), the identity its answers carry
+    (:attr:`OA.Answer.asked`; None: no source to ask), and ``lookup(keys, tally)``, or why
+    there is none (``problem``: a snapshot that holds nothing, refused when a key is to be
+    asked; without it and without ``lookup``, the works are not looked up)."""
+
+    route: str
+    identity: str | None = None
+    lookup: Callable[[list[str], OA.Tally], Iterable[list[OA.Answer]]] | None = None
+    problem: str | None = None
+
+
+def lookup_source(cfg: Any) -> Source:
+    """This run's :class:`Source`: the snapshot, else the API, else none."""
     lcfg = cfg.openalex_lookup
     if lcfg.snapshot:
         root = Path(lcfg.snapshot)
         if not root.is_dir():
             raise StageError(f"openalex: the snapshot folder {root} does not exist")
         files = OA.snapshot_files(root)
-        return f"snapshot ({len(files)} files)", lambda keys, tally: OA.snapshot_lookup(
-            keys, root, tally
-        )
+        route = f"snapshot ({len(files)} files)"
+        problem = OA.snapshot_problem(root)
+        if problem is not None:
+            return Source(route, problem=problem)
+        identity = OA.snapshot_identity(root)
+        return Source(route, identity, lambda keys, tally: OA.snapshot_lookup(
+            keys, root, tally, identity
+        ))  # fmt: skip
     key = os.environ.get(OA.KEY_ENV, "")
     if not key:
-        return f"no {OA.KEY_ENV} and no --openalex snapshot", None
+        return Source(f"no {OA.KEY_ENV} and no --openalex snapshot")
     settings = OA.ApiSettings(
         base_url=os.environ.get(OA.URL_ENV) or OA.DEFAULT_URL,
         api_key=key,
@@ -78,10 +101,11 @@ def lookup_source(cfg: Any) -> tuple[str, Any]:
         requests_per_second=lcfg.requests_per_second,
     )
 
-    def lookup(keys: list[str], tally: OA.Tally) -> Any:
+    def lookup(keys: list[str], tally: OA.Tally) -> Iterable[list[OA.Answer]]:
         return OA.api_lookup(keys, OA.ApiClient(settings, tally))
 
-    return f"api ({settings.base_url})", lookup
+    url = OA.public_url(settings.base_url)
+    return Source(f"api ({url})", OA.api_identity(settings.base_url), lookup)
 
 
 def _by_kind(keys: pl.Series) -> dict[str, int]:
@@ -100,7 +124,8 @@ def projection(keys: pl.Series, cfg: Any) -> dict[str, Any]:
 
 def works_projection(works: Path, cache_dir: Path, cfg: Any) -> dict[str, Any]:
     """What the lookups of a run would ask the API, from its finished ``works`` table and its
-    lookup cache ``cache_dir`` (the ids the cache answers are not asked again)."""
+    lookup cache ``cache_dir`` (the ids the cache answers for the API at ``OPENALEX_URL``
+    are not asked again: a "not found" of a snapshot is)."""
     keys = (
         pl.scan_parquet(works)
         .select(lookup_key(pl.col(S.ALIASES)).alias(S.LOOKUP_KEY))
@@ -108,7 +133,8 @@ def works_projection(works: Path, cache_dir: Path, cfg: Any) -> dict[str, Any]:
         .unique()
         .collect(engine="streaming")[S.LOOKUP_KEY]
     )
-    cached = OA.LookupCache(cache_dir).load()
+    api = OA.api_identity(os.environ.get(OA.URL_ENV) or OA.DEFAULT_URL)
+    cached = OA.LookupCache(cache_dir).load(api)
     todo = keys.filter(~keys.is_in(pl.Series(list(cached), dtype=pl.String).implode()))
     return {"ids_cached": keys.len() - todo.len(), **projection(todo, cfg)}
 
@@ -196,13 +222,16 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.WORK_ID)
         .collect(engine="streaming")
     )
+    source = lookup_source(ctx.cfg)
+    route, lookup = source.route, source.lookup
     cache = OA.LookupCache(ctx.cache_dir(), ctx.cfg.openalex_lookup.flush_keys)
-    answers = cache.load()
+    answers = cache.load(source.identity)
     wanted = sorted(set(keys[S.LOOKUP_KEY].drop_nulls().to_list()))
     todo = [k for k in wanted if k not in answers]
+    if todo and source.problem is not None:
+        raise InputError(f"{source.problem}; {len(todo)} works to look up")
     cached_before = len(wanted) - len(todo)
     tally = OA.Tally()
-    route, lookup = lookup_source(ctx.cfg)
     answered = 0
     if todo and lookup is not None:
         log.info("openalex: %d ids answered by the cache, %d to ask (%s)", cached_before,
