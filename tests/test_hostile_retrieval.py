@@ -92,10 +92,11 @@ def _good_vectors(ids: list[str], size: int = DIM) -> list[list[float]]:
 # ------------------------------------------------------------ 1: the key never shows
 class QdrantEcho(LoopbackStub):
     """Enough of Qdrant's REST API for qdrant-client to reach a collection ``papers`` of
-    :data:`HASHED_DIMENSION`-d vectors; a search is refused with a body that quotes the
-    request's ``api-key`` header (as a misconfigured proxy does)."""
+    :data:`HASHED_DIMENSION`-d vectors; a search is ``refused`` with a body that quotes the
+    request's ``api-key`` header (as a misconfigured proxy does), or answered with a body
+    that is not Qdrant's and quotes it too."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: str) -> None:
         self.keys_seen: list[str] = []
         stub = self
 
@@ -127,7 +128,10 @@ class QdrantEcho(LoopbackStub):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.headers.get("api-key") or ""
                 stub.keys_seen.append(key)
-                self._answer(403, {"status": {"error": f"refused request with api-key {key}"}})
+                if answer == "refused":
+                    self._answer(403, {"status": {"error": f"refused request with api-key {key}"}})
+                else:  # 200 with what no client can parse, the key in it
+                    self._answer(200, {"result": [{"points": f"api-key {key}"}]})
 
         self.url = self._serve(Handler)
 
@@ -143,13 +147,20 @@ def _collection_info(size: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ("refused", "HTTP 403 to the queries of collection papers (refused request with api-key <redacted>)"),
+        ("garbage", "the answer to the queries of collection papers is not Qdrant's API"),
+    ],
+)  # fmt: skip
 @pytest.mark.parametrize("verbose", [[], ["-v"]], ids=["plain", "verbose"])
 def test_a_qdrant_server_quoting_the_api_key_never_shows_it(
-    release: Path, tmp_path: Path, verbose: list[str]
+    release: Path, tmp_path: Path, verbose: list[str], answer: str, says: str
 ) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "QDRANT_API_KEY": SECRET, "NO_PROXY": "*", "no_proxy": "*"}
-    with QdrantEcho() as server:
+    with QdrantEcho(answer) as server:
         argv = [sys.executable, "-m", "pipeline", *verbose, "evaluate", "--release", str(release),
                 "--mode", "retrieval", "--qdrant", server.url, "--collection", "papers",
                 "--encoder", ENCODER, "--no-learned", "--no-cache", "--out", str(out)]  # fmt: skip
@@ -158,7 +169,7 @@ def test_a_qdrant_server_quoting_the_api_key_never_shows_it(
     assert proc.returncode == 2, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if " ERROR " in line]
     assert len(errors) == 1, proc.stderr
-    assert "HTTP 403" in errors[0] and "refused request with api-key <redacted>" in errors[0]
+    assert says in errors[0], errors[0]
     assert "unexpected" not in proc.stderr
     assert SECRET not in proc.stdout + proc.stderr
     if verbose:

@@ -140,14 +140,17 @@ def _ask(location: str, what: str, call: Callable[[], T]) -> T:
         raise UsageError(
             f"--qdrant {_where(location)}: HTTP {e.status_code} to {what} ({_server_words(e)})"
         ) from None
-    except pydantic.ValidationError:
+    except (ApiException, pydantic.ValidationError, OSError) as e:
+        # the client wraps what went wrong in `source`: an answer it cannot parse, or a
+        # request that got no answer (a server down, refused, timed out). The type only:
+        # the text may hold the request, and the request holds the key.
+        cause = getattr(e, "source", None) or e
+        if isinstance(cause, pydantic.ValidationError):
+            raise UsageError(
+                f"--qdrant {_where(location)}: the answer to {what} is not Qdrant's API"
+            ) from None
         raise UsageError(
-            f"--qdrant {_where(location)}: the answer to {what} is not Qdrant's API"
-        ) from None
-    except (ApiException, OSError) as e:  # a server down, refused, timed out
-        # the type only: the client's message may hold the request, and it holds the key
-        raise UsageError(
-            f"--qdrant {_where(location)}: cannot be reached ({type(e).__name__})"
+            f"--qdrant {_where(location)}: cannot be reached ({type(cause).__name__})"
         ) from None
 
 
