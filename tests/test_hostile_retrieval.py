@@ -9,6 +9,7 @@ sizes; the key appears in no output and no file; a refused folder is left as it 
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -153,6 +154,7 @@ def _collection_info(size: int) -> dict[str, Any]:
         ("refused", "HTTP 403 to the queries of collection papers (refused request with api-key <redacted>)"),
         ("garbage", "the answer to the queries of collection papers is not Qdrant's API"),
     ],
+    ids=["refused", "garbage"],
 )  # fmt: skip
 @pytest.mark.parametrize("verbose", [[], ["-v"]], ids=["plain", "verbose"])
 def test_a_qdrant_server_quoting_the_api_key_never_shows_it(
@@ -238,6 +240,16 @@ def _frame(ids: list[Any], vectors: list[Any]) -> pl.DataFrame:
     return pl.DataFrame({"_id": ids, "vector": vectors})
 
 
+def _damaged(frame: pl.DataFrame) -> bytes:
+    """``frame`` as zstd Parquet whose footer reads and whose first pages do not."""
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, compression="zstd")
+    data = bytearray(buffer.getvalue())
+    for i in range(8, 200):
+        data[i] ^= 0x5A
+    return bytes(data)
+
+
 def _case_says(ids: list[str]) -> dict[str, tuple[Any, list[str]]]:
     """Each case: the file (a frame, or raw bytes) and what its one line must say."""
     first, last, n = repr(ids[0]), repr(ids[-1]), len(ids)
@@ -264,6 +276,10 @@ def _case_says(ids: list[str]) -> dict[str, tuple[Any, list[str]]]:
             ["queries.parquet", "not a readable Parquet file"],
         ),
         "empty file": (b"", ["queries.parquet", "the file is empty"]),
+        "damaged pages": (
+            _damaged(_frame(ids, good)),
+            ["queries.parquet", "not a readable Parquet file"],
+        ),
         "no rows": (
             pl.DataFrame(schema={"_id": pl.String, "vector": pl.List(pl.Float64)}),
             ["queries.parquet", "no rows"],

@@ -205,13 +205,17 @@ def read_query_vectors(path: Path, survey_ids: list[str]) -> QueryVectors:
     expected = f"Parquet with {BEIR_ID} (the survey id) and {QUERY_VECTOR} (a list of numbers)"
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise InputError(f"{where}: the file is empty; expected {expected}")
+
+    def unreadable(e: Exception) -> InputError:
+        return InputError(
+            f"{where}: not a readable Parquet file ({' '.join(str(e).split())[:200]}); "
+            f"expected {expected}"
+        )
+
     try:
         schema = pl.read_parquet_schema(path)
     except pl.exceptions.PolarsError as e:
-        raise InputError(
-            f"{where}: not a readable Parquet file ({' '.join(str(e).split())[:200]}); "
-            f"expected {expected}"
-        ) from None
+        raise unreadable(e) from None
     missing = [c for c in (BEIR_ID, QUERY_VECTOR) if c not in schema]
     if missing:
         raise InputError(f"{where}: no column {', '.join(missing)}; expected {expected}")
@@ -227,7 +231,11 @@ def read_query_vectors(path: Path, survey_ids: list[str]) -> QueryVectors:
             f"{where}: column {QUERY_VECTOR} holds {vector_type} values; expected a list of "
             "numbers per survey"
         )
-    frame = pl.read_parquet(path, columns=[BEIR_ID, QUERY_VECTOR]).with_row_index("_row", offset=1)
+    try:  # a footer that reads and pages that do not
+        frame = pl.read_parquet(path, columns=[BEIR_ID, QUERY_VECTOR])
+    except pl.exceptions.PolarsError as e:
+        raise unreadable(e) from None
+    frame = frame.with_row_index("_row", offset=1)
     if frame.height == 0:
         raise InputError(f"{where}: no rows; expected {expected}")
     frame = frame.with_columns(pl.col(QUERY_VECTOR).cast(pl.List(pl.Float64)))
