@@ -381,6 +381,20 @@ def test_a_folder_that_is_not_a_local_store_is_refused_and_left_as_it_was(
     assert sorted(os.listdir(folder)) == sorted(files or {})
 
 
+def test_a_local_store_another_client_holds_is_one_line_naming_it(
+    release: Path, store: Path, tmp_path: Path
+) -> None:
+    from qdrant_client import QdrantClient
+
+    holder = QdrantClient(path=str(store))  # the user's notebook, still open
+    try:
+        message = _refusal(release, tmp_path / "out", qdrant=str(store), encoders=[ENCODER])
+    finally:
+        holder.close()
+    assert message.startswith(f"--qdrant {store}: qdrant-client cannot open it (RuntimeError: ")
+    assert "already accessed by another instance" in message
+
+
 # ------------------------------------------------------ 4: the collection's size
 def test_a_collection_of_another_size_than_the_encoder_is_one_line(
     release: Path, store: Path, tmp_path: Path
