@@ -157,6 +157,13 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_prior_citations_in_domain_and_citing_surveys_by_hand",
         }
     ),
+    # a subprocess against a loopback Qdrant, a whole evaluation with query vectors
+    "test_hostile_retrieval": frozenset(
+        {
+            "test_a_qdrant_server_quoting_the_api_key_never_shows_it",
+            "test_query_vectors_of_other_splits_are_counted_and_the_rest_evaluated",
+        }
+    ),
     "test_rank": frozenset({"test_retrieval_mode_agrees_with_pytrec_eval"}),
     # an evaluate process killed while it encodes, then a rerun
     "test_retrieval_search": frozenset(

@@ -51,6 +51,7 @@ from pipeline.jobs.specs import (
 )
 from pipeline.jobs.step import release_config_for, run_step
 from pipeline.jobs.submit import check_release_config, submit
+from pipeline.rules.redact import redact
 
 
 def cmd_job(args: argparse.Namespace) -> int:
@@ -127,7 +128,7 @@ def dry_run_plan(opts: SubmitOptions) -> dict[str, Any]:
         )
         archive_gb = sum(a["bytes"] for a in found["archives"]) / 1e9 or archive_gb
     except Exception as e:  # noqa: BLE001 - a dry run plans without the Hub too
-        found = {"input": opts.input_repo, "not_listed": f"{type(e).__name__}: {e}"[:300]}
+        found = {"input": opts.input_repo, "not_listed": redact(f"{type(e).__name__}: {e}")[:300]}
     return {
         "dry_run": True,
         "input_found": found,

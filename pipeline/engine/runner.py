@@ -82,6 +82,7 @@ from pipeline.engine.workdir import (
     reduce_problem,
     stage_key,
 )
+from pipeline.rules.redact import redact
 
 log = logging.getLogger("pipeline")
 
@@ -422,7 +423,8 @@ def _record_failure(
 ) -> dict[str, Any]:
     """An input file that could not be read to its end: its partial tables are discarded,
     an older output of the same file (another identity) is removed, the failure is its
-    manifest (no marker, so the next run retries it)."""
+    manifest (no marker, so the next run retries it). The reason holds a library's or a
+    server's words (a Hub answer may quote the token): redacted before it is written."""
     W.marker_path(Path(out), stage.name, source.key).unlink(missing_ok=True)
     finals = [W.map_output(Path(out), stage.name, t, source.key) for t in stage.tables]
     for p in (*temps.values(), *finals):
@@ -435,7 +437,7 @@ def _record_failure(
         "source_key": source.key,
         "revision": source.revision,
         "key": key,
-        FAILED: failure,
+        FAILED: {**failure, "reason": redact(str(failure["reason"]))},
         "counts": {"lines_read": failure["lines_read"]},
         "config": cfg.to_dict(),
         "config_hash": cfg.hash,

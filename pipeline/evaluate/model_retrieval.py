@@ -215,23 +215,27 @@ def qdrant_retrieval(
     if options.qdrant is None or options.collection is None:
         raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
     start = time.perf_counter()
+    source: dict[str, Any]
     if options.query_vectors is not None:
-        query_ids, matrix = read_query_vectors(
-            options.query_vectors, surveys(eval_set)[SURVEY_ID].to_list()
-        )
-        source = {"queries": f"--query-vectors {Path(options.query_vectors).name}"}
+        found = read_query_vectors(options.query_vectors, surveys(eval_set)[SURVEY_ID].to_list())
+        query_ids, matrix = found.ids, found.matrix
+        queries_from = f"--query-vectors {options.query_vectors}"
+        source = {"queries": f"--query-vectors {Path(options.query_vectors).name}",
+                  "query_vectors_not_in_eval": found.not_in_eval}  # fmt: skip
     elif encoder is not None:
         query_ids, matrix = _encode_queries(
             encoder, load_encoder(encoder), eval_set, cache_dir, batch_size
         )
-        source = {"queries": f"{encoder.flag} {encoder.system_name}"}
+        queries_from = f"{encoder.flag} {encoder.system_name}"
+        source = {"queries": queries_from}
     else:
         raise UsageError(
             "--qdrant needs the surveys' vectors: --encoder, --sentence-transformer or "
             "--query-vectors FILE"
         )
     run, facts = qdrant_top_k(options.qdrant, options.collection, options.id_field,
-                              query_ids, matrix, options.top_k, corpus.ids)  # fmt: skip
+                              query_ids, matrix, options.top_k, corpus.ids,
+                              queries_from)  # fmt: skip
     name = encoder.system_name if encoder is not None else options.collection
     facts = {"kind": "qdrant", **source, **facts, "search_seconds": time.perf_counter() - start}
     return Retrieved(_run(name, "qdrant", run), facts)
