@@ -43,6 +43,7 @@ from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.rules.aliases import ARXIV_PREFIX
 from pipeline.rules.described import carried_abstract
+from pipeline.rules.redact import redact
 
 log = logging.getLogger("pipeline")
 _KINDS = (("openalex:", 0), ("doi:", 1), (ARXIV_PREFIX, 2))
@@ -249,7 +250,8 @@ def build_openalex(ctx: ReduceContext) -> dict[str, Any]:
                         answers[a.key] = a
                         answered += 1
         except OA.LookupStopped as e:
-            tally.stopped = str(e)
+            # written to the manifest and the summary: a library's words may quote a secret
+            tally.stopped = redact(str(e))
         finally:
             cache.flush()
     rows = _rows(keys, answers)
