@@ -532,9 +532,9 @@ def provenance_line(meta: dict[str, Any]) -> str:
 # --------------------------------------------------------------------- values
 TIER_RULES = {
     4: "mentioned at least {t} times in all, or at least {r} times in related work",
-    3: "otherwise, mentioned in related work",
+    3: "otherwise, mentioned in related work, or listed but never cited in the running text",
     2: "otherwise, mentioned in a method or experiment section",
-    1: "anything else the survey cites, also in the bibliography only",
+    1: "anything else the survey cites in its text (introduction, background, conclusion)",
     0: "not cited by the survey: a hard negative (below)",
 }
 
@@ -750,13 +750,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "label_table": _table(
             ["label", "name", "rule", *(f"rows ({s})" for s in S.SPLIT_NAMES)], label_rows
         ),  # fmt: skip
-        "reason_table": _table(
-            ["label_reason", *S.SPLIT_NAMES],
-            [
-                [f"`{r}`"] + [sp[s].get("label_reasons", {}).get(r, 0) for s in S.SPLIT_NAMES]
-                for r in sorted({r for s in S.SPLIT_NAMES for r in sp[s].get("label_reasons", {})})
-            ],
-        ),
+        "reason_table": reason_table(sp),
         "license_table": license_table(sp),
         "category_table": _table(
             ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
@@ -1069,6 +1063,23 @@ def probe_table(probe: dict[str, Any]) -> str:
     ]
     return _table(["metric (eval)", f"`{probe['probe']}`", f"`{probe['reference']}`", "beats"],
                   rows)  # fmt: skip
+
+
+def reason_table(splits: dict[str, Any]) -> str:
+    """label_reason x split: rows and their share of the split's rows."""
+    reasons = sorted({r for s in S.SPLIT_NAMES for r in splits[s].get("label_reasons", {})})
+    header = ["label_reason"]
+    for s in S.SPLIT_NAMES:
+        header += [s, "share"]
+    rows = []
+    for r in reasons:
+        row: list[Any] = [f"`{r}`"]
+        for s in S.SPLIT_NAMES:
+            n = splits[s].get("label_reasons", {}).get(r, 0)
+            total = splits[s].get("rows", 0)
+            row += [n, f"{n / total:.1%}" if total else ""]
+        rows.append(row)
+    return _table(header, rows)
 
 
 def candidate_text_table(texts: dict[str, Any]) -> str:
