@@ -62,6 +62,10 @@ def test_real_survey_labels(tmp_path: Path) -> None:
     ):
         assert sorted(c[key]) == sorted(S.ROLES)
     assert sum(c["role_distribution_surveys"].values()) == c["survey_mentions_total"]
+    # textless top-level sections (heading unrecorded, rebuilt from subsections' numbers),
+    # measured on the real 2022 sample: none in the survey, 31 of 288 in all 49 papers
+    assert c["textless_top_sections_surveys"] == {"top_sections": 5, "textless": 0}
+    assert c["textless_top_sections_all"] == {"top_sections": 288, "textless": 31}
     # the whole review of 2212.11774 sits under its top-level "Discussion"
     assert c["role_distribution_surveys"]["discussion"] > 0.9 * c["survey_mentions_total"]
 

@@ -757,6 +757,7 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         ),
         "year_table": _table(["year", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], year_rows),
         "role_table": _table(role_header, role_rows),
+        "textless_sections": textless_sections(roles.get("textless_top_sections") or {}),
         "resolution_table": _table(
             ["scope", "bib entries", "resolved", "share"],
             [
@@ -1065,8 +1066,27 @@ def probe_table(probe: dict[str, Any]) -> str:
                   rows)  # fmt: skip
 
 
+def textless_sections(textless: dict[str, Any]) -> str:
+    """The limitation on top-level sections without text of their own (2022 layout), with
+    the counts the ``labels`` stage measured on this release's corpus."""
+
+    def part(scope: str) -> str:
+        c = textless.get(scope) or {}
+        n, k, share = int(c.get("top_sections") or 0), int(c.get("textless") or 0), c.get("share")
+        return f"{k:,} of {n:,}" + ("" if share is None else f" (share {share:.3f})")
+
+    return (
+        "In the unarXive 2022 layout a top-level section whose first content is a subsection "
+        "has no text of its own, and its heading is not recorded: in this release's corpus "
+        f"{part('surveys')} numbered top-level sections of the surveys, and {part('all_papers')} "
+        "in all papers. Such a section is rebuilt from its subsections' numbers and takes the "
+        "role they share, not its heading's, so a survey's textless \"Background\" can count "
+        "as its core"
+    )
+
+
 def reason_table(splits: dict[str, Any]) -> str:
-    """label_reason x split: rows and their share of the split's rows."""
+    """label_reason x split: rows and their share of the split's rows (from the metadata)."""
     reasons = sorted({r for s in S.SPLIT_NAMES for r in splits[s].get("label_reasons", {})})
     header = ["label_reason"]
     for s in S.SPLIT_NAMES:
@@ -1075,9 +1095,11 @@ def reason_table(splits: dict[str, Any]) -> str:
     for r in reasons:
         row: list[Any] = [f"`{r}`"]
         for s in S.SPLIT_NAMES:
-            n = splits[s].get("label_reasons", {}).get(r, 0)
-            total = splits[s].get("rows", 0)
-            row += [n, f"{n / total:.1%}" if total else ""]
+            share = splits[s].get("label_reasons_frac", {}).get(r)
+            row += [
+                splits[s].get("label_reasons", {}).get(r, 0),
+                "" if share is None else f"{share:.3f}",
+            ]
         rows.append(row)
     return _table(header, rows)
 

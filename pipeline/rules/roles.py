@@ -546,3 +546,31 @@ def role_distribution(
     )
     counts = dict(zip(got[S.ROLE].to_list(), got[S.N_MENTIONS].to_list(), strict=True))
     return {r: int(counts.get(r, 0) or 0) for r in S.ROLES}
+
+
+def textless_top_sections(sections: pl.LazyFrame) -> dict[str, int]:
+    """How many numbered top-level sections of the 2022 layout have no text of their own.
+
+    unarXive 2022 records no heading for a section whose first content is a subsection;
+    the structure infers it from its subsections' numbers (an *unnamed* section, whose role
+    comes from its subsections, not from its heading). Counted: top-level rows numbered
+    with a digit or a letter (not the abstract, not an unnumbered heading such as
+    "Acknowledgment", and not 2024-layout keys, which have no levels), and the unnamed ones
+    among them.
+
+    Returns:
+        ``{"top_sections": n, "textless": k}``.
+    """
+    got = (
+        sections.filter(
+            (pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX))
+            & (pl.col(S.LEVEL) == 1)
+            & ~pl.col(S.SEC_NUMBER).fill_null("").is_in(["", "-1", "0"])
+        )
+        .select(
+            pl.len().alias("top_sections"),
+            pl.col(S.UNNAMED).sum().cast(pl.Int64).alias("textless"),
+        )
+        .collect(engine="streaming")
+    )
+    return {k: int(got[k][0] or 0) for k in ("top_sections", "textless")}

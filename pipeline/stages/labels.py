@@ -48,7 +48,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.rules.roles import OTHER, role_distribution, section_roles
+from pipeline.rules.roles import OTHER, role_distribution, section_roles, textless_top_sections
 from pipeline.rules.tables import scan_extract
 
 # label_reason of a work in the survey's bibliography that no cite span of its text names
@@ -166,6 +166,8 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         "role_distribution_surveys": role_distribution(survey_mentions, survey_sections, rcfg),
         "role_distribution_surveys_labelled": {r: int(labels[_n(r)].sum()) for r in S.ROLES},
         "role_distribution_all": role_distribution(mentions, sections, rcfg),
+        "textless_top_sections_surveys": textless_top_sections(survey_sections),
+        "textless_top_sections_all": textless_top_sections(sections),
     }
 
 
