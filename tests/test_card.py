@@ -363,8 +363,17 @@ def test_limitations_name_the_textless_section_rate(release: Path) -> None:
     meta = _meta(release)
     limitations = _body(_card(release)).split("## Limitations and biases", 1)[1].split("\n## ")[0]
     textless = meta["roles"]["textless_top_sections"]
-    for scope in ("surveys", "all_papers"):
-        c = textless[scope]
+    # measured on real records, with its source; and this release's own count (its
+    # synthetic records have the 2022 layout)
+    assert len(textless["measured"]) == 2
+    for c in [*textless["measured"], textless["surveys"], textless["all_papers"]]:
         assert c["top_sections"] > 0
-        assert f"{c['textless']:,} of {c['top_sections']:,}" in limitations
+        assert f"{c['textless']:,} of {c['top_sections']:,} (share {c['share']:.3f})" in limitations
+    for m in textless["measured"]:
+        assert m["source"] in limitations
     assert "has no text of its own" in limitations
+    # a release of 2024-layout records says it cannot count its own
+    textless = dict(textless, surveys={"top_sections": 0, "textless": 0, "share": None})
+    textless["all_papers"] = textless["surveys"]
+    line = C.textless_sections(textless)
+    assert "2024 layout" in line and "31 of 288" in line

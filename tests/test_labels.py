@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.core import schema as S
+from pipeline.rules.roles import TEXTLESS_MEASURED
 from pipeline.stages.labels import LISTED_OUTSIDE_TEXT, reason_expr, tier_expr
 from tests.conftest import SURVEY_ID
 from tests.test_works import (
@@ -66,6 +67,10 @@ def test_real_survey_labels(tmp_path: Path) -> None:
     # measured on the real 2022 sample: none in the survey, 31 of 288 in all 49 papers
     assert c["textless_top_sections_surveys"] == {"top_sections": 5, "textless": 0}
     assert c["textless_top_sections_all"] == {"top_sections": 288, "textless": 31}
+    # the figure every card states (a 2024-layout release cannot count its own)
+    sample = TEXTLESS_MEASURED[0]
+    assert "2022 sample" in str(sample["source"])
+    assert c["textless_top_sections_all"] == {k: sample[k] for k in ("top_sections", "textless")}
     # the whole review of 2212.11774 sits under its top-level "Discussion"
     assert c["role_distribution_surveys"]["discussion"] > 0.9 * c["survey_mentions_total"]
 

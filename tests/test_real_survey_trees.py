@@ -24,7 +24,7 @@ import pytest
 from pipeline import api
 from pipeline.core import schema as S
 from pipeline.core.config import RolesConfig
-from pipeline.rules.roles import section_roles
+from pipeline.rules.roles import TEXTLESS_MEASURED, section_roles
 from pipeline.stages.labels import LISTED_OUTSIDE_TEXT
 from tests.conftest import FIXTURES
 from tests.test_works import run_stages
@@ -237,6 +237,10 @@ def test_textless_top_level_sections(corpus: Path) -> None:
     numbered = [(t["id"], s) for t in trees for s in _tops(t) if s["number"] != "-1"]
     textless = [(i, s) for i, s in numbered if not s["text"]]
     assert (len(textless), len(numbered)) == (10, 75)
+    # the figure every card states (a 2024-layout release cannot count its own)
+    trees_figure = TEXTLESS_MEASURED[1]
+    assert "real_survey_trees.json" in str(trees_figure["source"])
+    assert (trees_figure["textless"], trees_figure["top_sections"]) == (10, 75)
     sections = _read(corpus, "extract", "sections")
     ids = {paper_id(i): t["id"] for i, t in enumerate(trees)}
     unnamed = Counter(ids[p] for p in sections.filter(pl.col(S.UNNAMED))[S.PAPER_ID])

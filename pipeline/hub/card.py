@@ -1067,21 +1067,31 @@ def probe_table(probe: dict[str, Any]) -> str:
 
 
 def textless_sections(textless: dict[str, Any]) -> str:
-    """The limitation on top-level sections without text of their own (2022 layout), with
-    the counts the ``labels`` stage measured on this release's corpus."""
+    """The limitation on top-level sections without text of their own: the rate measured on
+    real records (from the metadata, with its source), and this release's own count when its
+    records have the 2022 layout (the 2024 layout keeps no numbering to count them by)."""
 
-    def part(scope: str) -> str:
-        c = textless.get(scope) or {}
-        n, k, share = int(c.get("top_sections") or 0), int(c.get("textless") or 0), c.get("share")
-        return f"{k:,} of {n:,}" + ("" if share is None else f" (share {share:.3f})")
+    def rate(c: dict[str, Any]) -> str:
+        share = c.get("share")
+        return f"{int(c.get('textless') or 0):,} of {int(c.get('top_sections') or 0):,}" + (
+            "" if share is None else f" (share {share:.3f})"
+        )
 
+    measured = "; ".join(f"{rate(m)} in {m['source']}" for m in textless.get("measured") or [])
+    surveys, papers = textless.get("surveys") or {}, textless.get("all_papers") or {}
+    here = (
+        f"In this release's corpus: {rate(surveys)} numbered top-level sections of the surveys, "
+        f"{rate(papers)} in all papers"
+        if papers.get("top_sections")
+        else "This release's records have the 2024 layout, which keeps no section numbers: "
+        "there such a section leaves no trace, and its share cannot be counted"
+    )
     return (
-        "In the unarXive 2022 layout a top-level section whose first content is a subsection "
-        "has no text of its own, and its heading is not recorded: in this release's corpus "
-        f"{part('surveys')} numbered top-level sections of the surveys, and {part('all_papers')} "
-        "in all papers. Such a section is rebuilt from its subsections' numbers and takes the "
-        "role they share, not its heading's, so a survey's textless \"Background\" can count "
-        "as its core"
+        "A top-level section whose first content is a subsection has no text of its own, and "
+        "unarXive does not record its heading. In the 2022 layout it is rebuilt from its "
+        "subsections' numbers and takes the role they share, not its heading's, so a survey's "
+        f'textless "Background" can count as its core. Measured on real records: {measured}. '
+        + here
     )
 
 

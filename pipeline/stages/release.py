@@ -105,6 +105,7 @@ from pipeline.rules.leak_audit import (
     relative_feature_values,
     within_chance,
 )
+from pipeline.rules.roles import TEXTLESS_MEASURED
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.rules.text_match import survey_text
 from pipeline.rules.titles import work_title_keys
@@ -419,6 +420,9 @@ def role_distribution(ctx: ReduceContext) -> dict[str, Any]:
         out["textless_top_sections"][scope] = dict(
             c, share=_rate(int(c["textless"]), int(c["top_sections"]))
         )
+    out["textless_top_sections"]["measured"] = [
+        dict(m, share=_rate(int(m["textless"]), int(m["top_sections"]))) for m in TEXTLESS_MEASURED
+    ]
     return out
 
 
