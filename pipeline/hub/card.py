@@ -534,7 +534,7 @@ TIER_RULES = {
     4: "mentioned at least {t} times in all, or at least {r} times in related work",
     3: "otherwise, mentioned in related work, or listed but never cited in the running text",
     2: "otherwise, mentioned in a method or experiment section",
-    1: "anything else the survey cites in its text (introduction, background, conclusion)",
+    1: "otherwise: cited in the text, only in introduction, background, conclusion or back matter",
     0: "not cited by the survey: a hard negative (below)",
 }
 

@@ -31,9 +31,9 @@ core, not to the background.
 
 ``label_reason`` names the rule that gave the tier (:func:`reason_expr`):
 "3+ mentions", "2+ in related work" (tier 4; the total rule is named first when both
-hold), "related work" (3), "listed outside the text" (3: in the bibliography, never cited in the running text),
-"method/experiment" (2), "introduction/background only" (1: cited only in introduction,
-background, conclusion, back matter or appendices). The numbers
+hold), "related work" (3), "listed outside the text" (3: in the bibliography, never cited
+in the running text), "method/experiment" (2), "introduction/background only" (1: cited
+only in introduction, background, conclusion, back matter or appendices). The numbers
 follow ``labels.essential_total_mentions`` and ``labels.essential_related_mentions``.
 
 Tier 0 (hard negative) is added by the ``negatives`` stage, never here.
