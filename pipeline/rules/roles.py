@@ -458,9 +458,10 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
 def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     """What a top-level section with this heading counts as in a survey, before the
     structure and position rules: a core role, or a method heading that is neither
-    protocol nor :data:`OWN_METHOD` -> ``related_work``; another method or experiment
-    heading that is not protocol -> ``method|related_work`` (its own role before the
-    survey's core, related work after it); anything else its own role."""
+    protocol nor :data:`OWN_METHOD` -> ``related_work``; another method or an experiment
+    heading that is not protocol -> ``method|related_work`` or ``experiment|related_work``
+    (its own role before the survey's core, related work after it); anything else its own
+    role."""
     role = role_expr(heading, cfg)
     if not cfg.survey_core_is_related_work:
         return role
