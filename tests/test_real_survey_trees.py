@@ -1,4 +1,4 @@
-"""Tiers on real survey structures (issue 47): the heading trees of 11 real CS surveys
+"""Tiers on real survey structures (issue 47): the heading trees of 13 real CS surveys
 (``fixtures/real_survey_trees.json``: headings, citation placement and a role judged by hand
 for every top-level section; sources in ``fixtures/SOURCE.md``) written as unarXive 2022
 records and run through extract, works, surveys and labels.
@@ -56,6 +56,9 @@ EXPECTED_FAILURES = {
     "topical heading (no citation)",
     ("kg-exploration", "2"): "'Scope and Methodology' has no text of its own: unrecorded, and "
     "its three subsections (related surveys, scope, methodology) share no role",
+    ("krs-robots", "3"): "'Evaluation Criteria: A Typology of ...' is the survey's own comparison "
+    "frame (method); after the core has started, an evaluation heading is read as a reviewed "
+    "work's (late-method rule)",
 }
 
 
@@ -192,7 +195,7 @@ def test_every_top_level_role_judged_by_hand_is_what_the_rules_give(corpus: Path
     got = rule_roles(corpus)
     hand = {(t["id"], _key(s)): s["role"] for t in load_trees() for s in _tops(t)}
     # every top-level section is in the records: recorded, or inferred from its subsections
-    assert sorted(got) == sorted(hand) and len(hand) == 83
+    assert sorted(got) == sorted(hand) and len(hand) == 94
     misses = {k: (hand[k], got[k]) for k in hand if got[k] != hand[k]}
     # a miss not in the list is a regression; a listed one that the rules now give is fixed
     # and leaves the list
@@ -212,7 +215,7 @@ def test_table_only_works_are_core_and_tier_1_is_cited_in_the_text(corpus: Path)
     trees = load_trees()
     assert labels[S.SURVEY_ID].n_unique() == len(trees)
     outside = labels.filter(pl.col(S.N_MENTIONS) == 0)
-    # 7 works of 2 surveys are cited only in a table or a caption
+    # 22 works of 4 surveys are cited only in a table or a caption
     expected = {
         (paper_id(i), f"doi:10.5555/{t['id']}.{j}")
         for i, t in enumerate(trees)
@@ -221,13 +224,13 @@ def test_table_only_works_are_core_and_tier_1_is_cited_in_the_text(corpus: Path)
         )
         if k in t["float_only"]
     }
-    assert len(expected) == 7
+    assert len(expected) == 22
     assert set(outside.select(S.SURVEY_ID, S.WORK_ID).iter_rows()) == expected
     assert (outside[S.LABEL] == 3).all()
     assert (outside[S.LABEL_REASON] == LISTED_OUTSIDE_TEXT).all()
     assert labels.filter((pl.col(S.LABEL) == 1) & (pl.col(S.N_MENTIONS) == 0)).height == 0
     # every other work is cited in the text
-    assert labels.filter(pl.col(S.LABEL_REASON) == LISTED_OUTSIDE_TEXT).height == 7
+    assert labels.filter(pl.col(S.LABEL_REASON) == LISTED_OUTSIDE_TEXT).height == 22
 
 
 def test_textless_top_level_sections(corpus: Path) -> None:
@@ -236,11 +239,11 @@ def test_textless_top_level_sections(corpus: Path) -> None:
     trees = load_trees()
     numbered = [(t["id"], s) for t in trees for s in _tops(t) if s["number"] != "-1"]
     textless = [(i, s) for i, s in numbered if not s["text"]]
-    assert (len(textless), len(numbered)) == (10, 75)
+    assert (len(textless), len(numbered)) == (11, 85)
     # the figure every card states (a 2024-layout release cannot count its own)
     trees_figure = TEXTLESS_MEASURED[1]
     assert "real_survey_trees.json" in str(trees_figure["source"])
-    assert (trees_figure["textless"], trees_figure["top_sections"]) == (10, 75)
+    assert (trees_figure["textless"], trees_figure["top_sections"]) == (11, 85)
     sections = _read(corpus, "extract", "sections")
     ids = {paper_id(i): t["id"] for i, t in enumerate(trees)}
     unnamed = Counter(ids[p] for p in sections.filter(pl.col(S.UNNAMED))[S.PAPER_ID])
@@ -250,7 +253,7 @@ def test_textless_top_level_sections(corpus: Path) -> None:
         i for i, s in textless if any(x["text"] or x["cites"] for x in _subsections(i, s, trees))
     )
     assert unnamed == recovered
-    assert sum(recovered.values()) == 10
+    assert sum(recovered.values()) == 11
 
 
 def _subsections(survey: str, top: dict[str, Any], trees: list[dict]) -> list[dict]:
