@@ -62,6 +62,8 @@ EXPECTED = [
     ("Basics of Reinforcement Learning", "background"),
     ("Reinforcement Learning Basics", "background"),
     ("Fundamentals", "background"),
+    ("Backgrounds", "background"),
+    ("Basic Knowledge", "background"),
     ("Graph Neural Network Fundamentals", "background"),
     ("Preliminary Results", "experiment"),
     ("Preliminary Experiments", "experiment"),

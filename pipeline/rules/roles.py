@@ -159,8 +159,9 @@ ROLE_TABLE: tuple[tuple[str, str], ...] = (
         "experiment",
     ),
     (
-        r"^(?:background|preliminaries|preliminary|notations?|definitions?(?:$| and )"
-        r"|basic concepts|basics|fundamentals|terminology|theoretical background"
+        r"^(?:backgrounds?|preliminaries|preliminary|notations?|definitions?(?:$| and )"
+        r"|basic (?:concepts|knowledge|notions|definitions)|basics|fundamentals|terminology"
+        r"|theoretical background"
         r"|technical background"
         r"|problem (?:statement|formulation|definition|setting|setup|description))\b"
         r"|\b(?:background|preliminaries|basics|fundamentals)$",
