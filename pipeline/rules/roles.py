@@ -344,20 +344,17 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
         .filter((pl.col("_own") != OTHER) & (2 * pl.col("_n") >= pl.col("_all")))
         .select(S.PAPER_ID, S.TOP_INDEX, pl.col("_own").alias("_child"))
     )
-    # the first subsection of each top-level section opens a background (see HISTORY)
-    first_child = (
-        rows.filter(~is_top)
-        .sort(S.SECTION_INDEX)
-        .group_by(S.PAPER_ID, S.TOP_INDEX, maintain_order=True)
-        .agg(pl.col("_own").first(), pl.col(S.SECTION).first())
-        .select(
-            S.PAPER_ID,
-            S.TOP_INDEX,
-            (
-                (pl.col("_own") == "background")
-                | normalize_expr(pl.col(S.SECTION)).str.contains(HISTORY)
-            ).alias("_opens_background"),
-        )
+    # whether a top-level section's first subsection opens a background (see HISTORY); an
+    # unnamed section is inserted right before its first subsection, so that is the next row
+    first_child = rows.filter(
+        ~is_top & (pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX) + 1)
+    ).select(
+        S.PAPER_ID,
+        S.TOP_INDEX,
+        (
+            (pl.col("_own") == "background")
+            | normalize_expr(pl.col(S.SECTION)).str.contains(HISTORY)
+        ).alias("_opens_background"),
     )
     by_paper = S.PAPER_ID
     norm = normalize_expr(pl.col(S.SECTION))
