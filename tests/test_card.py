@@ -344,3 +344,36 @@ def test_two_release_folders_never_share_a_datasets_cache(
     _tiny_release(first, 3)  # rebuilt in place
     rows = datasets.load_dataset(str(first), "candidates", split="eval", cache_dir=cache)
     assert rows["x"] == [3]
+
+
+def test_reason_table_gives_each_reasons_share_per_split(release: Path) -> None:
+    meta = _meta(release)
+    header, *rows = _table_rows(_body(_card(release)), "| label_reason |")
+    assert [h.strip() for h in header[1:]] == [x for s in S.SPLIT_NAMES for x in (s, "share")]
+    for i, split in enumerate(S.SPLIT_NAMES):
+        reasons = meta["splits"][split]["label_reasons"]
+        total = meta["splits"][split]["rows"]
+        got = {r[0].strip("`"): (r[1 + 2 * i], r[2 + 2 * i]) for r in rows}
+        for reason, n in reasons.items():
+            assert got[reason] == (f"{n:,}", f"{n / total:.3f}"), (split, reason)
+        assert sum(float(v[1]) for v in got.values() if v[1]) == pytest.approx(1, abs=0.01)
+
+
+def test_limitations_name_the_textless_section_rate(release: Path) -> None:
+    meta = _meta(release)
+    limitations = _body(_card(release)).split("## Limitations and biases", 1)[1].split("\n## ")[0]
+    textless = meta["roles"]["textless_top_sections"]
+    # measured on real records, with its source; and this release's own count (its
+    # synthetic records have the 2022 layout)
+    assert len(textless["measured"]) == 2
+    for c in [*textless["measured"], textless["surveys"], textless["all_papers"]]:
+        assert c["top_sections"] > 0
+        assert f"{c['textless']:,} of {c['top_sections']:,} (share {c['share']:.3f})" in limitations
+    for m in textless["measured"]:
+        assert m["source"] in limitations
+    assert "has no text of its own" in limitations
+    # a release of 2024-layout records says it cannot count its own
+    textless = dict(textless, surveys={"top_sections": 0, "textless": 0, "share": None})
+    textless["all_papers"] = textless["surveys"]
+    line = C.textless_sections(textless)
+    assert "2024 layout" in line and "31 of 288" in line

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from pipeline.core import schema as S
-from pipeline.stages.labels import reason_expr, tier_expr
+from pipeline.rules.roles import TEXTLESS_MEASURED
+from pipeline.stages.labels import LISTED_OUTSIDE_TEXT, reason_expr, tier_expr
 from tests.conftest import SURVEY_ID
 from tests.test_works import (
     HAND_PAPERS,
@@ -62,6 +63,14 @@ def test_real_survey_labels(tmp_path: Path) -> None:
     ):
         assert sorted(c[key]) == sorted(S.ROLES)
     assert sum(c["role_distribution_surveys"].values()) == c["survey_mentions_total"]
+    # textless top-level sections (heading unrecorded, rebuilt from subsections' numbers),
+    # measured on the real 2022 sample: none in the survey, 31 of 288 in all 49 papers
+    assert c["textless_top_sections_surveys"] == {"top_sections": 5, "textless": 0}
+    assert c["textless_top_sections_all"] == {"top_sections": 288, "textless": 31}
+    # the figure every card states (a 2024-layout release cannot count its own)
+    sample = TEXTLESS_MEASURED[0]
+    assert "2022 sample" in str(sample["source"])
+    assert c["textless_top_sections_all"] == {k: sample[k] for k in ("top_sections", "textless")}
     # the whole review of 2212.11774 sits under its top-level "Discussion"
     assert c["role_distribution_surveys"]["discussion"] > 0.9 * c["survey_mentions_total"]
 
@@ -72,16 +81,18 @@ REASON_TIER = {
     "related work": 3,
     "method/experiment": 2,
     "introduction/background only": 1,
-    "no in-text mention": 1,
+    LISTED_OUTSIDE_TEXT: 3,
 }
 
 
 def _check_reasons(labels: pl.DataFrame) -> None:
-    """Every label_reason is one of the six and names the rule of the row's tier."""
+    """Every label_reason is one of the six and names the rule of the row's tier; a work
+    without an in-text mention is never tier 1 (background)."""
     assert set(labels[S.LABEL_REASON]) <= set(REASON_TIER)
     for tier, reason, n in labels.select(S.LABEL, S.LABEL_REASON, S.N_MENTIONS).iter_rows():
         assert REASON_TIER[reason] == tier
-        assert (reason == "no in-text mention") == (n == 0)
+        assert (reason == LISTED_OUTSIDE_TEXT) == (n == 0)
+        assert not (tier == 1 and n == 0)
 
 
 def test_reason_expr_by_hand() -> None:
@@ -100,9 +111,9 @@ def test_reason_expr_by_hand() -> None:
         "related work",
         "method/experiment",
         "introduction/background only",
-        "no in-text mention",
+        LISTED_OUTSIDE_TEXT,
     ]
-    assert got["t"].to_list() == [4, 4, 3, 2, 1, 1]
+    assert got["t"].to_list() == [4, 4, 3, 2, 1, 3]
     assert rows.select(reason_expr(5, 4))[0, 0] == "introduction/background only"
 
 
@@ -154,14 +165,20 @@ def test_hand_made_tiers(tmp_path: Path) -> None:
     assert got[(A, "arxiv:2105.00006")][S.LABEL] == 3  # late "Methodology" is core
     assert got[(A, "arxiv:2002.00002")][S.LABEL] == 1  # conclusion only
     never = got[(A, "arxiv:hep-th/9901001")]
-    assert (never[S.LABEL], never[S.N_MENTIONS]) == (1, 0)  # in the bibliography, never cited
+    # in the bibliography, never cited in the text (a table or a caption): the core's tier
+    assert (never[S.LABEL], never[S.N_MENTIONS], never[S.LABEL_REASON]) == (
+        3,
+        0,
+        LISTED_OUTSIDE_TEXT,
+    )
     x_b = got[(B, X)]
     assert (x_b[S.LABEL], x_b[S.N_MENTIONS], x_b["n_experiment"]) == (2, 2, 1)
     assert got[(B, "arxiv:2002.00002")][S.LABEL] == 3  # cited once in the core
     c = counts(out, "labels")
     assert c["surveys"] == 2 and c["pairs"] == 6 and c["pairs_without_mentions"] == 1
     assert c["survey_mentions_unresolved"] == 4
-    assert c["labels"] == {"background": 2, "tool_method": 1, "related_work": 2, "essential": 1}
+    assert c["labels"] == {"background": 1, "tool_method": 1, "related_work": 3, "essential": 1}
+    assert c["label_reasons"][LISTED_OUTSIDE_TEXT] == 1
 
 
 def test_hand_made_config_variants(tmp_path: Path) -> None:
@@ -183,7 +200,7 @@ def test_hand_made_config_variants(tmp_path: Path) -> None:
         (1, 0, 1, 0, 2),
         (2, 0, 0, 2, 2),
         (2, 0, 0, 0, 1),
-        (0, 0, 0, 0, 1),
+        (0, 0, 0, 0, 3),
     ],
 )
 def test_tier_rule(n: int, related: int, method: int, experiment: int, tier: int) -> None:

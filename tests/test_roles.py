@@ -54,6 +54,19 @@ EXPECTED = [
     ("2 Preliminaries", "background"),
     ("Problem Formulation", "background"),
     ("Notation", "background"),
+    # background variants missed on real surveys (issue 47)
+    ("2 Preliminary", "background"),
+    ("2 Preliminary: From LLM RL to Agentic RL", "background"),
+    ("Background and Motivation", "background"),
+    ("Basics", "background"),
+    ("Basics of Reinforcement Learning", "background"),
+    ("Reinforcement Learning Basics", "background"),
+    ("Fundamentals", "background"),
+    ("Backgrounds", "background"),
+    ("Basic Knowledge", "background"),
+    ("Graph Neural Network Fundamentals", "background"),
+    ("Preliminary Results", "experiment"),
+    ("Preliminary Experiments", "experiment"),
     ("3 Methodology", "method"),
     ("Research Methodology", "method"),
     ("Proposed Method", "method"),
@@ -77,7 +90,9 @@ EXPECTED = [
     ("Open Challenges", "discussion"),
     ("5 Conclusion", "conclusion"),
     ("Conclusions and Future Work", "conclusion"),
-    ("Discussion and Conclusions", "conclusion"),
+    ("Discussion and Conclusions", "discussion"),  # still ends the body (ENDS_BODY)
+    ("Discussion and Conclusion", "discussion"),
+    ("Conclusion and Discussion", "conclusion"),
     ("Concluding Remarks", "conclusion"),
     ("Summary", "conclusion"),
     ("Acknowledgment", "back_matter"),
@@ -225,6 +240,113 @@ def test_survey_protocol_is_method_everywhere() -> None:
     ]
 
 
+def test_survey_method_heading_is_core_wherever_it_stands() -> None:
+    """A survey has no method of its own outside its protocol: "2 Architecture" before the
+    first topical section describes the reviewed models (issue 47); a heading that can name
+    the survey's own method ("Methodology") keeps the positional rule."""
+    rows = [
+        ("Introduction", "1", 1),
+        ("Architecture", "2", 1),  # the first body section of a multimodal-LLM survey
+        ("Vision Encoder", "2.1", 2),
+        ("Methodology", "3", 1),  # before the core: possibly the survey's own method
+        ("Search Strategy", "4", 1),  # protocol
+        ("Training Recipes", "5", 1),  # core
+        ("Framework", "6", 1),
+        ("Conclusion", "7", 1),
+    ]
+    tops = [0, 1, 1, 3, 4, 5, 6, 7]
+    df = _sections("s", rows, tops)
+    assert _roles(df, survey=True) == [
+        "introduction",
+        "related_work",
+        "related_work",
+        "method",
+        "method",
+        "related_work",
+        "related_work",
+        "conclusion",
+    ]
+    off = RolesConfig(survey_method_is_core=False)
+    assert _roles(df, survey=True, cfg=off)[1:3] == ["method", "method"]
+    assert _roles(df)[1] == "method"  # not a survey: its own architecture
+
+
+def test_mid_survey_summary_does_not_end_the_body() -> None:
+    rows = [
+        ("Introduction", "1", 1),
+        ("Multimodal Models", "2", 1),
+        ("Summary", "3", 1),  # mid-survey: a discussion section follows
+        ("Grand Challenges", "4", 1),
+        ("Summary and Discussion", "5", 1),  # mid-survey: a topical section follows
+        ("Multimodal Agents", "6", 1),
+        ("Summary", "7", 1),  # the last section: the survey's conclusion
+        ("Acknowledgments", "8", 1),
+        ("Proof details", "9", 1),
+    ]
+    df = _sections("s", rows)
+    assert _roles(df, survey=True) == [
+        "introduction",
+        "related_work",
+        "related_work",
+        "related_work",
+        "related_work",
+        "related_work",
+        "conclusion",
+        "back_matter",
+        "back_matter",
+    ]
+    # not a survey: a "Summary" ends the body (what follows is an appendix)
+    assert _roles(df)[2:4] == ["conclusion", "back_matter"]
+
+
+def test_discussion_and_conclusions_is_discussion_and_ends_the_body() -> None:
+    rows = [
+        ("Introduction", "1", 1),
+        ("Graph Retrieval", "2", 1),
+        ("Discussion and Conclusions", "3", 1),
+        ("Proof details", "4", 1),  # after the body's end: an appendix
+    ]
+    df = _sections("s", rows)
+    assert _roles(df, survey=True) == [
+        "introduction",
+        "related_work",
+        "related_work",
+        "back_matter",
+    ]
+    assert _roles(df) == ["introduction", "other", "discussion", "back_matter"]
+
+
+@pytest.mark.parametrize(
+    ("first_child", "role"),
+    [
+        ("Definitions", "background"),
+        ("Terminology", "background"),
+        ("Notation", "background"),
+        ("Problem Formulation", "background"),
+        ("A Brief History of Retrieval", "background"),
+        ("Sparse Retrieval", "other"),  # no evidence: topical
+    ],
+)
+def test_unnamed_section_after_the_introduction(first_child: str, role: str) -> None:
+    """A textless section right after the introduction (2022 layout: known only from its
+    subsections' numbers) that opens with definitions or a history is background."""
+    rows = [
+        ("Introduction", "1", 1),
+        ("", "2", 1),  # unnamed
+        (first_child, "2.1", 2),
+        ("Dense Retrieval", "2.2", 2),
+        ("Evaluation Metrics", "2.3", 2),
+        ("", "3", 1),  # unnamed, not after the introduction: no rule
+        ("Definitions", "3.1", 2),
+        ("Sparse Models", "3.2", 2),
+        ("Dense Models", "3.3", 2),
+    ]
+    tops = [0, 1, 1, 1, 1, 5, 5, 5, 5]
+    got = _roles(_sections("p", rows, tops))
+    assert got[1:5] == [role] * 4
+    assert got[5:] == ["other"] * 4
+
+
 def test_2024_background_run_option() -> None:
     rows = [
         ("Introduction", "", 0),
@@ -270,7 +392,8 @@ def _survey_frame() -> pl.DataFrame:
 
 def test_survey_core() -> None:
     df = _survey_frame()
-    got = df.select(survey_role_expr(RolesConfig()))[S.ROLE].to_list()
+    own = pl.col(S.SECTION_INDEX) == 1  # the survey's own protocol heading
+    got = df.select(survey_role_expr(RolesConfig(), protocol=own))[S.ROLE].to_list()
     assert got == [
         "introduction",
         "method",
@@ -280,7 +403,9 @@ def test_survey_core() -> None:
         "related_work",
         "conclusion",
     ]
-    only_topical = RolesConfig(survey_core_roles=("other",), survey_late_method_is_core=False)
+    only_topical = RolesConfig(
+        survey_core_roles=("other",), survey_late_method_is_core=False, survey_method_is_core=False
+    )
     got = df.select(survey_role_expr(only_topical))[S.ROLE].to_list()
     assert got == [
         "introduction",
@@ -319,6 +444,7 @@ def test_survey_heading_role() -> None:
     assert survey_heading_role("Search Strategy") == "method"
     assert survey_heading_role("Inclusion and Exclusion Criteria") == "method"
     assert survey_heading_role("Methodology") == "method|related_work"
+    assert survey_heading_role("2 Architecture") == "related_work"
     assert survey_heading_role("Future Directions") == "related_work"
     assert survey_heading_role("Introduction") == "introduction"
 

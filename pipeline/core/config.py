@@ -283,6 +283,12 @@ class RolesConfig:
         "in surveys, method/experiment sections after the first core section describe reviewed "
         "works and count as core",
     )
+    survey_method_is_core: bool = _f(
+        True,
+        "in surveys, a method section that is not the survey's own protocol (e.g. 'Architecture') "
+        "describes reviewed works and counts as core wherever it stands, also before the first "
+        "topical section",
+    )
     background_run_2024: bool = _f(
         False,
         "2024 layout: topical keys right after a Background/Preliminaries key count as "

@@ -532,9 +532,9 @@ def provenance_line(meta: dict[str, Any]) -> str:
 # --------------------------------------------------------------------- values
 TIER_RULES = {
     4: "mentioned at least {t} times in all, or at least {r} times in related work",
-    3: "otherwise, mentioned in related work",
+    3: "otherwise, mentioned in related work, or listed but never cited in the running text",
     2: "otherwise, mentioned in a method or experiment section",
-    1: "anything else the survey cites, also in the bibliography only",
+    1: "otherwise: cited in the text, only in introduction, background, conclusion or back matter",
     0: "not cited by the survey: a hard negative (below)",
 }
 
@@ -750,19 +750,14 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "label_table": _table(
             ["label", "name", "rule", *(f"rows ({s})" for s in S.SPLIT_NAMES)], label_rows
         ),  # fmt: skip
-        "reason_table": _table(
-            ["label_reason", *S.SPLIT_NAMES],
-            [
-                [f"`{r}`"] + [sp[s].get("label_reasons", {}).get(r, 0) for s in S.SPLIT_NAMES]
-                for r in sorted({r for s in S.SPLIT_NAMES for r in sp[s].get("label_reasons", {})})
-            ],
-        ),
+        "reason_table": reason_table(sp),
         "license_table": license_table(sp),
         "category_table": _table(
             ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
         ),
         "year_table": _table(["year", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], year_rows),
         "role_table": _table(role_header, role_rows),
+        "textless_sections": textless_sections(roles.get("textless_top_sections") or {}),
         "resolution_table": _table(
             ["scope", "bib entries", "resolved", "share"],
             [
@@ -1069,6 +1064,54 @@ def probe_table(probe: dict[str, Any]) -> str:
     ]
     return _table(["metric (eval)", f"`{probe['probe']}`", f"`{probe['reference']}`", "beats"],
                   rows)  # fmt: skip
+
+
+def textless_sections(textless: dict[str, Any]) -> str:
+    """The limitation on top-level sections without text of their own: the rate measured on
+    real records (from the metadata, with its source), and this release's own count when its
+    records have the 2022 layout (the 2024 layout keeps no numbering to count them by)."""
+
+    def rate(c: dict[str, Any]) -> str:
+        share = c.get("share")
+        return f"{int(c.get('textless') or 0):,} of {int(c.get('top_sections') or 0):,}" + (
+            "" if share is None else f" (share {share:.3f})"
+        )
+
+    measured = "; ".join(f"{rate(m)} in {m['source']}" for m in textless.get("measured") or [])
+    surveys, papers = textless.get("surveys") or {}, textless.get("all_papers") or {}
+    here = (
+        f"In this release's corpus: {rate(surveys)} numbered top-level sections of the surveys, "
+        f"{rate(papers)} in all papers"
+        if papers.get("top_sections")
+        else "This release's records have the 2024 layout, which keeps no section numbers: "
+        "there such a section leaves no trace, and its share cannot be counted"
+    )
+    return (
+        "A top-level section whose first content is a subsection has no text of its own, and "
+        "unarXive does not record its heading. In the 2022 layout it is rebuilt from its "
+        "subsections' numbers and takes the role they share, not its heading's, so a survey's "
+        f'textless "Background" can count as its core. Measured on real records: {measured}. '
+        + here
+    )
+
+
+def reason_table(splits: dict[str, Any]) -> str:
+    """label_reason x split: rows and their share of the split's rows (from the metadata)."""
+    reasons = sorted({r for s in S.SPLIT_NAMES for r in splits[s].get("label_reasons", {})})
+    header = ["label_reason"]
+    for s in S.SPLIT_NAMES:
+        header += [s, "share"]
+    rows = []
+    for r in reasons:
+        row: list[Any] = [f"`{r}`"]
+        for s in S.SPLIT_NAMES:
+            share = splits[s].get("label_reasons_frac", {}).get(r)
+            row += [
+                splits[s].get("label_reasons", {}).get(r, 0),
+                "" if share is None else f"{share:.3f}",
+            ]
+        rows.append(row)
+    return _table(header, rows)
 
 
 def candidate_text_table(texts: dict[str, Any]) -> str:

@@ -25,7 +25,13 @@ method. The structure adds what a heading alone cannot say:
   after the first conclusion or back-matter section) is ``back_matter``;
 * an unnamed top-level section (known only from its subsections' numbers) takes the
   role that at least half of its subsections share when it is not ``other``, else
-  ``other`` (topical); it never takes the role of the previous section;
+  ``other`` (topical); it never takes the role of the previous section; right after the
+  introduction, one whose first subsection is background (definitions, notation, problem
+  statement) or a history (:data:`HISTORY`) is ``background``;
+* a heading with "conclusion(s)"/"concluding" ends the body like a conclusion
+  (:data:`ENDS_BODY`), whatever its role ("Discussion and Conclusions" is ``discussion``);
+* in a survey, a "Summary" (or "Summary and Discussion", :data:`SUMMARY`) that a topical
+  or discussion section follows is mid-survey: ``discussion``, and it does not end the body;
 * a subsection whose own heading is related work ("1.2 Related works") under an
   introduction or background section is ``related_work``;
 * 2024 layout (no hierarchy), only with ``roles.background_run_2024`` (off by
@@ -37,8 +43,10 @@ method. The structure adds what a heading alone cannot say:
 
 In a survey (``survey=True``), with ``roles.survey_core_is_related_work``: the roles in
 ``roles.survey_core_roles`` (topical ``other``, ``discussion``: the curated core, open
-challenges, future directions) count as related work, and so do method/experiment
-sections after the core has started (a reviewed tool's "Methodology"), except the
+challenges, future directions) count as related work, and so do method sections wherever
+they stand ("2 Architecture" of a model survey; not one that can name the survey's own
+method, :data:`OWN_METHOD`: "Methodology") and the other method/experiment sections after
+the core has started (a reviewed tool's "Evaluation"), except the
 survey's own protocol headings (:data:`PROTOCOL`: research questions, search
 strategy, study selection, inclusion/exclusion criteria, data extraction, quality
 assessment, review method, threats to validity), which stay ``method`` wherever
@@ -76,6 +84,12 @@ PROTOCOL = (
     r"|limitations of (?:this|the|our) (?:survey|review|study))$"
 )
 
+# A method heading that can name a survey's own method ("Methodology", "Our Approach"):
+# before the survey's core it keeps the role ``method``. Any other method heading
+# ("Architecture", "Framework", "Algorithms") describes the reviewed works (survey rule);
+# a proof is the paper's own argument.
+OWN_METHOD = r"\bmethods?\b|\bmethodology\b|\bapproach(?:es)?\b|\bproposed\b|^our\b|^proofs?\b"
+
 # A 2024-layout key that opens a survey's core (ends a run of background keys).
 # The keys unarXive 2024's grouping gives paragraphs without a heading: "Unknown Section"
 # (no ``section`` field) and "null" (a null one, as JSON writes a None key). They say
@@ -86,6 +100,18 @@ CORE_OPENER = (
     r"^(?:an )?overview\b|\b(?:survey|taxonomy|classification|categori[sz]ation)\b"
     r"|\b(?:approaches|techniques)$"
 )
+
+# A heading that ends the paper's body even when its role is not ``conclusion``
+# ("Discussion and Conclusions" is ``discussion``): top-level sections after it are appendices.
+ENDS_BODY = r"\b(?:conclusions?|concluding)\b"
+
+# A survey's "Summary" (or "Summary and Discussion"), not a conclusion: when a topical or
+# discussion section follows it, it summarises the part of the review before it.
+SUMMARY = r"^summary(?: and discussions?)?$"
+
+# A subsection that opens the background of a survey: definitions, terminology, notation,
+# problem formulation (role ``background``), or the field's history.
+HISTORY = r"^(?:a )?(?:brief |short )?(?:history|historical)\b|\bhistory$"
 
 # (pattern on the normalised heading, role); first match wins. Order matters:
 # back matter before everything ("Appendix B: Related work" is an appendix),
@@ -113,6 +139,9 @@ ROLE_TABLE: tuple[tuple[str, str], ...] = (
         r"|previous (?:studies|approaches|research)|prior (?:studies|approaches|research|art))\b",
         "related_work",
     ),
+    # "Discussion and Conclusions" is where a survey discusses what it reviewed: its
+    # citations are the core's (it still ends the body: see :data:`ENDS_BODY`)
+    (r"^discussions? and (?:conclusions?|concluding remarks)$", "discussion"),
     (
         r"\b(?:conclusions?|concluding|final remarks|closing remarks)\b|^summary\b",
         "conclusion",
@@ -122,12 +151,20 @@ ROLE_TABLE: tuple[tuple[str, str], ...] = (
         r"|\bintroduction$|^(?:our |main |summary of )?contributions?$",
         "introduction",
     ),
+    # "Preliminary results" is an experiment; any other "Preliminary ..." (a subtitle:
+    # "Preliminary: From LLM RL to Agentic RL") is background
     (
-        r"^(?:background|preliminaries|preliminary (?:concepts|definitions|notions|knowledge)"
-        r"|notations?|definitions?(?:$| and )|basic concepts"
-        r"|fundamentals|terminology|theoretical background|technical background"
+        r"^preliminary (?:results?|experiments?|experimental|evaluations?|stud(?:y|ies)"
+        r"|analys[ie]s|findings|tests?|simulations?)\b",
+        "experiment",
+    ),
+    (
+        r"^(?:backgrounds?|preliminaries|preliminary|notations?|definitions?(?:$| and )"
+        r"|basic (?:concepts|knowledge|notions|definitions)|basics|fundamentals|terminology"
+        r"|theoretical background"
+        r"|technical background"
         r"|problem (?:statement|formulation|definition|setting|setup|description))\b"
-        r"|\b(?:background|preliminaries)$",
+        r"|\b(?:background|preliminaries|basics|fundamentals)$",
         "background",
     ),
     # "Evaluation of Action Density" computes a quantity; "Evaluation of the proposed
@@ -214,7 +251,10 @@ def role_expr(heading: pl.Expr, cfg: RolesConfig | None = None) -> pl.Expr:
 
 
 def survey_role_expr(
-    cfg: RolesConfig, protocol: pl.Expr | None = None, placeholder: pl.Expr | None = None
+    cfg: RolesConfig,
+    protocol: pl.Expr | None = None,
+    placeholder: pl.Expr | None = None,
+    own_method: pl.Expr | None = None,
 ) -> pl.Expr:
     """Role used for labelling a mention inside a survey.
 
@@ -222,12 +262,18 @@ def survey_role_expr(
     ``section_index`` and ``paper_id``; ``protocol`` (default: false everywhere) marks
     rows whose top-level heading is one of the survey's own protocol headings
     (:data:`PROTOCOL`), ``placeholder`` rows whose heading is a publisher placeholder
-    (:data:`PLACEHOLDER`: they keep their role, ``other``, and count as no core). When
+    (:data:`PLACEHOLDER`: they keep their role, ``other``, and count as no core),
+    ``own_method`` rows whose heading can name the survey's own method. When
     ``roles.survey_core_is_related_work`` is set:
 
     * roles in ``roles.survey_core_roles`` (default ``other`` and ``discussion``: the
       topical sections, the survey's discussion of what it reviewed, its open
       challenges and future directions) become ``related_work``;
+    * with ``roles.survey_method_is_core``, a ``method`` section that is neither a protocol
+      heading nor one that can name the survey's own method (``own_method``,
+      :data:`OWN_METHOD`: "Methodology", "Our Approach") becomes ``related_work`` wherever
+      it stands: a survey has no method of its own outside its protocol, so "2
+      Architecture" describes the reviewed models;
     * with ``roles.survey_late_method_is_core``, a ``method`` or ``experiment`` section
       that comes after the survey's first core section also becomes ``related_work``
       (a later "Methodology"/"Evaluation" heading describes a reviewed work), unless
@@ -251,8 +297,12 @@ def survey_role_expr(
         protocol = pl.lit(False)
     if placeholder is None:
         placeholder = pl.lit(False)
+    if own_method is None:
+        own_method = pl.lit(False)
     core = role.is_in(list(cfg.survey_core_roles)) & ~placeholder
     expr = pl.when(core).then(pl.lit("related_work"))
+    if cfg.survey_method_is_core:
+        expr = expr.when((role == "method") & ~protocol & ~own_method).then(pl.lit("related_work"))
     if cfg.survey_late_method_is_core:
         first_core = pl.col(S.SECTION_INDEX).filter(core).min().over(S.PAPER_ID)
         late = (
@@ -294,23 +344,55 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
         .filter((pl.col("_own") != OTHER) & (2 * pl.col("_n") >= pl.col("_all")))
         .select(S.PAPER_ID, S.TOP_INDEX, pl.col("_own").alias("_child"))
     )
-    by_paper = S.PAPER_ID
-    anchor = (~pl.col(S.UNNAMED) & pl.col("_own").is_in(["conclusion", "back_matter"])).cast(
-        pl.Int32
+    # whether a top-level section's first subsection opens a background (see HISTORY); an
+    # unnamed section is inserted right before its first subsection, so that is the next row
+    first_child = rows.filter(
+        ~is_top & (pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX) + 1)
+    ).select(
+        S.PAPER_ID,
+        S.TOP_INDEX,
+        (
+            (pl.col("_own") == "background")
+            | normalize_expr(pl.col(S.SECTION)).str.contains(HISTORY)
+        ).alias("_opens_background"),
     )
-    after_end = (anchor.cum_sum().over(by_paper, order_by=S.SECTION_INDEX) - anchor) > 0
+    by_paper = S.PAPER_ID
+    norm = normalize_expr(pl.col(S.SECTION))
     # an unnamed section: the role most of its subsections share, else topical; never the
-    # role of the section before it
-    unnamed_role = pl.coalesce(pl.col("_child"), pl.lit(OTHER))
+    # role of the section before it; right after the introduction, a section that opens
+    # with definitions, notation, a problem statement or a history is background
+    unnamed_role = (
+        pl.when(
+            pl.col("_opens_background").fill_null(False)
+            & (pl.col("_own").shift(1).over(by_paper, order_by=S.SECTION_INDEX) == "introduction")
+        )
+        .then(pl.lit("background"))
+        .otherwise(pl.coalesce(pl.col("_child"), pl.lit(OTHER)))
+    )
+    heading_role = pl.when(pl.col(S.UNNAMED)).then(unnamed_role).otherwise(pl.col("_own"))
+    # in a survey, a "Summary" that a topical or discussion section follows is mid-survey:
+    # it discusses the reviewed works before it and does not end the body
+    mid_summary = (
+        pl.lit(survey)
+        & norm.str.contains(SUMMARY)
+        & heading_role.shift(-1)
+        .over(by_paper, order_by=S.SECTION_INDEX)
+        .is_in([OTHER, "discussion", "related_work"])
+    )
+    anchor = (
+        ~pl.col(S.UNNAMED)
+        & ~pl.col("_mid_summary")
+        & (pl.col("_own").is_in(["conclusion", "back_matter"]) | norm.str.contains(ENDS_BODY))
+    ).cast(pl.Int32)
+    after_end = (anchor.cum_sum().over(by_paper, order_by=S.SECTION_INDEX) - anchor) > 0
     base = (
         pl.when(pl.col(S.APPENDIX) | pl.col("_after_end"))
         .then(pl.lit("back_matter"))
-        .when(pl.col(S.UNNAMED))
-        .then(unnamed_role)
-        .otherwise(pl.col("_own"))
+        .when(pl.col("_mid_summary"))
+        .then(pl.lit("discussion"))
+        .otherwise(heading_role)
     )
     # 2024 layout: a run of keys after a background key is background (see module docstring)
-    norm = normalize_expr(pl.col(S.SECTION))
     stop = (pl.col(S.ROLE) != OTHER) | norm.str.contains(CORE_OPENER)
     segment = pl.col("_stop").cast(pl.Int32).cum_sum().over(by_paper, order_by=S.SECTION_INDEX)
     # only a background key before the paper's first method/experiment/discussion/conclusion
@@ -336,6 +418,8 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
     tops = (
         rows.filter(is_top)
         .join(children, on=[S.PAPER_ID, S.TOP_INDEX], how="left")
+        .join(first_child, on=[S.PAPER_ID, S.TOP_INDEX], how="left")
+        .with_columns(mid_summary.alias("_mid_summary"))
         .with_columns(after_end.alias("_after_end"))
         .with_columns(base.alias(S.ROLE))
         .with_columns(stop.alias("_stop"), body_started.alias("_body"))
@@ -350,7 +434,8 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
     if survey:
         protocol = norm.str.contains(PROTOCOL)
         placeholder = norm.str.contains(PLACEHOLDER)
-        tops = tops.with_columns(survey_role_expr(cfg, protocol, placeholder))
+        own_method = norm.str.contains(OWN_METHOD)
+        tops = tops.with_columns(survey_role_expr(cfg, protocol, placeholder, own_method))
     tops = tops.select(
         S.PAPER_ID, pl.col(S.SECTION_INDEX).alias(S.TOP_INDEX), pl.col(S.ROLE).alias("_top")
     )
@@ -370,9 +455,11 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
 
 def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     """What a top-level section with this heading counts as in a survey, before the
-    structure and position rules: a core role -> ``related_work``; a method/experiment
-    heading that is not protocol -> ``method|related_work`` (method before the survey's
-    core, related work after it); anything else its own role."""
+    structure and position rules: a core role, or a method heading that is neither
+    protocol nor :data:`OWN_METHOD` -> ``related_work``; another method or an experiment
+    heading that is not protocol -> ``method|related_work`` or ``experiment|related_work``
+    (its own role before the survey's core, related work after it); anything else its own
+    role."""
     role = role_expr(heading, cfg)
     if not cfg.survey_core_is_related_work:
         return role
@@ -381,6 +468,9 @@ def survey_heading_role_expr(heading: pl.Expr, cfg: RolesConfig) -> pl.Expr:
     expr = pl.when(role.is_in(list(cfg.survey_core_roles)) & ~placeholder).then(
         pl.lit("related_work")
     )
+    if cfg.survey_method_is_core:
+        own_method = normalize_expr(heading).str.contains(OWN_METHOD)
+        expr = expr.when((role == "method") & ~protocol & ~own_method).then(pl.lit("related_work"))
     if cfg.survey_late_method_is_core:
         expr = expr.when(role.is_in(["method", "experiment"]) & ~protocol).then(
             role + pl.lit("|related_work")
@@ -455,3 +545,49 @@ def role_distribution(
     )
     counts = dict(zip(got[S.ROLE].to_list(), got[S.N_MENTIONS].to_list(), strict=True))
     return {r: int(counts.get(r, 0) or 0) for r in S.ROLES}
+
+
+# Numbered top-level sections without text of their own, measured on real records. A
+# release built from the 2024 layout (no numbering) cannot measure this on its own corpus,
+# so its card states these; the tests recount them from the records (test_labels: the
+# sample; test_real_survey_trees: the trees).
+TEXTLESS_MEASURED: tuple[dict[str, str | int], ...] = (
+    {
+        "source": "the real unarXive 2022 sample (49 papers, bundled with the package)",
+        "top_sections": 288,
+        "textless": 31,
+    },
+    {
+        "source": "the LaTeX sources of 13 real CS surveys (tests/fixtures/real_survey_trees.json)",
+        "top_sections": 85,
+        "textless": 11,
+    },
+)
+
+
+def textless_top_sections(sections: pl.LazyFrame) -> dict[str, int]:
+    """How many numbered top-level sections of the 2022 layout have no text of their own.
+
+    unarXive 2022 records no heading for a section whose first content is a subsection;
+    the structure infers it from its subsections' numbers (an *unnamed* section, whose role
+    comes from its subsections, not from its heading). Counted: top-level rows numbered
+    with a digit or a letter (not the abstract, not an unnumbered heading such as
+    "Acknowledgment", and not 2024-layout keys, which have no levels), and the unnamed ones
+    among them.
+
+    Returns:
+        ``{"top_sections": n, "textless": k}``.
+    """
+    got = (
+        sections.filter(
+            (pl.col(S.SECTION_INDEX) == pl.col(S.TOP_INDEX))
+            & (pl.col(S.LEVEL) == 1)
+            & ~pl.col(S.SEC_NUMBER).fill_null("").is_in(["", "-1", "0"])
+        )
+        .select(
+            pl.len().alias("top_sections"),
+            pl.col(S.UNNAMED).sum().cast(pl.Int64).alias("textless"),
+        )
+        .collect(engine="streaming")
+    )
+    return {k: int(got[k][0] or 0) for k in ("top_sections", "textless")}

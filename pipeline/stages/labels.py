@@ -17,16 +17,23 @@ Tier (``label``), with T = ``labels.essential_total_mentions`` (3) and
 R = ``labels.essential_related_mentions`` (2):
 
 * 4 (essential): ``n_mentions >= T`` or ``n_related_work >= R``;
-* 3 (related work): else ``n_related_work >= 1``;
+* 3 (related work): else ``n_related_work >= 1``, or a work the survey lists but never
+  cites in its running text (``n_mentions = 0``);
 * 2 (tool/method): else ``n_method + n_experiment >= 1``;
-* 1 (background): everything else, including a work that is in the bibliography
-  but never cited in the text (``n_mentions = 0``).
+* 1 (background): everything else: cited in the text, but only in the introduction,
+  background, conclusion, back matter or appendices.
+
+A listed work without an in-text mention is cited where unarXive keeps no cite span: in a
+table or a figure caption, which in a survey is where the reviewed works are compared. On
+21 real CS surveys checked against their published text (issue 47), every such work of six
+of them (175 of 175) was cited only in a table or a caption, so it belongs to the curated
+core, not to the background.
 
 ``label_reason`` names the rule that gave the tier (:func:`reason_expr`):
 "3+ mentions", "2+ in related work" (tier 4; the total rule is named first when both
-hold), "related work" (3), "method/experiment" (2), "introduction/background only"
-(1: cited only in introduction, background, conclusion, back matter or appendices),
-"no in-text mention" (1: in the bibliography, never cited in the text). The numbers
+hold), "related work" (3), "listed outside the text" (3: in the bibliography, never cited
+in the running text), "method/experiment" (2), "introduction/background only" (1: cited
+only in introduction, background, conclusion, back matter or appendices). The numbers
 follow ``labels.essential_total_mentions`` and ``labels.essential_related_mentions``.
 
 Tier 0 (hard negative) is added by the ``negatives`` stage, never here.
@@ -41,8 +48,11 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.rules.roles import OTHER, role_distribution, section_roles
+from pipeline.rules.roles import OTHER, role_distribution, section_roles, textless_top_sections
 from pipeline.rules.tables import scan_extract
+
+# label_reason of a work in the survey's bibliography that no cite span of its text names
+LISTED_OUTSIDE_TEXT = "listed outside the text"
 
 
 def _n(role: str) -> str:
@@ -56,6 +66,8 @@ def tier_expr(total_min: int, related_min: int) -> pl.Expr:
         pl.when((pl.col(S.N_MENTIONS) >= total_min) | (related >= related_min))
         .then(4)
         .when(related >= 1)
+        .then(3)
+        .when(pl.col(S.N_MENTIONS) == 0)
         .then(3)
         .when(pl.col(_n("method")) + pl.col(_n("experiment")) >= 1)
         .then(2)
@@ -74,11 +86,11 @@ def reason_expr(total_min: int, related_min: int) -> pl.Expr:
         .then(pl.lit(f"{related_min}+ in related work"))
         .when(related >= 1)
         .then(pl.lit("related work"))
+        .when(pl.col(S.N_MENTIONS) == 0)
+        .then(pl.lit(LISTED_OUTSIDE_TEXT))
         .when(pl.col(_n("method")) + pl.col(_n("experiment")) >= 1)
         .then(pl.lit("method/experiment"))
-        .when(pl.col(S.N_MENTIONS) >= 1)
-        .then(pl.lit("introduction/background only"))
-        .otherwise(pl.lit("no in-text mention"))
+        .otherwise(pl.lit("introduction/background only"))
     )
 
 
@@ -154,6 +166,8 @@ def build_labels(ctx: ReduceContext) -> dict[str, Any]:
         "role_distribution_surveys": role_distribution(survey_mentions, survey_sections, rcfg),
         "role_distribution_surveys_labelled": {r: int(labels[_n(r)].sum()) for r in S.ROLES},
         "role_distribution_all": role_distribution(mentions, sections, rcfg),
+        "textless_top_sections_surveys": textless_top_sections(survey_sections),
+        "textless_top_sections_all": textless_top_sections(sections),
     }
 
 

@@ -105,6 +105,7 @@ from pipeline.rules.leak_audit import (
     relative_feature_values,
     within_chance,
 )
+from pipeline.rules.roles import TEXTLESS_MEASURED
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.rules.text_match import survey_text
 from pipeline.rules.titles import work_title_keys
@@ -335,6 +336,7 @@ def split_counts(rows: pl.DataFrame, surveys: pl.DataFrame) -> dict[str, Any]:
     reasons = rows.group_by(S.LABEL_REASON).len().sort(S.LABEL_REASON)
     return {
         "label_reasons": {str(k): int(n) for k, n in reasons.iter_rows()},
+        "label_reasons_frac": {str(k): _rate(int(n), rows.height) for k, n in reasons.iter_rows()},
         "licenses": {
             "surveys": licenses(S.SURVEY_ID, S.SURVEY_LICENSE),
             "candidate_papers": licenses(S.CANDIDATE_ID, S.CANDIDATE_LICENSE),
@@ -390,7 +392,8 @@ def role_distribution(ctx: ReduceContext) -> dict[str, Any]:
     Taken from the ``labels`` stage counts (``role_distribution_surveys``,
     ``role_distribution_all``), which classify every mention of the extract tables.
     Also ``surveys_labelled``: the per-role columns of ``labels`` summed (mentions of
-    resolved works only, with a survey's topical sections counted as related work).
+    resolved works only, with a survey's topical sections counted as related work), and
+    ``textless_top_sections``: numbered top-level sections without text of their own.
     """
     counts = ctx.counts("labels")
     sums = (
@@ -409,6 +412,17 @@ def role_distribution(ctx: ReduceContext) -> dict[str, Any]:
         if isinstance(dist, dict):
             total = sum(int(v) for v in dist.values())
             out[f"{key}_frac"] = {r: _rate(int(n), total) for r, n in dist.items()}
+    # numbered top-level sections without text of their own (2022 layout; see
+    # pipeline.rules.roles.textless_top_sections), in surveys and in all papers
+    out["textless_top_sections"] = {}
+    for scope, key in (("surveys", "surveys"), ("all_papers", "all")):
+        c = counts.get(f"textless_top_sections_{key}") or {"top_sections": 0, "textless": 0}
+        out["textless_top_sections"][scope] = dict(
+            c, share=_rate(int(c["textless"]), int(c["top_sections"]))
+        )
+    out["textless_top_sections"]["measured"] = [
+        dict(m, share=_rate(int(m["textless"]), int(m["top_sections"]))) for m in TEXTLESS_MEASURED
+    ]
     return out
 
 
