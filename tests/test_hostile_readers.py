@@ -215,3 +215,54 @@ def test_a_bom_at_the_start_of_a_bibliography_is_no_error(tmp_path: Path) -> Non
     for target in (tmp_path / "bib.jsonl", tmp_path / "lists"):
         (bibliography,) = read_input(target).bibliographies
         assert [r.raw for r in bibliography.references] == ["A title"]
+
+
+# --------------------------------------------------------------------- the evaluation cache
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``folder`` with its size and mtime."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def test_evaluate_writes_its_cache_under_out_never_beside_the_release(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Item 6: the baselines' cache went to ``<release>/../eval/cache/baselines/``, outside
+    ``--out``: a read-only release broke it, and users of one release shared it unasked. Now
+    it is ``<out>/cache``; the folder holding the release (read-only here; tests may run as
+    root, whom chmod does not stop, so the check is that nothing in it changed) is not
+    written."""
+    import shutil
+
+    from pipeline import api
+    from pipeline.core.config import Config, EvaluateConfig
+    from tests.test_negatives import synthetic_release_dir
+
+    work = tmp_path / "work"
+    shutil.copytree(synthetic_release_dir(tmp_path_factory) / "release", work / "release")
+    before = _files(work)
+    modes = {p: p.stat().st_mode for p in [work, *work.rglob("*")]}
+    for path in modes:
+        path.chmod(modes[path] & ~0o222)
+    config = Config(evaluate=EvaluateConfig(bootstrap_samples=20, random_seeds=1))
+    try:
+        result = api.evaluate(work / "release", out=tmp_path / "out", config=config, learned=False)
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+    assert result.results["baselines"]
+    assert _files(work) == before
+    assert list((tmp_path / "out" / "cache" / "baselines").glob("*.parquet"))
+
+
+def test_no_cache_and_a_cache_folder_are_refused_together(tmp_path: Path) -> None:
+    """``--cache-dir`` names the cache's folder; with ``--no-cache`` one of them is wrong."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "evaluate", "--release", str(tmp_path),
+         "--no-cache", "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--no-cache and --cache-dir" in done.stderr, done.stderr
+    assert not (tmp_path / "c").exists() and not (tmp_path / "out").exists()
