@@ -266,3 +266,52 @@ def test_no_cache_and_a_cache_folder_are_refused_together(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 2 and "--no-cache and --cache-dir" in done.stderr, done.stderr
     assert not (tmp_path / "c").exists() and not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------- globs through a loop
+def _looped_folder(root: Path, sample_lines: list[bytes], *, loops: int = 1) -> Path:
+    """Two data files, a symlink loop and a dangling symlink, and a symlink to the folder
+    itself (with ``loops=2``, also one from a subfolder to its parent)."""
+    folder = root / "input"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "good.jsonl").write_bytes(b"\n".join(sample_lines[:3]) + b"\n")
+    (folder / "sub" / "more.jsonl").write_bytes(b"\n".join(sample_lines[3:5]) + b"\n")
+    (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")
+    (folder / "dangling.jsonl").symlink_to(folder / "missing.jsonl")
+    (folder / "self").symlink_to(folder, target_is_directory=True)
+    if loops == 2:
+        (folder / "sub" / "up").symlink_to("..", target_is_directory=True)
+    return folder
+
+
+def test_a_glob_through_a_symlink_loop_names_each_real_file_once(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    """Item 7: ``dir/**/*.jsonl`` followed ``dir/self`` 40 levels deep: 41 paths per entry,
+    each failing entry a failed input of its own. Now as the folder form: each once."""
+    from pipeline.corpus.sources import resolve_inputs
+
+    folder = _looped_folder(tmp_path, sample_lines)
+    expected = ["dangling.jsonl", "good.jsonl", "loop.jsonl", "sub/more.jsonl"]
+    for spec in (f"{folder}/**/*.jsonl", f"{folder}/**", str(folder)):
+        assert sorted(f.name for f in resolve_inputs([spec])) == expected, spec
+    # without '**' a glob goes as deep as it says; what it reaches twice is listed once
+    names = sorted(f.name for f in resolve_inputs([f"{folder}/*/*.jsonl"]))
+    assert names == ["self/dangling.jsonl", "self/good.jsonl", "self/loop.jsonl", "sub/more.jsonl"]
+
+
+def test_a_run_on_a_glob_through_a_symlink_loop_reads_each_file_once(
+    tmp_path: Path, sample_lines: list[bytes]
+) -> None:
+    """Item 7, as a user runs it: the two failing entries are two failed inputs (within
+    ``--max-failed-files 2``), not 82, and each data file is read once. With two loops
+    glob's own ``**`` had 2**40 paths to list: the run never started (the timeout)."""
+    folder = _looped_folder(tmp_path, sample_lines, loops=2)
+    argv = [sys.executable, "-m", "pipeline", "extract", "--input", f"{folder}/**/*.jsonl"]
+    argv += ["--workers", "1", "--out", str(tmp_path / "work"), "--max-failed-files", "2"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "work" / "extract" / "_summary.json").read_text())
+    assert sorted(f["file"] for f in summary["failed_files"]) == ["dangling.jsonl", "loop.jsonl"]
+    assert summary["files"] == 2 and summary["lines_read"] == 5
+    assert summary["duplicate_papers_across_files"] == 0
