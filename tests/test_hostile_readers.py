@@ -6,6 +6,7 @@ release."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -134,10 +135,12 @@ def test_markdown_links_read_as_before(text: str, expected: str) -> None:
 
 # --------------------------------------------------------------------- bibliography files
 def _cli(release: Path, bibliography: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``evaluate --bibliography``, with a wall-clock limit generous for a loaded machine (it
+    turns a hang into a failure)."""
     return subprocess.run(
         [sys.executable, "-m", "pipeline", "evaluate", "--release", str(release),
          "--bibliography", str(bibliography), "--out", str(out)],
-        capture_output=True, text=True, check=False, timeout=300,
+        capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
 
 
@@ -186,6 +189,25 @@ HOSTILE_BIBLIOGRAPHIES = {
     ),
     "a macro bomb .bib": ("lists/s1.bib", _bomb(40).encode(), "s1.bib:13: macro 'm11' takes"),
 }
+
+
+@pytest.mark.parametrize("entry", ["fifo", "device"])
+def test_a_list_that_is_not_a_regular_file_is_refused(tmp_path: Path, entry: str) -> None:
+    """A FIFO named ``<survey>.bib`` blocked the reader until a writer came; a link to a
+    device was read as a list (``/dev/zero`` until memory ran out; ``/dev/null`` here, an
+    empty list). Each is refused in one line naming it."""
+    release = write_tiny_release(tmp_path / "release")
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "s1.md").write_text("- A title\n", encoding="utf-8")
+    if entry == "fifo":
+        os.mkfifo(lists / "s2.bib")
+    else:
+        (lists / "s2.bib").symlink_to("/dev/null")
+    done = _cli(release, lists, tmp_path / "out")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert f"{lists}/s2.bib: " in lines[0] and "not a regular file, not read" in lines[0]
 
 
 @pytest.mark.parametrize("case", list(HOSTILE_BIBLIOGRAPHIES))

@@ -92,6 +92,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
 from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
+from pipeline.corpus.sources import regular_file_problem
 from pipeline.evaluate.bibformats import (
     BIBTEX_SUFFIX,
     MARKDOWN_SUFFIXES,
@@ -364,7 +365,8 @@ def read_folder(folder: Path) -> BibliographyInput:
     sorted name order; other entries of the folder are counted by reason.
 
     Raises:
-        BibliographyError: two files for one survey, or a BibTeX file that does not parse.
+        BibliographyError: two files for one survey, a list that is not a regular file or
+            not UTF-8, or a BibTeX file that does not parse.
     """
     skipped: Counter[str] = Counter()
     out: list[Bibliography] = []
@@ -384,6 +386,9 @@ def read_folder(folder: Path) -> BibliographyInput:
                     f"{path}: survey {survey_id!r} again (also in {seen[survey_id]})"
                 )
             seen[survey_id] = path.name
+            problem = regular_file_problem(path)
+            if problem is not None:  # a FIFO blocks a reader, /dev/zero never ends
+                raise BibliographyError(f"{path}: {problem}: not a regular file, not read")
             text = _text(path.read_bytes(), str(path))
             try:
                 parsed = (
