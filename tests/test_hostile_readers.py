@@ -174,7 +174,7 @@ HOSTILE_BIBLIOGRAPHIES = {
     "a BibTeX bomb in a JSON string": (
         "bib.jsonl",
         _line("s1", json.dumps([_bomb(30)])),
-        "bib.jsonl:1: reference 1:13: macro 'm11' takes",
+        "bib.jsonl:1: reference 1:13: macro 'm11': the text @string macros add passes",
     ),
     # the folder form: a UnicodeDecodeError
     "a Latin-1 .bib": (
@@ -187,7 +187,11 @@ HOSTILE_BIBLIOGRAPHIES = {
         bytes(range(256)) * 4,
         "s1.bib:2: not UTF-8 text (byte 0x80 at column 118)",
     ),
-    "a macro bomb .bib": ("lists/s1.bib", _bomb(40).encode(), "s1.bib:13: macro 'm11' takes"),
+    "a macro bomb .bib": (
+        "lists/s1.bib",
+        _bomb(40).encode(),
+        "s1.bib:13: macro 'm11': the text @string macros add passes",
+    ),
 }
 
 

@@ -160,9 +160,10 @@ class _Scanner:
                     self.macro_text += len(expansion)
                     if self.macro_text > self.macro_limit:
                         raise self.fail(
-                            f"macro {word!r} takes the text its @string macros add past "
-                            f"{self.macro_limit:,} characters ({MACRO_TEXT_RATIO} times the "
-                            "text's size): macros that nest this deep are not read"
+                            f"macro {word!r}: the text @string macros add passes "
+                            f"{self.macro_limit:,} characters, {MACRO_TEXT_RATIO} times the "
+                            "text's size (the limit: macros that double at each level are "
+                            "not read)"
                         )
                 self.pos = match.end()
                 pieces.append(expansion)
