@@ -403,8 +403,10 @@ def _glob(spec: str, exclude: tuple[Path, ...]) -> list[Path]:
         InputError: a folder a ``**`` passes cannot be entered (as :func:`_walk`).
     """
     root = _glob_root(spec)
-    pattern = Path(spec).parts[len(root.parts) if root != Path(".") else 0 :]
-    if "**" not in pattern:
+    pattern = Path(spec).parts[len(root.parts) :]
+    if spec.endswith("/"):  # names folders only, as glob reads it
+        paths = []
+    elif "**" not in pattern:
         paths = [Path(q) for q in glob.glob(spec) if not Path(q).is_dir()]
     elif root.is_dir():
         paths = [q for q in _walk(root, exclude) if _matches(q.relative_to(root).parts, pattern)]
