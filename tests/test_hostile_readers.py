@@ -315,7 +315,7 @@ def test_a_glob_through_a_symlink_loop_names_each_real_file_once(
 ) -> None:
     """Item 7: ``dir/**/*.jsonl`` followed ``dir/self`` 40 levels deep: 41 paths per entry,
     each failing entry a failed input of its own. Now as the folder form: each once."""
-    from pipeline.corpus.sources import resolve_inputs
+    from pipeline.corpus.sources import InputError, resolve_inputs
 
     folder = _looped_folder(tmp_path, sample_lines)
     expected = ["dangling.jsonl", "good.jsonl", "loop.jsonl", "sub/more.jsonl"]
@@ -324,6 +324,8 @@ def test_a_glob_through_a_symlink_loop_names_each_real_file_once(
     # without '**' a glob goes as deep as it says; what it reaches twice is listed once
     names = sorted(f.name for f in resolve_inputs([f"{folder}/*/*.jsonl"]))
     assert names == ["self/dangling.jsonl", "self/good.jsonl", "self/loop.jsonl", "sub/more.jsonl"]
+    with pytest.raises(InputError, match="no .* file"):  # a trailing '/' names folders only
+        resolve_inputs([f"{folder}/**/"])
 
 
 def test_a_run_on_a_glob_through_a_symlink_loop_reads_each_file_once(
