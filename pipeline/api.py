@@ -549,6 +549,7 @@ def evaluate(
     mode: str = "rerank",
     learned: bool = True,
     cache: bool = True,
+    cache_dir: PathLike | None = None,
     batch_size: int = 64,
     task: str = "lists",
     top_k: int = 1000,
@@ -578,8 +579,11 @@ def evaluate(
         require_complete: fail when a run has no row for some eval survey.
         mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval`).
         learned: also train and evaluate the learned baselines.
-        cache: keep the baselines and the encoders' embeddings in the release's evaluation
-            cache (:func:`default_cache_dir`) and reuse them.
+        cache: keep the baselines' values and the encoders' embeddings and vectors in the
+            evaluation cache and reuse them.
+        cache_dir: the evaluation cache's folder, for runs that share it (default:
+            ``<out>/cache``, or :func:`default_cache_dir` without ``out``): never a folder
+            the evaluation was not told to write, so a read-only or shared release works.
         batch_size: texts per encoder call, candidates per scorer call.
         task: ``lists`` (whole surveys, the default) or ``aspects`` (the release's
             section-level reading lists, :mod:`pipeline.evaluate.aspects`: with a per-kind
@@ -603,6 +607,7 @@ def evaluate(
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
     from pipeline.evaluate import aspects as A
+    from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
     from pipeline.evaluate.model_retrieval import RetrievalOptions
     from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
@@ -611,7 +616,15 @@ def evaluate(
         raise ValueError(f"--task {task!r}: unknown; available: {', '.join(A.TASKS)}")
     cfg = config_of(config)
     target = Path(out) if out is not None else default_eval_out(eval_file) / EVAL_DIR
-    cache_dir = default_cache_dir(eval_file) if cache else None
+    cache_folder = None
+    if cache:
+        cache_folder = (
+            Path(cache_dir)
+            if cache_dir is not None
+            else Path(out) / CACHE_DIR
+            if out is not None
+            else default_cache_dir(eval_file)
+        )
     extra: dict[str, Any] = {}
     if task == A.TASK_ASPECTS:
         if out is None:
@@ -620,7 +633,7 @@ def evaluate(
         eval_path = A.resolve_eval_file(eval_file)
         whole, facts = (
             A.whole_survey_scores(
-                eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_dir, batch_size
+                eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_folder, batch_size
             )
             if mode == "rerank"
             else ({}, {})
@@ -651,7 +664,7 @@ def evaluate(
         require_complete=require_complete,
         mode=mode,
         learned=learned,
-        cache_dir=cache_dir,
+        cache_dir=cache_folder,
         batch_size=batch_size,
         out_dir=target,
         retrieval=RetrievalOptions(
@@ -679,6 +692,7 @@ def evaluate_scores(
     config: ConfigLike = None,
     lenient: bool = False,
     cache: bool = False,
+    cache_dir: PathLike | None = None,
 ) -> EvalResult:
     """Evaluate scores held in memory; write nothing (``EvalResult.out`` is None).
 
@@ -696,7 +710,9 @@ def evaluate_scores(
         mode: ``rerank`` or ``retrieval``.
         config: its ``[evaluate]`` and ``[train]`` tables are used.
         lenient: drop pairs outside the eval set instead of failing.
-        cache: read and fill the release's evaluation cache (a disk write).
+        cache: read and fill the evaluation cache (a disk write): ``cache_dir``, else the
+            one :func:`evaluate` keeps without ``out`` (:func:`default_cache_dir`).
+        cache_dir: the evaluation cache's folder (an ``evaluate``'s ``<out>/cache``).
 
     Raises:
         RunError, EvalSetError, FileNotFoundError, ValueError: see
@@ -714,7 +730,9 @@ def evaluate_scores(
         mode=mode,
         baselines=baselines,
         learned=learned,
-        cache_dir=default_cache_dir(release) if cache else None,
+        cache_dir=(Path(cache_dir) if cache_dir is not None else default_cache_dir(release))
+        if cache
+        else None,
     )
     return _eval_result(evaluation)
 
@@ -802,8 +820,9 @@ def evaluate_bibliography(
 
 
 def default_cache_dir(spec: PathLike) -> Path:
-    """The evaluation cache of a release: ``<default_eval_out>/eval/cache`` (next to the
-    release folder, whatever ``out`` an evaluation writes to)."""
+    """The evaluation cache of an evaluation written without ``out``:
+    ``<default_eval_out>/eval/cache``, beside the results it writes there (with ``out``,
+    :func:`evaluate` keeps it in ``<out>/cache``)."""
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR
 

@@ -54,6 +54,7 @@ SLOW_MODULES = frozenset(
         "test_ecosystem",
         "test_evaluate_e2e",
         "test_figures",
+        "test_hostile_readers",
         "test_hub",
         "test_jobs_local",
         "test_layout_consistency",

@@ -120,20 +120,23 @@ def test_an_encoder_in_one_command(
 
 
 def test_embedding_cache_is_keyed_by_text_and_model(release: Path, user_code: Path) -> None:
+    shared = user_code / "cache"  # runs written to different folders share it when told
     first = api.evaluate(
-        release, out=user_code / "a", encoders=["my_encoder:encode"], config=CONFIG, learned=False
-    )
+        release, out=user_code / "a", encoders=["my_encoder:encode"], config=CONFIG,
+        learned=False, cache_dir=shared,
+    )  # fmt: skip
     my_encoder = sys.modules["my_encoder"]  # loaded by the evaluation, from the current dir
     encoded = first.model_runs[0].texts_encoded
     assert encoded == first.results["models"]["encode"]["texts"] > 0
     assert max(my_encoder.CALLS) <= 64 and sum(my_encoder.CALLS) == encoded  # batched
     my_encoder.CALLS.clear()
     second = api.evaluate(
-        release, out=user_code / "b", encoders=["my_encoder:encode"], config=CONFIG, learned=False
-    )
+        release, out=user_code / "b", encoders=["my_encoder:encode"], config=CONFIG,
+        learned=False, cache_dir=shared,
+    )  # fmt: skip
     assert second.model_runs[0].texts_encoded == 0 and my_encoder.CALLS == []
     assert second.results["systems"]["encode"] == first.results["systems"]["encode"]
-    cache = api.default_cache_dir(release) / "embeddings"
+    cache = shared / "embeddings"
     assert len(list(cache.glob("encode-*.parquet"))) == 1
     # a changed model file is another model: encoded again
     (user_code / "my_encoder.py").write_text(
@@ -146,6 +149,7 @@ def test_embedding_cache_is_keyed_by_text_and_model(release: Path, user_code: Pa
         config=CONFIG,
         learned=False,
         batch_size=7,
+        cache_dir=shared,
     )
     assert third.model_runs[0].texts_encoded == encoded
     assert len(list(cache.glob("encode-*.parquet"))) == 2
@@ -294,8 +298,9 @@ def test_evaluate_scores_equals_the_file_and_writes_nothing(release: Path, tmp_p
     assert in_memory.mean("mine", "ndcg@10") == from_file.mean("mine", "nDCG@10")  # an alias
     # asked for, the baselines come along (from the cache the file evaluation filled)
     with_baselines = api.evaluate_scores(
-        scores, release, name="mine", config=CONFIG, baselines=True, learned=False, cache=True
-    )
+        scores, release, name="mine", config=CONFIG, baselines=True, learned=False, cache=True,
+        cache_dir=tmp_path / "out" / "cache",
+    )  # fmt: skip
     assert {t["baseline"] for t in with_baselines.results["tests"]} == {
         "random",
         "popularity",
@@ -306,9 +311,10 @@ def test_evaluate_scores_equals_the_file_and_writes_nothing(release: Path, tmp_p
 def test_baselines_are_computed_once_per_release(
     release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = api.evaluate(release, out=tmp_path / "a", config=CONFIG)
+    shared = tmp_path / "cache"
+    first = api.evaluate(release, out=tmp_path / "a", config=CONFIG, cache_dir=shared)
     assert "lgbm" in first.results["baselines"]
-    cache = api.default_cache_dir(release) / "baselines"
+    cache = shared / "baselines"
     assert len(list(cache.glob("*.parquet"))) >= 1
 
     def no_training(*args, **kwargs):
@@ -316,7 +322,8 @@ def test_baselines_are_computed_once_per_release(
 
     monkeypatch.setattr("pipeline.evaluate.evaluation.learned_baseline_scores", no_training)
     monkeypatch.setattr("pipeline.evaluate.evaluation.baseline_per_survey", no_training)
-    second = api.evaluate(release, out=tmp_path / "b", config=CONFIG)  # another --out too
+    # another --out, the same cache folder
+    second = api.evaluate(release, out=tmp_path / "b", config=CONFIG, cache_dir=shared)
     assert second.results == first.results
     assert (tmp_path / "a" / "per_survey.parquet").read_bytes() == (
         tmp_path / "b" / "per_survey.parquet"
@@ -327,6 +334,7 @@ def test_baselines_are_computed_once_per_release(
             release,
             out=tmp_path / "c",
             config=Config(evaluate=EvaluateConfig(bootstrap_samples=50, random_seeds=3)),
+            cache_dir=shared,
         )
 
 

@@ -126,7 +126,7 @@ def test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches
     release = _release(tmp_path)
     corpus_size = pl.read_parquet(release / beir_file("corpus", "eval")).height
     n_batches = -(-corpus_size // 8)
-    vectors = api.default_cache_dir(release) / VECTORS_DIR
+    vectors = tmp_path / "out" / "cache" / VECTORS_DIR  # the cache of --out
     env = {**os.environ, LOG_ENV: str(tmp_path / "first.log"), SLEEP_ENV: "0.3",
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # fmt: skip
     process = subprocess.Popen(_evaluate_argv(release, tmp_path / "out"), env=env, cwd=tmp_path,
@@ -241,6 +241,7 @@ def test_faiss_index_reports_its_recall_against_exact_and_is_cached(tmp_path: Pa
     def run(index: str, out: str) -> dict:
         return api.evaluate(
             release, out=tmp_path / out, mode="retrieval", top_k=20, index=index,
+            cache_dir=tmp_path / "cache",
             encoders=["pipeline.evaluate.examples:hashed_words"], learned=False, config=CONFIG,
         ).results["models"]["hashed_words"]  # fmt: skip
 
@@ -249,7 +250,7 @@ def test_faiss_index_reports_its_recall_against_exact_and_is_cached(tmp_path: Pa
     assert first["index"] == "faiss" and first["index_built"] and not second["index_built"]
     assert 0.9 <= first["ann_recall@20"] <= 1.0
     assert second["ann_recall@20"] == first["ann_recall@20"]
-    (index_file,) = (api.default_cache_dir(release) / VECTORS_DIR).glob("*/faiss-*.index")
+    (index_file,) = (tmp_path / "cache" / VECTORS_DIR).glob("*/faiss-*.index")
     assert (index_file.parent / VECTORS_FILE).is_file()
 
 

@@ -94,7 +94,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     add_out_arg(
         parser,
-        f"eval_results.json, per_survey.parquet, {REPORT_FILE} and its figures/",
+        f"eval_results.json, per_survey.parquet, {REPORT_FILE} and its figures/, and the "
+        "evaluation cache in cache/ (unless --cache-dir)",
         default_text=f"{EVAL_DIR}/ beside the release folder, ./{EVAL_DIR}/ for a Hub dataset",
     )
     parser.add_argument(
@@ -130,7 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 # --------------------------------------------------------- models and names
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--encoder``, ``--scorer``, ``--sentence-transformer``, ``--name``, ``--batch-size``,
-    ``--no-cache``."""
+    ``--no-cache``, ``--cache-dir``."""
     parser.add_argument(
         "--encoder",
         action=_System,
@@ -172,8 +173,15 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="neither read nor write the evaluation cache next to the release (baselines' "
-        "values, encoders' embeddings)",
+        help="neither read nor write the evaluation cache (baselines' values, encoders' "
+        "embeddings and vectors)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="the evaluation cache's folder, to share it between runs written to different "
+        "--out folders (default: OUT/cache; without --out, eval/cache beside the results)",
     )
 
 
@@ -342,6 +350,8 @@ def main(args: argparse.Namespace) -> int:
         return _bibliography_main(args)
     if args.against is not None:
         raise UsageError("--against compares two bibliographies; give --bibliography too")
+    if args.no_cache and args.cache_dir is not None:
+        raise UsageError("--no-cache and --cache-dir: give one (the cache off, or its folder)")
     if args.baselines_only and args.systems:
         flags = sorted({flag for flag, _, _ in args.systems})
         raise UsageError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
@@ -359,6 +369,7 @@ def main(args: argparse.Namespace) -> int:
         mode=args.mode,
         learned=not args.no_learned,
         cache=not args.no_cache,
+        cache_dir=args.cache_dir,
         batch_size=args.batch_size,
         task=args.task,
         top_k=args.top_k,

@@ -18,6 +18,8 @@ from __future__ import annotations
 import bz2
 import contextlib
 import errno
+import fnmatch
+import functools
 import glob
 import hashlib
 import lzma
@@ -266,8 +268,7 @@ def _local(spec: str, exclude: tuple[Path, ...] = ()) -> list[InputFile]:
     else:
         # names are relative to the part of the glob before its first wildcard
         root = _glob_root(spec)
-        # every entry but a folder: a FIFO or a symlink loop the glob names is a failed input
-        paths = [Path(q) for q in glob.glob(spec, recursive=True) if not Path(q).is_dir()]
+        paths = _glob(spec, exclude)
     out = []
     sums: dict[Path, dict[str, str]] = {}
     for q in paths:
@@ -386,6 +387,58 @@ def _glob_root(spec: str) -> Path:
             break
         fixed.append(part)
     return Path(*fixed) if fixed else Path(".")
+
+
+def _glob(spec: str, exclude: tuple[Path, ...]) -> list[Path]:
+    """Every entry but a folder that a glob names, each real one once (a FIFO or a symlink
+    loop it names is listed: a failed input).
+
+    A ``**`` is matched against :func:`_walk`, which enters each real folder once, as the
+    folder form does: glob's own ``**`` follows a symlink back into a folder it is in,
+    down to the system's 40 levels (one such link gave 41 paths per entry; two, 2**40).
+    Without ``**`` a glob's depth is its own; an entry it reaches by two paths (through a
+    symlinked folder) is listed once, under its shortest path.
+
+    Raises:
+        InputError: a folder a ``**`` passes cannot be entered (as :func:`_walk`).
+    """
+    root = _glob_root(spec)
+    pattern = Path(spec).parts[len(root.parts) :]
+    if spec.endswith("/"):  # names folders only, as glob reads it
+        paths = []
+    elif "**" not in pattern:
+        paths = [Path(q) for q in glob.glob(spec) if not Path(q).is_dir()]
+    elif root.is_dir():
+        paths = [q for q in _walk(root, exclude) if _matches(q.relative_to(root).parts, pattern)]
+    else:
+        paths = []
+    once: dict[tuple[str, str], Path] = {}
+    for q in sorted(paths, key=lambda q: (len(q.parts), q)):
+        once.setdefault((os.path.realpath(q.parent), q.name), q)
+    return sorted(once.values())
+
+
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether a relative path matches a glob's parts as :func:`glob.glob` matches them: a
+    ``**`` part stands for any number of folders, and a wildcard matches no hidden name
+    unless it starts with a dot itself."""
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if j == len(pattern):
+            return i == len(parts)
+        if pattern[j] == "**":
+            return match(i, j + 1) or (
+                i < len(parts) and not parts[i].startswith(".") and match(i + 1, j)
+            )
+        return (
+            i < len(parts)
+            and (pattern[j].startswith(".") or not parts[i].startswith("."))
+            and fnmatch.fnmatchcase(parts[i], pattern[j])
+            and match(i + 1, j + 1)
+        )
+
+    return match(0, 0)
 
 
 def _hub(spec: str) -> list[InputFile]:

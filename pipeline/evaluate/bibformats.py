@@ -10,11 +10,13 @@ count with a reason everything of the text they do not turn into a reference.
 between entries is a comment, as BibTeX reads it (counted by non-blank lines). An entry
 gives ``title`` (LaTeX accents and braces removed: ``Schr\\"{o}dinger`` is
 ``Schrodinger``), ``doi``, ``arxiv_id`` (``eprint``, read as an arXiv id), ``year`` (when
-all digits), and ``raw``: its field values joined, where an identifier written in a
+one to four digits), and ``raw``: its field values joined, where an identifier written in a
 ``url``, ``journal`` or ``note`` is found as in a raw string. An entry whose braces or
 quotes do not close, or without the ``=`` of a field, is an error naming its line: past
 it, where the next entry starts is a guess. An entry without a key (``@article{title = ...``)
-is read from its first field.
+is read from its first field. Macros add at most :data:`MACRO_TEXT_RATIO` times the text's
+own size: ``@string`` macros that double at each level (a few hundred bytes that expand to
+gigabytes) are refused, naming the line and the macro, before they grow.
 
 **Markdown.** One reference per list item: a line starting with ``-``, ``*``, ``+``,
 ``1.``, ``1)`` or ``[1]``; an indented or unbroken line after an item continues it.
@@ -22,7 +24,8 @@ Headings (``#``) and lines outside items are not references (counted); each refe
 keeps the heading above it as its ``section``. A file with no list item at all holds one
 reference per non-blank line. A link ``[text](url)`` and an
 autolink ``<url>`` become ``text url``, so the URL's DOI or arXiv id is read; emphasis
-marks and backticks are dropped.
+marks and backticks are dropped. The reader is linear in the text: a list item of 80,000
+``[`` or ``_`` is read as fast as any other text of its size.
 """
 
 from __future__ import annotations
@@ -43,16 +46,26 @@ NOT_A_REFERENCE = "bibtex @{kind}"
 HEADING = "markdown heading"
 OUTSIDE_ITEM = "markdown line outside a list item"
 
+# The text @string macros may add to one BibTeX text, as a multiple of the text's size. A
+# real library's macros (venue names) add less than the entries that use them hold; macros
+# that double at each level add 2**levels characters from a few hundred bytes.
+MACRO_TEXT_RATIO = 16
+
 _ENTRY_START = re.compile(r"@\s*([A-Za-z][\w-]*)\s*([{(])")
 _BARE_VALUE = re.compile(r"[\w:.+-]+")  # a number or a @string macro name
 _FIELD_NAME = re.compile(r"\s*([A-Za-z][\w:.+-]*)\s*")
+_KEY_END = {"}": re.compile(r"[,}]"), ")": re.compile(r"[,)]")}  # after an entry's key
+_YEAR = re.compile(r"[0-9]{1,4}")
 _LATEX_ACCENT = re.compile(r"\\[`'^\"~=.]|\\[uvHckbdrt](?=[{\s])")
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+\s*")
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,4}[.)]|\[\d{1,4}\])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]*)\)")
-_AUTOLINK = re.compile(r"<((?:https?|ftp)://[^>\s]+)>")
-_EMPHASIS = re.compile(r"\*+|`+|(?<!\w)_+|_+(?!\w)")
+_LINK_URL_END = re.compile(r"[)\s]")  # what ends a link's URL: its ')', or a space
+# CommonMark's autolink: no '<' inside (with one, every '<' of a run would scan to its end)
+_AUTOLINK = re.compile(r"<((?:https?|ftp)://[^<>\s]+)>")
+# a run of '_' is dropped when a word does not touch it on one side; tried at its first '_'
+# only, else each '_' of a run glued to words at both ends would scan the run to its end
+_EMPHASIS = re.compile(r"\*+|`+|(?<!\w)_+|(?<!_)_+(?!\w)")
 
 
 class BibFormatError(PipelineError, ValueError):
@@ -87,6 +100,8 @@ class _Scanner:
         self.text = text
         self.where = where
         self.pos = 0
+        self.macro_text = 0  # characters the macros expanded so far added
+        self.macro_limit = MACRO_TEXT_RATIO * len(text)
 
     def line(self, pos: int | None = None) -> int:
         return self.text.count("\n", 0, self.pos if pos is None else pos) + 1
@@ -136,9 +151,22 @@ class _Scanner:
                 match = _BARE_VALUE.match(self.text, self.pos)
                 if match is None:
                     raise self.fail(f"a field value expected, found {char or 'the end'!r}")
-                self.pos = match.end()
                 word = match.group()
-                pieces.append(macros.get(word.lower(), word))
+                expansion = macros.get(word.lower())
+                if expansion is None:  # a number, or a name no @string defines
+                    expansion = word
+                else:
+                    # counted before it is joined, so a macro bomb stops while it is small
+                    self.macro_text += len(expansion)
+                    if self.macro_text > self.macro_limit:
+                        raise self.fail(
+                            f"macro {word!r}: the text @string macros add passes "
+                            f"{self.macro_limit:,} characters, {MACRO_TEXT_RATIO} times the "
+                            "text's size (the limit: macros that double at each level are "
+                            "not read)"
+                        )
+                self.pos = match.end()
+                pieces.append(expansion)
             self.skip_space()
             if self.peek() != "#":
                 return "".join(pieces)
@@ -151,14 +179,14 @@ class _Scanner:
         if keyed and name and self.text.startswith("=", name.end()):
             keyed = False  # no key: the entry opens with its first field (generators do this)
         if keyed:
-            end = self.text.find(",", self.pos)
-            stop = self.text.find(close, self.pos)
-            if end == -1 or (stop != -1 and stop < end):  # an entry with a key only
-                if stop == -1:
-                    raise self.fail("an entry that never closes", start)
-                self.pos = stop + 1
+            # the first ',' or closing delimiter: a find of each would scan to the text's
+            # end for every entry of a file without commas
+            end = _KEY_END[close].search(self.text, self.pos)
+            if end is None:
+                raise self.fail("an entry that never closes", start)
+            self.pos = end.end()
+            if end.group() == close:  # an entry with a key only
                 return {}
-            self.pos = end + 1
         out: dict[str, str] = {}
         while True:
             self.skip_space()
@@ -194,7 +222,7 @@ def _entry_reference(fields: dict[str, str]) -> dict[str, Any]:
         "title": text.get("title") or None,
         "doi": text.get("doi") or None,
         "arxiv_id": eprint,
-        "year": int(year) if year.isdigit() else None,
+        "year": int(year) if _YEAR.fullmatch(year) else None,  # a year is a small number
     }
 
 
@@ -255,7 +283,35 @@ def bibtex_entry(text: str, where: str) -> dict[str, Any]:
 def markdown_links(text: str) -> str:
     """Markdown links as ``text url`` and autolinks as ``url``: the ``)`` or ``>`` that closes
     a link would otherwise be read as the end of its DOI."""
-    return _AUTOLINK.sub(r"\1", _LINK.sub(lambda m: f"{m.group(1)} {m.group(2)}", text))
+    return _AUTOLINK.sub(r"\1", _inline_links(text))
+
+
+def _inline_links(text: str) -> str:
+    """Each ``[text](url)`` as ``text url``: the link text runs from a ``[`` to the next ``]``,
+    the URL from the ``(`` right after it to a ``)`` before any space.
+
+    One pass over the text. Every ``[`` before a ``]`` reaches that same ``]``, so when it
+    does not open a link none of them does, and the search goes on after it; the end of a
+    URL found once serves every later ``](`` before it. (A regular expression tries each
+    ``[`` anew, to the text's end: quadratic in a run of them.)
+    """
+    out: list[str] = []
+    done = search = 0
+    url_end = -1  # the first ')' or space at or after some position, valid while ahead
+    while (start := text.find("[", search)) != -1:
+        close = text.find("]", start + 1)
+        if close == -1:
+            break
+        search = close + 1
+        if text.startswith("(", close + 1):
+            if url_end < close + 2:
+                found = _LINK_URL_END.search(text, close + 2)
+                url_end = len(text) if found is None else found.start()
+            if url_end < len(text) and text[url_end] == ")":
+                out += (text[done:start], text[start + 1 : close], " ", text[close + 2 : url_end])
+                done = search = url_end + 1
+    out.append(text[done:])
+    return "".join(out)
 
 
 def markdown_text(line: str) -> str:

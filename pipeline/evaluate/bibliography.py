@@ -9,10 +9,12 @@ negatives (the field's works the expert left out).
 A reference is a raw string (as a generated survey prints it), a string holding one
 BibTeX entry (starting with ``@``), or an object with any of ``title``, ``doi``,
 ``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not used: the release has no
-year for most candidates outside OpenAlex). Or a folder with one reference list per
+year for most candidates outside OpenAlex; a year has at most four digits). Or a folder with one reference list per
 survey, named ``<survey_id>.bib`` (BibTeX) or ``<survey_id>.md`` (Markdown), parsed by
 :mod:`pipeline.evaluate.bibformats`; other files are counted and not read. Either way
-the references keep their order.
+the references keep their order. Files are UTF-8 (a BOM at the start is dropped); a byte
+that is not, a number of more than :data:`MAX_NUMBER_DIGITS` digits or nesting deeper than the
+JSON reader's limit is an error naming the file and line.
 
 **Resolution** uses the release files alone and the pipeline's own identity rules. A
 reference may name any work of the release's works table (:data:`WORKS_TABLE_FILE`, written
@@ -77,6 +79,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -89,6 +92,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
 from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
+from pipeline.corpus.sources import regular_file_problem
 from pipeline.evaluate.bibformats import (
     BIBTEX_SUFFIX,
     MARKDOWN_SUFFIXES,
@@ -143,6 +147,10 @@ METRICS = (
 )
 
 _URL = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+")
+MAX_YEAR = 9999
+# A bibliography's numbers are years: a longer one is refused while it is read (Python
+# refuses to read an integer of more than 4,300 digits, with a ValueError of its own).
+MAX_NUMBER_DIGITS = 20
 _ROW = "_row"
 _RAW = "_raw"
 _FROM_TITLE = "_from_title"
@@ -241,29 +249,79 @@ def _reference(value: Any, where: str) -> Reference:
     year = value.get("year")
     if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
         raise BibliographyError(f"{where}: year must be an integer")
+    if year is not None and abs(year) > MAX_YEAR:
+        raise BibliographyError(f"{where}: year {year} is no year (at most {MAX_YEAR})")
     return Reference(year=year, **texts)
+
+
+class _LongNumber(ValueError):
+    """A JSON number of more than :data:`MAX_NUMBER_DIGITS` digits."""
+
+
+def _json_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_DIGITS + text.startswith("-"):
+        raise _LongNumber(text)
+    return int(text)
+
+
+def _text(data: bytes, where: str, *, first_line: int = 1) -> str:
+    """``data`` as UTF-8 text, without the BOM some editors put at a file's start.
+
+    Raises:
+        BibliographyError: a byte that is not UTF-8 (names its line and the byte).
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = first_line + data.count(b"\n", 0, e.start)
+        column = e.start - data.rfind(b"\n", 0, e.start)
+        raise BibliographyError(
+            f"{where}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at column {column}); "
+            "save the file as UTF-8"
+        ) from None
+    return text.removeprefix("\ufeff") if first_line == 1 else text
+
+
+def _json_line(line: str, where: str) -> Any:
+    """One JSONL line decoded (module docstring: what is refused).
+
+    Raises:
+        BibliographyError: not JSON, a number too long, or nested too deep.
+    """
+    try:
+        return json.loads(line, parse_int=_json_int)
+    except json.JSONDecodeError as e:
+        raise BibliographyError(f"{where}: not JSON ({e.msg})") from None
+    except _LongNumber as e:
+        raise BibliographyError(
+            f"{where}: a number of {len(str(e)):,} digits; a bibliography's numbers are years "
+            f"(at most {MAX_NUMBER_DIGITS} digits are read)"
+        ) from None
+    except RecursionError:
+        raise BibliographyError(
+            f"{where}: JSON nested deeper than the reader's limit ({sys.getrecursionlimit():,} "
+            "levels); a bibliography line nests four"
+        ) from None
 
 
 def read_bibliographies(path: Path) -> list[Bibliography]:
     """The bibliographies of a JSONL file, in file order.
 
     Raises:
-        BibliographyError: a line that is not a JSON object, without a string
+        BibliographyError: a line that is not UTF-8 or not a JSON object, without a string
             ``survey_id`` or a ``references`` list, a malformed reference, or a survey
             given twice.
         FileNotFoundError: no such file.
     """
     out: list[Bibliography] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
+    with open(path, "rb") as f:
+        for number, data in enumerate(f, start=1):
+            line = _text(data, str(path), first_line=number)
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise BibliographyError(f"{where}: not JSON ({e.msg})") from e
+            record = _json_line(line, where)
             if not isinstance(record, dict):
                 raise BibliographyError(f"{where}: a line must be a JSON object")
             survey_id = record.get(S.SURVEY_ID)
@@ -307,7 +365,8 @@ def read_folder(folder: Path) -> BibliographyInput:
     sorted name order; other entries of the folder are counted by reason.
 
     Raises:
-        BibliographyError: two files for one survey, or a BibTeX file that does not parse.
+        BibliographyError: two files for one survey, a list that is not a regular file or
+            not UTF-8, or a BibTeX file that does not parse.
     """
     skipped: Counter[str] = Counter()
     out: list[Bibliography] = []
@@ -327,7 +386,10 @@ def read_folder(folder: Path) -> BibliographyInput:
                     f"{path}: survey {survey_id!r} again (also in {seen[survey_id]})"
                 )
             seen[survey_id] = path.name
-            text = path.read_text(encoding="utf-8")
+            problem = regular_file_problem(path)
+            if problem is not None:  # a FIFO blocks a reader, /dev/zero never ends
+                raise BibliographyError(f"{path}: {problem}: not a regular file, not read")
+            text = _text(path.read_bytes(), str(path))
             try:
                 parsed = (
                     parse_bibtex(text, str(path))

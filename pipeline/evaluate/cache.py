@@ -9,10 +9,13 @@ not the bootstrap resamples, which only the summaries use), the ``[train]`` conf
 which baselines run, the mode, and the source of the ``pipeline`` package (any code edit
 starts a new entry). Embeddings live in ``<cache>/embeddings/`` (:mod:`pipeline.evaluate.models`).
 
-The cache sits next to the release (:func:`default_cache_dir`: ``<work>/eval/cache``
-for ``<work>/release``), whatever ``--out`` says, so runs written to different folders
-share it. It is an optimisation only: a cache that cannot be read or written is
-recomputed, with a warning.
+The cache lives in the folder the evaluation writes: ``<out>/cache`` with ``--out``, else
+beside the results written next to the release (``<work>/eval/cache`` for
+``<work>/release``), or in the folder ``--cache-dir`` names, which runs written to
+different folders can share. Nothing is written beside a release the evaluation was not
+told to write there: a read-only or shared release works, and two users of one release
+share no cache they did not ask for. It is an optimisation only: a cache that cannot be
+read or written is recomputed, with a warning.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pipeline.core.config import EvaluateConfig, TrainConfig
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 
-CACHE_DIR = "cache"  # under <out>/eval
+CACHE_DIR = "cache"  # under the evaluation's --out (<work>/eval by default)
 BASELINES_DIR = "baselines"
 EMBEDDINGS_DIR = "embeddings"
 CACHE_FORMAT = 1
