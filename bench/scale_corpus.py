@@ -956,7 +956,7 @@ def build(
     Files already generated with the same parameters are kept (their markers match).
     Returns the summed manifest counts (``extract``'s ``_summary.json``).
     """
-    from pipeline.engine.workdir import map_summary
+    from pipeline.engine.status import map_summary
 
     cfg = cfg or Config()
     corpus = ScaleCorpus(papers, seed, papers_per_file, survey_share)

@@ -43,22 +43,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import __version__
 from pipeline.core.config import Config
 from pipeline.core.errors import StageError, UsageError
 from pipeline.core.files import (
-    file_record,
     temp_tag,
-    write_json,
 )
 from pipeline.core.progress import Progress
-from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.corpus.archive import (
     CHUNK,
     READ_ERRORS,
     ArchiveError,
     ArchiveReader,
-    Unit,
     unit_identity,
     unit_key,
 )
@@ -68,14 +63,13 @@ from pipeline.corpus.sources import (
     display,
     resolve_inputs,
     shard,
-    source_name,
     stream_lines,
 )
 from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
+from pipeline.engine.locks import stage_lock
 from pipeline.engine.stage import FAILED, Limits, Stage
 from pipeline.engine.workdir import (
-    SUCCESS,
     failed_inputs,
     input_list,
     map_output_problem,
@@ -88,57 +82,7 @@ log = logging.getLogger("pipeline")
 DEFAULT_MAX_FAILED = "1%"
 
 
-# --------------------------------------------------------------------- keys and markers
-def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, Any]:
-    return {
-        "stage": stage.name,
-        "identity": source.identity,
-        "config_hash": cfg.section_hash(*stage.hashed_sections),
-        "schema_version": SCHEMA_VERSION,
-    }
-
-
-def input_problem(
-    stage: Stage, source: InputFile, out: Path, cfg: Config, verify: bool = False
-) -> str | None:
-    """Why input ``source`` of map stage ``stage`` is not done with ``cfg``, or None: what
-    :func:`run_map` skips by, and what a finishing Job waits on (``jobs.extract_missing``).
-
-    A file is done when its marker's key matches (input identity, config hash, schema
-    version), its outputs have the sizes (with ``verify``, the sha256) the marker records,
-    and its manifest is not damaged. An archive is done when a run read it to its end with
-    that key (its archive record) and every unit the record lists is done the same way.
-    ``"not done"`` and ``"stale"`` (the input or the config changed) are the quiet answers;
-    any other names what is wrong.
-    """
-    key = map_marker_key(stage, source, cfg)
-    if source.is_archive:
-        record = W.archive_records(out, stage, cfg).get(source.key)
-        if record is None:
-            return "not done"
-        if record.get("key") != key:
-            return "stale"
-        for unit in record.get("units", []):
-            marker = W.read_record(W.marker_path(out, stage.name, unit))
-            if marker is None:
-                return f"its unit {unit} is not done"
-            problem = map_output_problem(out, stage.name, marker, verify)
-            if problem is not None:
-                return f"its unit {unit}: {problem}"
-        return None
-    path = W.marker_path(out, stage.name, source.key)
-    marker = W.read_record(path)
-    if marker is None:
-        return f"its marker {path} is damaged" if path.exists() else "not done"
-    if marker.get("key") != key:
-        return "stale"
-    problem = map_output_problem(out, stage.name, marker, verify)
-    manifest = W.manifest_path(out, stage.name, source.key)
-    if problem is None and W.is_damaged(manifest):
-        problem = f"its manifest {manifest} is damaged"
-    return problem
-
-
+# --------------------------------------------------------------------- failure limits
 def max_failed_share(spec: str) -> float | None:
     """The share (0-1) that ``--max-failed-files`` names, or None when it names a count.
 
@@ -359,7 +303,6 @@ def _run_files(
     also be an archive's unit (:class:`_UnitSource`); one that fails leaves nothing
     (``record_failures`` off: the archive's failure is recorded once, by its reader).
     """
-    base = Path(out) / stage.name
     jobs = []
     for source, key in todo:
         finals = {t: W.map_output(Path(out), stage.name, t, source.key) for t in stage.tables}
@@ -382,22 +325,7 @@ def _run_files(
                 continue
             for t, final in finals.items():
                 os.replace(temps[t], final)
-            manifest = {
-                "stage": stage.name,
-                "source": display(source.path),
-                "source_key": source.key,
-                "revision": source.revision,
-                "key": key,
-                "counts": counts,
-                "config": cfg.to_dict(),
-                "config_hash": cfg.hash,
-                "code_version": __version__,
-                "outputs": {t: str(p.relative_to(Path(out))) for t, p in finals.items()},
-            }
-            write_json(W.manifest_path(Path(out), stage.name, source.key), manifest)
-            outputs = {p.relative_to(base).as_posix(): file_record(p) for p in finals.values()}
-            marker = {"key": key, "source": display(source.path), "outputs": outputs}
-            write_json(W.marker_path(Path(out), stage.name, source.key), marker)
+            manifest = W.write_map_done(Path(out), stage, source, key, counts, cfg, finals)
             results.append(manifest)
             _log_done(manifest)
     finally:
@@ -427,21 +355,7 @@ def _record_failure(
     finals = [W.map_output(Path(out), stage.name, t, source.key) for t in stage.tables]
     for p in (*temps.values(), *finals):
         p.unlink(missing_ok=True)
-    manifest = {
-        "stage": stage.name,
-        "status": FAILED,
-        "source": display(source.path),
-        "source_file": source_name(source),
-        "source_key": source.key,
-        "revision": source.revision,
-        "key": key,
-        FAILED: failure,
-        "counts": {"lines_read": failure["lines_read"]},
-        "config": cfg.to_dict(),
-        "config_hash": cfg.hash,
-        "code_version": __version__,
-    }
-    write_json(W.manifest_path(Path(out), stage.name, source.key), manifest)
+    manifest = W.write_map_failure(Path(out), stage, source, key, failure, cfg)
     _log_done(manifest)
     return manifest
 
@@ -511,7 +425,7 @@ def run_map(
     todo: list[tuple[InputFile, dict[str, Any]]] = []
     done = 0
     for s in sources:
-        problem = "not done" if force else input_problem(stage, s, out, cfg, verify)
+        problem = "not done" if force else W.input_problem(stage, s, out, cfg, verify)
         if problem is None:
             log.info(
                 "%s: skip %s (done: marker matches input identity and config)",
@@ -522,7 +436,7 @@ def run_map(
             continue
         if problem not in ("not done", "stale"):
             log.warning("%s: redo %s: %s", stage.name, display(s.path), problem)
-        todo.append((s, map_marker_key(stage, s, cfg)))
+        todo.append((s, W.map_marker_key(stage, s, cfg)))
     if not sources:
         return results
     log.info(
@@ -744,40 +658,6 @@ def _unit_process(
     _serve_units(_PipeInbox(conn), results, stage, out, cfg, worker)
 
 
-def _unit_marker_key(stage: Stage, cfg: Config) -> dict[str, Any]:
-    return {
-        "stage": stage.name,
-        "identity": None,  # set when the unit is read to its end (unit_identity)
-        "parts_end": None,
-        "config_hash": cfg.section_hash(*stage.hashed_sections),
-        "schema_version": SCHEMA_VERSION,
-    }
-
-
-def _unit_done(
-    stage: Stage, archive: InputFile, unit: Unit, out: Path, cfg: Config, verify: bool
-) -> str | None:
-    """None when the unit's marker matches it and its outputs are intact; else why not."""
-    path = W.marker_path(out, stage.name, unit_key(archive, unit.index))
-    if not path.exists():
-        return "not done"
-    marker = W.read_record(path, "key")
-    try:
-        key = marker["key"]  # type: ignore[index]
-        end = key["parts_end"]
-    except (KeyError, TypeError) as e:
-        return f"its marker {path} is damaged ({type(e).__name__})"
-    if not isinstance(end, int) or not 0 <= end < len(archive.parts):
-        return "its marker names no part"
-    want = _unit_marker_key(stage, cfg) | {
-        "identity": unit_identity(archive, unit, end),
-        "parts_end": end,
-    }
-    if key != want:
-        return "its members, a part it was read from, or the config changed"
-    return map_output_problem(out, stage.name, marker, verify)
-
-
 class _Feed:
     """The reader's side of the workers: bounded queues, and who is busy with what."""
 
@@ -853,7 +733,7 @@ def _read_archive(
                 unit.drain()
                 state.others += 1
                 continue
-            why = "forced" if force else _unit_done(stage, archive, unit, out, cfg, verify)
+            why = "forced" if force else W.unit_problem(stage, archive, unit, out, cfg, verify)
             if why is None:
                 unit.drain()
                 state.skipped += 1
@@ -868,7 +748,7 @@ def _read_archive(
                 "path": f"{archive.path}#{first}" + (f"..{last}" if last != first else ""),
                 "revision": archive.revision,
                 "name": first,
-                "marker_key": _unit_marker_key(stage, cfg),
+                "marker_key": W.unit_marker_key(stage, cfg),
             }
             feed.put(w, ("unit", meta))
             for member, stream in unit.members_data():
@@ -1074,7 +954,7 @@ def run_archive(
             "units_kept_this_run": len(results),
             "part": state.error.part if state.error is not None else "",
         }
-        key = {**map_marker_key(stage, archive, cfg)}
+        key = {**W.map_marker_key(stage, archive, cfg)}
         results.append(_record_failure(stage, archive, key, failed, cfg, str(out), {}))
         return results
     _close_archive(stage, archive, out, cfg, state, record_path)
@@ -1130,12 +1010,8 @@ def _pump(source: Any, send: Any, feed: _Feed) -> None:
 def _forget_changed_parts(stage: Stage, archive: InputFile, out: Path, record_path: Path) -> None:
     """Say which parts changed since the archive was last read to its end; its record
     goes (it is written again at the next end), its units are checked one by one."""
-    if not record_path.exists():
-        return
-    old = W.read_record(record_path, "parts")
-    try:
-        before = [p["identity"] for p in old["parts"]]  # type: ignore[index]
-    except (KeyError, TypeError):
+    before = W.archived_parts(record_path)
+    if before is None:  # none, or damaged
         record_path.unlink(missing_ok=True)
         return
     now = [p.identity for p in archive.parts]
@@ -1166,19 +1042,9 @@ def _close_archive(
         if W.unit_archive(key) == archive.key and key not in keep:
             W.remove_map_input(out, stage, key)
     W.manifest_path(out, stage.name, archive.key).unlink(missing_ok=True)
-    record = {
-        "key": map_marker_key(stage, archive, cfg),
-        "archive": display(archive.path),
-        "name": display(archive.name),
-        "parts": [
-            {"name": display(p.name), "bytes": p.size, "identity": p.identity}
-            for p in archive.parts
-        ],
-        "units": state.units,
-        "members": state.members,
-        "bytes_decompressed": state.decompressed,
-    }
-    write_json(record_path, record)
+    W.write_archive_record(
+        record_path, stage, archive, cfg, state.units, state.members, state.decompressed
+    )
 
 
 # --------------------------------------------------------------------- reduce execution
@@ -1235,8 +1101,8 @@ def run_reduce(
             run_reduce(stages[up], out, cfg, True, max_failed, stages=stages, limits=limits)
     # Another run on this --out may be writing this stage: the lock makes this run wait
     # for it, then find the stage done; and no run swaps an upstream stage in while this
-    # one reads it (W.stage_lock).
-    with W.stage_lock(out, stage.name, ups):
+    # one reads it (locks.stage_lock).
+    with stage_lock(out, stage.name, ups):
         return _reduce_locked(stage, out, cfg, force, max_failed, verify, stages, limits)
 
 
@@ -1293,22 +1159,8 @@ def _reduce_locked(
             counts = stage.fn(ctx)
         finally:
             shutil.rmtree(W.reduce_scratch_dir(tmp), ignore_errors=True)
-        files = {
-            p.relative_to(tmp).as_posix(): file_record(p)
-            for p in sorted(tmp.rglob("*"))
-            if p.is_file()
-        }
-        manifest = {
-            "stage": stage.name,
-            "key": stage_key(out, stage.name, cfg, stages, own_dir=tmp),
-            "files": files,
-            "counts": counts,
-            "seconds": round(time.monotonic() - t0, 3),
-            "config": cfg.to_dict(),
-            "config_hash": cfg.hash,
-            "code_version": __version__,
-        }
-        write_json(tmp / SUCCESS, manifest)
+        key = stage_key(out, stage.name, cfg, stages, own_dir=tmp)
+        manifest = W.write_success(tmp, stage.name, key, counts, cfg, t0)
         if not _swap_in(tmp, final, W.reduce_old_dir(out, stage.name)):
             # only where the file system has no locks: an identical run swapped its folder
             # in between this run's two renames

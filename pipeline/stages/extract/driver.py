@@ -1,6 +1,6 @@
 """The ``extract`` stage's driver: decode input files (or an archive's units) line by line
 into batches, hand them to the writer thread, count what is read, written and rejected,
-and report each file's counts (the engine sums them: :func:`pipeline.engine.workdir.map_summary`).
+and report each file's counts (the engine sums them: :func:`pipeline.engine.status.map_summary`).
 
 Lines read = papers written + rejects (by reason), per file, in its manifest. Across
 files, readers keep the copy of a paper from the file whose ``source_file`` (its path
