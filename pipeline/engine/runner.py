@@ -68,6 +68,7 @@ from pipeline.corpus.sources import (
 from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.locks import stage_lock
+from pipeline.engine.progress import ProgressChannel
 from pipeline.engine.stage import FAILED, Limits, Stage
 from pipeline.engine.workdir import (
     failed_inputs,
@@ -162,10 +163,7 @@ def _check_map_complete(
     check_failures(failed, len(want), max_failed, reader)
 
 
-# --------------------------------------------------------------------- progress
-_QUEUE: Any = None
-
-
+# --------------------------------------------------------------------- worker processes and signals
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL_SECONDS = 1.0
 
@@ -266,9 +264,7 @@ def _exit_interrupted(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
-def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
-    global _QUEUE
-    _QUEUE = queue
+def _init_worker(parent: int, end_on_sigint: bool = True) -> None:
     _die_with_parent(parent)
     # Ctrl-C (and a SIGTERM to the process group) reaches every process: the parent reports
     # it (one line, how to resume); a worker just ends, as if killed, instead of printing
@@ -283,22 +279,18 @@ def _init_worker(queue: Any, parent: int, end_on_sigint: bool = True) -> None:
     log.addHandler(logging.NullHandler())
 
 
-def _report(papers: int, nbytes: int, rejects: int) -> None:
-    if _QUEUE is not None:
-        _QUEUE.put((papers, nbytes, rejects))
-
-
 # --------------------------------------------------------------------- map execution
 def _run_files(
     stage: Stage,
     todo: list[tuple[InputFile, dict[str, Any]]] | list[tuple[Any, dict[str, Any]]],
     out: str,
     cfg: Config,
+    progress: ProgressChannel,
     record_failures: bool = True,
 ) -> list[dict[str, Any]]:
     """Process input files in a worker; each file's outputs and marker appear only on success.
 
-    Outputs are written to temp paths; when the stage reports a file complete, its
+    The stage reports what it reads through ``progress``. Outputs are written to temp paths; when the stage reports a file complete, its
     tables are moved into place, then its manifest, then (last) its marker. A source may
     also be an archive's unit (:class:`_UnitSource`); one that fails leaves nothing
     (``record_failures`` off: the archive's failure is recorded once, by its reader).
@@ -311,9 +303,9 @@ def _run_files(
         temps = {t: p.with_name(f"{p.name}.{temp_tag()}") for t, p in finals.items()}
         jobs.append((source, key, finals, temps))
     if stage.fn_many is not None:
-        produced = stage.fn_many([(j[0], j[3]) for j in jobs], cfg, _report)
+        produced = stage.fn_many([(j[0], j[3]) for j in jobs], cfg, progress)
     else:
-        produced = (stage.fn(j[0], j[3], cfg, _report) for j in jobs)
+        produced = (stage.fn(j[0], j[3], cfg, progress) for j in jobs)
     results = []
     try:
         for (source, key, finals, temps), counts in zip(jobs, produced, strict=False):
@@ -447,12 +439,7 @@ def run_map(
     progress = Progress(sum(s.size for s, _ in todo), stage.name)
     try:
         if workers <= 1 or len(todo) == 1:
-            global _QUEUE
-            _QUEUE = _LocalQueue(progress)
-            try:
-                results += _run_files(stage, todo, str(out), cfg)
-            finally:
-                _QUEUE = None
+            results += _run_files(stage, todo, str(out), cfg, ProgressChannel(progress))
         else:
             # a few files per task: a worker overlaps the end of one file with the next,
             # while tasks stay small enough to balance the load and resume cheaply
@@ -460,20 +447,20 @@ def run_map(
             size = max(1, min(4, len(todo) // (n * 2)))
             chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
             ctx = mp.get_context("spawn")
-            queue = ctx.Queue()
+            channel = ProgressChannel(progress, ctx.Queue())
             end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-            init_args = (queue, os.getpid(), end_on_sigint)
-            with ProcessPoolExecutor(n, ctx, _init_worker, init_args) as pool:
+            init_args = (channel.to_parent(), os.getpid(), end_on_sigint)
+            with ProcessPoolExecutor(n, ctx, _init_pool_worker, init_args) as pool:
                 # workers start with Ctrl-C ignored (a worker still importing would print a
                 # traceback), then _init_worker makes it end them quietly
                 with _starting_workers():
                     pending: set[Future[list[dict[str, Any]]]] = {
-                        pool.submit(_run_files, stage, chunk, str(out), cfg) for chunk in chunks
+                        pool.submit(_pool_task, stage, chunk, str(out), cfg) for chunk in chunks
                     }
                 try:
                     while pending:
                         finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                        _drain(queue, progress)
+                        channel.drain()
                         for fut in finished:
                             for manifest in fut.result():
                                 results.append(manifest)
@@ -484,28 +471,28 @@ def run_map(
                     for child in mp.active_children():
                         child.kill()
                     raise
-                _drain(queue, progress)
+                channel.drain()
     finally:
         progress.close()
     return results
 
 
-class _LocalQueue:
-    def __init__(self, progress: Progress):
-        self.progress = progress
-
-    def put(self, item: tuple[int, int, int]) -> None:
-        self.progress.update(*item)
+# A pool's task cannot carry a queue (multiprocessing hands one to a process only as it
+# starts), so each pool worker keeps the channel its initializer was given, set once here.
+_POOL_CHANNEL = ProgressChannel(None)  # silent until _init_pool_worker sets it
 
 
-def _drain(queue: Any, progress: Progress) -> None:
-    import queue as q
+def _init_pool_worker(channel: ProgressChannel, parent: int, end_on_sigint: bool) -> None:
+    global _POOL_CHANNEL
+    _POOL_CHANNEL = channel
+    _init_worker(parent, end_on_sigint)
 
-    while True:
-        try:
-            progress.update(*queue.get_nowait())
-        except q.Empty:
-            return
+
+def _pool_task(
+    stage: Stage, todo: list[tuple[InputFile, dict[str, Any]]], out: str, cfg: Config
+) -> list[dict[str, Any]]:
+    """:func:`_run_files` in a pool worker, reporting through its channel."""
+    return _run_files(stage, todo, out, cfg, _POOL_CHANNEL)
 
 
 def _log_done(manifest: dict[str, Any]) -> None:
@@ -627,7 +614,13 @@ class _UnitSource:
 
 
 def _serve_units(
-    inbox: _QueueInbox | _PipeInbox, results: Any, stage: Stage, out: str, cfg: Config, worker: int
+    inbox: _QueueInbox | _PipeInbox,
+    results: Any,
+    stage: Stage,
+    out: str,
+    cfg: Config,
+    worker: int,
+    progress: ProgressChannel,
 ) -> None:
     """A worker's loop: extract each unit it is sent, until told to stop."""
     while True:
@@ -636,7 +629,8 @@ def _serve_units(
             return
         source = _UnitSource(inbox, meta)
         try:
-            done = _run_files(stage, [(source, source.marker_key)], out, cfg, record_failures=False)
+            todo = [(source, source.marker_key)]
+            done = _run_files(stage, todo, out, cfg, progress, record_failures=False)
         except BaseException as e:  # reported to the parent, which stops the run
             results.put(("error", worker, meta["key"], f"{type(e).__name__}: {e}"))
             raise
@@ -650,12 +644,12 @@ def _unit_process(
     out: str,
     cfg: Config,
     worker: int,
-    queue: Any,
+    progress: ProgressChannel,
     parent: int,
     end_on_sigint: bool,
 ) -> None:
-    _init_worker(queue, parent, end_on_sigint)
-    _serve_units(_PipeInbox(conn), results, stage, out, cfg, worker)
+    _init_worker(parent, end_on_sigint)
+    _serve_units(_PipeInbox(conn), results, stage, out, cfg, worker, progress)
 
 
 class _Feed:
@@ -824,26 +818,24 @@ def run_archive(
         name="archive-reader",
         daemon=True,
     )
-    global _QUEUE
     threads: list[threading.Thread] = []
     procs: list[Any] = []
     import queue as q
 
     if workers <= 1:
         done_q: Any = q.Queue()
-        _QUEUE = _LocalQueue(progress)
+        channel = ProgressChannel(progress)
         t = threading.Thread(
             target=_serve_units,
-            args=(_QueueInbox(feed.queues[0]), done_q, stage, str(out), cfg, 0),
+            args=(_QueueInbox(feed.queues[0]), done_q, stage, str(out), cfg, 0, channel),
             name="archive-worker",
             daemon=True,
         )
         threads.append(t)
-        progress_q = None
     else:
         ctx = mp.get_context("spawn")
         done_q = ctx.Queue()
-        progress_q = ctx.Queue()
+        channel = ProgressChannel(progress, ctx.Queue())
         end_on_sigint = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
         with _starting_workers():
             for w in range(n):
@@ -857,7 +849,7 @@ def run_archive(
                         str(out),
                         cfg,
                         w,
-                        progress_q,
+                        channel.to_parent(),
                         os.getpid(),
                         end_on_sigint,
                     ),
@@ -884,8 +876,7 @@ def run_archive(
                 kind, w, key, item = done_q.get(timeout=POLL_SECONDS)
             except q.Empty:
                 kind = ""
-            if progress_q is not None:
-                _drain(progress_q, progress)
+            channel.drain()
             if kind == "done":
                 feed.finished(w)
                 if item is not None:
@@ -921,8 +912,6 @@ def run_archive(
         reader.join(timeout=5)
         for t in threads:
             t.join(timeout=1)
-        if workers <= 1:
-            _QUEUE = None
         progress.close()
     if failure is not None:
         raise RuntimeError(failure)
