@@ -33,13 +33,9 @@ from pipeline.corpus.sources import InputError
 from pipeline.engine import locks
 from pipeline.engine import status as work_status
 from pipeline.engine import workdir as W
-from pipeline.engine.runner import (
-    DEFAULT_MAX_FAILED,
-    check_map_failures,
-    max_failed_share,
-    run_map_stage,
-    run_reduce,
-)
+from pipeline.engine.failures import DEFAULT_MAX_FAILED, check_map_failures, max_failed_share
+from pipeline.engine.map_stage import run_map_stage
+from pipeline.engine.reduce import run_reduce
 from pipeline.stages import GRAPH
 
 log = logging.getLogger("pipeline")

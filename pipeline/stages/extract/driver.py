@@ -35,7 +35,7 @@ def _documents(
     source: InputFile | Any, max_line_bytes: int
 ) -> Iterable[tuple[str, Iterable[tuple[int, bytes | memoryview | LongLine]]]]:
     """``(source_file, lines)`` per document: one for an input file, one per member for an
-    archive's unit (read by ``pipeline.engine.runner.run_archive``), whose line numbers restart per
+    archive's unit (read by ``pipeline.engine.archive_stream.run_archive``), whose line numbers restart per
     member."""
     if isinstance(source, InputFile):
         return [(source_name(source), iter_lines(source, max_line_bytes))]
