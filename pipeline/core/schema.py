@@ -194,7 +194,7 @@ WORKS = pa.schema(
         # title key (pipeline.rules.titles): what the release shows, whoever cited it
         (PARSED_TITLE, pa.string()),
         (KNOWN_DATE, pa.date32()),
-        (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (stages/works/dates.py)
+        (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (works/dates.py)
         (N_CITING_PAPERS, pa.int64()),
     ]
 )
