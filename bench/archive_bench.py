@@ -22,7 +22,7 @@ from pipeline.core.config import Config
 from pipeline.corpus.archive import PACK_MTIME, ArchiveReader
 from pipeline.corpus.compression import Decompressed
 from pipeline.corpus.sources import resolve_inputs
-from pipeline.engine.runner import run_map
+from pipeline.engine.map_stage import run_map
 from pipeline.stages import GRAPH
 
 MEMBER_ROOT = "processed_unarxive_extended_data/unarXive_01981221/bench"

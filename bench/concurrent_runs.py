@@ -46,7 +46,7 @@ from pipeline.engine import workdir as W  # noqa: E402
 # markers, tables, the release, eval/, is byte-identical, so it is compared as bytes.
 TIMING_FIELD = "seconds"
 
-# what a refusal names: the other run holding the work directory (workdir.run_lock's line)
+# what a refusal names: the other run holding the work directory (locks.run_lock's line)
 REFUSAL = re.compile(r"in use by (another run|a run)")
 
 

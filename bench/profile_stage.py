@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.core.config import load_config  # noqa: E402
-from pipeline.engine.runner import run_reduce  # noqa: E402
+from pipeline.engine.reduce import run_reduce  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 
 CALLS: list[dict[str, Any]] = []

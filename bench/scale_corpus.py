@@ -6,7 +6,7 @@ module writes the four ``extract`` tables (``schema.PAPERS``, ``REFERENCES``,
 ``MENTIONS``, ``REJECTS``) with numpy and Polars, one input "file" of
 :data:`PAPERS_PER_FILE` papers at a time (memory is bounded by one file plus the
 work pools, under 1 GB at 2.3M papers). The runner's own map-stage machinery
-(:func:`pipeline.engine.runner.run_map`) moves the files into place and writes their
+(:func:`pipeline.engine.map_stage.run_map`) moves the files into place and writes their
 manifests and completion markers, so ``python -m pipeline run --out DIR`` and every
 per-stage command treat ``extract`` as done. ``pipeline synth`` stays what the demo
 and the tests use: it writes real JSONL records through ``extract``.
@@ -68,7 +68,7 @@ from pipeline.core.config import Config  # noqa: E402
 from pipeline.core.files import write_json  # noqa: E402
 from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  # noqa: E402
 from pipeline.corpus.sources import InputFile  # noqa: E402
-from pipeline.engine.runner import run_map  # noqa: E402
+from pipeline.engine.map_stage import run_map  # noqa: E402
 from pipeline.engine.workdir import INPUTS  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
@@ -956,7 +956,7 @@ def build(
     Files already generated with the same parameters are kept (their markers match).
     Returns the summed manifest counts (``extract``'s ``_summary.json``).
     """
-    from pipeline.engine.workdir import map_summary
+    from pipeline.engine.status import map_summary
 
     cfg = cfg or Config()
     corpus = ScaleCorpus(papers, seed, papers_per_file, survey_share)

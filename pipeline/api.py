@@ -30,14 +30,12 @@ from typing import Any
 from pipeline.core.config import Config, load_config, validate
 from pipeline.core.errors import UsageError
 from pipeline.corpus.sources import InputError
+from pipeline.engine import locks
+from pipeline.engine import status as work_status
 from pipeline.engine import workdir as W
-from pipeline.engine.runner import (
-    DEFAULT_MAX_FAILED,
-    check_map_failures,
-    max_failed_share,
-    run_map_stage,
-    run_reduce,
-)
+from pipeline.engine.failures import DEFAULT_MAX_FAILED, check_map_failures, max_failed_share
+from pipeline.engine.map_stage import run_map_stage
+from pipeline.engine.reduce import run_reduce
 from pipeline.stages import GRAPH
 
 log = logging.getLogger("pipeline")
@@ -319,7 +317,7 @@ def extract(
     if not specs:
         raise InputError("extract needs --input")
     stage = GRAPH["extract"]
-    with W.run_lock(out, cfg):  # a run with another config is refused (WorkDirBusyError)
+    with locks.run_lock(out, cfg):  # a run with another config is refused (WorkDirBusyError)
         every = run_map_stage(
             stage,
             specs,
@@ -332,7 +330,7 @@ def extract(
             shard_of=shard_of,
             prune=prune,
         )
-        totals = W.map_summary(out)
+        totals = work_status.map_summary(out)
         result = ExtractResult(
             out=out,
             files=totals["files"],
@@ -398,7 +396,7 @@ def reduce(
     cfg, out = config_of(config), Path(out)
     max_failed_share(max_failed_files)
     # no lock where there is no work directory: the stage refuses (upstream not done)
-    with W.run_lock(out, cfg) if out.is_dir() else contextlib.nullcontext():
+    with locks.run_lock(out, cfg) if out.is_dir() else contextlib.nullcontext():
         manifest = run_reduce(GRAPH[stage], out, cfg, force, max_failed_files, verify, stages=GRAPH)
     result = StageResult(stage, W.stage_dir(out, stage), manifest)
     log.info("%s: outputs in %s", stage, result.outputs)
@@ -429,7 +427,7 @@ def run(
     cfg, specs, out = config_of(config), _specs(inputs), Path(out)
     max_failed_share(max_failed_files)  # before any stage runs
     # held across extract (which takes it too) and the reduce stages
-    with W.run_lock(out, cfg) if specs or out.is_dir() else contextlib.nullcontext():
+    with locks.run_lock(out, cfg) if specs or out.is_dir() else contextlib.nullcontext():
         extracted = None
         if specs:
             # checksums of the extract outputs now: the reduce stages would check them before
@@ -458,7 +456,7 @@ def run(
         if evaluate_release:
             # it reads the release and renders its card again: no other run on this --out
             # swaps the release in or renders the card meanwhile
-            with W.stage_lock(out, W.RELEASE):
+            with locks.stage_lock(out, W.RELEASE):
                 evaluation = _evaluate_release(out, cfg)
     log.info("run: every stage's outputs in %s; the release in %s", out, W.release_dir(out))
     return RunResult(out, extracted, tuple(done), evaluation)
@@ -508,7 +506,7 @@ def status(out: PathLike, *, config: ConfigLike = None) -> StatusReport:
     cfg, out = config_of(config), Path(out)
     if not out.is_dir():
         raise InputError(f"--out {out}: no such work directory")
-    return StatusReport(out, W.status(out, cfg, GRAPH), W.has_work(out, GRAPH))
+    return StatusReport(out, work_status.status(out, cfg, GRAPH), work_status.has_work(out, GRAPH))
 
 
 # --------------------------------------------------------------------- evaluation, training

@@ -20,6 +20,7 @@ from pipeline import api
 from pipeline.cli import main
 from pipeline.core import schema as S
 from pipeline.engine import workdir as W
+from pipeline.engine.locks import run_lock
 from pipeline.evaluate.evalset import EvalSetError
 from pipeline.stages.extract import records, rows
 from pipeline.stages.extract.structure import Occurrence, structure
@@ -242,9 +243,9 @@ def test_12_a_dead_owners_temp_is_removed_when_its_pid_is_reused(tmp_path: Path)
 _HOLD = """
 import sys, time
 from pathlib import Path
-from pipeline.engine import workdir as W
+from pipeline.engine.locks import run_lock
 from pipeline.core.config import load_config
-with W.run_lock(Path(sys.argv[1]), load_config(sys.argv[2])):
+with run_lock(Path(sys.argv[1]), load_config(sys.argv[2])):
     print("held", flush=True)
     time.sleep(600)
 """
@@ -317,6 +318,6 @@ def test_13_without_file_locks_a_run_goes_ahead_with_a_warning(
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
     ran = False
-    with W.run_lock(tmp_path / "out", api.config_of(None)):
+    with run_lock(tmp_path / "out", api.config_of(None)):
         ran = True
     assert ran and "has no file locks" in caplog.text and "MOUNTS.md" in caplog.text

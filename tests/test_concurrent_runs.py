@@ -27,7 +27,7 @@ from pipeline.core.config import Config
 from pipeline.core.files import temp_tag
 from pipeline.engine import workdir as W
 from pipeline.engine.context import ReduceContext
-from pipeline.engine.runner import run_reduce
+from pipeline.engine.reduce import run_reduce
 from pipeline.engine.stage import Stage, stage_graph
 
 ROWS = pa.schema([("a", pa.string())])

@@ -23,7 +23,8 @@ ALLOWED = {
         "core/files.py": "the atomic writer",
         # a map file's tables (temp_tag names) and a reduce stage's whole directory are
         # committed together, in the order the markers need
-        "engine/runner.py": "multi-file commits with owner-tagged temps",
+        "engine/map_files.py": "a map file's tables, owner-tagged temps, before its marker",
+        "engine/reduce.py": "a reduce stage's whole folder, swapped in",
     },
     "hashlib.sha256": {
         "core/files.py": "the file hash",

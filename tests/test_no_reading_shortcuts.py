@@ -447,7 +447,7 @@ def test_a_work_outside_the_corpus_is_shown_by_its_majority_title_key(tmp_path: 
 
 
 def test_the_majority_title_key_wins_and_ties_take_the_smallest() -> None:
-    from pipeline.stages.works import PARSED_COUNT, parsed_titles
+    from pipeline.stages.works.partials import PARSED_COUNT, parsed_titles
 
     counts = pl.LazyFrame(
         {

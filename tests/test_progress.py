@@ -85,3 +85,32 @@ def test_reduce_stages_say_when_they_start_and_end_and_works_reports_each_file(
         assert any(
             line.startswith(f"works: pass {n}/3 ") and "1 of 1 done" in line for line in lines
         )
+
+
+def test_the_progress_channel_reaches_the_bar_in_process_and_from_a_worker() -> None:
+    """In the process that holds the bar a call updates it; the channel a worker is handed
+    (``to_parent``, pickled into the worker as it starts) holds no bar and puts on the
+    queue, which the parent drains into the bar."""
+    import queue
+
+    from pipeline.engine.progress import ProgressChannel
+
+    class Bar:
+        def __init__(self) -> None:
+            self.updates: list[tuple[int, int, int]] = []
+
+        def update(self, papers: int, nbytes: int, rejects: int) -> None:
+            self.updates.append((papers, nbytes, rejects))
+
+    bar = Bar()
+    ProgressChannel(bar)(3, 100, 1)  # type: ignore[arg-type]
+    assert bar.updates == [(3, 100, 1)]
+    channel = ProgressChannel(bar, queue.Queue())  # type: ignore[arg-type]
+    worker = channel.to_parent()
+    assert worker.bar is None
+    worker(2, 50, 0)
+    worker(1, 10, 2)
+    assert bar.updates == [(3, 100, 1)]  # nothing reaches the bar until it is drained
+    channel.drain()
+    assert bar.updates == [(3, 100, 1), (2, 50, 0), (1, 10, 2)]
+    ProgressChannel(None)(1, 1, 1)  # a channel with neither reports nowhere, silently

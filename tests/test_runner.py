@@ -324,12 +324,12 @@ def test_disk_full_is_one_line_and_rc_2(
 ) -> None:
     import errno
 
-    import pipeline.engine.runner
+    import pipeline.engine.workdir
 
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pipeline.engine.runner, "file_record", full)
+    monkeypatch.setattr(pipeline.engine.workdir, "file_record", full)
     corpus = _corpus(tmp_path, sample_lines[:2], 1)
     assert main(["extract", "--input", str(corpus), "--out", str(tmp_path / "o")]) == 2
     (message,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
@@ -339,11 +339,11 @@ def test_disk_full_is_one_line_and_rc_2(
 def test_the_runner_and_the_jobs_judge_an_input_done_alike(
     tmp_path: Path, sample_lines: list[bytes]
 ) -> None:
-    """``runner.input_problem`` is what ``run_map`` skips by and what ``jobs.extract_missing``
+    """``workdir.input_problem`` is what ``run_map`` skips by and what ``jobs.extract_missing``
     waits on: a fresh file, a finished one, a damaged manifest, another config."""
     from pipeline import jobs
     from pipeline.engine import workdir as W
-    from pipeline.engine.runner import input_problem
+    from pipeline.engine.workdir import input_problem
     from pipeline.stages import GRAPH
 
     corpus, out = tmp_path / "in", tmp_path / "out"

@@ -11,7 +11,7 @@ import pytest
 from bench.scale_corpus import REJECTS_OUT, build
 from pipeline.core import schema as S
 from pipeline.core.config import Config
-from pipeline.engine.runner import run_reduce
+from pipeline.engine.reduce import run_reduce
 from pipeline.engine.workdir import reduce_done
 from pipeline.stages import GRAPH
 

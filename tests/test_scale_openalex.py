@@ -16,7 +16,7 @@ from bench.scale_corpus import ScaleCorpus, build
 from pipeline.core import schema as S
 from pipeline.core.config import load_config
 from pipeline.corpus import openalex as OA
-from pipeline.engine.runner import run_reduce
+from pipeline.engine.reduce import run_reduce
 from pipeline.stages import GRAPH
 
 PAPERS, PER_FILE, SHARE = 1500, 500, 0.15

@@ -13,7 +13,7 @@ import pytest
 from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.engine.context import ReduceContext
-from pipeline.engine.runner import run_reduce
+from pipeline.engine.reduce import run_reduce
 from pipeline.engine.stage import Limits, Stage, StageContractError, stage_graph
 from pipeline.stages import GRAPH, STAGES
 

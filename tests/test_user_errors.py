@@ -11,7 +11,7 @@ from pipeline import api
 from pipeline.cli import main
 from pipeline.core.errors import UsageError
 from pipeline.corpus.provenance import ALLOW_FLAG
-from pipeline.engine.runner import allowed_failures
+from pipeline.engine.failures import allowed_failures
 
 
 def _one_error(capsys: pytest.CaptureFixture[str]) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pipeline
 from pipeline.core.config import Config
 from pipeline.engine import workdir as W
+from pipeline.engine.status import has_work, map_totals, status
 from pipeline.stages import GRAPH
 
 ROOT = Path(pipeline.__file__).parent
@@ -42,9 +43,9 @@ def test_paths(tmp_path: Path) -> None:
 
 
 def test_an_empty_work_dir_reports_nothing_done(tmp_path: Path) -> None:
-    report = W.status(tmp_path, Config(), GRAPH)
+    report = status(tmp_path, Config(), GRAPH)
     assert list(report) == list(GRAPH)
     assert report["extract"] == {"files_done": 0, "current": False, "files_failed": []}
     assert all(report[n] == {"done": False} for n in GRAPH if n != "extract")
-    assert not W.has_work(tmp_path, GRAPH)
-    assert W.map_totals(tmp_path, "extract") == (0, {})
+    assert not has_work(tmp_path, GRAPH)
+    assert map_totals(tmp_path, "extract") == (0, {})

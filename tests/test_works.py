@@ -21,7 +21,8 @@ from pipeline.core.files import file_record
 from pipeline.engine.workdir import MARKERS
 from pipeline.rules import aliases as A
 from pipeline.stages.extract.driver import STAGE as EXTRACT
-from pipeline.stages.works import arxiv_month_expr, connected_components
+from pipeline.stages.works.dates import arxiv_month_expr
+from pipeline.stages.works.identity import connected_components
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
 

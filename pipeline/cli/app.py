@@ -28,12 +28,8 @@ from pipeline.core.config import Config, describe, load_config
 from pipeline.core.errors import INTERRUPTED, TERMINATED, UsageError, user_message
 from pipeline.core.progress import redirect_logging
 from pipeline.corpus.sources import InputError
-from pipeline.engine.runner import (
-    DEFAULT_MAX_FAILED,
-    Terminated,
-    max_failed_share,
-    sigterm_as_interrupt,
-)
+from pipeline.engine.failures import DEFAULT_MAX_FAILED, max_failed_share
+from pipeline.engine.workers import Terminated, sigterm_as_interrupt
 from pipeline.hub.publish import ENDPOINT_HELP
 from pipeline.rules.redact import SecretFilter
 from pipeline.stages import GRAPH

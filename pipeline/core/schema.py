@@ -194,7 +194,7 @@ WORKS = pa.schema(
         # title key (pipeline.rules.titles): what the release shows, whoever cited it
         (PARSED_TITLE, pa.string()),
         (KNOWN_DATE, pa.date32()),
-        (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (stages/works.py)
+        (DATE_SOURCE, pa.string()),  # "corpus", "arxiv_id", "reference_year" (works/dates.py)
         (N_CITING_PAPERS, pa.int64()),
     ]
 )
@@ -213,7 +213,7 @@ CITES = pa.schema(
 )
 
 # works' raw identifier links (before junk identifiers lose theirs): two aliases carried
-# by one bib entry or one corpus paper, alias < other_alias (stages/works.py)
+# by one bib entry or one corpus paper, alias < other_alias (stages/works/identity.py)
 LINK_ALIAS = "alias"
 LINK_OTHER_ALIAS = "other_alias"
 LINKS = pa.schema([(LINK_ALIAS, pa.string()), (LINK_OTHER_ALIAS, pa.string())])

@@ -4,8 +4,8 @@ use (:class:`Limits`); what a reduce stage sees is :class:`pipeline.engine.conte
 A stage is a transform. It reads upstream tables with ``ctx.read(stage, table)`` (only
 stages it declares in ``reads``, with the schema their owner declares) and writes the
 tables it declares in ``outputs`` with ``ctx.write(table, frame)``; the executor
-(:mod:`pipeline.engine.runner`) makes the context, the temporary directory, the scratch folder,
-the markers and the manifests. The stage list itself is :data:`pipeline.stages.STAGES`.
+(:mod:`pipeline.engine.map_stage`, :mod:`pipeline.engine.reduce`) makes the context, the
+temporary directory, the scratch folder, the markers and the manifests. The stage list itself is :data:`pipeline.stages.STAGES`.
 """
 
 from __future__ import annotations

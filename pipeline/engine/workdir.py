@@ -1,5 +1,5 @@
-"""The work directory's layout, in one place: where every stage's outputs, markers,
-manifests and records are, and what can be read from them.
+"""The work directory's formats, in one place: where every stage's outputs, markers,
+manifests and records are, how each record is written, and what can be read from them.
 
 ::
 
@@ -23,33 +23,37 @@ manifests and records are, and what can be read from them.
                                       directory to rebuild a release with no network)
       _locks/<config hash>.lock       held (flock, shared) by every run of that config
       _locks/stages/<stage>.lock      a reduce stage's lock: exclusive while it runs, shared
-                                      while a later stage reads it (:func:`stage_lock`)
+                                      while a later stage reads it (:mod:`~pipeline.engine.locks`)
       _published.json                 what the last ``push`` of a Job published
 
-The runner (:mod:`pipeline.engine.runner`) writes these files at the paths given here; the
-API, the CLI and the Jobs ask this module where they are and what they say. A marker
-is keyed by input identity, config hash and schema version (``runner.map_marker_key``),
-never by worker rank, so a rerun with another worker count still resumes.
+Every marker, manifest, archive record, shard input list and ``_SUCCESS.json`` is written
+by a function here and read by one here, beside the check a rerun resumes by
+(:func:`input_problem`, :func:`unit_problem`, :func:`reduce_problem`); the executor
+(:mod:`~pipeline.engine.map_files`, :mod:`~pipeline.engine.archive_stream`,
+:mod:`~pipeline.engine.reduce`) calls them, and the API, the CLI and the Jobs ask this
+module where files are and what they say. A marker is keyed by input identity, config
+hash and schema version (:func:`map_marker_key`), never by worker rank, so a rerun with
+another worker count still resumes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core import schema as S
+from pipeline import __version__
 from pipeline.core.config import Config
-from pipeline.core.errors import PipelineError, StageError, option
+from pipeline.core.errors import StageError, option
 from pipeline.core.files import (
     atomic_path,
+    file_record,
     owner_alive,
     sha256_file,
     sha256_text,
@@ -58,8 +62,10 @@ from pipeline.core.files import (
 )
 from pipeline.core.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
 from pipeline.core.schema import SCHEMA_VERSION
-from pipeline.corpus.sources import InputError, InputFile, display
+from pipeline.corpus.archive import Unit, unit_identity, unit_key
+from pipeline.corpus.sources import InputError, InputFile, display, source_name
 from pipeline.engine.stage import FAILED
+from pipeline.rules.redact import redact
 
 if TYPE_CHECKING:
     from pipeline.engine.stage import Stage
@@ -271,7 +277,7 @@ def check_files(base: Path, records: dict[str, dict[str, Any]], checksum: bool) 
 # A reduce stage's own files are compared in full (sha256) on every run when they total at
 # most this much: the release is tens of MB at 2.3M papers, hashed at 1.2 GB/s in well under
 # a second. Larger stages are compared by size (and in full with --verify); the files a
-# later stage reads are hashed in full before it reads them anyway (runner.run_reduce).
+# later stage reads are hashed in full before it reads them anyway (reduce.run_reduce).
 FULL_HASH_BYTES = 1 << 30
 
 
@@ -365,6 +371,219 @@ def reduce_counts(out: Path, stage: str) -> dict[str, Any] | None:
     """The counts a finished reduce stage recorded, or None."""
     data = read_record(success_path(out, stage), "counts")
     return data["counts"] if data is not None else None
+
+
+# --------------------------------------------------------------------- markers and manifests
+# Written here and read here: what a finished input file, a failed one, an archive read to
+# its end and a finished reduce stage leave in the work directory, and whether each is done.
+def run_record(cfg: Config) -> dict[str, Any]:
+    """What every manifest and ``_SUCCESS.json`` says of the run that wrote it: the resolved
+    config, its hash and the code version."""
+    return {"config": cfg.to_dict(), "config_hash": cfg.hash, "code_version": __version__}
+
+
+def map_marker_key(stage: Stage, source: InputFile, cfg: Config) -> dict[str, Any]:
+    """The key a map stage's marker of ``source`` holds: input identity, the hash of the
+    config sections the stage depends on and the schema version, never the worker rank."""
+    return {
+        "stage": stage.name,
+        "identity": source.identity,
+        "config_hash": cfg.section_hash(*stage.hashed_sections),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def unit_marker_key(stage: Stage, cfg: Config) -> dict[str, Any]:
+    """The key of an archive unit's marker, before the unit is read to its end (which sets
+    ``identity`` and ``parts_end``: :func:`pipeline.corpus.archive.unit_identity`)."""
+    return {
+        "stage": stage.name,
+        "identity": None,  # set when the unit is read to its end (unit_identity)
+        "parts_end": None,
+        "config_hash": cfg.section_hash(*stage.hashed_sections),
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def write_map_done(
+    out: Path,
+    stage: Stage,
+    source: InputFile,
+    key: dict[str, Any],
+    counts: dict[str, Any],
+    cfg: Config,
+    finals: dict[str, Path],
+) -> dict[str, Any]:
+    """Record input ``source`` of map stage ``stage`` done, once its tables are in place at
+    ``finals``: its manifest, then (last) its marker with every output's size and sha256.
+    Returns the manifest."""
+    manifest = {
+        "stage": stage.name,
+        "source": display(source.path),
+        "source_key": source.key,
+        "revision": source.revision,
+        "key": key,
+        "counts": counts,
+        **run_record(cfg),
+        "outputs": {t: str(p.relative_to(out)) for t, p in finals.items()},
+    }
+    write_json(manifest_path(out, stage.name, source.key), manifest)
+    base = stage_dir(out, stage.name)
+    outputs = {p.relative_to(base).as_posix(): file_record(p) for p in finals.values()}
+    marker = {"key": key, "source": display(source.path), "outputs": outputs}
+    write_json(marker_path(out, stage.name, source.key), marker)
+    return manifest
+
+
+def write_map_failure(
+    out: Path,
+    stage: Stage,
+    source: InputFile,
+    key: dict[str, Any],
+    failure: dict[str, Any],
+    cfg: Config,
+) -> dict[str, Any]:
+    """Record input ``source`` failed (``failure``: its reason, the lines read before it):
+    a manifest and no marker, so the next run retries it. Returns the manifest. The reason
+    holds a library's or a server's words (a Hub answer may quote the token): redacted
+    before it is written."""
+    manifest = {
+        "stage": stage.name,
+        "status": FAILED,
+        "source": display(source.path),
+        "source_file": source_name(source),
+        "source_key": source.key,
+        "revision": source.revision,
+        "key": key,
+        FAILED: {**failure, "reason": redact(str(failure["reason"]))},
+        "counts": {"lines_read": failure["lines_read"]},
+        **run_record(cfg),
+    }
+    write_json(manifest_path(out, stage.name, source.key), manifest)
+    return manifest
+
+
+def input_problem(
+    stage: Stage, source: InputFile, out: Path, cfg: Config, verify: bool = False
+) -> str | None:
+    """Why input ``source`` of map stage ``stage`` is not done with ``cfg``, or None: what
+    :func:`pipeline.engine.map_files.run_map` skips by, and what a finishing Job waits on
+    (``jobs.extract_missing``).
+
+    A file is done when its marker's key matches (input identity, config hash, schema
+    version), its outputs have the sizes (with ``verify``, the sha256) the marker records,
+    and its manifest is not damaged. An archive is done when a run read it to its end with
+    that key (its archive record) and every unit the record lists is done the same way.
+    ``"not done"`` and ``"stale"`` (the input or the config changed) are the quiet answers;
+    any other names what is wrong.
+    """
+    key = map_marker_key(stage, source, cfg)
+    if source.is_archive:
+        record = archive_records(out, stage, cfg).get(source.key)
+        if record is None:
+            return "not done"
+        if record.get("key") != key:
+            return "stale"
+        for unit in record.get("units", []):
+            marker = read_record(marker_path(out, stage.name, unit))
+            if marker is None:
+                return f"its unit {unit} is not done"
+            problem = map_output_problem(out, stage.name, marker, verify)
+            if problem is not None:
+                return f"its unit {unit}: {problem}"
+        return None
+    path = marker_path(out, stage.name, source.key)
+    marker = read_record(path)
+    if marker is None:
+        return f"its marker {path} is damaged" if path.exists() else "not done"
+    if marker.get("key") != key:
+        return "stale"
+    problem = map_output_problem(out, stage.name, marker, verify)
+    manifest = manifest_path(out, stage.name, source.key)
+    if problem is None and is_damaged(manifest):
+        problem = f"its manifest {manifest} is damaged"
+    return problem
+
+
+def unit_problem(
+    stage: Stage, archive: InputFile, unit: Unit, out: Path, cfg: Config, verify: bool
+) -> str | None:
+    """None when the unit's marker matches it and its outputs are intact; else why not."""
+    path = marker_path(out, stage.name, unit_key(archive, unit.index))
+    if not path.exists():
+        return "not done"
+    marker = read_record(path, "key")
+    try:
+        key = marker["key"]  # type: ignore[index]
+        end = key["parts_end"]
+    except (KeyError, TypeError) as e:
+        return f"its marker {path} is damaged ({type(e).__name__})"
+    if not isinstance(end, int) or not 0 <= end < len(archive.parts):
+        return "its marker names no part"
+    want = unit_marker_key(stage, cfg) | {
+        "identity": unit_identity(archive, unit, end),
+        "parts_end": end,
+    }
+    if key != want:
+        return "its members, a part it was read from, or the config changed"
+    return map_output_problem(out, stage.name, marker, verify)
+
+
+def write_archive_record(
+    path: Path,
+    stage: Stage,
+    archive: InputFile,
+    cfg: Config,
+    units: list[str],
+    members: dict[str, int],
+    decompressed: int,
+) -> None:
+    """Record an archive read to its end: its parts, every unit's file key, its members by
+    kind and the bytes decompressed."""
+    record = {
+        "key": map_marker_key(stage, archive, cfg),
+        "archive": display(archive.path),
+        "name": display(archive.name),
+        "parts": [
+            {"name": display(p.name), "bytes": p.size, "identity": p.identity}
+            for p in archive.parts
+        ],
+        "units": units,
+        "members": members,
+        "bytes_decompressed": decompressed,
+    }
+    write_json(path, record)
+
+
+def archived_parts(path: Path) -> list[Any] | None:
+    """The identities of the parts an archive record lists, or None when there is no record
+    or it is damaged."""
+    record = read_record(path, "parts")
+    try:
+        return [p["identity"] for p in record["parts"]]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+
+
+def write_success(
+    tmp: Path, stage: str, key: str | None, counts: dict[str, Any], cfg: Config, started: float
+) -> dict[str, Any]:
+    """Write a reduce stage's ``_SUCCESS.json`` into its temporary folder ``tmp``, last: its
+    key, the size and sha256 of every file in ``tmp``, its counts and its seconds since
+    ``started`` (``time.monotonic()``). Returns it."""
+    files = {
+        p.relative_to(tmp).as_posix(): file_record(p) for p in sorted(tmp.rglob("*")) if p.is_file()
+    }
+    manifest = {
+        "stage": stage,
+        "key": key,
+        "files": files,
+        "counts": counts,
+        "seconds": round(time.monotonic() - started, 3),
+        **run_record(cfg),
+    }
+    write_json(tmp / SUCCESS, manifest)
+    return manifest
 
 
 # --------------------------------------------------------------------- map stage inputs
@@ -535,197 +754,6 @@ def failed_inputs(out: Path, stage: Stage, cfg: Config) -> list[dict[str, Any]]:
     return failed
 
 
-# --------------------------------------------------------------------- totals and status
-def map_totals(out: Path, stage: str) -> tuple[int, dict[str, int]]:
-    """Finished (not failed) manifests of a map stage, and the sum of their integer counts."""
-    manifests = [read_record(p, "counts") for p in manifest_paths(out, stage)]
-    manifests = [m for m in manifests if m is not None and m.get("status") != FAILED]
-    totals: dict[str, int] = {}
-    for m in manifests:
-        for k, v in m["counts"].items():
-            if isinstance(v, int):
-                totals[k] = totals.get(k, 0) + v
-    return len(manifests), totals
-
-
-def status(out: Path, cfg: Config, stages: Mapping[str, Stage]) -> dict[str, dict[str, Any]]:
-    """Per stage, in pipeline order: whether it is done for ``cfg``, with its counts.
-
-    A map stage: ``files_done``, ``current``, ``files_failed`` and its count totals; a
-    reduce stage: ``done`` and, when it ever finished, ``counts``.
-    """
-    report: dict[str, dict[str, Any]] = {}
-    for name, stage in stages.items():
-        if stage.kind == "map":
-            files_done, totals = map_totals(out, name)
-            report[name] = {
-                "files_done": files_done,
-                "current": stage_key(out, name, cfg, stages) is not None,
-                "files_failed": [
-                    {k: f[k] for k in ("file", "reason", "lines_read")}
-                    for f in failed_inputs(out, stage, cfg)
-                ],
-                **totals,
-            }
-        else:
-            entry: dict[str, Any] = {"done": reduce_done(out, name, cfg, stages)}
-            counts = reduce_counts(out, name)
-            if counts is not None:
-                entry["counts"] = counts
-            report[name] = entry
-    return report
-
-
-def has_work(out: Path, stages: Mapping[str, Stage]) -> bool:
-    """Whether any stage has a folder in ``out``."""
-    return any(stage_dir(out, name).is_dir() for name in stages)
-
-
-# --------------------------------------------------------------------- the lock
-class WorkDirBusyError(PipelineError, RuntimeError):
-    """A run with another config is using the work directory."""
-
-
-# what flock raises on a file system without locks (NFS without a lock manager, FUSE)
-_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL}
-
-
-@contextlib.contextmanager
-def run_lock(out: Path, cfg: Config) -> Iterator[None]:
-    """Hold ``out`` for a run with ``cfg`` while the block runs.
-
-    Runs with the same config share the work directory (shards, or one command started
-    twice, cooperate as before: markers, owner-tagged temps, atomic replaces). A run with
-    another config would replace files the first one is reading, so it is refused at once.
-    Each config's lock file is held with a shared ``flock`` and the check is made under an
-    exclusive gate, so of two runs started together exactly one is refused. The kernel
-    drops the locks of a process however it ends (kill -9 included). On a file system
-    without locks (a Jobs bucket mount, see ``MOUNTS.md``) the run goes ahead unlocked,
-    with a warning.
-
-    Raises:
-        WorkDirBusyError: a run with another config holds ``out``.
-    """
-    folder = out / LOCKS
-    folder.mkdir(parents=True, exist_ok=True)
-    mine = None
-    gate = os.open(folder / "gate", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        if _lock_or_warn(gate, out):
-            try:
-                busy = _other_configs(folder, cfg.hash)
-                if busy:
-                    raise WorkDirBusyError(
-                        f"{out} is in use by a run with another config (config hash "
-                        f"{busy[0]}); wait for it to finish, or use another --out"
-                    )
-                mine = os.open(folder / f"{cfg.hash}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(mine, fcntl.LOCK_SH)
-            finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        yield
-    finally:
-        if mine is not None:
-            os.close(mine)  # releases its lock
-        os.close(gate)
-
-
-def _lock_or_warn(gate: int, out: Path) -> bool:
-    """Take the gate (waiting for another run's check); False where there are no locks."""
-    try:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-    except OSError as e:
-        if e.errno not in _NO_LOCKS:
-            raise
-        log.warning(
-            "%s: the file system has no file locks (%s): a run with another config on this "
-            "--out is not detected (see docs/MOUNTS.md)",
-            out,
-            os.strerror(e.errno or 0),
-        )
-        return False
-    return True
-
-
-def _other_configs(folder: Path, config_hash: str) -> list[str]:
-    """Config hashes of other runs holding their lock in ``folder`` (the gate is held).
-
-    The lock file of a config no run holds is removed: nobody can be between opening it
-    and locking it, since both happen under the gate.
-    """
-    busy = []
-    for path in sorted(folder.glob("*.lock")):
-        if path.stem == config_hash:
-            continue
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            busy.append(path.stem)
-        else:
-            path.unlink(missing_ok=True)
-        finally:
-            os.close(fd)
-    return busy
-
-
-STAGE_LOCKS = "stages"  # under LOCKS: one lock file per reduce stage
-
-
-@contextlib.contextmanager
-def stage_lock(out: Path, stage: str, reads: Sequence[str] = ()) -> Iterator[None]:
-    """Hold reduce stage ``stage`` exclusively and the reduce stages it ``reads`` shared
-    while the block runs.
-
-    Two runs of one config on one ``out`` may both find a stage not done: without this,
-    both wrote it and both swapped their folder in (``os.replace(final, old)`` then
-    ``os.replace(tmp, final)``), and the loser's second rename met the winner's folder:
-    ``ENOTEMPTY``. Held, the second run waits here, then finds the stage done
-    and skips it; a stage is never swapped while another run reads it.
-
-    ``reads`` must be in pipeline order and ``stage`` after them: every run takes the locks
-    in that one order, so two runs never wait on each other in a cycle. The kernel drops
-    the locks of a process however it ends. Where the file system has no locks (a Jobs
-    bucket mount, ``docs/MOUNTS.md``) the block runs unlocked: :func:`run_lock` has
-    already warned.
-    """
-    if not out.is_dir():  # nothing to guard: the stage refuses (its upstream is not done)
-        yield
-        return
-    folder = out / LOCKS / STAGE_LOCKS
-    folder.mkdir(parents=True, exist_ok=True)
-    held: list[int] = []
-    try:
-        for name, mode in [*((r, fcntl.LOCK_SH) for r in reads), (stage, fcntl.LOCK_EX)]:
-            fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            held.append(fd)
-            if not _flock_waiting(fd, mode, stage, name):
-                break  # no locks on this file system
-        yield
-    finally:
-        for fd in reversed(held):
-            os.close(fd)  # releases its lock
-
-
-def _flock_waiting(fd: int, mode: int, stage: str, name: str) -> bool:
-    """Take ``mode`` on ``fd``, saying so when another run makes this one wait; False
-    where the file system has no locks."""
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-    except BlockingIOError:
-        what = "writing" if mode == fcntl.LOCK_SH else "writing or reading"
-        log.info("%s: another run on this --out is %s %s; waiting for it", stage, what, name)
-        fcntl.flock(fd, mode)
-    except OSError as e:
-        if e.errno not in _NO_LOCKS:
-            raise
-        return False
-    return True
-
-
 # --------------------------------------------------------------------- temps
 def clean_stale_temps(out: Path) -> None:
     """Remove temp files/dirs that killed runs left behind (they are never read).
@@ -845,58 +873,3 @@ def release_records(release: Path) -> dict[str, dict[str, Any]] | None:
     """The files the runner recorded for a release folder (its ``_SUCCESS.json``), or None."""
     record = read_record(release / SUCCESS)
     return record.get("files") if record is not None else None
-
-
-# --------------------------------------------------------------------- summary
-def map_summary(out: Path, name: str = "extract") -> dict[str, Any]:
-    """Totals over every finished input file of a map stage, plus papers (its ``papers``
-    table's ``paper_id``) present in more than one file.
-
-    Written to ``<out>/extract/_summary.json`` after each extract run (``api.extract``).
-    The copy kept for a paper found in several files is the one whose ``source_file`` sorts
-    first (:func:`pipeline.rules.tables.papers_winner`).
-    """
-    import polars as pl  # here: every command reads this module, few sum a map stage
-
-    totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
-    for path in manifest_paths(out, name):
-        manifest = read_record(path, "counts")
-        if manifest is None:  # damaged: its file is redone (runner.run_map)
-            continue
-        if manifest.get("status") == FAILED:
-            if not marker_path(out, name, path.stem).exists():
-                totals["failed_files"].append({"file": manifest["source_file"], **manifest[FAILED]})
-            continue
-        counts = manifest["counts"]
-        totals["files"] += 1
-        for k, v in counts.items():
-            if isinstance(v, int):
-                totals[k] = totals.get(k, 0) + v
-        for reason, n in counts.get("rejects", {}).items():
-            totals["rejects"][reason] = totals["rejects"].get(reason, 0) + n
-    # only outputs that match their marker's sizes: a damaged file of another shard is
-    # redone by that shard, and is checked again before any later stage reads it
-    papers = []
-    for marker in marker_paths(out, name):
-        data = read_record(marker)
-        if data is not None and map_output_problem(out, name, data, checksum=False) is None:
-            papers.append(map_output(out, name, "papers", marker.stem))
-    if papers:
-        ids = pl.scan_parquet(papers).select(S.PAPER_ID)
-        stats = ids.select(
-            pl.len().alias("rows"), pl.col(S.PAPER_ID).n_unique().alias("unique")
-        ).collect()
-        totals["duplicate_papers_across_files"] = int(stats["rows"][0] - stats["unique"][0])
-        totals["unique_papers"] = int(stats["unique"][0])
-    members: dict[str, int] = {}
-    for path in archive_record_paths(out, name):
-        record = read_record(path, "members")
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            for kind, n in (record or {}).get("members", {}).items():
-                members[kind] = members.get(kind, 0) + int(n)
-    if members:
-        # archives' members by kind: JSONL members (read), empty and non-JSONL members and
-        # directories (skipped), over every archive read to its end
-        totals["archive_members"] = dict(sorted(members.items()))
-    write_json(summary_path(out, name), totals)
-    return totals

@@ -65,13 +65,13 @@ def extract_missing(out: Path, input_spec: str, cfg: Any) -> list[str]:
     """Input files without a finished (or recorded failed) extract for their current identity.
 
     What the finishing Job waits on: the markers and manifests shard Jobs write last,
-    judged as the runner judges them (:func:`pipeline.engine.runner.input_problem`). On a bucket
+    judged as the runner judges them (:func:`pipeline.engine.workdir.input_problem`). On a bucket
     mount another Job's marker can become visible before the files it vouches for
     (uploads are flushed asynchronously, see MOUNTS.md), so a marker counts only once
     every output it records is there with its recorded size.
     """
     from pipeline.corpus.sources import resolve_inputs
-    from pipeline.engine.runner import input_problem, map_marker_key
+    from pipeline.engine.workdir import input_problem, map_marker_key
     from pipeline.stages import GRAPH
 
     stage = GRAPH["extract"]

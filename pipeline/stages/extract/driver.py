@@ -1,6 +1,6 @@
 """The ``extract`` stage's driver: decode input files (or an archive's units) line by line
 into batches, hand them to the writer thread, count what is read, written and rejected,
-and report each file's counts (the engine sums them: :func:`pipeline.engine.workdir.map_summary`).
+and report each file's counts (the engine sums them: :func:`pipeline.engine.status.map_summary`).
 
 Lines read = papers written + rejects (by reason), per file, in its manifest. Across
 files, readers keep the copy of a paper from the file whose ``source_file`` (its path
@@ -35,7 +35,7 @@ def _documents(
     source: InputFile | Any, max_line_bytes: int
 ) -> Iterable[tuple[str, Iterable[tuple[int, bytes | memoryview | LongLine]]]]:
     """``(source_file, lines)`` per document: one for an input file, one per member for an
-    archive's unit (read by ``pipeline.engine.runner.run_archive``), whose line numbers restart per
+    archive's unit (read by ``pipeline.engine.archive_stream.run_archive``), whose line numbers restart per
     member."""
     if isinstance(source, InputFile):
         return [(source_name(source), iter_lines(source, max_line_bytes))]

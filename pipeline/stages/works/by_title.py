@@ -1,0 +1,82 @@
+"""Resolution by title, for bib entries without an identifier (:mod:`pipeline.rules.titles`):
+a normalised key of every corpus title and the title-like pieces of every raw reference;
+a key naming two works links nothing."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.core import schema as S
+from pipeline.rules import titles as T
+
+_FROM_CORPUS = "_from_corpus"  # internal column (never written)
+
+
+def known_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, title_key)``: the title key of every entry resolved by identifier."""
+    return (
+        entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .select(S.WORK_ID, T.KEY)
+        .unique()
+    )
+
+
+def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
+    """``(title_key, work_id, _from_corpus)`` of the keys that name exactly one work.
+
+    Args:
+        corpus: ``(work_id, title, ...)`` of the works that are corpus papers.
+        known: :func:`known_title_keys` of every entry.
+    """
+    return (  # a key naming two works links nothing
+        pl.concat(
+            [
+                T.corpus_title_keys(corpus).with_columns(pl.lit(True).alias(_FROM_CORPUS)),
+                known.with_columns(pl.lit(False).alias(_FROM_CORPUS)),
+            ]
+        )
+        .unique()
+        .group_by(T.KEY)
+        .agg(
+            pl.col(S.WORK_ID).first(),
+            pl.col(S.WORK_ID).n_unique().alias("_n"),
+            pl.col(_FROM_CORPUS).any(),
+        )
+        .filter(pl.col("_n") == 1)
+        .drop("_n")
+        .collect(engine="streaming")
+    )
+
+
+def resolve_by_title(
+    entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame, titles: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Resolve entries without identifier by title (:mod:`pipeline.rules.titles`).
+
+    Args:
+        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries.
+        entry_work: ``(paper_id, ref_id, work_id)`` of those entries resolved by identifier.
+        titles: :func:`title_map`.
+
+    Returns:
+        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
+        ``(work_id, title_key)``: their title keys (with :func:`known_title_keys` and the
+        corpus titles, every title key known for a work, for the negatives' title rule).
+    """
+    hits = (
+        entry_keys.join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
+        .join(titles, on=T.KEY, how="inner")
+        # any segment may equal a corpus title; only the title key links to other entries
+        .filter(pl.col(_FROM_CORPUS) | (pl.col(T.SEGMENT_RANK) == 0))
+        .group_by(S.PAPER_ID, S.REF_ID)
+        .agg(pl.col(S.WORK_ID).first(), pl.col(S.WORK_ID).n_unique().alias("_n"))
+        .filter(pl.col("_n") == 1)
+        .select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+    )
+    more_keys = (
+        entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
+        .join(hits, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .select(S.WORK_ID, T.KEY)
+    )
+    return hits, more_keys

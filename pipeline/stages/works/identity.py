@@ -1,0 +1,162 @@
+"""Which identifiers name one work: the alias graph, its junk guard and its components.
+
+Identity. Every identifier is written as an *alias* string: ``arxiv:2104.06921``,
+``doi:10.1090/tran/8674``, ``openalex:W4283717483``. Two aliases are linked when
+they occur in one bib entry (its arXiv id, DOI and OpenAlex id; a DataCite arXiv
+DOI ``10.48550/arxiv.<id>`` also yields its arXiv id) or in one corpus paper (its
+``paper_id`` and its metadata DOI). A cited work is a connected component of that
+graph, found by min-label propagation in Polars (:func:`connected_components`).
+
+Canonical key. Aliases are numbered in sorted string order, and ``arxiv:`` <
+``doi:`` < ``openalex:`` sort in the order of preference, so the smallest alias of
+a component -- the label propagation converges to -- is its smallest arXiv id if it
+has one, else its smallest DOI, else its smallest OpenAlex id. That alias is the
+``work_id``.
+
+Junk guard. What glues unrelated works together is an identifier shared by several
+of them: a proceedings-volume DOI given to every paper of a volume, an OpenAlex id
+matched to the wrong records, a wrong id copied into many entries. Works are told
+apart by their strongest identifier: distinct arXiv ids are distinct works, and
+among works without an arXiv id, distinct DOIs (then distinct OpenAlex ids) are.
+So a DOI or OpenAlex id is *junk* when it is linked to more than
+``works.max_alias_partners`` distinct arXiv ids, or to more than that many distinct
+DOIs (or OpenAlex ids) that are themselves linked to no arXiv id (when no arXiv id
+is involved, those are the works' keys). A junk identifier's links are dropped: it
+stays a work of its own, reached only by entries that carry nothing else. An arXiv
+id is never junk: a popular arXiv paper is cited under several DOIs (journal,
+conference, DataCite) and OpenAlex ids (preprint and published records), and all of
+them must stay linked to it, or the entries citing it by DOI would resolve to a
+separate work (and make it a "hard negative" of a survey that cites it). The
+partners of a DOI or OpenAlex id that are linked to an arXiv id are not counted as
+DOIs/OpenAlex ids: they are that arXiv work's other names. The largest component is
+reported in the counts.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.core import schema as S
+from pipeline.core.errors import StageError
+from pipeline.rules import aliases as A
+from pipeline.rules.aliases import ALIAS, ARXIV_PREFIX, OTHER
+
+# internal columns (never written)
+NODE = "node"
+COMPONENT = "component"
+JUNK = "junk"
+KIND = "kind"
+
+
+def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
+    """``(alias,)`` of the DOIs and OpenAlex ids that glue unrelated works (module docstring).
+
+    A non-arXiv alias is junk when it is linked to more than ``max_partners`` distinct
+    arXiv ids, or to more than ``max_partners`` distinct DOIs (or OpenAlex ids) that
+    have no arXiv id among their own partners. arXiv ids are never junk.
+    """
+    both = pl.concat([links, links.select(pl.col(OTHER).alias(ALIAS), pl.col(ALIAS).alias(OTHER))])
+    is_arxiv = pl.col(OTHER).str.starts_with(ARXIV_PREFIX)
+    with_arxiv = (  # aliases with at least one arXiv partner: named by that arXiv work
+        both.filter(is_arxiv).select(pl.col(ALIAS).alias(OTHER)).unique()
+    )
+    counted = pl.concat(
+        [
+            both.filter(is_arxiv),
+            both.filter(~is_arxiv).join(with_arxiv, on=OTHER, how="anti"),
+        ]
+    )
+    return (
+        counted.filter(~pl.col(ALIAS).str.starts_with(ARXIV_PREFIX))
+        .with_columns(A.id_kind(pl.col(OTHER)).alias(KIND))
+        .group_by(ALIAS, KIND)
+        .agg(pl.col(OTHER).n_unique().alias("n"))
+        .filter(pl.col("n") > max_partners)
+        .select(ALIAS)
+        .unique()
+    )
+
+
+def connected_components(edges: pl.DataFrame, max_iterations: int) -> tuple[pl.DataFrame, int]:
+    """Connected components of an undirected graph by min-label propagation.
+
+    Each round, every node takes the smallest label among itself and its neighbours,
+    then jumps to its label's label (pointer jumping, which shortens long chains to
+    a logarithmic number of rounds). It stops when no label changes.
+
+    Args:
+        edges: columns ``node`` and ``other_alias`` (both integer node ids), one row per
+            undirected edge.
+        max_iterations: rounds after which it gives up.
+
+    Returns:
+        ``(node, component)`` for every node that has an edge (component = smallest node
+        id in its component), and the number of rounds run.
+
+    Raises:
+        RuntimeError: no convergence after ``max_iterations`` rounds.
+    """
+    u, v = NODE, OTHER
+    both = pl.concat([edges.select(u, v), edges.select(pl.col(v).alias(u), pl.col(u).alias(v))])
+    labels = both.select(pl.col(u).unique()).with_columns(pl.col(u).alias(COMPONENT))
+    for rounds in range(1, max_iterations + 1):
+        best = (
+            both.join(labels, left_on=v, right_on=u, how="inner")
+            .group_by(u)
+            .agg(pl.col(COMPONENT).min().alias("best"))
+        )
+        step = labels.join(best, on=u, how="left").select(
+            u, pl.min_horizontal(COMPONENT, "best").alias(COMPONENT)
+        )
+        jumped = step.join(
+            step.rename({u: COMPONENT, COMPONENT: "hop"}), on=COMPONENT, how="left"
+        ).select(u, pl.col("hop").alias(COMPONENT))
+        changed = (
+            labels.join(jumped, on=u, suffix="_new")
+            .filter(pl.col(COMPONENT) != pl.col(f"{COMPONENT}_new"))
+            .height
+        )
+        labels = jumped
+        if changed == 0:
+            return labels.sort(u), rounds
+    raise StageError(
+        f"works: connected components did not converge in {max_iterations} rounds "
+        f"({labels.height} linked nodes); raise works.max_label_iterations"
+    )
+
+
+def alias_nodes(alias_parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """``(node, alias)``: every alias once, numbered in sorted alias order, so the minimum node
+    of a component is its canonical alias."""
+    return (
+        pl.concat(alias_parts)
+        .unique()
+        .sort(ALIAS)
+        .with_row_index(NODE)
+        .with_columns(pl.col(NODE).cast(pl.Int64))
+    )
+
+
+def work_edges(links: pl.DataFrame, nodes: pl.DataFrame, junk: pl.DataFrame) -> pl.DataFrame:
+    """``(node, other_alias)``: the links between aliases, as node ids, without junk's."""
+    return (
+        links.lazy()
+        .join(junk.lazy(), on=ALIAS, how="anti")
+        .join(junk.lazy().rename({ALIAS: OTHER}), on=OTHER, how="anti")
+        .join(nodes.lazy(), on=ALIAS)
+        .join(nodes.lazy().rename({ALIAS: "o", NODE: "other_node"}), left_on=OTHER, right_on="o")
+        .select(NODE, pl.col("other_node").alias(OTHER))
+        .collect(engine="streaming")
+    )
+
+
+def alias_works(nodes: pl.DataFrame, components: pl.DataFrame, junk: pl.DataFrame) -> pl.DataFrame:
+    """``(alias, work_id, junk)``: every alias with the canonical alias of its component (an
+    alias without links is a work of its own)."""
+    return (
+        nodes.join(components, on=NODE, how="left")
+        .with_columns(pl.col(COMPONENT).fill_null(pl.col(NODE)))
+        .join(nodes.rename({NODE: COMPONENT, ALIAS: S.WORK_ID}), on=COMPONENT)
+        .join(junk.with_columns(pl.lit(True).alias(JUNK)), on=ALIAS, how="left")
+        .select(ALIAS, S.WORK_ID, pl.col(JUNK).fill_null(False))
+    )
