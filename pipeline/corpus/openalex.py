@@ -47,7 +47,6 @@ that source only: a run with another snapshot asks the key again.
 from __future__ import annotations
 
 import csv
-import hashlib
 import http.client
 import logging
 import time
@@ -61,7 +60,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from pipeline.core.files import atomic_path, temp_tag
+from pipeline.core.files import atomic_path, sha256_text, temp_tag
 from pipeline.corpus.sources import InputError, InputFile, InputReadError, iter_lines
 
 log = logging.getLogger("pipeline")
@@ -722,10 +721,9 @@ def _empty(folder: Path) -> bool:
 def snapshot_identity(root: Path) -> str:
     """The snapshot as the cache names the source of an answer (:attr:`Answer.asked`): its
     works and merged-works files by name and size, wherever the folder is."""
-    digest = hashlib.sha256()
-    for path in snapshot_files(root) + merged_files(root):
-        digest.update(f"{path.relative_to(root).as_posix()}\t{path.stat().st_size}\n".encode())
-    return f"snapshot:{digest.hexdigest()[:16]}"
+    kinds = (snapshot_files(root), merged_files(root))
+    sizes = [[(p.relative_to(root).as_posix(), p.stat().st_size) for p in ps] for ps in kinds]
+    return f"snapshot:{sha256_text(sizes)[:16]}"
 
 
 def _snapshot_lines(path: Path) -> Iterator[tuple[int, bytes | memoryview]]:
