@@ -287,9 +287,10 @@ def _beir_reference(qrels: dict, results: dict) -> dict[str, tuple[float, float]
 
 
 def _ours_retrieval(release: Path, tmp_path: Path, top_k: int, **model: Any) -> dict:
+    # one cache for both depths (each run has its own --out): the corpus is encoded once
     result = api.evaluate(
         release, out=tmp_path / f"top{top_k}", mode="retrieval", top_k=top_k, config=CONFIG,
-        **model,
+        cache_dir=tmp_path / "cache", **model,
     )  # fmt: skip
     return result.results
 
