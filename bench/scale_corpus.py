@@ -15,8 +15,9 @@ Shape (every share is a named constant below, with where it comes from):
 
 * papers dated 2000-2025, yearly volume growing like arXiv's; about 26% have a
   ``cs.*`` primary category, skewed like arXiv's CS categories; cross-lists;
-* about 2% of CS papers are surveys with 50-300 bib entries (titles and abstracts
-  with survey cues, so ``surveys`` detects them); other papers have 15-60;
+* about 2% of CS papers are surveys (titles and abstracts with survey cues, so
+  ``surveys`` detects them) with 50-1,100 bib entries, mean about 300, a long tail
+  (:func:`survey_bib_sizes`); other papers have 15-60;
 * cited works: arXiv works (85% of them corpus papers) and works outside arXiv
   (DOI and/or OpenAlex id); always older than the citing paper; popularity
   heavy-tailed (Pareto "fitness", so in-degrees follow a power law); most
@@ -75,7 +76,7 @@ from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
-GENERATOR_VERSION = 2  # part of every file's identity: changing the generator redoes its files
+GENERATOR_VERSION = 3  # part of every file's identity: changing the generator redoes its files
 PAPERS_PER_FILE = 25_000
 
 # ----------------------------------------------------------------- shares
@@ -113,7 +114,21 @@ OTHER_CS_CROSS_LIST = 0.03
 SURVEY_SHARE = 0.02  # of CS papers (issue 10: "a few percent of those surveys")
 OTHER_REVIEW_SHARE = 0.01  # non-CS reviews: survey cue, but never a CS survey
 FALSE_CUE_SHARE = 0.003  # CS non-surveys whose title has a masked cue ("code review")
-SURVEY_REFS = (50, 300)  # bib entries of a survey: 50 + 250 * Beta(1.5, 3) (mean ~133)
+# Bib entries of a survey: log-normal, redrawn outside [SURVEY_REFS_MIN, SURVEY_REFS_MAX]
+# (:func:`survey_bib_sizes`: mean about 298, median 250, 13% over 500, 0.5% over 1,000).
+# Measured: 21 human-written CS surveys of 2018-2025 read by hand for issue 47 cite 98 to
+# 1,052 works each, mean about 330, several over 500. Looked up, no per-survey figure
+# taken: SurGE (Su et al. 2025, arXiv 2508.15658, github.com/oneal2000/SurGE: 205 CS
+# surveys with their full citation lists) and SurveyBank (Ding et al., ICDE 2022, arXiv
+# 2110.06354, github.com/JiayuanDing100/Reading-Path-Generation: 9,321 CS surveys) publish
+# their lists on Google Drive / Dropbox and no reference-count distribution in their
+# repositories; SurveyBench (SurveyForge, huggingface.co/datasets/InternScience/SurveyBench)
+# counts 441 to 912 references per topic of about ten surveys each; Clarivate's JCR calls
+# an item citing more than 100 references a review.
+SURVEY_REFS_MEDIAN = 250  # assumption: puts the mean near 300 (issue 47: about 330)
+SURVEY_REFS_SIGMA = 0.65  # assumption: log-normal spread; 13% over 500 ("several" of 21)
+SURVEY_REFS_MIN = 50  # assumption: short surveys exist (the old model's floor; real 98)
+SURVEY_REFS_MAX = 1_100  # issue 47: the longest of the 21 real surveys cites 1,052
 PAPER_REFS = (15, 60)  # other papers: 15 + 45 * Beta(2, 2) (mean ~37)
 
 FIRST_YEAR, LAST_YEAR = 2000, 2025
@@ -348,6 +363,19 @@ def _draw_topical(
     return out
 
 
+def survey_bib_sizes(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` survey bibliography sizes: log-normal around :data:`SURVEY_REFS_MEDIAN` with
+    spread :data:`SURVEY_REFS_SIGMA`, a size outside [:data:`SURVEY_REFS_MIN`,
+    :data:`SURVEY_REFS_MAX`] drawn again (a clip would pile surveys on the cap)."""
+    mu = np.log(SURVEY_REFS_MEDIAN)
+    sizes = np.rint(rng.lognormal(mu, SURVEY_REFS_SIGMA, n))
+    outside = (sizes < SURVEY_REFS_MIN) | (sizes > SURVEY_REFS_MAX)
+    while outside.any():
+        sizes[outside] = np.rint(rng.lognormal(mu, SURVEY_REFS_SIGMA, int(outside.sum())))
+        outside = (sizes < SURVEY_REFS_MIN) | (sizes > SURVEY_REFS_MAX)
+    return sizes.astype(np.int64)
+
+
 @dataclasses.dataclass
 class ScaleCorpus:
     """The global pools of one corpus: every arXiv work (corpus papers among them) and
@@ -428,7 +456,7 @@ class ScaleCorpus:
         false_cue = is_cs & ~survey & (rng.random(n) < FALSE_CUE_SHARE)
         n_refs = np.where(
             survey,
-            SURVEY_REFS[0] + (SURVEY_REFS[1] - SURVEY_REFS[0]) * rng.beta(1.5, 3.0, n),
+            survey_bib_sizes(rng, n),
             PAPER_REFS[0] + (PAPER_REFS[1] - PAPER_REFS[0]) * rng.beta(2.0, 2.0, n),
         ).astype(np.int64)
         papers = self._papers(rng, gidx, cat, is_cs, survey, review, false_cue, n_refs, source)

@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from bench.scale_corpus import REJECTS_OUT, build
+from bench.scale_corpus import (
+    PAPER_REFS,
+    REJECTS_OUT,
+    SURVEY_REFS_MAX,
+    SURVEY_REFS_MIN,
+    build,
+    survey_bib_sizes,
+)
 from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.engine.reduce import run_reduce
@@ -48,6 +56,33 @@ def test_same_parameters_same_bytes_and_resume(corpus: Path, tmp_path: Path) -> 
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "extract").rglob("*.parquet")}
     build(tmp_path, papers=3000, papers_per_file=1000, survey_share=0.15)  # markers match: skip
     assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_survey_bibliographies_have_the_real_long_tail() -> None:
+    # issue 47: real CS surveys cite 98 to 1,052 works, mean about 330, several over 500
+    sizes = survey_bib_sizes(np.random.default_rng(7), 200_000)
+    assert sizes.min() >= SURVEY_REFS_MIN == 50
+    assert 1_000 < sizes.max() <= SURVEY_REFS_MAX == 1_100
+    assert 280 < sizes.mean() < 320
+    assert 0.08 < (sizes > 500).mean() < 0.2
+    # redrawn, not clipped: no pile of surveys on the cap
+    assert (sizes == SURVEY_REFS_MAX).mean() < 0.001
+    again = survey_bib_sizes(np.random.default_rng(7), 200_000)
+    assert np.array_equal(sizes, again)
+
+
+def test_the_corpus_surveys_draw_from_it(corpus: Path) -> None:
+    n_bib = np.concatenate(
+        [
+            pq.read_table(f, columns=[S.N_BIB_ENTRIES])[S.N_BIB_ENTRIES].to_numpy()
+            for f in sorted((corpus / "extract" / "papers").glob("*.parquet"))
+        ]
+    )
+    # other papers cite at most PAPER_REFS[1]: above it, every paper is a survey
+    surveys = n_bib[n_bib > PAPER_REFS[1]]
+    assert len(surveys) >= 80
+    assert surveys.max() > 500 and surveys.max() <= SURVEY_REFS_MAX
+    assert 250 < surveys.mean() < 350
 
 
 def test_every_reduce_stage_runs_on_it(corpus: Path) -> None:
