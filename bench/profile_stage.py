@@ -42,11 +42,11 @@ CALLS: list[dict[str, Any]] = []
 # steps of a stage outside its Polars queries, by stage (module:function)
 STEPS = {
     "release": (
-        "pipeline.stages.release:reading_lists",
-        "pipeline.stages.release:beir_views",
-        "pipeline.stages.release:aspect_rows",
-        "pipeline.stages.release:text_counts",
-        "pipeline.stages.release:split_counts",
+        "pipeline.stages.release.tables:reading_lists",
+        "pipeline.stages.release.tables:beir_views",
+        "pipeline.stages.release.tables:aspect_rows",
+        "pipeline.stages.release.counts:text_counts",
+        "pipeline.stages.release.counts:split_counts",
         "pipeline.rules.leak_audit:feature_values",
         "pipeline.rules.leak_audit:audit_values",
         "pipeline.rules.leak_audit:relative_feature_values",

@@ -363,9 +363,9 @@ def test_the_forbidden_imports_are_found() -> None:
 # stages in LAYERS and import no stage;
 # any other name, or a whole-module import, is a stage leaning on a consumer of the release.
 STAGES_FROM_EVALUATE_AND_HUB: dict[tuple[str, str], frozenset[str]] = {
-    ("pipeline.stages.release", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
-    ("pipeline.stages.release", "pipeline.hub.card"): frozenset({"render_release_card"}),
-    ("pipeline.stages.release", "pipeline.evaluate.field_baselines"): frozenset(
+    ("pipeline.stages.release.audit", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
+    ("pipeline.stages.release.metadata", "pipeline.hub.card"): frozenset({"render_release_card"}),
+    ("pipeline.stages.release.stage", "pipeline.evaluate.field_baselines"): frozenset(
         {"write_field_baselines"}
     ),
 }
@@ -393,13 +393,13 @@ def test_stages_take_only_the_probe_and_the_card_from_evaluate_and_hub() -> None
 
 def test_a_stage_leaning_on_evaluate_or_hub_is_found() -> None:
     graph = {
-        "pipeline.stages.release": {
+        "pipeline.stages.release.metadata": {
             "pipeline.hub.card": {"render_release_card", "add_results"},
-            "pipeline.evaluate.probe": {"reading_free_probe"},
         },
+        "pipeline.stages.release.audit": {"pipeline.evaluate.probe": {"reading_free_probe"}},
         "pipeline.stages.split": {"pipeline.evaluate.metrics": set()},
     }
     assert _stage_imports_of_evaluate_and_hub(graph) == [
-        "pipeline.stages.release imports pipeline.hub.card.add_results",
+        "pipeline.stages.release.metadata imports pipeline.hub.card.add_results",
         "pipeline.stages.split imports module pipeline.evaluate.metrics",
     ]

@@ -19,12 +19,13 @@ from pipeline.core import schema as S
 from pipeline.core.release_files import (
     BEIR_VIEWS,
     BIBLIOGRAPHY_BASELINES_FILE,
+    CANDIDATES_FILE,
+    READING_LISTS_FILE,
     RETRIEVAL_SPLITS,
     WORKS_TABLE_FILE,
     beir_file,
 )
 from pipeline.hub import card as CARD
-from pipeline.stages import release as R
 from pipeline.stages import split as SP
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 from tests.test_negatives import (
@@ -398,7 +399,7 @@ def test_every_config_and_split_loads_with_datasets(
         assert set(ds) == set(names.values()), config
         for split, name in names.items():
             path = (
-                R.READING_LISTS_FILE.format(split=split)
+                READING_LISTS_FILE.format(split=split)
                 if config == "reading_lists"
                 else beir_file(config, split)
                 if retrieval
@@ -476,7 +477,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
         for name, row in table.items():
             for scope in ("pooled", "per_survey"):
                 assert 0.4 <= row[scope] <= 0.6, (split, name, scope, row)
-        rows = pl.read_parquet(release / R.READING_LISTS_FILE.format(split=split))
+        rows = pl.read_parquet(release / READING_LISTS_FILE.format(split=split))
         assert (
             rows[S.CANDIDATE_DATE].drop_nulls()
             < rows[S.SURVEY_DATE].filter(rows[S.CANDIDATE_DATE].is_not_null())
@@ -515,7 +516,7 @@ def test_leak_audit_of_the_synthetic_release(synthetic_release: Path) -> None:
     for name in S.POPULARITY_COLUMNS:
         for config in ("reading_lists", "aspects"):
             assert f"| `{config}` | `{name}` | int64 | **judgment** |" in card, (config, name)
-        assert name not in pq.read_schema(release / R.CANDIDATES_FILE.format(split="eval")).names
+        assert name not in pq.read_schema(release / CANDIDATES_FILE.format(split="eval")).names
         assert not any(name in f or "citations" in f for f in probe["features"]), name
 
 
@@ -528,19 +529,19 @@ def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
     import shutil
 
     from pipeline import api
-    from pipeline.stages import release as stage
+    from pipeline.stages.release import audit, splits
 
     out = tmp_path / "work"
     shutil.copytree(synthetic_release, out)
     config = tmp_path / "error.toml"
     config.write_text('[release]\nleak_audit = "error"\n')
     if which == "relative":
-        monkeypatch.setattr(stage, "relative_audit", lambda values: {
+        monkeypatch.setattr(splits, "relative_audit", lambda values: {
             "relative_shape_similarity": {"pooled": 0.81, "per_survey": 0.83, "surveys": 3}})  # fmt: skip
         expected = "relative_shape_similarity (pooled) = 0.81"
     else:
         row = {"lgbm-reading-free": 0.7, "bm25": 0.6, "beats": True}
-        monkeypatch.setattr(stage, "reading_free_probe", lambda release, cfg, max_rows=None: {
+        monkeypatch.setattr(audit, "reading_free_probe", lambda release, cfg, max_rows=None: {
             "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"nDCG@10": row},
             "flagged": True})  # fmt: skip
         expected = "the reading-free probe beats BM25: nDCG@10 0.7 > 0.6"
