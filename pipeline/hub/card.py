@@ -452,7 +452,7 @@ def _configs_yaml(
     sha256s, from ``files``, the metadata's file records). ``datasets`` keys the cache of a
     local folder by the folder's name and a hash of the card's configs, never by the
     files' paths or contents, so without it ``load_dataset("<folder>/release", CONFIG)``
-    returned the rows of another folder named ``release``, or of an earlier build in the
+    would return the rows of another folder named ``release``, or of an earlier build in the
     same folder (datasets 5.2); a config's ``description`` is part of that hash.
     """
     eval_first = sorted(splits, key=lambda split: split != "eval")
@@ -586,77 +586,33 @@ def openalex_values(oa: dict[str, Any]) -> dict[str, str]:
 
 
 def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
-    """Placeholder values of the card templates, every number taken from ``meta``."""
-    sp = meta["splits"]
-    cfg = meta["config"]
-    rel = cfg["release"]
-    train_split, eval_split = S.SPLIT_NAMES[0], S.SPLIT_NAMES[-1]
-    totals = meta["totals"]
-    total_rows, n_surveys = totals["rows"], totals["surveys"]
-    positives, negatives = totals["positives"], totals["negatives"]
-    split_rows = [
-        [
-            s,
-            sp[s]["surveys"],
-            sp[s]["rows"],
-            sp[s]["positives"],
-            sp[s]["negatives"],
-            sp[s]["candidate_works"],
-            sp[s]["surveys_without_negatives"],
-            sp[s]["survey_date_min"],
-            sp[s]["survey_date_max"],
-        ]
-        for s in S.SPLIT_NAMES
-    ]
-    labels = cfg.get("labels", {})
-    t, r = labels.get("essential_total_mentions", ""), labels.get("essential_related_mentions", "")
-    label_rows = [
-        [k, f"`{S.LABEL_NAMES[k]}`", TIER_RULES[k].format(t=t, r=r)]
-        + [sp[s]["labels"][S.LABEL_NAMES[k]] for s in S.SPLIT_NAMES]
-        for k in sorted(S.LABEL_NAMES, reverse=True)
-    ]
-    cats = sorted({c for s in S.SPLIT_NAMES for c in sp[s]["categories"]})
-    cat_rows = [
-        [c] + [sp[s]["categories"].get(c, {}).get("surveys", 0) for s in S.SPLIT_NAMES]
-        for c in cats
-    ]
-    years = sorted({y for s in S.SPLIT_NAMES for y in sp[s]["years"]})
-    year_rows = [
-        [y] + [sp[s]["years"].get(y, {}).get("surveys", 0) for s in S.SPLIT_NAMES] for y in years
-    ]
-    roles = meta["roles"]
-    role_columns = [
-        ("surveys", "mentions in surveys"),
-        ("all_papers", "mentions in all papers"),
-        ("surveys_labelled", "labelled survey mentions"),
-    ]
-    role_header = ["role"]
-    for _, title in role_columns:
-        role_header += [title, "share"]
-    role_rows = [
-        [r]
-        + [
-            x
-            for key, _ in role_columns
-            for x in ((roles.get(key) or {}).get(r), (roles.get(f"{key}_frac") or {}).get(r))
-        ]
-        for r in S.ROLES
-    ]
-    leak = meta["leakage"]
-    res = meta["resolution"]
-    files = meta["files"]
-    audit = meta.get("leak_audit", {})
-    code_url = rel.get("code_url") or ""
-    authors = list(rel.get("authors") or [])
-    year = rel.get("year") or 0
-    contact = rel.get("contact") or ""
-    repo = repo_id(meta)
-    aspects = meta.get("aspects") or {}
-    aspect_splits = list(aspects.get("splits_written") or [])
-    prov = meta.get("provenance") or {}
-    synthetic = P.verdict(meta) != P.REAL
+    """Placeholder values of the card templates, every number taken from ``meta``: one
+    function per part of the card, in the card's order."""
     return {
-        "repo_id": repo,
+        **_identity_values(meta, splits),
+        **_citation_values(meta),
+        **_summary_values(meta),
+        **_build_values(meta),
+        **_size_values(meta),
+        **_role_values(meta),
+        **_resolution_values(meta),
+        **_files_values(meta, splits),
+        **_audit_values(meta),
+        **openalex_values(meta.get("openalex") or {}),
+        **aspect_values(meta.get("aspects") or {}, splits, S.SPLIT_NAMES[-1], S.SPLIT_NAMES[0]),
+    }
+
+
+def _identity_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
+    """What the release is and where its parts are: the front matter, the file names, the
+    splits, the label range and the code."""
+    rel = meta["config"]["release"]
+    train_split, eval_split = S.SPLIT_NAMES[0], S.SPLIT_NAMES[-1]
+    files = meta["files"]
+    code_url = rel.get("code_url") or ""
+    aspect_splits = list((meta.get("aspects") or {}).get("splits_written") or [])
+    return {
+        "repo_id": repo_id(meta),
         "source_dataset": SOURCE_DATASET,
         "license_id": LICENSE_ID,
         "license_name": LICENSE_NAME,
@@ -675,9 +631,28 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         "install_hint": f'`pip install "git+{code_url}"`'
         if code_url
         else "the `survey-reading-lists` package",
+        "main_metric": ndcg_name(10),
+        "tier_figure": TIER_FIGURE,
+        "pretty_name": rel["dataset_name"],
+        "version": meta["version"],
+        "code_version": meta["code_version"],
+        "input_revision": meta["input"]["revision"],
+        "size_category": size_category(meta["totals"]["rows"]),
+        "configs_yaml": _configs_yaml(splits, aspect_splits, meta.get("files")),
+    }
+
+
+def _citation_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The citation (BibTeX) and the contact."""
+    rel = meta["config"]["release"]
+    code_url = rel.get("code_url") or ""
+    year = rel.get("year") or 0
+    contact = rel.get("contact") or ""
+    synthetic = P.verdict(meta) != P.REAL
+    return {
         "code_url_bibtex": f"\n  url          = {{{code_url}}}," if code_url else "",
         "bibtex_key": re.sub(r"[^A-Za-z0-9]+", "_", rel["dataset_name"]).strip("_").lower(),
-        "bibtex_authors": _bibtex_authors(authors),
+        "bibtex_authors": _bibtex_authors(list(rel.get("authors") or [])),
         "bibtex_year": str(year) if year else "{YEAR}",
         "bibtex_title": f"{rel['dataset_name']}: "
         + (
@@ -687,9 +662,29 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         ),
         "contact": (f"<{contact}>" if contact.startswith("http") else f"<mailto:{contact}>")
         if contact
-        else f"The Community tab of the dataset's page, <https://huggingface.co/datasets/{repo}/discussions>",
+        else "The Community tab of the dataset's page, "
+        f"<https://huggingface.co/datasets/{repo_id(meta)}/discussions>",
+    }
+
+
+def _summary_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The top of the card: where the papers come from (with a warning when they are
+    synthetic) and the Hub's tags."""
+    synthetic = P.verdict(meta) != P.REAL
+    banner = provenance_banner(meta)
+    tags = (
+        "scientific-literature",
+        "citation-recommendation",
+        "literature-review",
+        "arxiv",
+        "unarxive",
+        "beir",
+        "mteb",
+        *(["synthetic"] if synthetic else []),
+    )
+    return {
         # with the blank line after it, so a release of real records has no gap there
-        "provenance_banner": f"{provenance_banner(meta)}\n\n" if provenance_banner(meta) else "",
+        "provenance_banner": f"{banner}\n\n" if banner else "",
         "provenance_line": provenance_line(meta),
         "summary_source": (
             "built from a corpus in the unarXive record format that is **not** real arXiv "
@@ -698,66 +693,120 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
             else f"mined from the full text of arXiv papers in [unarXive 2024]"
             f"(https://huggingface.co/datasets/{SOURCE_DATASET})"
         ),
-        "tags_yaml": "\n".join(
-            f"- {tag}"
-            for tag in (
-                "scientific-literature",
-                "citation-recommendation",
-                "literature-review",
-                "arxiv",
-                "unarxive",
-                "beir",
-                "mteb",
-                *(["synthetic"] if synthetic else []),
-            )
-        ),
-        "main_metric": ndcg_name(10),
-        "tier_figure": TIER_FIGURE,
-        "pretty_name": rel["dataset_name"],
-        "version": meta["version"],
-        "code_version": meta["code_version"],
-        "input_revision": meta["input"]["revision"],
-        "size_category": size_category(total_rows),
-        "configs_yaml": _configs_yaml(splits, aspect_splits, meta.get("files")),
+        "tags_yaml": "\n".join(f"- {tag}" for tag in tags),
+    }
+
+
+def _build_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The rules of the build, as configured: split, negatives, labels, survey floor."""
+    cfg = meta["config"]
+    labels = cfg.get("labels", {})
+    negatives = cfg["negatives"]
+    return {
         "eval_from": cfg["split"]["eval_from"],
-        "negatives_per_positive": str(cfg["negatives"]["negatives_per_positive"]),
-        "candidates_per_negative": str(cfg["negatives"].get("candidates_per_negative", "")),
-        "negative_sampling": cfg["negatives"]["negative_sampling"],
-        "negative_seed": str(cfg["negatives"]["seed"]),
-        "subfield_rule": _subfield_rule(cfg["negatives"]),
-        "essential_total_mentions": str(t),
-        "essential_related_mentions": str(r),
-        "n_surveys": f"{n_surveys:,}",
-        "n_rows": f"{total_rows:,}",
-        "n_positives": f"{positives:,}",
-        "n_negatives": f"{negatives:,}",
-        "n_papers": f"{prov.get('papers', 0):,}",
+        "negatives_per_positive": str(negatives["negatives_per_positive"]),
+        "candidates_per_negative": str(negatives.get("candidates_per_negative", "")),
+        "negative_sampling": negatives["negative_sampling"],
+        "negative_seed": str(negatives["seed"]),
+        "subfield_rule": _subfield_rule(negatives),
+        "essential_total_mentions": str(labels.get("essential_total_mentions", "")),
+        "essential_related_mentions": str(labels.get("essential_related_mentions", "")),
+        "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
+    }
+
+
+_SPLIT_COLUMNS = {
+    "split": None,
+    "surveys": "surveys",
+    "rows": "rows",
+    "positives": "positives",
+    "hard negatives": "negatives",
+    "candidate works": "candidate_works",
+    "surveys without negatives": "surveys_without_negatives",
+    "first survey": "survey_date_min",
+    "last survey": "survey_date_max",
+}
+
+
+def _size_values(meta: dict[str, Any]) -> dict[str, str]:
+    """How big the release is: totals, and per split its rows, labels, label reasons,
+    licences, categories and years."""
+    sp = meta["splits"]
+    totals = meta["totals"]
+    labels = meta["config"].get("labels", {})
+    t, r = labels.get("essential_total_mentions", ""), labels.get("essential_related_mentions", "")
+    split_rows = [
+        [s, *(sp[s][key] for key in list(_SPLIT_COLUMNS.values())[1:])] for s in S.SPLIT_NAMES
+    ]
+    label_rows = [
+        [k, f"`{S.LABEL_NAMES[k]}`", TIER_RULES[k].format(t=t, r=r)]
+        + [sp[s]["labels"][S.LABEL_NAMES[k]] for s in S.SPLIT_NAMES]
+        for k in sorted(S.LABEL_NAMES, reverse=True)
+    ]
+
+    def surveys_by(key: str) -> list[list[Any]]:
+        values = sorted({v for s in S.SPLIT_NAMES for v in sp[s][key]})
+        return [
+            [v] + [sp[s][key].get(v, {}).get("surveys", 0) for s in S.SPLIT_NAMES] for v in values
+        ]
+
+    per_split = [f"surveys ({s})" for s in S.SPLIT_NAMES]
+    return {
+        "n_surveys": f"{totals['surveys']:,}",
+        "n_rows": f"{totals['rows']:,}",
+        "n_positives": f"{totals['positives']:,}",
+        "n_negatives": f"{totals['negatives']:,}",
+        "n_papers": f"{(meta.get('provenance') or {}).get('papers', 0):,}",
         "surveys_per_split": ", ".join(f"{sp[s]['surveys']:,} `{s}`" for s in S.SPLIT_NAMES),
-        "split_table": _table(
-            [
-                "split",
-                "surveys",
-                "rows",
-                "positives",
-                "hard negatives",
-                "candidate works",
-                "surveys without negatives",
-                "first survey",
-                "last survey",
-            ],
-            split_rows,
-        ),
+        "split_table": _table(list(_SPLIT_COLUMNS), split_rows),
         "label_table": _table(
             ["label", "name", "rule", *(f"rows ({s})" for s in S.SPLIT_NAMES)], label_rows
-        ),  # fmt: skip
+        ),
         "reason_table": reason_table(sp),
         "license_table": license_table(sp),
-        "category_table": _table(
-            ["primary category", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], cat_rows
-        ),
-        "year_table": _table(["year", *(f"surveys ({s})" for s in S.SPLIT_NAMES)], year_rows),
-        "role_table": _table(role_header, role_rows),
+        "category_table": _table(["primary category", *per_split], surveys_by("categories")),
+        "year_table": _table(["year", *per_split], surveys_by("years")),
+    }
+
+
+_ROLE_COLUMNS = (
+    ("surveys", "mentions in surveys"),
+    ("all_papers", "mentions in all papers"),
+    ("surveys_labelled", "labelled survey mentions"),
+)
+
+
+def _role_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The section roles of the mentions, in surveys and in all papers."""
+    roles = meta["roles"]
+    header = ["role"]
+    for _, title in _ROLE_COLUMNS:
+        header += [title, "share"]
+    rows = [
+        [r]
+        + [
+            x
+            for key, _ in _ROLE_COLUMNS
+            for x in ((roles.get(key) or {}).get(r), (roles.get(f"{key}_frac") or {}).get(r))
+        ]
+        for r in S.ROLES
+    ]
+    return {
+        "role_table": _table(header, rows),
         "textless_sections": textless_sections(roles.get("textless_top_sections") or {}),
+    }
+
+
+def _resolution_values(meta: dict[str, Any]) -> dict[str, str]:
+    """How bib entries resolved to works, how negatives were matched, and the split's
+    leakage checks."""
+    res = meta["resolution"]
+    leak = meta["leakage"]
+    negatives = meta.get("negatives", {})
+    rounds = sorted((negatives.get("match_rounds") or {}).items(), key=lambda kv: int(kv[0]))
+    by_round = negatives.get("negatives_by_match_round", {})
+    rejected = meta.get("surveys_counts", {}).get("rejected_resolved_frac_below_floor", 0)
+    return {
         "resolution_table": _table(
             ["scope", "bib entries", "resolved", "share"],
             [
@@ -777,36 +826,9 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         ),
         "match_rounds_table": _table(
             ["round", "matched on", "negatives"],
-            [
-                [
-                    k,
-                    ", ".join(f"`{c}`" for c in cols),
-                    meta.get("negatives", {}).get("negatives_by_match_round", {}).get(k, 0),
-                ]
-                for k, cols in sorted(
-                    (meta.get("negatives", {}).get("match_rounds") or {}).items(),
-                    key=lambda kv: int(kv[0]),
-                )
-            ],
-        ),  # fmt: skip
+            [[k, ", ".join(f"`{c}`" for c in cols), by_round.get(k, 0)] for k, cols in rounds],
+        ),
         "checks_table": _table(["check", "count"], [[f"`{k}`", leak[k]] for k in sorted(leak)]),
-        "files_table": _table(
-            ["file", "rows", "sha256"],
-            [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
-        ),
-        "splits_present": ", ".join(f"`{s}`" for s in splits) or "none",
-        "field_table": field_table(),
-        "leak_audit_table": leak_audit_table(audit),
-        "relative_audit_table": leak_audit_table(audit.get("relative", {})),
-        "relative_features_list": "\n".join(
-            f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
-        ),
-        "probe_table": probe_table(audit.get("reading_free_probe") or {}),
-        "candidate_text_table": candidate_text_table(meta.get("candidate_text") or {}),
-        **openalex_values(meta.get("openalex") or {}),
-        "leak_low": str(audit.get("bounds", ["", ""])[0]),
-        "leak_high": str(audit.get("bounds", ["", ""])[1]),
-        "leak_verdict": leak_verdict(audit),
         "resolution_by_title_table": _table(
             [
                 "papers",
@@ -830,9 +852,39 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
             ],
         ),
         "positives_dropped_after_survey": f"{leak.get('positives_dated_after_survey_dropped', 0):,}",
-        "surveys_below_resolution_floor": f"{meta.get('surveys_counts', {}).get('rejected_resolved_frac_below_floor', 0):,}",
-        "min_resolved_frac": str(cfg.get("surveys", {}).get("min_resolved_frac", "")),
-        **aspect_values(aspects, splits, eval_split, train_split),
+        "surveys_below_resolution_floor": f"{rejected:,}",
+    }
+
+
+def _files_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
+    """The files of the release, the splits written, the columns and where shown texts
+    come from."""
+    files = meta["files"]
+    return {
+        "files_table": _table(
+            ["file", "rows", "sha256"],
+            [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
+        ),
+        "splits_present": ", ".join(f"`{s}`" for s in splits) or "none",
+        "field_table": field_table(),
+        "candidate_text_table": candidate_text_table(meta.get("candidate_text") or {}),
+    }
+
+
+def _audit_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The leak audit of the reading lists: its tables, the probe and the verdict."""
+    audit = meta.get("leak_audit", {})
+    bounds = audit.get("bounds", ["", ""])
+    return {
+        "leak_audit_table": leak_audit_table(audit),
+        "relative_audit_table": leak_audit_table(audit.get("relative", {})),
+        "relative_features_list": "\n".join(
+            f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
+        ),
+        "probe_table": probe_table(audit.get("reading_free_probe") or {}),
+        "leak_low": str(bounds[0]),
+        "leak_high": str(bounds[1]),
+        "leak_verdict": leak_verdict(audit),
     }
 
 
