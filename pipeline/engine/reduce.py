@@ -170,7 +170,7 @@ def _swap_in(tmp: Path, final: Path, old: Path) -> bool:
     away); False when another folder took ``final``'s place between the two renames.
 
     A folder cannot be renamed over a non-empty one, so the previous one is moved aside
-    first. Under :func:`pipeline.engine.workdir.stage_lock` nothing else renames ``final``;
+    first. Under :func:`pipeline.engine.locks.stage_lock` nothing else renames ``final``;
     without locks (a bucket mount) another run may, and its folder is then left in place.
     """
     with contextlib.suppress(FileNotFoundError):  # no previous folder, or moved already

@@ -89,7 +89,7 @@ def map_summary(out: Path, name: str = "extract") -> dict[str, Any]:
     totals: dict[str, Any] = {"files": 0, "rejects": {}, "failed_files": []}
     for path in manifest_paths(out, name):
         manifest = read_record(path, "counts")
-        if manifest is None:  # damaged: its file is redone (map_files.run_map)
+        if manifest is None:  # damaged: its file is redone (map_files.run_files)
             continue
         if manifest.get("status") == FAILED:
             if not marker_path(out, name, path.stem).exists():

@@ -467,7 +467,7 @@ def input_problem(
     stage: Stage, source: InputFile, out: Path, cfg: Config, verify: bool = False
 ) -> str | None:
     """Why input ``source`` of map stage ``stage`` is not done with ``cfg``, or None: what
-    :func:`pipeline.engine.map_files.run_map` skips by, and what a finishing Job waits on
+    :func:`pipeline.engine.map_files.run_files` skips by, and what a finishing Job waits on
     (``jobs.extract_missing``).
 
     A file is done when its marker's key matches (input identity, config hash, schema
@@ -762,8 +762,8 @@ def clean_stale_temps(out: Path) -> None:
     (shards on one machine, or on several machines sharing ``out``) do not delete
     each other's work in progress. A live run's temp folder is not entered at all, and a
     folder that disappears while it is listed is another run's (a temp folder renamed into
-    place, a scratch folder removed): both were found crashing a run that cleaned while an
-    identical run on the same ``out`` finished a stage.
+    place, a scratch folder removed): both happen when a run cleans while an identical run
+    on the same ``out`` finishes a stage.
     """
     for p in _stale_temps(out):
         if p.is_dir():
@@ -771,7 +771,7 @@ def clean_stale_temps(out: Path) -> None:
         else:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
-    # previous stage folders of versions before their names carried an owner tag
+    # previous stage folders whose names carry no owner tag: no run writes these names
     for p in out.glob(".*.old-*"):
         shutil.rmtree(p, ignore_errors=True)
 
