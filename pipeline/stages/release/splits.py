@@ -125,8 +125,8 @@ def survey_batches(
     """``(survey_id, len)`` rows cut into consecutive batches of at most ``max_rows``
     reading-list rows and at most ``max_aspect_rows`` aspect rows (``aspect_per_survey``:
     ``(survey_id, len)``; a survey with more gets a batch of its own). A survey's aspect rows
-    are about ten times its list, so a batch bounded by its list alone held the aspect rows of
-    a whole split."""
+    are about ten times its list, so a batch bounded by its list alone would hold the aspect
+    rows of a whole split."""
     if aspect_per_survey is None or aspect_per_survey.height == 0:
         return id_batches(per_survey.select(S.SURVEY_ID, "len"), max_rows)
     # one integer weight: a batch is full when either count reaches its limit
