@@ -3,7 +3,8 @@
 
 The templates are package data (``pipeline/data_cards/``, read through
 ``importlib.resources``). Nothing on the card is retyped: every number comes from
-``eval_metadata.json`` (:func:`card_values`), the field table from the schema
+``eval_metadata.json`` (:func:`card_values`; its reference tables and the leak audit's
+verdict: :mod:`pipeline.hub.card_tables`), the field table from the schema
 (:func:`field_table`), the example row from the written release (:func:`example_row`),
 the results table from ``evaluate``'s ``eval_results.json`` (:func:`read_eval_results`,
 :func:`results_table`), and the tier distribution figure it links
@@ -55,6 +56,19 @@ from pipeline.core.release_files import (
 )
 from pipeline.corpus import provenance as P
 from pipeline.evaluate.measures import ndcg_name
+from pipeline.hub.card_tables import (
+    aspect_audit_table,
+    candidate_text_table,
+    leak_audit_table,
+    leak_verdict,
+    license_table,
+    md_cell,
+    md_table,
+    passed_verdict,
+    probe_table,
+    reason_table,
+    textless_sections,
+)
 from pipeline.rules.leak_audit import ASPECT_FEATURE_DOCS, RELATIVE_DOCS
 
 CARD_TEMPLATE = "survey_reading_lists.md"
@@ -280,10 +294,10 @@ def results_table(results: dict[str, Any] | None, meta: dict[str, Any]) -> str:
         )
         summary = results["systems"].get(name, {})
         rows.append([label, *(results_cell(summary.get(m)) for m in metrics)])
-    table = _table(["system", *(f"`{m}`" for m in metrics)], rows)
+    table = md_table(["system", *(f"`{m}`" for m in metrics)], rows)
     return (
-        f"{table}\n\n{_cell(results.get('n_surveys'))} `{eval_split}` surveys, "
-        f"{_cell(results.get('n_candidates'))} judged candidates; means over surveys, "
+        f"{table}\n\n{md_cell(results.get('n_surveys'))} `{eval_split}` surveys, "
+        f"{md_cell(results.get('n_candidates'))} judged candidates; means over surveys, "
         f"{results.get('ci_method', '')} `random` is the mean over "
         f"{results.get('config', {}).get('random_seeds')} seeds; `lgbm*` are trained on "
         f"`{S.SPLIT_NAMES[0]}`. Every metric: `eval/report.md` of the evaluation."
@@ -407,22 +421,6 @@ def _subfield_rule(negatives: dict[str, Any]) -> str:
         " `own_category` entry for surveys of those categories, as a corpus paper of them is"
         " (`pipeline/rules/fields.py`)."
     )
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
 # every config of the card: (name, a file of it, its schema in pipeline.core.schema)
@@ -758,14 +756,14 @@ def _size_values(meta: dict[str, Any]) -> dict[str, str]:
         "n_negatives": f"{totals['negatives']:,}",
         "n_papers": f"{(meta.get('provenance') or {}).get('papers', 0):,}",
         "surveys_per_split": ", ".join(f"{sp[s]['surveys']:,} `{s}`" for s in S.SPLIT_NAMES),
-        "split_table": _table(list(_SPLIT_COLUMNS), split_rows),
-        "label_table": _table(
+        "split_table": md_table(list(_SPLIT_COLUMNS), split_rows),
+        "label_table": md_table(
             ["label", "name", "rule", *(f"rows ({s})" for s in S.SPLIT_NAMES)], label_rows
         ),
         "reason_table": reason_table(sp),
         "license_table": license_table(sp),
-        "category_table": _table(["primary category", *per_split], surveys_by("categories")),
-        "year_table": _table(["year", *per_split], surveys_by("years")),
+        "category_table": md_table(["primary category", *per_split], surveys_by("categories")),
+        "year_table": md_table(["year", *per_split], surveys_by("years")),
     }
 
 
@@ -792,7 +790,7 @@ def _role_values(meta: dict[str, Any]) -> dict[str, str]:
         for r in S.ROLES
     ]
     return {
-        "role_table": _table(header, rows),
+        "role_table": md_table(header, rows),
         "textless_sections": textless_sections(roles.get("textless_top_sections") or {}),
     }
 
@@ -807,7 +805,7 @@ def _resolution_values(meta: dict[str, Any]) -> dict[str, str]:
     by_round = negatives.get("negatives_by_match_round", {})
     rejected = meta.get("surveys_counts", {}).get("rejected_resolved_frac_below_floor", 0)
     return {
-        "resolution_table": _table(
+        "resolution_table": md_table(
             ["scope", "bib entries", "resolved", "share"],
             [
                 [
@@ -824,12 +822,12 @@ def _resolution_values(meta: dict[str, Any]) -> dict[str, str]:
                 ],
             ],
         ),
-        "match_rounds_table": _table(
+        "match_rounds_table": md_table(
             ["round", "matched on", "negatives"],
             [[k, ", ".join(f"`{c}`" for c in cols), by_round.get(k, 0)] for k, cols in rounds],
         ),
-        "checks_table": _table(["check", "count"], [[f"`{k}`", leak[k]] for k in sorted(leak)]),
-        "resolution_by_title_table": _table(
+        "checks_table": md_table(["check", "count"], [[f"`{k}`", leak[k]] for k in sorted(leak)]),
+        "resolution_by_title_table": md_table(
             [
                 "papers",
                 "bib entries",
@@ -861,7 +859,7 @@ def _files_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
     come from."""
     files = meta["files"]
     return {
-        "files_table": _table(
+        "files_table": md_table(
             ["file", "rows", "sha256"],
             [[f"`{k}`", v.get("rows"), f"`{v['sha256']}`"] for k, v in sorted(files.items())],
         ),
@@ -929,7 +927,7 @@ def aspect_values(
         "aspect_min_works": str(aspects.get("min_works", "")),
         "aspect_splits": ", ".join(f"`{s}`" for s in written) or "none",
         "aspect_snippet_split": eval_split if eval_split in written or not written else written[0],
-        "aspect_table": _table(
+        "aspect_table": md_table(
             [
                 "split",
                 "aspects",
@@ -944,8 +942,8 @@ def aspect_values(
             ],
             rows,
         ),  # fmt: skip
-        "aspect_kind_table": _table(["kind / level", *S.SPLIT_NAMES], kind_rows),
-        "aspect_unit_table": _table(["count", "value"], unit_rows),
+        "aspect_kind_table": md_table(["kind / level", *S.SPLIT_NAMES], kind_rows),
+        "aspect_unit_table": md_table(["count", "value"], unit_rows),
         "aspect_leak_verdict": verdict,
         "aspect_audit_table": aspect_audit_table(audit.get("splits") or {}),
         "aspect_relative_audit_table": aspect_audit_table(
@@ -957,95 +955,6 @@ def aspect_values(
             f"* `{name}`: {doc}" for name, doc in ASPECT_FEATURE_DOCS.items()
         ),
     }
-
-
-def aspect_audit_table(splits: dict[str, Any]) -> str:
-    """Feature x split of the aspects' audit: pooled, per-aspect and per-survey AUC."""
-    names = sorted({f for table in splits.values() for f in table})
-    scopes = ("pooled", "per_aspect", "per_survey")
-    header = ["feature"] + [f"{s} {c.replace('_', ' ')}" for s in sorted(splits) for c in scopes]
-    rows = [
-        [f"`{n}`"] + [splits[s].get(n, {}).get(c) for s in sorted(splits) for c in scopes]
-        for n in names
-    ]
-    return _table(header, rows) if rows else "(no aspect audited)"
-
-
-def passed_verdict(audit: dict[str, Any]) -> str:
-    """The verdict of a passed leak audit, naming the AUCs outside the bounds that chance
-    explains at the sample's size (``leak_audit.within_chance``)."""
-    chance = [
-        f"{split}: {', '.join(hits)}"
-        for table in (audit, audit.get("relative", {}))
-        for split, hits in sorted(table.get("outside_bounds_within_chance", {}).items())
-    ]
-    if not chance:
-        return "passed: every audited AUC is within the bounds and the reading-free probe does not beat BM25"
-    return (
-        "passed: every audited AUC is within the bounds or within what a feature carrying no "
-        "information reaches at this sample size, and the reading-free probe does not beat "
-        "BM25. Outside the bounds but within chance (the 95% range of an uninformative "
-        "feature: no evidence either way): " + "; ".join(chance)
-    )
-
-
-def leak_verdict(audit: dict[str, Any]) -> str:
-    """``passed: ...`` or ``FAILED: ...`` naming what the leak audit flagged, and the sample it
-    read where a split was larger than ``release.audit_sample_rows``."""
-    return _verdict(audit) + _sample_note(audit.get("sample") or {})
-
-
-def _sample_note(samples: dict[str, Any]) -> str:
-    read = [
-        f"{split} {r['surveys']:,} of {r['of_surveys']:,} surveys ({r['rows']:,} of {r['of_rows']:,} rows)"
-        for split, r in sorted(samples.items())
-        if r.get("sampled")
-    ]
-    if not read:
-        return ""
-    return (
-        " (audited on a sample of whole surveys, `leak_audit.sample` in eval_metadata.json: "
-        + "; ".join(read)
-        + ")"
-    )
-
-
-def _verdict(audit: dict[str, Any]) -> str:
-    if audit.get("passed"):
-        return passed_verdict(audit)
-    flagged = [
-        f"{split}: {', '.join(bad)}"
-        for table in (audit.get("outside_bounds", {}), audit.get("relative", {}).get("outside_bounds", {}))
-        for split, bad in sorted(table.items())
-    ]  # fmt: skip
-    if (audit.get("reading_free_probe") or {}).get("flagged"):
-        flagged.append("the reading-free probe beats BM25")
-    return "FAILED: " + "; ".join(flagged)
-
-
-def license_table(splits: dict[str, Any]) -> str:
-    """Licence x split: surveys, and candidate corpus papers, under each paper licence."""
-    names = sorted(
-        {
-            lic
-            for s in S.SPLIT_NAMES
-            for group in (splits[s].get("licenses") or {}).values()
-            for lic in group
-        }
-    )
-    rows = [
-        [f"`{lic}`"]
-        + [
-            (splits[s].get("licenses") or {}).get(group, {}).get(lic, 0)
-            for s in S.SPLIT_NAMES
-            for group in ("surveys", "candidate_papers")
-        ]
-        for lic in names
-    ]
-    header = ["licence"] + [
-        f"{what} ({s})" for s in S.SPLIT_NAMES for what in ("surveys", "candidate papers")
-    ]
-    return _table(header, rows)
 
 
 def column_role(name: str) -> str:
@@ -1077,103 +986,7 @@ def field_table() -> str:
             configs = f"`{config}`" + (f", `{view}`" if f.name in names else "")
             rows.append([configs, f"`{f.name}`", str(f.type), column_role(f.name),
                          column_doc(config, f.name)])  # fmt: skip
-    return _table(["configs", "column", "type", "role", "what it holds"], rows)
-
-
-def leak_audit_table(leak: dict[str, Any]) -> str:
-    """Feature x split: pooled AUC and mean per-survey AUC."""
-    splits = sorted(leak.get("splits", {}))
-    names = sorted({f for sp in splits for f in leak["splits"][sp]})
-    header = ["feature"] + [f"{sp} {scope}" for sp in splits for scope in ("pooled", "per survey")]
-    rows = [
-        [f"`{n}`"]
-        + [
-            leak["splits"][sp].get(n, {}).get(scope)
-            for sp in splits
-            for scope in ("pooled", "per_survey")
-        ]
-        for n in names
-    ]
-    return _table(header, rows)
-
-
-def _beats(row: dict[str, Any]) -> str:
-    """A probe table's verdict cell: a lead beyond chance, one within it (its p-value), none."""
-    if row["beats"]:
-        return "**yes**"
-    if row.get("beats_within_chance"):
-        return f"within chance (p = {row['p_value']})"
-    return "no"
-
-
-def probe_table(probe: dict[str, Any]) -> str:
-    """The reading-free probe against BM25 on the eval split, or why it was not trained."""
-    if not probe.get("metrics"):
-        return f"Not trained: {probe.get('skipped', 'no train split')}."
-    rows = [
-        [f"`{m}`", r[probe["probe"]], r[probe["reference"]], _beats(r)]
-        for m, r in probe["metrics"].items()
-    ]
-    return _table(["metric (eval)", f"`{probe['probe']}`", f"`{probe['reference']}`", "beats"],
-                  rows)  # fmt: skip
-
-
-def textless_sections(textless: dict[str, Any]) -> str:
-    """The limitation on top-level sections without text of their own: the rate measured on
-    real records (from the metadata, with its source), and this release's own count when its
-    records have the 2022 layout (the 2024 layout keeps no numbering to count them by)."""
-
-    def rate(c: dict[str, Any]) -> str:
-        share = c.get("share")
-        return f"{int(c.get('textless') or 0):,} of {int(c.get('top_sections') or 0):,}" + (
-            "" if share is None else f" (share {share:.3f})"
-        )
-
-    measured = "; ".join(f"{rate(m)} in {m['source']}" for m in textless.get("measured") or [])
-    surveys, papers = textless.get("surveys") or {}, textless.get("all_papers") or {}
-    here = (
-        f"In this release's corpus: {rate(surveys)} numbered top-level sections of the surveys, "
-        f"{rate(papers)} in all papers"
-        if papers.get("top_sections")
-        else "This release's records have the 2024 layout, which keeps no section numbers: "
-        "there such a section leaves no trace, and its share cannot be counted"
-    )
-    return (
-        "A top-level section whose first content is a subsection has no text of its own, and "
-        "unarXive does not record its heading. In the 2022 layout it is rebuilt from its "
-        "subsections' numbers and takes the role they share, not its heading's, so a survey's "
-        f'textless "Background" can count as its core. Measured on real records: {measured}. '
-        + here
-    )
-
-
-def reason_table(splits: dict[str, Any]) -> str:
-    """label_reason x split: rows and their share of the split's rows (from the metadata)."""
-    reasons = sorted({r for s in S.SPLIT_NAMES for r in splits[s].get("label_reasons", {})})
-    header = ["label_reason"]
-    for s in S.SPLIT_NAMES:
-        header += [s, "share"]
-    rows = []
-    for r in reasons:
-        row: list[Any] = [f"`{r}`"]
-        for s in S.SPLIT_NAMES:
-            share = splits[s].get("label_reasons_frac", {}).get(r)
-            row += [
-                splits[s].get("label_reasons", {}).get(r, 0),
-                "" if share is None else f"{share:.3f}",
-            ]
-        rows.append(row)
-    return _table(header, rows)
-
-
-def candidate_text_table(texts: dict[str, Any]) -> str:
-    """Split x text source: positives, hard negatives, share of the split's rows."""
-    rows = [
-        [split, f"`{source}`", c["positives"], c["negatives"], c["share"]]
-        for split, by_source in sorted(texts.items())
-        for source, c in by_source.items()
-    ]
-    return _table(["split", "text", "positives", "hard negatives", "share"], rows)
+    return md_table(["configs", "column", "type", "role", "what it holds"], rows)
 
 
 def render_card(template: str, values: dict[str, str]) -> str:
