@@ -655,11 +655,39 @@ def _private_work(rng: random.Random, p: _Paper, t: _Topic, j: int) -> _Work:
 
 
 def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -> dict[str, Any]:
+    # the passes draw from one rng in this order: the record depends on it
     survey = p.kind in ("survey", "review")
     t = TOPICS[p.topic]
     sk = _survey_skeleton(rng, p, small) if survey else _regular_skeleton(rng, p, small)
+    bib = _bibliography(corpus, p, t, rng, small, survey)
+    unit_cites = _mentions(sk, list(bib), rng, survey)
+    body, ref_entries = _body_text(sk.units, unit_cites, p, t, rng, small, survey)
+    meta = _metadata(rng, p, t)
+    return {
+        "paper_id": p.arxiv_id,
+        "_pdf_hash": None,
+        "_source_hash": _hex(rng),
+        "_source_name": f"{p.arxiv_id}.gz",
+        "metadata": meta,
+        "discipline": _discipline(p.category),
+        "abstract": {
+            "section": "Abstract",
+            "text": meta["abstract"],
+            "cite_spans": [],
+            "ref_spans": [],
+        },
+        "body_text": body,
+        "bib_entries": bib,
+        "ref_entries": ref_entries,
+        # last, so a reject's head (the line's first bytes) is as before; see pipeline.corpus.provenance
+        SYNTHETIC_FIELD: SYNTH_GENERATOR,
+    }
 
-    # ----- which works are cited
+
+def _bibliography(
+    corpus: _Corpus, p: _Paper, t: _Topic, rng: random.Random, small: bool, survey: bool
+) -> dict[str, dict[str, Any]]:
+    """Which works the paper cites: its bib entries by ref id, in citing order."""
     if survey:
         n_refs = rng.randint(30, 50) if small else int(50 + 250 * rng.random() ** 1.5)
         corpus_share = 0.35
@@ -713,8 +741,14 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         rid: _bib_entry(rng, cited[i], style, is_corpus[i], ID_LESS_EXTRA[t.cs])
         for rid, i in zip(ref_ids, order, strict=True)
     }
+    return bib
 
-    # ----- where each work is mentioned
+
+def _mentions(
+    sk: _Skeleton, ref_ids: list[str], rng: random.Random, survey: bool
+) -> list[list[str]]:
+    """Where each work is mentioned: the ref ids cited in each unit of the skeleton (a
+    cite-marked subsection heading gets its marker here)."""
     units = sk.units
     unit_cites: list[list[str]] = [[] for _ in units]
     counts = rng.choices(range(1, 7), weights=MENTION_WEIGHTS, k=len(ref_ids)) if ref_ids else []
@@ -760,8 +794,20 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
                 unit_cites[u] = []
             else:
                 unit.silent = False
+    return unit_cites
 
-    # ----- text
+
+def _body_text(
+    units: list[_Unit],
+    unit_cites: list[list[str]],
+    p: _Paper,
+    t: _Topic,
+    rng: random.Random,
+    small: bool,
+    survey: bool,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """The paragraphs of every unit with their citation markers, and the ref entries their
+    chunks bring."""
     chunks = _chunks("small" if small else "normal")
     tsent = _topic_sentences(p.topic)
     n_chunks = len(chunks)
@@ -828,27 +874,7 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
                     "ref_spans": rspans,
                 }
             )
-
-    meta = _metadata(rng, p, t)
-    return {
-        "paper_id": p.arxiv_id,
-        "_pdf_hash": None,
-        "_source_hash": _hex(rng),
-        "_source_name": f"{p.arxiv_id}.gz",
-        "metadata": meta,
-        "discipline": _discipline(p.category),
-        "abstract": {
-            "section": "Abstract",
-            "text": meta["abstract"],
-            "cite_spans": [],
-            "ref_spans": [],
-        },
-        "body_text": body,
-        "bib_entries": bib,
-        "ref_entries": ref_entries,
-        # last, so a reject's head (the line's first bytes) is as before; see pipeline.corpus.provenance
-        SYNTHETIC_FIELD: SYNTH_GENERATOR,
-    }
+    return body, ref_entries
 
 
 def _abstract(rng: random.Random, p: _Paper, t: _Topic) -> str:
