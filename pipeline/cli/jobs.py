@@ -150,6 +150,16 @@ DEFAULTS = SubmitOptions()
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``job`` and ``submit``."""
+    _add_job(sub)
+    p = _add_submit(sub)
+    _add_submit_repos(p)
+    _add_submit_schedule(p)
+    _add_submit_hardware(p)
+    _add_submit_run(p)
+
+
+def _add_job(sub: argparse._SubParsersAction) -> None:
+    """``job``: what a Job runs."""
     p = sub.add_parser(
         "job",
         help="what a Hugging Face Job runs: all | shard | finish (see `submit`)",
@@ -229,6 +239,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
     p.set_defaults(func=cmd_job)
 
+
+def _add_submit(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``submit``: the parser; its options are added by the ``_add_submit_*`` below, in the
+    order ``--help`` lists them."""
     p = sub.add_parser(
         "submit",
         help="run the whole pipeline as Hugging Face Jobs (scheduled, fanned out)",
@@ -239,6 +253,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--schedule. The config must name the card's authors and year ([release] authors, "
         "year): the Jobs push the release. --dry-run prints every spec and submits nothing.",
     )
+    p.set_defaults(func=cmd_submit)
+    return p
+
+
+def _add_submit_repos(p: argparse.ArgumentParser) -> None:
+    """Where the input, release, work directory and code live."""
     p.add_argument(
         "--input-repo",
         metavar="OWNER/NAME",
@@ -289,6 +309,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tag", metavar="TAG", default=None, help="tag of the release commit")
     p.add_argument("--private", action="store_true", help="create the release repo private")
+
+
+def _add_submit_schedule(p: argparse.ArgumentParser) -> None:
+    """When the Jobs run and how many."""
     p.add_argument(
         "--schedule",
         metavar="SCHEDULE",
@@ -303,6 +327,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=DEFAULTS.fan_out,
         help="N extract shard Jobs plus one finishing Job (default 1: one Job runs everything)",
     )
+
+
+def _add_submit_hardware(p: argparse.ArgumentParser) -> None:
+    """What the Jobs run on and for how long."""
     p.add_argument(
         "--image",
         metavar="IMAGE",
@@ -335,6 +363,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=DEFAULTS.finish_timeout,
         help="max duration of the finishing Job (default: 2d)",
     )
+
+
+def _add_submit_run(p: argparse.ArgumentParser) -> None:
+    """How the Jobs run, and what ``submit`` itself does."""
     p.add_argument(
         "--wait",
         metavar="SECONDS",
@@ -373,4 +405,3 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print every Job spec, submit nothing")
     p.add_argument("--endpoint", default=None, metavar="URL", help=ENDPOINT_HELP)
-    p.set_defaults(func=cmd_submit)

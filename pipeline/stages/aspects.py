@@ -219,11 +219,46 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
     """The aspects, their candidate rows (built survey batch by survey batch) and the counts
     of what was not an aspect."""
     cfg = ctx.cfg
-    related_min = cfg.labels.essential_related_mentions
     candidates = ctx.read("split", "candidates").select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.SPLIT)
     survey_ids = candidates.select(S.SURVEY_ID).unique().collect(engine="streaming")[S.SURVEY_ID]
     sections = scan_extract(ctx.files_by_table("extract"), "sections", survey_ids)
     unit_rows = units(sections, cfg).collect(engine="streaming")
+    mentions = _positive_mentions(ctx, candidates, survey_ids, unit_rows)
+    unit_info = unit_rows.filter(pl.col(S.SECTION_INDEX) == pl.col(_UNIT)).drop(S.SECTION_INDEX)
+    per_unit = (
+        mentions.group_by(S.PAPER_ID, _UNIT)
+        .agg(pl.len().alias("_works"), pl.col(S.N_MENTIONS).sum().alias("_mentions"))
+        .join(unit_info, on=[S.PAPER_ID, _UNIT], how="left")
+        .with_columns(pl.col("_core").fill_null(False))
+    )
+    kept = per_unit.filter(pl.col("_core") & (pl.col("_works") >= cfg.aspects.min_works))
+    aspects = _aspects_frame(kept, candidates)
+    cited = mentions.rename({S.PAPER_ID: S.SURVEY_ID, _UNIT: S.SECTION_INDEX}).join(
+        aspects.select(S.SURVEY_ID, S.SECTION_INDEX, S.ASPECT_ID),
+        on=[S.SURVEY_ID, S.SECTION_INDEX],
+        how="inner",
+    )
+    label, reason, negative_kind = _label_exprs(cfg.labels.essential_related_mentions)
+    rows = CandidateRows(aspects, candidates, cited, label, reason, negative_kind)
+    core_units = per_unit.filter(pl.col("_core"))
+    counts = {
+        "units_with_positives": per_unit.height,
+        "core_units": core_units.height,
+        "core_units_below_min_works": core_units.height - kept.height,
+        "units_outside_core": per_unit.height - core_units.height,
+        "positive_mentions": int(mentions[S.N_MENTIONS].sum() or 0),
+        "positive_mentions_in_aspects": int(cited[S.N_MENTIONS].sum() or 0),
+        "surveys": survey_ids.len(),
+        "surveys_with_aspects": aspects[S.SURVEY_ID].n_unique(),
+    }
+    return aspects, rows, counts
+
+
+def _positive_mentions(
+    ctx: ReduceContext, candidates: pl.LazyFrame, survey_ids: pl.Series, unit_rows: pl.DataFrame
+) -> pl.DataFrame:
+    """Every mention of a survey positive, with its unit: ``(paper_id, unit, work_id,
+    n_mentions)``."""
     cites = (
         ctx.read("works", "cites")
         .filter(pl.col(S.PAPER_ID).is_in(survey_ids.implode()))
@@ -233,8 +268,7 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
     positives = candidates.filter(pl.col(S.LABEL) >= 1).select(
         pl.col(S.SURVEY_ID).alias(S.PAPER_ID), S.WORK_ID
     )
-    # every mention of a survey positive, with its unit
-    mentions = (
+    return (
         scan_extract(ctx.files_by_table("extract"), "mentions", survey_ids)
         .select(S.PAPER_ID, S.REF_ID, S.SECTION_INDEX, S.N_MENTIONS)
         .join(cites, on=[S.PAPER_ID, S.REF_ID], how="inner")
@@ -248,20 +282,17 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
         .agg(pl.col(S.N_MENTIONS).sum().cast(pl.Int64))
         .collect(engine="streaming")
     )
-    unit_info = unit_rows.filter(pl.col(S.SECTION_INDEX) == pl.col(_UNIT)).drop(S.SECTION_INDEX)
-    per_unit = (
-        mentions.group_by(S.PAPER_ID, _UNIT)
-        .agg(pl.len().alias("_works"), pl.col(S.N_MENTIONS).sum().alias("_mentions"))
-        .join(unit_info, on=[S.PAPER_ID, _UNIT], how="left")
-        .with_columns(pl.col("_core").fill_null(False))
-    )
-    kept = per_unit.filter(pl.col("_core") & (pl.col("_works") >= cfg.aspects.min_works))
+
+
+def _aspects_frame(kept: pl.DataFrame, candidates: pl.LazyFrame) -> pl.DataFrame:
+    """``schema.ASPECTS``: the kept units, ranked within their survey, with their split and
+    counts."""
     survey_split = candidates.select(S.SURVEY_ID, S.SPLIT).unique().collect(engine="streaming")
     per_survey = candidates.group_by(S.SURVEY_ID).agg(
         (pl.col(S.LABEL) >= 1).sum().cast(pl.Int64).alias("_survey_positives"),
         (pl.col(S.LABEL) == 0).sum().cast(pl.Int64).alias(S.N_HARD_NEGATIVES),
     )
-    aspects = (
+    return (
         kept.rename({S.PAPER_ID: S.SURVEY_ID, _UNIT: S.SECTION_INDEX})
         .sort(S.SURVEY_ID, S.SECTION_INDEX)
         .with_columns(
@@ -279,11 +310,11 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
         .select(S.ASPECTS.names)
         .sort(S.ASPECT_ID)
     )
-    cited = mentions.rename({S.PAPER_ID: S.SURVEY_ID, _UNIT: S.SECTION_INDEX}).join(
-        aspects.select(S.SURVEY_ID, S.SECTION_INDEX, S.ASPECT_ID),
-        on=[S.SURVEY_ID, S.SECTION_INDEX],
-        how="inner",
-    )
+
+
+def _label_exprs(related_min: int) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """An aspect candidate's label, reason and negative kind, from its mentions in the unit
+    and its label in the survey."""
     label = (
         pl.when(pl.col(S.N_MENTIONS) >= related_min)
         .then(4)
@@ -308,19 +339,7 @@ def aspect_tables(ctx: ReduceContext) -> tuple[pl.DataFrame, CandidateRows, dict
         .then(pl.lit(IN_SURVEY))
         .otherwise(pl.lit(HARD))
     )
-    rows = CandidateRows(aspects, candidates, cited, label, reason, negative_kind)
-    core_units = per_unit.filter(pl.col("_core"))
-    counts = {
-        "units_with_positives": per_unit.height,
-        "core_units": core_units.height,
-        "core_units_below_min_works": core_units.height - kept.height,
-        "units_outside_core": per_unit.height - core_units.height,
-        "positive_mentions": int(mentions[S.N_MENTIONS].sum() or 0),
-        "positive_mentions_in_aspects": int(cited[S.N_MENTIONS].sum() or 0),
-        "surveys": survey_ids.len(),
-        "surveys_with_aspects": aspects[S.SURVEY_ID].n_unique(),
-    }
-    return aspects, rows, counts
+    return label, reason, negative_kind
 
 
 def summary(aspects: pl.DataFrame) -> dict[str, Any]:

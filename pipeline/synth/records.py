@@ -441,124 +441,139 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
     trap = TRAPS[p.trap][2] if p.trap >= 0 else ""
     if rng.random() < 0.05:
         sk.section("", "-1", "pre", 0.3, sec_type="")
-    n = 1
     sk.section("Introduction", "1", "intro", 1.6)
-    if not t.cs:
-        n += 1
-        sk.section(
-            rng.choice(("Preliminaries", "Setup and Notation", "The Model")), str(n), "related", 1.0
-        )
-        n += 1
-        g = sk.section("Main Results", str(n), "method", 1.4)
-        if rng.random() < 0.5:
-            for i in range(1, rng.randint(2, 3) + 1):
-                sk.sub(
-                    g,
-                    rng.choice(
-                        ("Upper Bounds", "Lower Bounds", "Proof of Theorem 1", "Auxiliary Lemmas")
-                    ),
-                    _numbering(dotted, str(n), i),
-                )
-        if rng.random() < 0.05:
-            # Untitled subsubsections exist in the real data (section null).
-            sk.sub(g, None, "1", "subsubsection")
-        if rng.random() < 0.5:
-            n += 1
-            sk.section(
-                rng.choice(("Numerical Results", "Numerical Experiments", "Simulations")),
-                str(n),
-                "exp",
-                1.0,
+    if t.cs:
+        _cs_sections(sk, rng, p, dotted, trap)
+    else:
+        _math_sections(sk, rng, dotted)
+    _back_matter(sk, rng, small)
+    return sk
+
+
+def _math_sections(sk: _Skeleton, rng: random.Random, dotted: bool) -> None:
+    """The body of a paper outside CS, after its introduction: results and proofs."""
+    n = 2  # section 1 is the introduction
+    sk.section(
+        rng.choice(("Preliminaries", "Setup and Notation", "The Model")), str(n), "related", 1.0
+    )
+    n += 1
+    g = sk.section("Main Results", str(n), "method", 1.4)
+    if rng.random() < 0.5:
+        for i in range(1, rng.randint(2, 3) + 1):
+            sk.sub(
+                g,
+                rng.choice(
+                    ("Upper Bounds", "Lower Bounds", "Proof of Theorem 1", "Auxiliary Lemmas")
+                ),
+                _numbering(dotted, str(n), i),
             )
+    if rng.random() < 0.05:
+        # Untitled subsubsections exist in the real data (section null).
+        sk.sub(g, None, "1", "subsubsection")
+    if rng.random() < 0.5:
         n += 1
         sk.section(
-            rng.choice(("Discussion", "Conclusion", "Comments and Open Problems")),
+            rng.choice(("Numerical Results", "Numerical Experiments", "Simulations")),
             str(n),
-            "concl",
-            0.6,
+            "exp",
+            1.0,
         )
+    n += 1
+    sk.section(
+        rng.choice(("Discussion", "Conclusion", "Comments and Open Problems")),
+        str(n),
+        "concl",
+        0.6,
+    )
+
+
+def _cs_sections(sk: _Skeleton, rng: random.Random, p: _Paper, dotted: bool, trap: str) -> None:
+    """The body of a CS paper, after its introduction: related work, method, experiments."""
+    n = 2  # section 1 is the introduction
+    g = sk.section(
+        rng.choice(
+            (
+                "Related Work",
+                "Related Work",
+                "Related Works",
+                "Background and Related Work",
+                "Prior Work",
+            )
+        ),
+        str(n),
+        "related",
+        1.2,
+    )
+    if rng.random() < 0.4:
+        for i, h in enumerate(
+            (p.family, TOPICS[p.topic].name, "Datasets and Benchmarks")[: rng.randint(2, 3)], 1
+        ):
+            sk.sub(g, h, _numbering(dotted, str(n), i))
+    elif rng.random() < 0.4:
+        # paragraph-level headings (empty sec_type, "2.0.0.1" or "-1"), sometimes
+        # with no lead paragraph: real 2212.11790 goes from "1" to "2.0.0.1"
+        sk.units[sk.groups[g][0]].silent = rng.random() < 0.5 and not sk.flat
+        for i, h in enumerate((p.family, TOPICS[p.topic].name)[: rng.randint(1, 2)], 1):
+            sk.sub(g, h, f"{n}.0.0.{i}" if dotted else "-1", "")
+    n += 1
+    method = {
+        "questionnaire": "Survey Design",
+        "survey_propagation": "Survey Propagation",
+        "litreview_gen": "Literature Review Generation Pipeline",
+    }.get(trap) or rng.choice(("Proposed Method", "Methodology", "Method", "Our Approach"))
+    g = sk.section(method, str(n), "method", 1.5)
+    if rng.random() < 0.6:
+        sk.units[sk.groups[g][0]].silent = rng.random() < 0.3 and not sk.flat
+        for i, h in enumerate(
+            rng.sample(
+                (
+                    "Problem Formulation",
+                    "Overview",
+                    "Model Architecture",
+                    "Training Objective",
+                    "Inference",
+                ),
+                rng.randint(2, 4),
+            ),
+            1,
+        ):
+            sk.sub(g, h, _numbering(dotted, str(n), i))
+    if trap == "questionnaire":
+        n += 1
+        sk.section("Survey Results", str(n), "exp", 1.4)
+        n += 1
+        sk.section("Threats to Validity", str(n), "disc", 0.5)
+    elif rng.random() < 0.5:
+        n += 1
+        g = sk.section("Experiments", str(n), "exp", 1.5)
+        heads = [
+            "Experimental Setup",
+            "Baselines",
+            "Implementation Details",
+            "Main Results",
+            "Ablation Study",
+        ]
+        for i, h in enumerate(heads[: rng.randint(3, 5)], 1):
+            sk.sub(g, h, _numbering(dotted, str(n), i))
     else:
         n += 1
-        g = sk.section(
-            rng.choice(
-                (
-                    "Related Work",
-                    "Related Work",
-                    "Related Works",
-                    "Background and Related Work",
-                    "Prior Work",
-                )
-            ),
-            str(n),
-            "related",
-            1.2,
-        )
-        if rng.random() < 0.4:
-            for i, h in enumerate(
-                (p.family, TOPICS[p.topic].name, "Datasets and Benchmarks")[: rng.randint(2, 3)], 1
-            ):
-                sk.sub(g, h, _numbering(dotted, str(n), i))
-        elif rng.random() < 0.4:
-            # paragraph-level headings (empty sec_type, "2.0.0.1" or "-1"), sometimes
-            # with no lead paragraph: real 2212.11790 goes from "1" to "2.0.0.1"
-            sk.units[sk.groups[g][0]].silent = rng.random() < 0.5 and not sk.flat
-            for i, h in enumerate((p.family, TOPICS[p.topic].name)[: rng.randint(1, 2)], 1):
-                sk.sub(g, h, f"{n}.0.0.{i}" if dotted else "-1", "")
+        sk.section("Experimental Setup", str(n), "exp", 1.0)
         n += 1
-        method = {
-            "questionnaire": "Survey Design",
-            "survey_propagation": "Survey Propagation",
-            "litreview_gen": "Literature Review Generation Pipeline",
-        }.get(trap) or rng.choice(("Proposed Method", "Methodology", "Method", "Our Approach"))
-        g = sk.section(method, str(n), "method", 1.5)
-        if rng.random() < 0.6:
-            sk.units[sk.groups[g][0]].silent = rng.random() < 0.3 and not sk.flat
-            for i, h in enumerate(
-                rng.sample(
-                    (
-                        "Problem Formulation",
-                        "Overview",
-                        "Model Architecture",
-                        "Training Objective",
-                        "Inference",
-                    ),
-                    rng.randint(2, 4),
-                ),
-                1,
-            ):
-                sk.sub(g, h, _numbering(dotted, str(n), i))
-        if trap == "questionnaire":
-            n += 1
-            sk.section("Survey Results", str(n), "exp", 1.4)
-            n += 1
-            sk.section("Threats to Validity", str(n), "disc", 0.5)
-        elif rng.random() < 0.5:
-            n += 1
-            g = sk.section("Experiments", str(n), "exp", 1.5)
-            heads = [
-                "Experimental Setup",
-                "Baselines",
-                "Implementation Details",
-                "Main Results",
-                "Ablation Study",
-            ]
-            for i, h in enumerate(heads[: rng.randint(3, 5)], 1):
-                sk.sub(g, h, _numbering(dotted, str(n), i))
-        else:
-            n += 1
-            sk.section("Experimental Setup", str(n), "exp", 1.0)
-            n += 1
-            sk.section("Results", str(n), "exp", 1.2)
-        if rng.random() < 0.4:
-            n += 1
-            sk.section(rng.choice(("Discussion", "Limitations")), str(n), "disc", 0.6)
+        sk.section("Results", str(n), "exp", 1.2)
+    if rng.random() < 0.4:
         n += 1
-        sk.section(
-            rng.choice(("Conclusion", "Conclusions", "Conclusion and Future Work")),
-            str(n),
-            "concl",
-            0.5,
-        )
+        sk.section(rng.choice(("Discussion", "Limitations")), str(n), "disc", 0.6)
+    n += 1
+    sk.section(
+        rng.choice(("Conclusion", "Conclusions", "Conclusion and Future Work")),
+        str(n),
+        "concl",
+        0.5,
+    )
+
+
+def _back_matter(sk: _Skeleton, rng: random.Random, small: bool) -> None:
+    """Acknowledgements and appendices."""
     if rng.random() < 0.5:
         sk.section(
             rng.choice(("Acknowledgments", "Acknowledgements", "Acknowledgment")),
@@ -579,7 +594,6 @@ def _regular_skeleton(rng: random.Random, p: _Paper, small: bool) -> _Skeleton:
             # an appendix known only from its subsections ("D.1" with no "D")
             g = sk.section(None, "B", "back", 0.4, silent=True)
             sk.sub(g, "Additional Experiments", "B.1")
-    return sk
 
 
 # Where a cited work's first mention goes (its "home") and where the others go.
@@ -655,11 +669,39 @@ def _private_work(rng: random.Random, p: _Paper, t: _Topic, j: int) -> _Work:
 
 
 def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -> dict[str, Any]:
+    # the passes draw from one rng in this order: the record depends on it
     survey = p.kind in ("survey", "review")
     t = TOPICS[p.topic]
     sk = _survey_skeleton(rng, p, small) if survey else _regular_skeleton(rng, p, small)
+    bib = _bibliography(corpus, p, t, rng, small, survey)
+    unit_cites = _mentions(sk, list(bib), rng, survey)
+    body, ref_entries = _body_text(sk.units, unit_cites, p, t, rng, small, survey)
+    meta = _metadata(rng, p, t)
+    return {
+        "paper_id": p.arxiv_id,
+        "_pdf_hash": None,
+        "_source_hash": _hex(rng),
+        "_source_name": f"{p.arxiv_id}.gz",
+        "metadata": meta,
+        "discipline": _discipline(p.category),
+        "abstract": {
+            "section": "Abstract",
+            "text": meta["abstract"],
+            "cite_spans": [],
+            "ref_spans": [],
+        },
+        "body_text": body,
+        "bib_entries": bib,
+        "ref_entries": ref_entries,
+        # last, so a reject's head (the line's first bytes) is as before; see pipeline.corpus.provenance
+        SYNTHETIC_FIELD: SYNTH_GENERATOR,
+    }
 
-    # ----- which works are cited
+
+def _bibliography(
+    corpus: _Corpus, p: _Paper, t: _Topic, rng: random.Random, small: bool, survey: bool
+) -> dict[str, dict[str, Any]]:
+    """Which works the paper cites: its bib entries by ref id, in citing order."""
     if survey:
         n_refs = rng.randint(30, 50) if small else int(50 + 250 * rng.random() ** 1.5)
         corpus_share = 0.35
@@ -713,8 +755,14 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
         rid: _bib_entry(rng, cited[i], style, is_corpus[i], ID_LESS_EXTRA[t.cs])
         for rid, i in zip(ref_ids, order, strict=True)
     }
+    return bib
 
-    # ----- where each work is mentioned
+
+def _mentions(
+    sk: _Skeleton, ref_ids: list[str], rng: random.Random, survey: bool
+) -> list[list[str]]:
+    """Where each work is mentioned: the ref ids cited in each unit of the skeleton (a
+    cite-marked subsection heading gets its marker here)."""
     units = sk.units
     unit_cites: list[list[str]] = [[] for _ in units]
     counts = rng.choices(range(1, 7), weights=MENTION_WEIGHTS, k=len(ref_ids)) if ref_ids else []
@@ -760,8 +808,20 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
                 unit_cites[u] = []
             else:
                 unit.silent = False
+    return unit_cites
 
-    # ----- text
+
+def _body_text(
+    units: list[_Unit],
+    unit_cites: list[list[str]],
+    p: _Paper,
+    t: _Topic,
+    rng: random.Random,
+    small: bool,
+    survey: bool,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """The paragraphs of every unit with their citation markers, and the ref entries their
+    chunks bring."""
     chunks = _chunks("small" if small else "normal")
     tsent = _topic_sentences(p.topic)
     n_chunks = len(chunks)
@@ -828,27 +888,7 @@ def _build_record(corpus: _Corpus, p: _Paper, rng: random.Random, small: bool) -
                     "ref_spans": rspans,
                 }
             )
-
-    meta = _metadata(rng, p, t)
-    return {
-        "paper_id": p.arxiv_id,
-        "_pdf_hash": None,
-        "_source_hash": _hex(rng),
-        "_source_name": f"{p.arxiv_id}.gz",
-        "metadata": meta,
-        "discipline": _discipline(p.category),
-        "abstract": {
-            "section": "Abstract",
-            "text": meta["abstract"],
-            "cite_spans": [],
-            "ref_spans": [],
-        },
-        "body_text": body,
-        "bib_entries": bib,
-        "ref_entries": ref_entries,
-        # last, so a reject's head (the line's first bytes) is as before; see pipeline.corpus.provenance
-        SYNTHETIC_FIELD: SYNTH_GENERATOR,
-    }
+    return body, ref_entries
 
 
 def _abstract(rng: random.Random, p: _Paper, t: _Topic) -> str:

@@ -8,6 +8,7 @@ Outputs: ``negatives.parquet`` (``schema.NEGATIVES``, sorted by survey then work
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from pipeline.stages.negatives.sampling import (
     with_pair_hash,
     work_index,
 )
-from pipeline.stages.negatives.strategies import STRATEGIES, Batch, Pools
+from pipeline.stages.negatives.strategies import STRATEGIES, Batch, Pools, Strategy
 
 
 def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
@@ -65,23 +66,61 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     :func:`pipeline.rules.visible.last_prior_rows`).
     """
     scratch = ctx.scratch()
-    ncfg = ctx.cfg.negatives
-    strategy = STRATEGIES[ncfg.negative_sampling]
-
     fields = fields_of(ctx.cfg, ctx.read("works", "works"), ctx.read("openalex", "records"))
     if fields is not None:
         fields = fields.collect(engine="streaming").lazy()
-    works_by_id = works_frame(ctx, fields).collect(engine="streaming")
-    surveys_all = (
-        surveys_frame(ctx.read("surveys", "surveys")).sort(S.SURVEY_ID).collect(engine="streaming")
-    )
     # what every survey cites: read once, used by the prior counts, the pools, the
     # exclusions and the co-citation hardness
     sc_by_id = survey_citations(
         surveys_frame(ctx.read("surveys", "surveys")), ctx.read("works", "cites")
     ).collect(engine="streaming")
-    # From here on a work is its integer index (work_index): the batches join millions of
-    # pairs on it. What is written to scratch is indexed as it is written.
+    tables = _indexed_tables(ctx, sc_by_id, fields, scratch)
+    eligible = _write_pools(ctx, tables, sc_by_id, fields, scratch / "eligible")
+    # the exclusions by identifier, whole; the title hits per batch, within its window
+    cited = indexed(cited_pairs(ctx, sc_by_id.lazy()), tables.index)
+    cited = cited.collect(engine="streaming").lazy()
+    del sc_by_id
+    draw = _prepare_draw(ctx, tables, eligible, cited, scratch)
+    chosen, n_candidates = _draw_batches(ctx, draw, scratch)
+    negatives = (
+        pl.read_parquet(chosen).sort(S.SURVEY_ID, S.WORK_ID)
+        if chosen
+        else pl.DataFrame(schema=S.polars_schema(S.NEGATIVES))
+    )
+    candidates_per_survey = (
+        pl.read_parquet(n_candidates)
+        if n_candidates
+        else pl.DataFrame(schema={S.SURVEY_ID: pl.String, S.N_NEGATIVE_CANDIDATES: pl.Int64})
+    )
+    per_survey = _per_survey(tables.surveys, negatives, candidates_per_survey, draw.wanted)
+    ctx.write("negatives", negatives)
+    ctx.write("negative_surveys", per_survey)
+    return _counts(per_survey, negatives, ctx.cfg.negatives.negative_sampling)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """The upstream tables every pass shares, works keyed by their index
+    (:func:`pipeline.stages.negatives.sampling.work_index`): the batches join millions of
+    pairs on it, and what is written to scratch is indexed as it is written."""
+
+    index: pl.DataFrame
+    works: pl.LazyFrame  # visible work features (rules.works_frame)
+    citations: pl.LazyFrame  # what every survey cites
+    parts: list[V.WorkPart]  # the corpus's citations, cut by work
+    corpus_prior: pl.LazyFrame  # running citation counts over the corpus, by date
+    surveys: pl.DataFrame  # every survey, with its positive counts
+    valid: pl.DataFrame  # the positives dated before their survey, with their strata
+
+
+def _indexed_tables(
+    ctx: ReduceContext, sc_by_id: pl.DataFrame, fields: pl.LazyFrame | None, scratch: Path
+) -> _Tables:
+    """Read works, surveys and positives, and key every work by its index."""
+    works_by_id = works_frame(ctx, fields).collect(engine="streaming")
+    surveys_all = (
+        surveys_frame(ctx.read("surveys", "surveys")).sort(S.SURVEY_ID).collect(engine="streaming")
+    )
     index = work_index(works_by_id)
     works = indexed(works_by_id.lazy(), index).collect().lazy()
     sc = indexed(sc_by_id.lazy(), index).collect().lazy()
@@ -102,15 +141,31 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         engine="streaming"
     )
     del works_by_id
+    surveys, valid = _positive_counts(
+        surveys_all, _indexed_positives(positives_by_id, index), sc, corpus_prior
+    )
+    return _Tables(index, works, sc, parts, corpus_prior, surveys, valid)
+
+
+def _indexed_positives(positives_by_id: pl.DataFrame, index: pl.DataFrame) -> pl.DataFrame:
     positives = indexed(positives_by_id.lazy(), index).collect()
     if positives.height != positives_by_id.height:
         raise StageError(
             f"labels: {positives_by_id.height - positives.height} positives name a work "
             "missing from works' table; rerun works and labels"
         )
-    del positives_by_id
+    return positives
+
+
+def _positive_counts(
+    surveys_all: pl.DataFrame,
+    positives: pl.DataFrame,
+    sc: pl.LazyFrame,
+    corpus_prior: pl.LazyFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every survey with its positive counts, and the positives dated before their survey."""
     # the running counts of the works it needs only: the positives' here, each batch's window's
-    # below (a join_asof reads its whole right side, once per batch)
+    # later (a join_asof reads its whole right side, once per batch)
     positives_all = with_strata(
         positives.lazy(),
         prior_tables(sc, works=positives.lazy(), corpus=corpus_prior),
@@ -124,47 +179,109 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     surveys = surveys_all.join(per_survey_pos, on=S.SURVEY_ID, how="left").with_columns(
         pl.col(S.N_POSITIVES, S.N_POSITIVES_AFTER_SURVEY).fill_null(0)
     )
-    valid = positives_all.filter(~pl.col(AFTER_SURVEY))
-    del positives_all
-    # the pools, part by part (a group-by over every citation of the corpus at once costs
-    # 4 GB over the stage's baseline at 1M papers), written to scratch and read per batch
-    for i, work_part in enumerate(parts):
-        part = scratch / "eligible" / f"{i:05d}.parquet"
+    return surveys, positives_all.filter(~pl.col(AFTER_SURVEY))
+
+
+def _write_pools(
+    ctx: ReduceContext,
+    tables: _Tables,
+    sc_by_id: pl.DataFrame,
+    fields: pl.LazyFrame | None,
+    directory: Path,
+) -> pl.LazyFrame:
+    """The pools, part by part, written to ``directory`` and read per batch."""
+    # a group-by over every citation of the corpus at once costs 4 GB over the stage's
+    # baseline at 1M papers
+    for i, work_part in enumerate(tables.parts):
+        part = directory / f"{i:05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        indexed(eligible_works(ctx, sc_by_id.lazy(), work_part, fields), index).collect(
+        indexed(eligible_works(ctx, sc_by_id.lazy(), work_part, fields), tables.index).collect(
             engine="streaming"
         ).write_parquet(part)
-    eligible = pl.scan_parquet(sorted((scratch / "eligible").glob("*.parquet")))
-    # the exclusions by identifier, whole; the title hits per batch, within its window
-    cited = indexed(cited_pairs(ctx, sc_by_id.lazy()), index).collect(engine="streaming").lazy()
-    del sc_by_id
+    return pl.scan_parquet(sorted(directory.glob("*.parquet")))
+
+
+@dataclass(frozen=True)
+class _Draw:
+    """What every batch draws with: the strategy, the pools, the exclusions and the hashes."""
+
+    strategy: Strategy
+    pools: Pools
+    tables: _Tables
+    cited: pl.LazyFrame  # the pairs excluded by identifier
+    work_keys: pl.LazyFrame  # the works' title keys, for the title hits
+    survey_keys: pl.DataFrame  # the surveys' title keys
+    work_hashes: pl.LazyFrame
+    survey_hashes: pl.LazyFrame
+    survey_windows: pl.DataFrame
+    wanted: pl.Expr  # negatives wanted per survey
+    per_positive: float
+
+
+def _prepare_draw(
+    ctx: ReduceContext,
+    tables: _Tables,
+    eligible: pl.LazyFrame,
+    cited: pl.LazyFrame,
+    scratch: Path,
+) -> _Draw:
+    ncfg = ctx.cfg.negatives
+    index = tables.index
     indexed(ctx.read("works", "title_keys"), index).sink_parquet(scratch / "title_keys.parquet")
     work_keys = pl.scan_parquet(scratch / "title_keys.parquet")
     survey_keys = survey_title_keys(ctx).collect(engine="streaming")
     work_hashes = indexed_hashes(
-        index, pl.concat([eligible.select(S.WORK_ID), valid.lazy().select(S.WORK_ID)]), ncfg.seed
+        index,
+        pl.concat([eligible.select(S.WORK_ID), tables.valid.lazy().select(S.WORK_ID)]),
+        ncfg.seed,
     )
-    survey_hashes = survey_hash_frame(surveys.lazy(), ncfg.seed)
+    survey_hashes = survey_hash_frame(tables.surveys.lazy(), ncfg.seed)
 
     wanted = want_negatives(pl.col(S.N_POSITIVES), ncfg.negatives_per_positive)
-    order = pool_order(eligible, works, work_hashes)
-    survey_windows = windows(surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
+    order = pool_order(eligible, tables.works, work_hashes)
+    survey_windows = windows(tables.surveys, order, wanted, ncfg.candidates_per_negative, ncfg.seed)
     # one row per work index, in index order, with its hash: what window_rows reads by position
-    work_rows = works.join(work_hashes, on=S.WORK_ID, how="left").sort(S.WORK_ID).collect()
+    work_rows = tables.works.join(work_hashes, on=S.WORK_ID, how="left").sort(S.WORK_ID).collect()
     if work_rows.height != index.height:
         raise AssertionError(f"{work_rows.height} work rows for {index.height} works")
-    pools = Pools(order=order, eligible=eligible, works=works, work_rows=work_rows, citations=sc)
+    pools = Pools(
+        order=order,
+        eligible=eligible,
+        works=tables.works,
+        work_rows=work_rows,
+        citations=tables.citations,
+    )
+    return _Draw(
+        strategy=STRATEGIES[ncfg.negative_sampling],
+        pools=pools,
+        tables=tables,
+        cited=cited,
+        work_keys=work_keys,
+        survey_keys=survey_keys,
+        work_hashes=work_hashes,
+        survey_hashes=survey_hashes,
+        survey_windows=survey_windows,
+        wanted=wanted,
+        per_positive=ncfg.negatives_per_positive,
+    )
 
-    chosen: list[Path] = []
-    n_candidates: list[Path] = []
-    # Batches in survey-date order (a survey's rows depend on itself only, so the order and
-    # cut do not change the output). Each batch reads the corpus count rows dated within its
-    # own dates, plus each work's last row before them (`base`, carried from batch to batch):
-    # the whole table (60M rows at 2.3M papers) per batch would make the stage grow with the
-    # square of the corpus.
-    by_date = surveys.sort(S.SURVEY_DATE, S.SURVEY_ID, nulls_last=True)
+
+def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[Path], list[Path]]:
+    """Draw every batch; return the scratch files of its negatives and of its candidate counts.
+
+    Batches run in survey-date order (a survey's rows depend on itself only, so the order and
+    cut do not change the output). Each batch reads the corpus count rows dated within its
+    own dates, plus each work's last row before them (``base``, carried from batch to batch):
+    the whole table (60M rows at 2.3M papers) per batch would make the stage grow with the
+    square of the corpus.
+    """
+    corpus_prior = draw.tables.corpus_prior
+    by_date = draw.tables.surveys.sort(S.SURVEY_DATE, S.SURVEY_ID, nulls_last=True)
     batches = survey_batches(
-        by_date, survey_windows, ncfg.survey_batch_size, ctx.limits.negatives_batch_pairs
+        by_date,
+        draw.survey_windows,
+        ctx.cfg.negatives.survey_batch_size,
+        ctx.limits.negatives_batch_pairs,
     )
     spans = [
         by_date.filter(pl.col(S.SURVEY_ID).is_in(b.implode()))
@@ -176,39 +293,19 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
     base = V.last_prior_rows(
         V.prior_rows_between(corpus_prior, None, starts[0]) if starts else corpus_prior.head(0)
     ).collect()
+    chosen: list[Path] = []
+    n_candidates: list[Path] = []
     for k, batch_ids in enumerate(steps(batches, "negatives: survey batches")):
         lo, hi = spans[k]
         if lo is not None:
             rows = V.prior_rows_between(corpus_prior, lo, hi).collect()
             table = pl.concat([base, rows])
-        in_batch = pl.col(S.SURVEY_ID).is_in(batch_ids.implode())
-        batch_surveys = surveys.filter(in_batch).lazy()
-        pos = with_pair_hash(
-            valid.lazy().join(batch_surveys.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"),
-            work_hashes,
-            survey_hashes,
-        )
-        batch = Batch(surveys=batch_surveys, positives=pos, windows=survey_windows.filter(in_batch))
-        considered = strategy.consider(pools, batch)
-        batch_keys = survey_keys.filter(in_batch).lazy()
-        excluded = pl.concat(
-            [cited.filter(in_batch), title_hits(batch_keys, considered.pairs, work_keys)]
-        )
-        batch_prior = prior_tables(
-            sc,
-            works=considered.pairs,
-            corpus=(table if lo is not None else base.head(0)).lazy(),
-        )
-        pairs = with_pair_hash(
-            considered.candidates(excluded, batch_prior), work_hashes, survey_hashes
-        ).with_columns(pool())
-        pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
-        got = match(slots(pos_df, ncfg.negatives_per_positive), pairs_df, strategy.prefer)
+        got, pairs_df = _draw_batch(draw, batch_ids, table if lo is not None else base.head(0))
         # each batch's rows go to scratch files: kept in memory, their strings (views into the
         # batch's buffers) would hold every batch's pairs alive, 0.6 GB a batch at 1M papers
         part = scratch / "chosen" / f"{len(chosen):05d}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        unindexed(got, index).with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(
+        unindexed(got, draw.tables.index).with_columns(pl.lit(0, pl.Int8).alias(S.LABEL)).select(
             S.NEGATIVES.names
         ).write_parquet(part)
         chosen.append(part)
@@ -218,24 +315,56 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
             pl.len().cast(pl.Int64).alias(S.N_NEGATIVE_CANDIDATES)
         ).write_parquet(part)
         n_candidates.append(part)
-        del pos_df, pairs_df, got
+        del pairs_df, got
         later = [d for d, _ in spans[k + 1 :] if d is not None]
         if lo is not None and later:
             # each work's last row before the next batch's first date
             more = V.prior_rows_between(corpus_prior, hi, later[0]).collect()
             base = V.last_prior_rows(pl.concat([table, more]).lazy()).collect()
             del table, rows, more
-    negatives = (
-        pl.read_parquet(chosen).sort(S.SURVEY_ID, S.WORK_ID)
-        if chosen
-        else pl.DataFrame(schema=S.polars_schema(S.NEGATIVES))
+    return chosen, n_candidates
+
+
+def _draw_batch(
+    draw: _Draw, batch_ids: pl.Series, corpus_rows: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One batch's matched negatives and its admissible candidate pairs."""
+    in_batch = pl.col(S.SURVEY_ID).is_in(batch_ids.implode())
+    batch_surveys = draw.tables.surveys.filter(in_batch).lazy()
+    pos = with_pair_hash(
+        draw.tables.valid.lazy().join(
+            batch_surveys.select(S.SURVEY_ID), on=S.SURVEY_ID, how="semi"
+        ),
+        draw.work_hashes,
+        draw.survey_hashes,
     )
-    candidates_per_survey = (
-        pl.read_parquet(n_candidates)
-        if n_candidates
-        else pl.DataFrame(schema={S.SURVEY_ID: pl.String, S.N_NEGATIVE_CANDIDATES: pl.Int64})
+    batch = Batch(
+        surveys=batch_surveys, positives=pos, windows=draw.survey_windows.filter(in_batch)
     )
-    per_survey = (
+    considered = draw.strategy.consider(draw.pools, batch)
+    batch_keys = draw.survey_keys.filter(in_batch).lazy()
+    excluded = pl.concat(
+        [draw.cited.filter(in_batch), title_hits(batch_keys, considered.pairs, draw.work_keys)]
+    )
+    batch_prior = prior_tables(
+        draw.tables.citations, works=considered.pairs, corpus=corpus_rows.lazy()
+    )
+    pairs = with_pair_hash(
+        considered.candidates(excluded, batch_prior), draw.work_hashes, draw.survey_hashes
+    ).with_columns(pool())
+    pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
+    got = match(slots(pos_df, draw.per_positive), pairs_df, draw.strategy.prefer)
+    return got, pairs_df
+
+
+def _per_survey(
+    surveys: pl.DataFrame,
+    negatives: pl.DataFrame,
+    candidates_per_survey: pl.DataFrame,
+    wanted: pl.Expr,
+) -> pl.DataFrame:
+    """``negative_surveys``: every survey with its candidate, negative and shortfall counts."""
+    return (
         surveys.lazy()
         .join(candidates_per_survey.lazy(), on=S.SURVEY_ID, how="left")
         .join(
@@ -259,8 +388,10 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         .sort(S.SURVEY_ID)
         .collect()
     )
-    ctx.write("negatives", negatives)
-    ctx.write("negative_surveys", per_survey)
+
+
+def _counts(per_survey: pl.DataFrame, negatives: pl.DataFrame, sampling: str) -> dict[str, Any]:
+    """The stage's counts, as its run record reports them."""
 
     def by(column: str, names: tuple[Any, ...]) -> dict[str, int]:
         got = negatives.group_by(column).len()
@@ -281,7 +412,7 @@ def build_negatives(ctx: ReduceContext) -> dict[str, Any]:
         "negatives_by_source": by(S.NEGATIVE_SOURCE, S.NEGATIVE_SOURCES),
         "negatives_by_match_round": by(S.MATCH_ROUND, tuple(range(len(ROUNDS)))),
         "match_rounds": {str(k): list(keys) or ["survey only"] for k, keys in enumerate(ROUNDS)},
-        "negative_sampling": ncfg.negative_sampling,
+        "negative_sampling": sampling,
     }
 
 
