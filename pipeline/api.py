@@ -178,7 +178,7 @@ class EvalResult:
             KeyError: no such system in the results.
             UnknownMetricError: no such metric.
         """
-        from pipeline.evaluate.measures import canonical_name
+        from pipeline.evaluate.scoring.measures import canonical_name
 
         stats = self.results["subsets"][subset][system]
         name = metric if metric in stats else canonical_name(metric, self.results["ks"])
@@ -575,7 +575,7 @@ def evaluate(
         config: its ``[evaluate]`` and ``[train]`` tables are used.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey.
-        mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval`).
+        mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval.mode`).
         learned: also train and evaluate the learned baselines.
         cache: keep the baselines' values and the encoders' embeddings and vectors in the
             evaluation cache and reuse them.
@@ -588,17 +588,17 @@ def evaluate(
             breakdown and the whole-survey baselines scored per aspect; results in
             ``eval/aspects/`` by default).
         top_k: in retrieval mode, the documents a model keeps per survey
-            (:mod:`pipeline.evaluate.model_retrieval`).
+            (:mod:`pipeline.evaluate.retrieval.model_runs`).
         first_stage: in retrieval mode, what a scorer re-ranks: ``bm25`` (over the whole
             corpus), ``encoder`` (the first encoder given) or a run file.
         qdrant: in retrieval mode, a Qdrant server URL (API key from ``QDRANT_API_KEY``) or
             a local-mode folder whose ``collection`` holds the corpus's vectors, each point
             with its document id in payload field ``id_field``
-            (:mod:`pipeline.evaluate.qdrant`); the surveys are encoded by the first encoder
+            (:mod:`pipeline.evaluate.retrieval.qdrant_index`); the surveys are encoded by the first encoder
             given, or read from ``query_vectors`` (Parquet ``_id``, ``vector``).
         index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
             or ``faiss`` (HNSW, with its recall against exact in the results:
-            :mod:`pipeline.evaluate.ann`).
+            :mod:`pipeline.evaluate.retrieval.faiss_index`).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -607,8 +607,8 @@ def evaluate(
     from pipeline.evaluate import aspects as A
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
-    from pipeline.evaluate.model_retrieval import RetrievalOptions
-    from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
+    from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
+    from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     if task not in A.TASKS:
         raise ValueError(f"--task {task!r}: unknown; available: {', '.join(A.TASKS)}")
@@ -749,12 +749,12 @@ class BibliographyResult:
 
     def mean(self, metric: str) -> float | None:
         """A metric's macro mean over the surveys where it is defined (``recall``,
-        ``precision``, ``R(rel=4)``, ...: :data:`pipeline.evaluate.bibliography.METRICS`).
+        ``precision``, ``R(rel=4)``, ...: :data:`pipeline.evaluate.bibliography.score.METRICS`).
 
         Raises:
             UsageError: no such metric.
         """
-        from pipeline.evaluate.bibliography import METRICS
+        from pipeline.evaluate.bibliography.score import METRICS
 
         if metric not in self.results["metrics"]:
             raise UsageError(f"no bibliography metric {metric!r}; available: {', '.join(METRICS)}")
@@ -773,7 +773,7 @@ def evaluate_bibliography(
     config: ConfigLike = None,
 ) -> BibliographyResult:
     """Score generated surveys' bibliographies against the release's reading lists
-    (:mod:`pipeline.evaluate.bibliography`: input format, resolution and metrics).
+    (:mod:`pipeline.evaluate.bibliography.score`: input format, resolution and metrics).
 
     Args:
         release: the release folder.
@@ -796,8 +796,8 @@ def evaluate_bibliography(
         FileNotFoundError: no such file, or a folder that is not a release.
     """
     from pipeline.core.files import write_json
-    from pipeline.evaluate.bibliography import RESULTS_FILE
-    from pipeline.evaluate.bibliography_report import evaluate_file
+    from pipeline.evaluate.bibliography.report import evaluate_file
+    from pipeline.evaluate.bibliography.score import RESULTS_FILE
     from pipeline.evaluate.evaluation import EVAL_DIR
 
     settings = config_of(config).evaluate
@@ -856,7 +856,7 @@ def export(
         ValueError: an unknown format or split; a release file that differs from its record.
         FileNotFoundError: the release has no such split.
     """
-    from pipeline.evaluate.export import export_release
+    from pipeline.evaluate.report.export import export_release
 
     files = export_release(Path(release), Path(out), format, split)
     return ExportResult(Path(out), files)

@@ -29,7 +29,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
-from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR
+from pipeline.evaluate.report.figures import CAPTIONS, FIGURES_DIR
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
 CONFIG = EvaluateConfig(bootstrap_samples=40, random_seeds=2)

@@ -29,9 +29,9 @@ from pipeline.evaluate.columns import (
     SURVEY_ID,
     SYSTEM,
 )
-from pipeline.evaluate.measures import UNJUDGED_LABEL, main_metrics, metric_registry
-from pipeline.evaluate.metrics import per_survey_metrics
-from pipeline.evaluate.retrieval import RETRIEVAL_KS
+from pipeline.evaluate.retrieval.mode import RETRIEVAL_KS
+from pipeline.evaluate.scoring.compute import per_survey_metrics
+from pipeline.evaluate.scoring.measures import UNJUDGED_LABEL, main_metrics, metric_registry
 from pipeline.evaluate.synthetic import synthetic_eval_set
 from tests.trec_reference import ir_measures_calc
 

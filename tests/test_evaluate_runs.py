@@ -18,7 +18,8 @@ from pipeline.evaluate.columns import (
     SUBSET,
     SURVEY_ID,
 )
-from pipeline.evaluate.evaluation import SUBSET_ALL, _aligned, per_survey_subsets
+from pipeline.evaluate.evaluation import _aligned
+from pipeline.evaluate.scoring.subsets import SUBSET_ALL, per_survey_subsets
 
 EVAL_PAIRS = pl.DataFrame(
     {
@@ -306,7 +307,7 @@ def test_unknown_ids_name_the_lenient_flag(tmp_path: Path) -> None:
 
 
 def test_in_memory_scores_are_checked_like_a_file(tmp_path: Path) -> None:
-    from pipeline.evaluate.runs import scores_run
+    from pipeline.evaluate.systems.runs import scores_run
 
     as_dict = scores_run({"s1": {"a": 0.5, "b": 0.25}, "s2": {"y": 1.0}}, "mine")
     frame = pl.DataFrame(

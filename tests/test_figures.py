@@ -10,8 +10,8 @@ import pytest
 from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import evaluate
 from pipeline.evaluate.columns import EVAL_FILENAME
-from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR
-from pipeline.evaluate.report import render_report
+from pipeline.evaluate.report.figures import CAPTIONS, FIGURES_DIR
+from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
 CONFIG = EvaluateConfig(bootstrap_samples=20, random_seeds=1)

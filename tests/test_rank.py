@@ -22,10 +22,10 @@ from pipeline.evaluate.columns import (
     SURVEY_ID,
     SYSTEM,
 )
-from pipeline.evaluate.learned import leak_probe
-from pipeline.evaluate.report import render_report
-from pipeline.evaluate.runs import RunError, RunWarning
+from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.synthetic import synthetic_eval_set
+from pipeline.evaluate.systems.learned import leak_probe
+from pipeline.evaluate.systems.runs import RunError, RunWarning
 from pipeline.rank import FeatureError, ModelError, compute_features, load_model, train_release
 from pipeline.rank.features import FEATURE_SETS, FEATURES, METADATA_SET, TEXT
 from tests.test_negatives import synthetic_release_dir

@@ -12,11 +12,11 @@ from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.aspects import TASK_LISTS, TASKS
-from pipeline.evaluate.baselines import BASELINES
-from pipeline.evaluate.bibliography import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
-from pipeline.evaluate.dense import DENSE
+from pipeline.evaluate.bibliography.score import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
-from pipeline.evaluate.learned import LEARNED_BASELINES
+from pipeline.evaluate.systems.baselines import BASELINES
+from pipeline.evaluate.systems.dense import DENSE
+from pipeline.evaluate.systems.learned import LEARNED_BASELINES
 
 log = logging.getLogger("pipeline")
 
@@ -197,7 +197,12 @@ def _named(args: argparse.Namespace, flag: str) -> list[Any]:
 def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``export --format beir DIR``: registered with ``evaluate`` (they share this module)."""
     from pipeline.core.release_files import RETRIEVAL_SPLITS
-    from pipeline.evaluate.export import CORPUS_JSONL, FORMATS, QUERIES_JSONL, TOP_RANKED_JSONL
+    from pipeline.evaluate.report.export import (
+        CORPUS_JSONL,
+        FORMATS,
+        QUERIES_JSONL,
+        TOP_RANKED_JSONL,
+    )
 
     parser = subparsers.add_parser(
         "export",
@@ -265,7 +270,7 @@ def export_main(args: argparse.Namespace) -> int:
 # --------------------------------------------- learned systems and retrieval mode
 def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model-file``, ``--mode`` and ``--no-learned``."""
-    from pipeline.evaluate.retrieval import MODES, RERANK
+    from pipeline.evaluate.retrieval.mode import MODES, RERANK
 
     parser.add_argument(
         "--model-file",
@@ -381,7 +386,7 @@ def main(args: argparse.Namespace) -> int:
         index=args.index,
     )
     if getattr(args, "quiet", False):
-        from pipeline.evaluate.report import summary_line
+        from pipeline.evaluate.report.markdown import summary_line
 
         print(summary_line(result.results, str(result.report_file)))
         return 0

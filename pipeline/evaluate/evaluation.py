@@ -1,8 +1,8 @@
 """The evaluation stage: score baselines and submitted systems, summarise, write results.
 
-Submitted systems are run files (:mod:`pipeline.evaluate.runs`), scores held in memory
+Submitted systems are run files (:mod:`pipeline.evaluate.systems.runs`), scores held in memory
 (:func:`pipeline.api.evaluate_scores`), models (``--encoder``, ``--scorer``,
-``--sentence-transformer``: :mod:`pipeline.evaluate.models`) and LightGBM model files
+``--sentence-transformer``: :mod:`pipeline.evaluate.systems.models`) and LightGBM model files
 (``--model-file``). :func:`run_evaluation` computes everything and writes nothing unless
 asked, then into the ``out_dir`` it is given; :func:`evaluate` writes them under
 ``<out_dir>/eval/`` (each written to a
@@ -22,7 +22,7 @@ temp file and renamed):
   every metric (null = survey excluded); a survey without any candidate in the IN (or
   OUT) subset has no row there. Year subsets are the ALL rows of the surveys of that
   year (column ``survey_year``), so they are not repeated.
-* ``report.md``: the Markdown summary (see :mod:`pipeline.evaluate.report`).
+* ``report.md``: the Markdown summary (see :mod:`pipeline.evaluate.report.markdown`).
 
 Baselines are computed once per release and kept in the evaluation cache
 (:mod:`pipeline.evaluate.cache`), so evaluating another system costs that system only.
@@ -53,7 +53,54 @@ from pipeline.core.config import EvaluateConfig, TrainConfig
 from pipeline.core.errors import UsageError, option
 from pipeline.core.files import atomic_path, file_identity
 from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
-from pipeline.evaluate.baselines import (
+from pipeline.evaluate.cache import baseline_key, read_baselines, write_baselines
+from pipeline.evaluate.columns import (
+    CANDIDATE_ID,
+    IN_DOMAIN,
+    LABEL,
+    SCORE,
+    SUBSET,
+    SURVEY_ID,
+    SURVEY_YEAR,
+    SYSTEM,
+)
+from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.report.figures import write_figures
+from pipeline.evaluate.report.markdown import render_report
+from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
+from pipeline.evaluate.retrieval.mode import (
+    MODES,
+    RERANK,
+    RETRIEVAL,
+    RETRIEVAL_KS,
+    corpus_ids,
+    restrict_to_corpus,
+    retrieval_frame,
+)
+from pipeline.evaluate.retrieval.model_runs import (
+    RetrievalOptions,
+    bm25_retrieval,
+    encoder_retrieval,
+    has_texts,
+    retrieve,
+)
+from pipeline.evaluate.scoring import compare
+from pipeline.evaluate.scoring.compute import RANK_ALL, RANK_SCORED
+from pipeline.evaluate.scoring.coverage import CHV_DOC, CHV_RATIO, chv_ratios
+from pipeline.evaluate.scoring.measures import (
+    main_metrics,
+    metric_aliases,
+    metric_registry,
+    ndcg_name,
+)
+from pipeline.evaluate.scoring.subsets import (
+    RANKING_SUBSETS,
+    SUBSET_ALL,
+    per_survey_subsets,
+    year_subset,
+)
+from pipeline.evaluate.scoring.ties import TIE_BREAKING
+from pipeline.evaluate.systems.baselines import (
     BASELINES,
     BM25,
     JUDGMENT_SIDE,
@@ -66,38 +113,10 @@ from pipeline.evaluate.baselines import (
     popularity_scores,
     random_scores,
 )
-from pipeline.evaluate.cache import baseline_key, read_baselines, write_baselines
-from pipeline.evaluate.columns import (
-    CANDIDATE_ID,
-    IN_DOMAIN,
-    LABEL,
-    SCORE,
-    SUBSET,
-    SURVEY_ID,
-    SURVEY_YEAR,
-    SYSTEM,
-)
-from pipeline.evaluate.coverage import CHV_DOC, CHV_RATIO, chv_ratios
-from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
-from pipeline.evaluate.dense import encode as dense_encode
-from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
-from pipeline.evaluate.figures import write_figures
-from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
-from pipeline.evaluate.measures import (
-    main_metrics,
-    metric_aliases,
-    metric_registry,
-    ndcg_name,
-)
-from pipeline.evaluate.metrics import RANK_ALL, RANK_SCORED, per_survey_metrics
-from pipeline.evaluate.model_retrieval import (
-    RetrievalOptions,
-    bm25_retrieval,
-    encoder_retrieval,
-    has_texts,
-    retrieve,
-)
-from pipeline.evaluate.models import (
+from pipeline.evaluate.systems.dense import DENSE, dense_model_scores, dense_unavailable
+from pipeline.evaluate.systems.dense import encode as dense_encode
+from pipeline.evaluate.systems.learned import leak_probe, learned_baseline_scores, model_file_scores
+from pipeline.evaluate.systems.models import (
     DEFAULT_BATCH,
     ENCODER,
     ModelError,
@@ -105,17 +124,7 @@ from pipeline.evaluate.models import (
     ModelSpec,
     run_model,
 )
-from pipeline.evaluate.report import render_report
-from pipeline.evaluate.retrieval import (
-    MODES,
-    RERANK,
-    RETRIEVAL,
-    RETRIEVAL_KS,
-    corpus_ids,
-    restrict_to_corpus,
-    retrieval_frame,
-)
-from pipeline.evaluate.runs import (
+from pipeline.evaluate.systems.runs import (
     RETRIEVAL_OPTION,
     Run,
     RunError,
@@ -125,12 +134,7 @@ from pipeline.evaluate.runs import (
     restrict_to_eval_set,
     scores_run,
 )
-from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
-from pipeline.evaluate.ties import TIE_BREAKING
-from pipeline.evaluate.vectors import load_corpus
 
-SUBSET_ALL, SUBSET_IN, SUBSET_OUT = "ALL", "IN", "OUT"
-RANKING_SUBSETS = (SUBSET_ALL, SUBSET_IN, SUBSET_OUT)
 SELECTION_METRIC = ndcg_name(10)  # the headline's order, and the figures' best baseline
 EVAL_DIR = "eval"
 RESULTS_FILE = "eval_results.json"
@@ -146,17 +150,10 @@ REPORT_FILE = "report.md"
 FORMAT_VERSION = 4
 MISSING_SHOWN = 5  # missing survey ids named in a warning or error
 FLOAT_DIGITS = 12
-ALPHA = 0.05  # significance level of the report's marks (Holm-adjusted p below it)
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
 DEFAULT_TRAIN_CONFIG = TrainConfig()
 DEFAULT_RETRIEVAL = RetrievalOptions()
 
-TEST_METHOD = (
-    "Paired two-sided randomisation (sign-flip) test over surveys where both systems are "
-    "defined, {n} resamples; diff = mean(system - baseline) with a 95% paired bootstrap "
-    "interval. p_holm: Holm-Bonferroni adjusted over the family (a system's tests against "
-    "every baseline, per metric; or every pair of submitted systems, per metric)."
-)
 CI_METHOD = "95% percentile bootstrap over surveys, {n} resamples, seed {seed}."
 # a system's kind in the results: what it is and where it came from
 KIND_BASELINE, KIND_UPPER_BOUND, KIND_LEARNED = "baseline", "upper bound", "learned baseline"
@@ -199,40 +196,6 @@ class Evaluation:
     out: Path | None = None
 
 
-def year_subset(year: int) -> str:
-    """Subset name of the surveys first posted in ``year``."""
-    return f"year={year}"
-
-
-def per_survey_subsets(
-    judged: pl.DataFrame, ks: Sequence[int], ranked: str = RANK_ALL
-) -> pl.DataFrame:
-    """Every metric per survey on the ALL, IN and OUT candidate subsets.
-
-    Args:
-        judged: eval rows with ``score`` (null = not scored) and ``in_domain``.
-        ks: metric cutoffs.
-        ranked: ``all`` (re-ranking) or ``scored`` (retrieval; see
-            :func:`pipeline.evaluate.metrics.per_survey_metrics`).
-
-    Returns:
-        ``subset``, ``survey_id`` then one column per metric; sorted by subset, survey.
-    """
-    parts = {
-        SUBSET_ALL: judged,
-        SUBSET_IN: judged.filter(pl.col(IN_DOMAIN).eq_missing(True)),
-        SUBSET_OUT: judged.filter(pl.col(IN_DOMAIN).ne_missing(True)),  # the rest, null too
-    }
-    return pl.concat(
-        [
-            per_survey_metrics(part.select(SURVEY_ID, CANDIDATE_ID, LABEL, SCORE), ks=ks, ranked=ranked)
-            .with_columns(pl.lit(subset).alias(SUBSET))
-            .select(SUBSET, pl.exclude(SUBSET))
-            for subset, part in parts.items()
-        ]
-    ).sort(SUBSET, SURVEY_ID)  # fmt: skip
-
-
 def _with_scores(eval_set: pl.DataFrame, scores: pl.Series) -> pl.DataFrame:
     return eval_set.with_columns(scores.alias(SCORE))
 
@@ -268,7 +231,7 @@ def _random_per_survey(eval_set: pl.DataFrame, config: EvaluateConfig) -> pl.Dat
 
 
 def baseline_per_survey(eval_set: pl.DataFrame, name: str, config: EvaluateConfig) -> pl.DataFrame:
-    """Per-survey, per-subset metrics of one baseline (see :mod:`pipeline.evaluate.baselines`).
+    """Per-survey, per-subset metrics of one baseline (see :mod:`pipeline.evaluate.systems.baselines`).
 
     Raises:
         ValueError: ``name`` is not a baseline.
@@ -312,166 +275,6 @@ def _chv(eval_set: pl.DataFrame, system: Submitted) -> pl.DataFrame | None:
     if rows.null_count():  # a model scores every candidate of the view
         raise ModelError(f"{system.name}: no embedding for {rows.null_count()} eval candidate(s)")
     return chv_ratios(judged, system.vectors[rows.to_numpy()])
-
-
-def _matrix(
-    per_survey: pl.DataFrame, system: str, subset: str, surveys: pl.Series, metrics: list[str]
-) -> np.ndarray:
-    """surveys x metrics values of one system on one subset (NaN = excluded or no candidates)."""
-    rows = per_survey.filter((pl.col(SYSTEM) == system) & (pl.col(SUBSET) == subset))
-    return (
-        surveys.to_frame(SURVEY_ID)
-        .join(rows, on=SURVEY_ID, how="left", maintain_order="left")
-        .select([pl.col(m).cast(pl.Float64) for m in metrics])
-        .to_numpy()
-        .reshape(surveys.len(), len(metrics))
-    )
-
-
-def _summaries(
-    per_survey: pl.DataFrame,
-    systems: list[str],
-    metrics: list[str],
-    subsets: dict[str, tuple[str, pl.Series]],
-    config: EvaluateConfig,
-) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """subset -> system -> metric -> {mean, ci_low, ci_high, n}."""
-    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for subset, (source, surveys) in subsets.items():
-        values = np.hstack([_matrix(per_survey, s, source, surveys, metrics) for s in systems])
-        summary = bootstrap_means(
-            values, config.bootstrap_samples, rng_for(config.seed, "bootstrap", subset)
-        )
-        out[subset] = {
-            system: {
-                metric: {
-                    "mean": summary.mean[i * len(metrics) + j],
-                    "ci_low": summary.ci_low[i * len(metrics) + j],
-                    "ci_high": summary.ci_high[i * len(metrics) + j],
-                    "n": int(summary.n[i * len(metrics) + j]),
-                }
-                for j, metric in enumerate(metrics)
-            }
-            for i, system in enumerate(systems)
-        }
-    return out
-
-
-def _best_baseline(
-    overall: dict[str, dict[str, dict[str, Any]]], selection: str, baselines: Sequence[str]
-) -> str | None:
-    """The non-upper-bound baseline with the highest mean ``selection`` metric on ALL."""
-    scored = [(b, overall[b][selection]["mean"]) for b in baselines if b not in UPPER_BOUNDS]
-    scored = [(b, m) for b, m in scored if m is not None and np.isfinite(m)]
-    # max() keeps the first of equal means, i.e. the baselines' order decides ties.
-    return max(scored, key=lambda bm: bm[1])[0] if scored else None
-
-
-def _test_entries(
-    result: Any, system: str, other: str, metrics: list[str], key: str
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "system": system,
-            key: other,
-            "metric": metric,
-            "subset": SUBSET_ALL,
-            "diff": result.diff[j],
-            "p_value": result.p_value[j],
-            "ci_low": result.ci_low[j],
-            "ci_high": result.ci_high[j],
-            "n": int(result.n[j]),
-        }
-        for j, metric in enumerate(metrics)
-    ]
-
-
-def _with_holm(tests: list[dict[str, Any]], family: Callable[[dict[str, Any]], Any]) -> None:
-    """Add ``p_holm`` and ``significant`` to every test, Holm-adjusted within its family."""
-    groups: dict[Any, list[dict[str, Any]]] = {}
-    for test in tests:
-        groups.setdefault(family(test), []).append(test)
-    for members in groups.values():
-        raw = np.array([np.nan if t["p_value"] is None else t["p_value"] for t in members])
-        for test, adjusted in zip(members, holm(raw), strict=True):
-            test["p_holm"] = adjusted
-            test["significant"] = bool(np.isfinite(adjusted) and adjusted < ALPHA)
-
-
-def _baseline_tests(
-    per_survey: pl.DataFrame,
-    systems: list[str],
-    baselines: list[str],
-    metrics: list[str],
-    surveys: pl.Series,
-    config: EvaluateConfig,
-) -> list[dict[str, Any]]:
-    """Every system (upper bounds aside) against every other baseline, per metric, on ALL;
-    Holm-adjusted per (system, metric) over the baselines."""
-    compared = [b for b in baselines if b not in UPPER_BOUNDS]
-    matrices = {s: _matrix(per_survey, s, SUBSET_ALL, surveys, metrics) for s in systems}
-    tests: list[dict[str, Any]] = []
-    for system in systems:
-        if system in UPPER_BOUNDS:
-            continue
-        for baseline in compared:
-            if baseline == system:
-                continue
-            # Every system meets the same sign flips and resamples against a baseline (the
-            # generator is keyed by the baseline only), so equal systems get equal results
-            # whatever else is evaluated.
-            result = paired_test(
-                matrices[system],
-                matrices[baseline],
-                config.bootstrap_samples,
-                rng_for(config.seed, "paired", baseline),
-            )
-            tests += _test_entries(result, system, baseline, metrics, "baseline")
-    _with_holm(tests, lambda t: (t["system"], t["metric"]))
-    return tests
-
-
-def _pairwise_tests(
-    per_survey: pl.DataFrame,
-    submitted: list[str],
-    metrics: list[str],
-    surveys: pl.Series,
-    config: EvaluateConfig,
-) -> list[dict[str, Any]]:
-    """Every two submitted systems (in submission order), per metric, on ALL; Holm-adjusted
-    per metric over the pairs."""
-    tests: list[dict[str, Any]] = []
-    for i, system in enumerate(submitted):
-        for other in submitted[i + 1 :]:
-            result = paired_test(
-                _matrix(per_survey, system, SUBSET_ALL, surveys, metrics),
-                _matrix(per_survey, other, SUBSET_ALL, surveys, metrics),
-                config.bootstrap_samples,
-                rng_for(config.seed, "pairwise", system, other),
-            )
-            tests += _test_entries(result, system, other, metrics, "other")
-    _with_holm(tests, lambda t: t["metric"])
-    return tests
-
-
-def _same_as_baseline(
-    per_survey: pl.DataFrame, submitted: list[str], baselines: list[str], metrics: list[str]
-) -> dict[str, str]:
-    """Submitted systems whose every per-survey value equals a baseline's (the same system
-    evaluated twice, as ``make eval`` once did with ``lgbm``)."""
-    rows = per_survey.filter(pl.col(SUBSET) == SUBSET_ALL).sort(SYSTEM, SURVEY_ID)
-
-    def values(system: str) -> list[tuple]:
-        return rows.filter(pl.col(SYSTEM) == system).select(SURVEY_ID, *metrics).rows()
-
-    known = {b: values(b) for b in baselines}
-    same: dict[str, str] = {}
-    for system in submitted:
-        mine = values(system)
-        match = next((b for b, theirs in known.items() if theirs == mine), None)
-        if match is not None:
-            same[system] = match
-    return same
 
 
 def _clean(value: Any) -> Any:
@@ -746,22 +549,22 @@ def run_evaluation(
 
     Equal scores are ordered by a fixed pseudo-random tie key of (survey_id,
     candidate_id), then candidate_id (see ``results["tie_breaking"]`` and
-    :func:`pipeline.evaluate.ties.tie_key`). In re-ranking mode judged candidates a
+    :func:`pipeline.evaluate.scoring.ties.tie_key`). In re-ranking mode judged candidates a
     system does not score rank below all scored ones; in retrieval mode they are not
-    ranked (trec_eval's rule, :mod:`pipeline.evaluate.retrieval`). A survey a run has no
+    ranked (trec_eval's rule, :mod:`pipeline.evaluate.retrieval.mode`). A survey a run has no
     row for is counted (``runs[NAME]["missing_surveys"]``) and warned about.
 
     Args:
         eval_file: eval Parquet, release folder, or Hub dataset (see
             :func:`pipeline.evaluate.evalset.resolve_eval_file`).
-        runs: run files (TREC, CSV, TSV or Parquet; :mod:`pipeline.evaluate.runs`), each a
+        runs: run files (TREC, CSV, TSV or Parquet; :mod:`pipeline.evaluate.systems.runs`), each a
             path or ``(path, name)``.
         scores: in-memory systems, name -> ``{survey_id: {candidate_id: score}}`` or a
             DataFrame with the run columns.
         model_files: models written by ``python -m pipeline train`` (path or ``(path,
             name)``), each named by its file stem unless named.
         models: encoders, scorers and sentence-transformers models to run on the
-            candidates view (:mod:`pipeline.evaluate.models`).
+            candidates view (:mod:`pipeline.evaluate.systems.models`).
         config: bootstrap resamples, seed, random-baseline seeds and cutoffs.
         train_config: the learned baselines' hyperparameters, seeds and threads.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
@@ -784,7 +587,7 @@ def run_evaluation(
             submitted systems of kind ``whole-survey baseline``.
         whole_survey_facts: what each whole-survey system is (written into the results).
         retrieval: how models retrieve in retrieval mode (``top_k``, the scorers' first
-            stage; :mod:`pipeline.evaluate.model_retrieval`).
+            stage; :mod:`pipeline.evaluate.retrieval.model_runs`).
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
@@ -884,13 +687,15 @@ def run_evaluation(
         subsets[year_subset(year)] = (SUBSET_ALL, surveys)
     for name, ids in (query_groups or {}).items():
         subsets[name] = (SUBSET_ALL, all_surveys.filter(all_surveys.is_in(ids.implode())))
-    summaries = _summaries(per_survey, systems, columns, subsets, config)
+    summaries = compare.summaries(per_survey, systems, columns, subsets, config)
 
     headline = main_metrics(ks)
-    best = _best_baseline(summaries[SUBSET_ALL], SELECTION_METRIC, found.names)
-    tests = _baseline_tests(per_survey, systems, found.names, headline, all_surveys, config)
-    pairwise = _pairwise_tests(per_survey, names, headline, all_surveys, config)
-    same = _same_as_baseline(per_survey, names, found.names, metrics)
+    best = compare.best_baseline(summaries[SUBSET_ALL], SELECTION_METRIC, found.names, UPPER_BOUNDS)
+    tests = compare.baseline_tests(
+        per_survey, systems, found.names, headline, all_surveys, config, UPPER_BOUNDS
+    )
+    pairwise = compare.pairwise_tests(per_survey, names, headline, all_surveys, config)
+    same = compare.same_as_baseline(per_survey, names, found.names, metrics)
     for system, baseline in same.items():
         warnings.warn(
             f"{system} gives exactly the per-survey values of baseline {baseline}: the same "
@@ -925,8 +730,8 @@ def run_evaluation(
             "ks": list(ks),
             "tie_breaking": TIE_BREAKING,
             "ci_method": CI_METHOD.format(n=config.bootstrap_samples, seed=config.seed),
-            "test_method": TEST_METHOD.format(n=config.bootstrap_samples),
-            "alpha": ALPHA,
+            "test_method": compare.TEST_METHOD.format(n=config.bootstrap_samples),
+            "alpha": compare.ALPHA,
             "metrics": docs,
             "metric_aliases": {
                 name: alias for name, alias in metric_aliases(ks).items() if name in metrics

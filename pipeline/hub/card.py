@@ -54,7 +54,7 @@ from pipeline.core.release_files import (
     beir_file,
 )
 from pipeline.corpus import provenance as P
-from pipeline.evaluate.measures import ndcg_name
+from pipeline.evaluate.scoring.measures import ndcg_name
 from pipeline.rules.leak_audit import ASPECT_FEATURE_DOCS, RELATIVE_DOCS
 
 CARD_TEMPLATE = "survey_reading_lists.md"
@@ -346,10 +346,10 @@ def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:
     """Write the tier distribution per split as a PNG: for every label, its share of each
     split's rows, with the row count beside the bar (the numbers of the card's label table).
 
-    Drawn as :mod:`pipeline.evaluate.plots` draws every figure, so the same metadata gives the same
+    Drawn as :mod:`pipeline.evaluate.report.plots` draws every figure, so the same metadata gives the same
     bytes.
     """
-    from pipeline.evaluate.plots import pyplot, save_png
+    from pipeline.evaluate.report.plots import pyplot, save_png
 
     labels = sorted(S.LABEL_NAMES)
     splits = list(S.SPLIT_NAMES)

@@ -84,8 +84,7 @@ from pipeline.core.release_files import (
 from pipeline.corpus.provenance import summarize as summarize_provenance
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.evaluate.field_baselines import write_field_baselines
-from pipeline.evaluate.probe import reading_free_probe
+from pipeline.evaluate.audit import reading_free_probe, write_field_baselines
 from pipeline.hub.card import render_release_card
 from pipeline.rules import visible as V
 from pipeline.rules.audit_sample import keep, sample_record, sample_surveys

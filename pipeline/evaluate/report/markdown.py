@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from string import ascii_lowercase
 from typing import Any
 
-from pipeline.evaluate.coverage import CHV_RATIO
-from pipeline.evaluate.figures import CAPTIONS
-from pipeline.evaluate.learned import PROBE_ALPHA
-from pipeline.evaluate.measures import (
+from pipeline.evaluate.report.figures import CAPTIONS
+from pipeline.evaluate.scoring.coverage import CHV_RATIO
+from pipeline.evaluate.scoring.measures import (
     AP,
     HARD_NEGATIVE_AUC,
     RR_REL3,
@@ -26,6 +25,7 @@ from pipeline.evaluate.measures import (
     recall_name,
     recall_rel3_name,
 )
+from pipeline.evaluate.systems.learned import PROBE_ALPHA
 
 _MISSING = "n/a"
 _SATURATED = "saturated"
@@ -453,7 +453,7 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
 
     Args:
         results: the dict written to ``eval_results.json`` by :func:`pipeline.evaluate.evaluate`.
-        figures: PNG paths relative to the report (:func:`pipeline.evaluate.figures.write_figures`),
+        figures: PNG paths relative to the report (:func:`pipeline.evaluate.report.figures.write_figures`),
             each linked under the table it draws; none: a report of tables only.
     """
     identity = results["eval_file"]

@@ -13,7 +13,7 @@ the file suffix:
   whitespace, qid = survey_id and docid = candidate_id. The system name is the
   tag, which must be the same on every line. The rank field is ignored (as in
   trec_eval): the order comes from the score, ties by the tie key of
-  :mod:`pipeline.evaluate.metrics` (not by the rank field, nor by docid as trec_eval).
+  :mod:`pipeline.evaluate.scoring.compute` (not by the rank field, nor by docid as trec_eval).
 
 A name given with the run (``--name`` after ``--run``; ``name=`` here) replaces the tag
 or the stem, so two TREC runs with the same tag can be evaluated together. Scores held

@@ -1,7 +1,7 @@
 """How the pipeline draws a figure: matplotlib's Agg backend, a pinned look, PNG bytes that
 depend on the data only.
 
-Used by the evaluation report's figures (:mod:`pipeline.evaluate.figures`) and the
+Used by the evaluation report's figures (:mod:`pipeline.evaluate.report.figures`) and the
 dataset card's (:mod:`pipeline.hub.card`): a fixed size and DPI, a font shipped with
 matplotlib, and no metadata in the PNG (no software version, no date), so the same
 numbers give the same bytes.

@@ -1,12 +1,12 @@
 """Models in retrieval mode: each eval survey's top ``k`` of the split's whole corpus.
 
 ``evaluate --mode retrieval`` with a model builds the run a user would otherwise write
-(:mod:`pipeline.evaluate.retrieval` then scores it with trec_eval's rule):
+(:mod:`pipeline.evaluate.retrieval.mode` then scores it with trec_eval's rule):
 
 * an encoder (``--encoder``, ``--sentence-transformer``) encodes the corpus once
-  (:mod:`pipeline.evaluate.vectors`: cached by model and corpus, resumable) and the
+  (:mod:`pipeline.evaluate.retrieval.corpus_vectors`: cached by model and corpus, resumable) and the
   surveys, and keeps each survey's ``top_k`` documents by cosine
-  (:mod:`pipeline.evaluate.search`: exact; or :mod:`pipeline.evaluate.ann`, an ANN index,
+  (:mod:`pipeline.evaluate.retrieval.exact`: exact; or :mod:`pipeline.evaluate.retrieval.faiss_index`, an ANN index,
   with its recall against exact);
 * a scorer (``--scorer``, a cross-encoder) re-ranks the top ``k`` of a first stage, as
   BEIR's reranking does: ``bm25`` over the whole corpus, ``encoder`` (the first encoder of
@@ -43,7 +43,11 @@ from pipeline.core.schema import (
     SURVEY_ABSTRACT,
     SURVEY_TITLE,
 )
-from pipeline.evaluate.ann import (
+from pipeline.evaluate.cache import EMBEDDINGS_DIR
+from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.evaluate.retrieval.corpus_vectors import Corpus, encode_corpus, vectors_folder
+from pipeline.evaluate.retrieval.exact import DocOrder, exact_top_k, keep_top, top_k_frame
+from pipeline.evaluate.retrieval.faiss_index import (
     EXACT,
     FAISS,
     INDEXES,
@@ -51,9 +55,12 @@ from pipeline.evaluate.ann import (
     build_index,
     recall_against,
 )
-from pipeline.evaluate.cache import EMBEDDINGS_DIR
-from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
-from pipeline.evaluate.models import (
+from pipeline.evaluate.retrieval.qdrant_index import (
+    DEFAULT_ID_FIELD,
+    qdrant_top_k,
+    read_query_vectors,
+)
+from pipeline.evaluate.systems.models import (
     ENCODER,
     SCORER,
     SENTENCE_TRANSFORMER,
@@ -67,10 +74,7 @@ from pipeline.evaluate.models import (
     model_identity,
     scorer_scores,
 )
-from pipeline.evaluate.qdrant import DEFAULT_ID_FIELD, qdrant_top_k, read_query_vectors
-from pipeline.evaluate.runs import Run, read_run, scores_run
-from pipeline.evaluate.search import DocOrder, exact_top_k, keep_top, top_k_frame
-from pipeline.evaluate.vectors import Corpus, encode_corpus, vectors_folder
+from pipeline.evaluate.systems.runs import Run, read_run, scores_run
 from pipeline.rules.text_match import BM25Index, paper_text, survey_text, tokenize
 
 DEFAULT_TOP_K = 1000
@@ -210,7 +214,7 @@ def qdrant_retrieval(
     batch_size: int,
     options: RetrievalOptions,
 ) -> Retrieved:
-    """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.qdrant`),
+    """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.retrieval.qdrant_index`),
     the surveys encoded by ``encoder`` or read from ``options.query_vectors``."""
     if options.qdrant is None or options.collection is None:
         raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")

@@ -9,7 +9,7 @@ searched 1,000 queries in 0.36 s against 0.72 s, both at recall@100 >= 0.9999
 (``bench/bench_retrieval.py`` measures faiss at the full eval corpus's size).
 
 The index file sits beside the vectors it indexes (``vectors/<key>/``, keyed by model,
-corpus sha256 and batch size: :mod:`pipeline.evaluate.vectors`), so it is rebuilt when the
+corpus sha256 and batch size: :mod:`pipeline.evaluate.retrieval.corpus_vectors`), so it is rebuilt when the
 corpus or the model changes, and written atomically. The report gives the ANN top k's
 recall against exact search on the same vectors (:func:`recall_against`), so a user sees
 what the index costs. faiss-cpu is the optional ``[ann]`` extra.
@@ -25,8 +25,8 @@ import polars as pl
 from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path
 from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
-from pipeline.evaluate.search import CHUNK_ROWS, DocOrder, top_k_frame, unit_rows
-from pipeline.evaluate.vectors import iter_chunks
+from pipeline.evaluate.retrieval.corpus_vectors import iter_chunks
+from pipeline.evaluate.retrieval.exact import CHUNK_ROWS, DocOrder, top_k_frame, unit_rows
 
 EXACT, FAISS = "exact", "faiss"
 INDEXES = (EXACT, FAISS)

@@ -1,7 +1,7 @@
 """Figures of an evaluation: PNG files next to ``report.md``, which links them.
 
 Drawn from what ``eval_results.json`` and ``per_survey.parquet`` hold, nothing else,
-the way :mod:`pipeline.evaluate.plots` draws every figure (Agg backend, pinned look, PNGs without
+the way :mod:`pipeline.evaluate.report.plots` draws every figure (Agg backend, pinned look, PNGs without
 metadata), so the same results give the same bytes. The report's tables carry every number; a figure only shows them.
 """
 
@@ -14,8 +14,13 @@ from typing import Any
 import polars as pl
 
 from pipeline.evaluate.columns import SUBSET, SURVEY_ID, SYSTEM
-from pipeline.evaluate.measures import TIER3_LABEL, TIERS, recall_rel3_name, recall_tier_name
-from pipeline.evaluate.plots import pyplot, save_png
+from pipeline.evaluate.report.plots import pyplot, save_png
+from pipeline.evaluate.scoring.measures import (
+    TIER3_LABEL,
+    TIERS,
+    recall_rel3_name,
+    recall_tier_name,
+)
 
 FIGURES_DIR = "figures"  # beside report.md
 # (panel title, metric name at cutoff K)
