@@ -480,14 +480,16 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
         )
         return None
     from pipeline.evaluate.cache import CACHE_DIR
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
 
     evaluation = run_evaluation(
-        eval_file,
-        config=cfg.evaluate,
-        train_config=cfg.train,
-        cache_dir=out / EVAL_DIR / CACHE_DIR,
-        out_dir=out / EVAL_DIR,
+        EvaluationRequest(
+            eval_file,
+            config=cfg.evaluate,
+            train_config=cfg.train,
+            cache_dir=out / EVAL_DIR / CACHE_DIR,
+            out_dir=out / EVAL_DIR,
+        )
     )
     log.info("evaluate: results in %s", out / EVAL_DIR)
     result = _eval_result(evaluation)
@@ -545,6 +547,7 @@ def evaluate(
     lenient: bool = False,
     require_complete: bool = False,
     mode: str = "rerank",
+    baselines_only: bool = False,
     learned: bool = True,
     cache: bool = True,
     cache_dir: PathLike | None = None,
@@ -576,6 +579,7 @@ def evaluate(
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey.
         mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval.mode`).
+        baselines_only: evaluate the baselines only; no system may be given.
         learned: also train and evaluate the learned baselines.
         cache: keep the baselines' values and the encoders' embeddings and vectors in the
             evaluation cache and reuse them.
@@ -606,7 +610,7 @@ def evaluate(
     """
     from pipeline.evaluate import aspects as A
     from pipeline.evaluate.cache import CACHE_DIR
-    from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
+    from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
     from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
     from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
@@ -651,9 +655,9 @@ def evaluate(
         )
         for spec, name in _named(specs)
     ]
-    evaluation = run_evaluation(
+    request = EvaluationRequest(
         os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
-        _named(runs),
+        tuple(_named(runs)),
         model_files=_named(model_files),
         models=models,
         config=cfg.evaluate,
@@ -661,6 +665,7 @@ def evaluate(
         lenient=lenient,
         require_complete=require_complete,
         mode=mode,
+        baselines_only=baselines_only,
         learned=learned,
         cache_dir=cache_folder,
         batch_size=batch_size,
@@ -674,9 +679,10 @@ def evaluate(
             query_vectors=None if query_vectors is None else Path(query_vectors),
             index=index,
         ),
-        **extra,
     )
-    return _eval_result(evaluation)
+    if extra:
+        request = dataclasses.replace(request, **extra)
+    return _eval_result(run_evaluation(request))
 
 
 def evaluate_scores(
@@ -716,10 +722,10 @@ def evaluate_scores(
         RunError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
 
     cfg = config_of(config)
-    evaluation = run_evaluation(
+    request = EvaluationRequest(
         os.fspath(release) if not isinstance(release, Path) else release,
         scores={name: scores},
         config=cfg.evaluate,
@@ -732,7 +738,7 @@ def evaluate_scores(
         if cache
         else None,
     )
-    return _eval_result(evaluation)
+    return _eval_result(run_evaluation(request))
 
 
 @dataclass(frozen=True)

@@ -320,8 +320,12 @@ def test_baselines_are_computed_once_per_release(
     def no_training(*args, **kwargs):
         raise AssertionError("the learned baselines were trained again")
 
-    monkeypatch.setattr("pipeline.evaluate.evaluation.learned_baseline_scores", no_training)
-    monkeypatch.setattr("pipeline.evaluate.evaluation.baseline_per_survey", no_training)
+    monkeypatch.setattr(
+        "pipeline.evaluate.systems.baseline_values.learned_baseline_scores", no_training
+    )
+    monkeypatch.setattr(
+        "pipeline.evaluate.systems.baseline_values.baseline_per_survey", no_training
+    )
     # another --out, the same cache folder
     second = api.evaluate(release, out=tmp_path / "b", config=CONFIG, cache_dir=shared)
     assert second.results == first.results

@@ -18,8 +18,8 @@ from pipeline.evaluate.columns import (
     SUBSET,
     SURVEY_ID,
 )
-from pipeline.evaluate.evaluation import _aligned
 from pipeline.evaluate.scoring.subsets import SUBSET_ALL, per_survey_subsets
+from pipeline.evaluate.systems.submitted import aligned
 
 EVAL_PAIRS = pl.DataFrame(
     {
@@ -224,7 +224,7 @@ def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
     path = write(tmp_path, "neg.run", "s1 Q0 c 1 -100 t\n")
     run = load_run(path, eval_set.select(SURVEY_ID, CANDIDATE_ID))
     row = (
-        per_survey_subsets(_aligned(eval_set, run.scores), EvaluateConfig().ks)
+        per_survey_subsets(aligned(eval_set, run.scores), EvaluateConfig().ks)
         .filter(pl.col(SUBSET) == SUBSET_ALL)
         .row(0, named=True)
     )

@@ -260,7 +260,7 @@ def test_dense_baseline_retrieves_over_the_corpus_where_it_can_run(
     """The [dense] extra's baseline as an encoder over the whole corpus (here its encoder is
     stood in for by :func:`hashed_words`: no test loads the real model)."""
     release = _release(tmp_path)
-    monkeypatch.setattr("pipeline.evaluate.evaluation.dense_unavailable", lambda: None)
+    monkeypatch.setattr("pipeline.evaluate.systems.baseline_values.dense_unavailable", lambda: None)
     monkeypatch.setattr("pipeline.evaluate.systems.dense.encode", hashed_words)
     with pytest.warns(UserWarning, match="exactly the per-survey values of baseline dense"):
         result = api.evaluate(

@@ -3,11 +3,12 @@ is :mod:`pipeline.cli.evaluate`, over :func:`pipeline.api.evaluate`).
 
 Public API:
 
-* :func:`evaluate` - evaluate baselines and runs on an eval set, write
+* :func:`write_evaluation` - evaluate baselines and runs on an eval set, write
   ``<out>/eval/{eval_results.json, per_survey.parquet, report.md}``;
-  :func:`run_evaluation` - the same with in-memory scores and models
-  (:class:`ModelSpec`: ``--encoder``, ``--scorer``, ``--sentence-transformer``), writing
-  nothing unless asked.
+  :func:`run_evaluation` - the same for an :class:`EvaluationRequest`, with in-memory
+  scores and models (:class:`ModelSpec`: ``--encoder``, ``--scorer``,
+  ``--sentence-transformer``), writing nothing unless asked. The one public ``evaluate`` is
+  :func:`pipeline.api.evaluate`.
 * :func:`metric_registry`, :func:`metric_aliases` - the metric definitions
   (:mod:`pipeline.evaluate.scoring.measures`); :func:`per_survey_metrics` - the ranking engine
   that computes them (:mod:`pipeline.evaluate.scoring.compute`).
@@ -25,7 +26,7 @@ scores as 32-bit floats, so agreement with it holds for runs without such ties.
 """
 
 from pipeline.evaluate.evalset import EvalSetError, load_eval_set, resolve_eval_file
-from pipeline.evaluate.evaluation import evaluate, run_evaluation
+from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation, write_evaluation
 from pipeline.evaluate.scoring.compute import per_survey_metrics
 from pipeline.evaluate.scoring.measures import (
     MAIN_METRICS,
@@ -50,6 +51,7 @@ __all__ = [
     "MAIN_METRICS",
     "TIE_BREAKING",
     "EvalSetError",
+    "EvaluationRequest",
     "Metric",
     "ModelError",
     "ModelSpec",
@@ -57,7 +59,6 @@ __all__ = [
     "RunError",
     "RunWarning",
     "UnknownMetricError",
-    "evaluate",
     "load_eval_set",
     "load_run",
     "metric_aliases",
@@ -69,4 +70,5 @@ __all__ = [
     "resolve_metrics",
     "run_evaluation",
     "tie_key",
+    "write_evaluation",
 ]

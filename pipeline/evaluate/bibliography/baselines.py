@@ -56,6 +56,7 @@ from pipeline.evaluate.bibliography.score import (
     score_survey,
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
+from pipeline.evaluate.evalset import answer_free
 from pipeline.evaluate.scoring.ties import tie_keys
 from pipeline.evaluate.systems.baselines import (
     BM25,
@@ -177,7 +178,6 @@ def baseline_scores(
     Raises:
         BibliographyError: the baselines file differs from the release's record.
     """
-    from pipeline.evaluate.evaluation import answer_free
 
     frame = eval_set.filter(pl.col(SURVEY_ID).is_in(list(surveys)))
     visible = answer_free(frame)  # a baseline reads what a system reads

@@ -903,7 +903,7 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     """
     import warnings
 
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
     from pipeline.evaluate.systems.runs import RunWarning
 
     eval_surveys = eval_survey_ids(release)
@@ -918,9 +918,10 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     with warnings.catch_warnings():
         # the missing surveys are in the report already (``missing_surveys``)
         warnings.simplefilter("ignore", RunWarning)
-        result = run_evaluation(
+        request = EvaluationRequest(
             release, scores={RUN_NAME: scores}, mode="retrieval", baselines=False, learned=False
         )
+        result = run_evaluation(request)
     stats = result.results["subsets"]["ALL"][RUN_NAME]
     return {
         "mode": "retrieval",

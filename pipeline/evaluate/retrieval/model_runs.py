@@ -110,6 +110,13 @@ class RetrievalOptions:
         if self.query_vectors is not None and self.qdrant is None:
             raise UsageError("--query-vectors are the queries of a --qdrant collection")
 
+    def qdrant_collection(self) -> tuple[str, str]:
+        """``(--qdrant, --collection)``; only called with ``--qdrant`` given, and
+        :meth:`__post_init__` has made sure ``--collection`` is given with it."""
+        if self.qdrant is None or self.collection is None:
+            raise TypeError("qdrant_collection() without --qdrant")
+        return self.qdrant, self.collection
+
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -216,8 +223,7 @@ def qdrant_retrieval(
 ) -> Retrieved:
     """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.retrieval.qdrant_index`),
     the surveys encoded by ``encoder`` or read from ``options.query_vectors``."""
-    if options.qdrant is None or options.collection is None:
-        raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
+    url, collection = options.qdrant_collection()
     start = time.perf_counter()
     source: dict[str, Any]
     if options.query_vectors is not None:
@@ -237,10 +243,10 @@ def qdrant_retrieval(
             "--qdrant needs the surveys' vectors: --encoder, --sentence-transformer or "
             "--query-vectors FILE"
         )
-    run, facts = qdrant_top_k(options.qdrant, options.collection, options.id_field,
+    run, facts = qdrant_top_k(url, collection, options.id_field,
                               query_ids, matrix, options.top_k, corpus.ids,
                               queries_from)  # fmt: skip
-    name = encoder.system_name if encoder is not None else options.collection
+    name = encoder.system_name if encoder is not None else collection
     facts = {"kind": "qdrant", **source, **facts, "search_seconds": time.perf_counter() - start}
     return Retrieved(_run(name, "qdrant", run), facts)
 
