@@ -8,7 +8,7 @@ tests call these functions too, never the CLI with argv strings::
 
     api.run(["corpus/"], "work", config="my.toml", workers=4)
     api.status("work").rows()
-    api.evaluate("work/release").results["main_metrics"]
+    api.evaluate("work/release").typed.main_metrics
     api.evaluate_scores(my_scores, "work/release").mean("scores", "nDCG@10")  # nothing written
 
 A ``config`` argument is a :class:`~pipeline.core.config.Config`, the path of a TOML file,
@@ -180,9 +180,17 @@ class EvalResult:
         """
         from pipeline.evaluate.scoring.measures import canonical_name
 
-        stats = self.results["subsets"][subset][system]
-        name = metric if metric in stats else canonical_name(metric, self.results["ks"])
-        return stats[name]["mean"]
+        typed = self.typed
+        stats = typed.subsets[subset][system]
+        name = metric if metric in stats else canonical_name(metric, typed.ks)
+        return stats[name].mean
+
+    @property
+    def typed(self) -> Any:
+        """The results read by attribute (:class:`pipeline.evaluate.results.EvaluationResults`)."""
+        from pipeline.evaluate.results import as_results
+
+        return as_results(self.results)
 
 
 @dataclass(frozen=True)

@@ -569,18 +569,7 @@ def _results(
             "learned_baselines": found.facts,
             "models": {s.name: s.facts for s in submitted if s.facts},
             "leak_probe": leak_probe(scored.summaries[SUBSET_ALL], compared.tests),
-            "runs": {
-                s.name: {
-                    "file": file_identity(s.run.path) if s.run.path is not None else None,
-                    "format": s.run.format,
-                    "rows": s.run.n_rows,
-                    "dropped_unknown_ids": s.run.n_dropped_unknown,
-                    "scored_judged": scored_judged(s.run, eval_set.pairs),
-                    "missing_judged": table.height - scored_judged(s.run, eval_set.pairs),
-                    "missing_surveys": len(missing[s.name]),
-                }
-                for s in submitted
-            },
+            "runs": _runs(eval_set, submitted, missing),
             "subset_surveys": {
                 name: surveys.len() for name, (_, surveys) in scored.subsets.items()
             },
@@ -589,26 +578,51 @@ def _results(
             "tests": compared.tests,
             "pairwise": compared.pairwise,
             "tier_distribution": _tier_distribution(table),
-            **(
-                {
-                    "task": request.task,
-                    "query_groups": list(request.query_groups),
-                    "whole_survey": {
-                        name: {"baseline": name.rsplit("@", 1)[0], **dict(facts)}
-                        for name in request.whole_survey
-                        for facts in [request.whole_survey_facts.get(name.rsplit("@", 1)[0], {})]
-                    },
-                    "whole_survey_skipped": {
-                        name: f["skipped"]
-                        for name, f in request.whole_survey_facts.items()
-                        if isinstance(f, dict) and "skipped" in f
-                    },
-                }
-                if request.task is not None
-                else {}
-            ),
+            **_task(request),
         }
     )
+
+
+def _runs(
+    eval_set: _EvalSet, submitted: list[Submitted], missing: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    """Where each submitted system came from and what it scored of the judged candidates."""
+    return {
+        s.name: {
+            "file": file_identity(s.run.path) if s.run.path is not None else None,
+            "format": s.run.format,
+            "rows": s.run.n_rows,
+            "dropped_unknown_ids": s.run.n_dropped_unknown,
+            "scored_judged": scored_judged(s.run, eval_set.pairs),
+            "missing_judged": eval_set.table.height - scored_judged(s.run, eval_set.pairs),
+            "missing_surveys": len(missing[s.name]),
+        }
+        for s in submitted
+    }
+
+
+def _task(request: EvaluationRequest) -> dict[str, Any]:
+    """The task's own entries (none without a task): its query groups and the whole-survey
+    systems scored on its queries."""
+    if request.task is None:
+        return {}
+    facts = request.whole_survey_facts
+    return {
+        "task": request.task,
+        "query_groups": list(request.query_groups),
+        "whole_survey": {
+            name: {
+                "baseline": name.rsplit("@", 1)[0],
+                **dict(facts.get(name.rsplit("@", 1)[0], {})),
+            }
+            for name in request.whole_survey
+        },
+        "whole_survey_skipped": {
+            name: f["skipped"]
+            for name, f in facts.items()
+            if isinstance(f, dict) and "skipped" in f
+        },
+    }
 
 
 def _write(
