@@ -616,14 +616,14 @@ def evaluate(
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate import aspects as A
+    from pipeline.evaluate import aspects as aspect_task
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
     from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
     from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
-    if task not in A.TASKS:
-        raise ValueError(f"--task {task!r}: unknown; available: {', '.join(A.TASKS)}")
+    if task not in aspect_task.TASKS:
+        raise ValueError(f"--task {task!r}: unknown; available: {', '.join(aspect_task.TASKS)}")
     cfg = config_of(config)
     target = Path(out) if out is not None else default_eval_out(eval_file) / EVAL_DIR
     cache_folder = None
@@ -636,21 +636,26 @@ def evaluate(
             else default_cache_dir(eval_file)
         )
     extra: dict[str, Any] = {}
-    if task == A.TASK_ASPECTS:
+    if task == aspect_task.TASK_ASPECTS:
         if out is None:
-            target = target / A.TASK_ASPECTS
-        eval_file = A.aspects_spec(eval_file)
-        eval_path = A.resolve_eval_file(eval_file)
+            target = target / aspect_task.TASK_ASPECTS
+        eval_file = aspect_task.aspects_spec(eval_file)
+        eval_path = aspect_task.resolve_eval_file(eval_file)
         whole, facts = (
-            A.whole_survey_scores(
-                eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_folder, batch_size
+            aspect_task.whole_survey_scores(
+                eval_path,
+                aspect_task.survey_spec(eval_file),
+                cfg.train,
+                learned,
+                cache_folder,
+                batch_size,
             )
             if mode == "rerank"
             else ({}, {})
         )
         extra = {
             "task": task,
-            "query_groups": A.query_groups(eval_path),
+            "query_groups": aspect_task.query_groups(eval_path),
             "whole_survey": whole,
             "whole_survey_facts": facts,
         }

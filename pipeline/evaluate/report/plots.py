@@ -41,7 +41,7 @@ def _own_matplotlib_config() -> None:
 
     Without it, the first run on a fresh ``$HOME`` writes matplotlib's font cache to
     ``~/.cache/matplotlib``, outside ``--out``, and a user's ``matplotlibrc`` there could
-    change a figure. Building the font cache takes about 0.2 s. An ``MPLCONFIGDIR`` the
+    change a figure. An ``MPLCONFIGDIR`` the
     user set is kept; so is the directory of a matplotlib imported before this.
     """
     if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):

@@ -1,6 +1,6 @@
 """The corpus's vectors: encoded once per model and corpus, resumable, read back in chunks.
 
-Retrieval mode with an encoder (:mod:`pipeline.evaluate.dense_search`) needs a vector for
+Retrieval mode with an encoder (:mod:`pipeline.evaluate.retrieval.model_runs`) needs a vector for
 every document of the split's corpus, hundreds of thousands at full scale. They are kept
 in the evaluation cache under ``vectors/<key>/``, where the key is the model's identity
 (:func:`pipeline.evaluate.systems.models.model_identity`: its name and the sha256 of its code or

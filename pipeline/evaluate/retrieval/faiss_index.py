@@ -3,10 +3,10 @@
 The index is faiss's HNSW graph over the unit-length vectors (inner product = cosine),
 :data:`HNSW_M` links a node, :data:`EF_CONSTRUCTION` candidates while building and
 :data:`EF_SEARCH` (at least ``k``) while searching, built with one thread so that the same
-vectors give the same graph. faiss over usearch: on 100k clustered 256-d vectors, one
-thread, the same M and ef, faiss built its graph in 51 s against usearch's 148 s and
-searched 1,000 queries in 0.36 s against 0.72 s, both at recall@100 >= 0.9999
-(``bench/bench_retrieval.py`` measures faiss at the full eval corpus's size).
+vectors give the same graph. faiss over usearch: with one thread and the same M and ef,
+faiss builds its graph and searches faster at the same recall (the figures are in
+``bench/bench_retrieval.py``'s results, which also measure faiss at the full eval corpus's
+size).
 
 The index file sits beside the vectors it indexes (``vectors/<key>/``, keyed by model,
 corpus sha256 and batch size: :mod:`pipeline.evaluate.retrieval.corpus_vectors`), so it is rebuilt when the
@@ -50,8 +50,8 @@ def index_file(vectors: Path) -> Path:
 
 
 def build_index(vectors: Path) -> tuple[object, bool]:
-    """The HNSW index of ``vectors`` (read from its file when built before), and whether it
-    was built now. The vectors are added a chunk at a time."""
+    """The HNSW index of ``vectors`` (read from its file when it exists), and whether this
+    call built it. The vectors are added a chunk at a time."""
     faiss = _faiss()
     path = index_file(vectors)
     if path.is_file():

@@ -174,7 +174,7 @@ def same_as_baseline(
     per_survey: pl.DataFrame, submitted: list[str], baselines: list[str], metrics: list[str]
 ) -> dict[str, str]:
     """Submitted systems whose every per-survey value equals a baseline's (the same system
-    evaluated twice, as ``make eval`` once did with ``lgbm``)."""
+    evaluated twice, e.g. a ``--model-file`` of the ``lgbm`` baseline's own model)."""
     rows = per_survey.filter(pl.col(SUBSET) == SUBSET_ALL).sort(SYSTEM, SURVEY_ID)
 
     def values(system: str) -> list[tuple]:
