@@ -17,8 +17,10 @@ run the same on every machine.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -145,3 +147,18 @@ def top_k_frame(
             SCORE: pl.Series(concat(scores) if scores else [], dtype=pl.Float64),
         }
     )
+
+
+@dataclass(frozen=True)
+class ExactSearch:
+    """Exact search of a corpus's ``vectors.npy`` (a :class:`~pipeline.evaluate.retrieval.search.VectorSearch`)."""
+
+    vectors: Path
+    order: DocOrder
+
+    def top_k(
+        self, queries: np.ndarray, query_ids: list[str], k: int
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        start = time.perf_counter()
+        top = exact_top_k(queries, query_ids, self.vectors, self.order, k)
+        return top, {"search_seconds": time.perf_counter() - start}

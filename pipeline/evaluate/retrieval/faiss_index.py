@@ -17,7 +17,10 @@ what the index costs. faiss-cpu is the optional ``[ann]`` extra.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -26,7 +29,13 @@ from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path
 from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
 from pipeline.evaluate.retrieval.corpus_vectors import iter_chunks
-from pipeline.evaluate.retrieval.exact import CHUNK_ROWS, DocOrder, top_k_frame, unit_rows
+from pipeline.evaluate.retrieval.exact import (
+    CHUNK_ROWS,
+    DocOrder,
+    ExactSearch,
+    top_k_frame,
+    unit_rows,
+)
 
 EXACT, FAISS = "exact", "faiss"
 INDEXES = (EXACT, FAISS)
@@ -96,3 +105,30 @@ def recall_against(approximate: pl.DataFrame, exact: pl.DataFrame) -> float:
     totals = exact.group_by(SURVEY_ID).len().rename({"len": "_total"})
     joined = totals.join(hits, on=SURVEY_ID, how="left").fill_null(0)
     return float((joined["len"] / joined["_total"]).mean() or 0.0)
+
+
+@dataclass(frozen=True)
+class FaissSearch:
+    """faiss HNSW search of a corpus's ``vectors.npy``, its index built once beside it (a
+    :class:`~pipeline.evaluate.retrieval.search.VectorSearch`). The exact search runs too:
+    the facts hold the index's recall against it."""
+
+    vectors: Path
+    order: DocOrder
+
+    def top_k(
+        self, queries: np.ndarray, query_ids: list[str], k: int
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        exact, facts = ExactSearch(self.vectors, self.order).top_k(queries, query_ids, k)
+        start = time.perf_counter()
+        index, built = build_index(self.vectors)
+        indexed = time.perf_counter()
+        top = ann_top_k(index, queries, query_ids, self.order, k)
+        return top, {**facts, f"ann_recall@{k}": recall_against(top, exact),
+                     "index_built": built, "index_seconds": indexed - start,
+                     "ann_search_seconds": time.perf_counter() - indexed}  # fmt: skip
+
+
+def vector_search(index: str, vectors: Path, order: DocOrder) -> ExactSearch | FaissSearch:
+    """The engine ``--index`` names over a corpus's vectors."""
+    return FaissSearch(vectors, order) if index == FAISS else ExactSearch(vectors, order)

@@ -46,20 +46,14 @@ from pipeline.core.schema import (
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.retrieval.corpus_vectors import Corpus, encode_corpus, vectors_folder
-from pipeline.evaluate.retrieval.exact import DocOrder, exact_top_k, keep_top, top_k_frame
-from pipeline.evaluate.retrieval.faiss_index import (
-    EXACT,
-    FAISS,
-    INDEXES,
-    ann_top_k,
-    build_index,
-    recall_against,
-)
+from pipeline.evaluate.retrieval.exact import DocOrder, keep_top, top_k_frame
+from pipeline.evaluate.retrieval.faiss_index import EXACT, INDEXES, vector_search
 from pipeline.evaluate.retrieval.qdrant_index import (
     DEFAULT_ID_FIELD,
-    qdrant_top_k,
+    QdrantSearch,
     read_query_vectors,
 )
+from pipeline.evaluate.retrieval.search import VectorSearch
 from pipeline.evaluate.systems.models import (
     ENCODER,
     SCORER,
@@ -169,17 +163,8 @@ def encoder_retrieval(
             f"evaluate: {spec.system_name} encodes the corpus",
         )
         encoded = time.perf_counter()
-        order = DocOrder.of(corpus.ids)
-        top = exact_top_k(matrix, query_ids, stored.path, order, options.top_k)
-        searched = time.perf_counter()
-        ann: dict[str, Any] = {}
-        if options.index == FAISS:
-            index, built = build_index(stored.path)
-            indexed = time.perf_counter()
-            exact, top = top, ann_top_k(index, matrix, query_ids, order, options.top_k)
-            ann = {f"ann_recall@{options.top_k}": recall_against(top, exact),
-                   "index_built": built, "index_seconds": indexed - searched,
-                   "ann_search_seconds": time.perf_counter() - indexed}  # fmt: skip
+        engine: VectorSearch = vector_search(options.index, stored.path, DocOrder.of(corpus.ids))
+        top, search = engine.top_k(matrix, query_ids, options.top_k)
     facts = {
         "kind": spec.kind,
         "target": spec.target if spec.kind != SENTENCE_TRANSFORMER else Path(spec.target).name,
@@ -190,8 +175,7 @@ def encoder_retrieval(
         "batches_encoded": stored.batches_encoded,
         "batches_reused": stored.batches_reused,
         "encode_seconds": encoded - start,
-        "search_seconds": searched - encoded,
-        **ann,
+        **search,
     }
     return Retrieved(_run(spec.system_name, spec.kind, top), facts)
 
@@ -243,9 +227,8 @@ def qdrant_retrieval(
             "--qdrant needs the surveys' vectors: --encoder, --sentence-transformer or "
             "--query-vectors FILE"
         )
-    run, facts = qdrant_top_k(url, collection, options.id_field,
-                              query_ids, matrix, options.top_k, corpus.ids,
-                              queries_from)  # fmt: skip
+    engine: VectorSearch = QdrantSearch(url, collection, options.id_field, corpus.ids, queries_from)
+    run, facts = engine.top_k(matrix, query_ids, options.top_k)
     name = encoder.system_name if encoder is not None else collection
     facts = {"kind": "qdrant", **source, **facts, "search_seconds": time.perf_counter() - start}
     return Retrieved(_run(name, "qdrant", run), facts)
