@@ -542,6 +542,49 @@ def _eval_result(evaluation: Any) -> EvalResult:
     )
 
 
+def _model_specs(
+    encoders: Sequence[NamedSpec],
+    scorers: Sequence[NamedSpec],
+    sentence_transformers: Sequence[NamedSpec],
+) -> list[Any]:
+    """The models to evaluate, each a ``ModelSpec`` of its kind."""
+    from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
+
+    kinds = ((ENCODER, encoders), (SCORER, scorers), (SENTENCE_TRANSFORMER, sentence_transformers))
+    return [ModelSpec(kind, spec, name) for kind, specs in kinds for spec, name in _named(specs)]
+
+
+def _aspects_request(request: Any, eval_file: PathLike, out_given: bool) -> Any:
+    """``request`` turned to the aspects task: the release's aspects as the eval set, their
+    kinds and levels as subsets, and (re-ranking) the whole-survey baselines per aspect;
+    written into ``<eval>/aspects/`` unless ``out`` was given."""
+    from pipeline.evaluate import aspects as aspect_task
+
+    spec = aspect_task.aspects_spec(eval_file)
+    eval_path = aspect_task.resolve_eval_file(spec)
+    whole, facts = (
+        aspect_task.whole_survey_scores(
+            eval_path,
+            aspect_task.survey_spec(spec),
+            request.train_config,
+            request.learned,
+            request.cache_dir,
+            request.batch_size,
+        )  # fmt: skip
+        if request.mode == "rerank"
+        else ({}, {})
+    )
+    return dataclasses.replace(
+        request,
+        eval_file=os.fspath(spec) if not isinstance(spec, Path) else spec,
+        out_dir=request.out_dir if out_given else request.out_dir / aspect_task.TASK_ASPECTS,
+        task=aspect_task.TASK_ASPECTS,
+        query_groups=aspect_task.query_groups(eval_path),
+        whole_survey=whole,
+        whole_survey_facts=facts,
+    )
+
+
 def evaluate(
     eval_file: PathLike,
     *,
@@ -620,7 +663,6 @@ def evaluate(
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
     from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
-    from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
 
     if task not in aspect_task.TASKS:
         raise ValueError(f"--task {task!r}: unknown; available: {', '.join(aspect_task.TASKS)}")
@@ -635,44 +677,11 @@ def evaluate(
             if out is not None
             else default_cache_dir(eval_file)
         )
-    extra: dict[str, Any] = {}
-    if task == aspect_task.TASK_ASPECTS:
-        if out is None:
-            target = target / aspect_task.TASK_ASPECTS
-        eval_file = aspect_task.aspects_spec(eval_file)
-        eval_path = aspect_task.resolve_eval_file(eval_file)
-        whole, facts = (
-            aspect_task.whole_survey_scores(
-                eval_path,
-                aspect_task.survey_spec(eval_file),
-                cfg.train,
-                learned,
-                cache_folder,
-                batch_size,
-            )
-            if mode == "rerank"
-            else ({}, {})
-        )
-        extra = {
-            "task": task,
-            "query_groups": aspect_task.query_groups(eval_path),
-            "whole_survey": whole,
-            "whole_survey_facts": facts,
-        }
-    models = [
-        ModelSpec(kind, spec, name)
-        for kind, specs in (
-            (ENCODER, encoders),
-            (SCORER, scorers),
-            (SENTENCE_TRANSFORMER, sentence_transformers),
-        )
-        for spec, name in _named(specs)
-    ]
-    request = EvaluationRequest(
+    request = EvaluationRequest(  # checks the options before any work
         os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
         tuple(_named(runs)),
         model_files=_named(model_files),
-        models=models,
+        models=_model_specs(encoders, scorers, sentence_transformers),
         config=cfg.evaluate,
         train_config=cfg.train,
         lenient=lenient,
@@ -693,8 +702,8 @@ def evaluate(
             index=index,
         ),
     )
-    if extra:
-        request = dataclasses.replace(request, **extra)
+    if task == aspect_task.TASK_ASPECTS:
+        request = _aspects_request(request, eval_file, out_given=out is not None)
     return _eval_result(run_evaluation(request))
 
 
