@@ -9,7 +9,7 @@ random labels 0-4 and random continuous scores), then times
   subsets as the evaluate stage does, (d) every metric for a constant-score run,
   where every candidate is tied and each needs its tie key (the worst case of the
   tie rule; the random scores of (a)-(c) have no ties), and (e) the tie keys
-  alone (:func:`pipeline.evaluate.ties.tie_keys`: one BLAKE2b digest per
+  alone (:func:`pipeline.evaluate.scoring.ties.tie_keys`: one BLAKE2b digest per
   distinct survey and candidate id, mixed in Polars) for every row;
 * pytrec_eval: ``ndcg_cut.5,10,20,50,100``, ``recall.5,10,20,50,100``, ``map``,
   ``Rprec`` (relevance level 1) plus ``recip_rank`` at relevance level 3 (our
@@ -48,17 +48,17 @@ import pytrec_eval  # noqa: E402
 
 from pipeline.core.config import EvaluateConfig  # noqa: E402
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID  # noqa: E402
-from pipeline.evaluate.evaluation import per_survey_subsets  # noqa: E402
-from pipeline.evaluate.measures import (  # noqa: E402
+from pipeline.evaluate.scoring.compute import RANK_SCORED, per_survey_metrics  # noqa: E402
+from pipeline.evaluate.scoring.measures import (  # noqa: E402
     AP,
     RPREC,
     RR_REL3,
     ndcg_name,
     recall_name,
 )
-from pipeline.evaluate.metrics import RANK_SCORED, per_survey_metrics  # noqa: E402
+from pipeline.evaluate.scoring.subsets import per_survey_subsets  # noqa: E402
+from pipeline.evaluate.scoring.ties import tie_keys  # noqa: E402
 from pipeline.evaluate.synthetic import synthetic_eval_set  # noqa: E402
-from pipeline.evaluate.ties import tie_keys  # noqa: E402
 
 KS = EvaluateConfig().ks
 TREC_MEASURES = {

@@ -11,9 +11,9 @@ number of eval surveys (``queries/test.parquet``).
 
 Each search runs in a child process (``bench/measure.py``: wall time, CPU time, peak RSS):
 
-* ``exact``: :func:`pipeline.evaluate.search.exact_top_k`, the top 100 of every survey;
-* ``faiss``: :func:`pipeline.evaluate.ann.build_index` (HNSW, one thread) then
-  :func:`pipeline.evaluate.ann.ann_top_k`, the build and the search timed apart.
+* ``exact``: :func:`pipeline.evaluate.retrieval.exact.exact_top_k`, the top 100 of every survey;
+* ``faiss``: :func:`pipeline.evaluate.retrieval.faiss_index.build_index` (HNSW, one thread) then
+  :func:`pipeline.evaluate.retrieval.faiss_index.ann_top_k`, the build and the search timed apart.
 
 Then the ANN top 100's recall against the exact top 100 (:func:`recall_against`). Prints
 the figures, writes ``bench/results/retrieval.json``. Not a test.
@@ -40,8 +40,8 @@ import polars as pl  # noqa: E402
 
 from bench import results  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
-from pipeline.evaluate.ann import ann_top_k, build_index, recall_against  # noqa: E402
-from pipeline.evaluate.search import DocOrder, exact_top_k  # noqa: E402
+from pipeline.evaluate.retrieval.exact import DocOrder, exact_top_k  # noqa: E402
+from pipeline.evaluate.retrieval.faiss_index import ann_top_k, build_index, recall_against  # noqa: E402
 
 FULL_PAPERS = 2_300_000
 CLUSTERS = 2_000

@@ -5,7 +5,7 @@ The real records (the bundled 2022 sample and 2024 preview, :func:`bench.real_co
 carry bib entries whose identity is known: an arXiv id, DOI or OpenAlex id. Entries sharing
 any of these name one work. Each such entry's raw string, with its URLs, DOIs and arXiv
 ids cut out, is resolved as a generated reference is
-(:func:`pipeline.evaluate.bibliography.resolve`), against an index keyed as a release keys
+(:func:`pipeline.evaluate.bibliography.score.resolve`), against an index keyed as a release keys
 its works, built without the string itself (leave one out), so it cannot find itself:
 
 * the title key of every *other* raw string citing the work (as ``candidate_raw``);
@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core import schema as S
-from pipeline.evaluate import bibliography as B
+from pipeline.evaluate.bibliography import score as B
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T

@@ -1,4 +1,4 @@
-"""Our BibTeX reader (:mod:`pipeline.evaluate.bibformats`) against two well-kept libraries,
+"""Our BibTeX reader (:mod:`pipeline.evaluate.bibliography.formats`) against two well-kept libraries,
 ``bibtexparser`` 1.x and ``pybtex``, on real ``.bib`` files and on the broken entries
 generators print.
 
@@ -7,7 +7,7 @@ so this measures the job ``evaluate --bibliography`` needs: per entry, the title
 arXiv id (``eprint``), in file order, and a clear error naming the line of an entry that
 does not parse. For each file: entries read, and per field how many entries the library
 gives the same value as ours (the libraries' raw values go through our
-:func:`~pipeline.evaluate.bibformats.latex_to_text`, so LaTeX clean-up is not compared);
+:func:`~pipeline.evaluate.bibliography.formats.latex_to_text`, so LaTeX clean-up is not compared);
 then the time to read all files repeated ``--repeat`` times; then what each does with
 each broken text (:data:`BROKEN`).
 
@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pipeline.evaluate.bibformats import BibFormatError, latex_to_text, parse_bibtex
+from pipeline.evaluate.bibliography.formats import BibFormatError, latex_to_text, parse_bibtex
 
 FIELDS = ("title", "doi", "arxiv_id")
 # What generators print when they get BibTeX wrong (seen in LLM outputs): each must give a

@@ -28,7 +28,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from pipeline.evaluate.bibliography_aspects import match_headings
+from pipeline.evaluate.bibliography.aspects import match_headings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 VARIANTS = ("same", "number", "overview")

@@ -34,8 +34,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from pipeline.core.config import load_config  # noqa: E402
-from pipeline.evaluate.measures import ndcg_name  # noqa: E402
-from pipeline.evaluate.metrics import per_survey_metrics  # noqa: E402
+from pipeline.evaluate.scoring.compute import per_survey_metrics  # noqa: E402
+from pipeline.evaluate.scoring.measures import ndcg_name  # noqa: E402
 from pipeline.rank.features import (  # noqa: E402
     FEATURES,
     READING_FREE_SET,

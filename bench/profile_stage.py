@@ -56,7 +56,7 @@ STEPS = {
         "pipeline.rules.leak_audit:aspect_relative_values",
         "pipeline.rules.leak_audit:aspect_relative_audit",
         "pipeline.rules.leak_audit:aspect_judgment_values",
-        "pipeline.evaluate.probe:reading_free_probe",
+        "pipeline.evaluate.audit:reading_free_probe",
         "pipeline.rank.release:train_from_release",
         "pipeline.rank.features:compute_features",
         "pipeline.rank.model:score",

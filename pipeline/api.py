@@ -8,7 +8,7 @@ tests call these functions too, never the CLI with argv strings::
 
     api.run(["corpus/"], "work", config="my.toml", workers=4)
     api.status("work").rows()
-    api.evaluate("work/release").results["main_metrics"]
+    api.evaluate("work/release").typed.main_metrics
     api.evaluate_scores(my_scores, "work/release").mean("scores", "nDCG@10")  # nothing written
 
 A ``config`` argument is a :class:`~pipeline.core.config.Config`, the path of a TOML file,
@@ -178,11 +178,19 @@ class EvalResult:
             KeyError: no such system in the results.
             UnknownMetricError: no such metric.
         """
-        from pipeline.evaluate.measures import canonical_name
+        from pipeline.evaluate.scoring.measures import canonical_name
 
-        stats = self.results["subsets"][subset][system]
-        name = metric if metric in stats else canonical_name(metric, self.results["ks"])
-        return stats[name]["mean"]
+        typed = self.typed
+        stats = typed.subsets[subset][system]
+        name = metric if metric in stats else canonical_name(metric, typed.ks)
+        return stats[name].mean
+
+    @property
+    def typed(self) -> Any:
+        """The results read by attribute (:class:`pipeline.evaluate.results.EvaluationResults`)."""
+        from pipeline.evaluate.results import as_results
+
+        return as_results(self.results)
 
 
 @dataclass(frozen=True)
@@ -480,14 +488,16 @@ def _evaluate_release(out: Path, cfg: Config) -> EvalResult | None:
         )
         return None
     from pipeline.evaluate.cache import CACHE_DIR
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
 
     evaluation = run_evaluation(
-        eval_file,
-        config=cfg.evaluate,
-        train_config=cfg.train,
-        cache_dir=out / EVAL_DIR / CACHE_DIR,
-        out_dir=out / EVAL_DIR,
+        EvaluationRequest(
+            eval_file,
+            config=cfg.evaluate,
+            train_config=cfg.train,
+            cache_dir=out / EVAL_DIR / CACHE_DIR,
+            out_dir=out / EVAL_DIR,
+        )
     )
     log.info("evaluate: results in %s", out / EVAL_DIR)
     result = _eval_result(evaluation)
@@ -532,6 +542,49 @@ def _eval_result(evaluation: Any) -> EvalResult:
     )
 
 
+def _model_specs(
+    encoders: Sequence[NamedSpec],
+    scorers: Sequence[NamedSpec],
+    sentence_transformers: Sequence[NamedSpec],
+) -> list[Any]:
+    """The models to evaluate, each a ``ModelSpec`` of its kind."""
+    from pipeline.evaluate.systems.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
+
+    kinds = ((ENCODER, encoders), (SCORER, scorers), (SENTENCE_TRANSFORMER, sentence_transformers))
+    return [ModelSpec(kind, spec, name) for kind, specs in kinds for spec, name in _named(specs)]
+
+
+def _aspects_request(request: Any, eval_file: PathLike, out_given: bool) -> Any:
+    """``request`` turned to the aspects task: the release's aspects as the eval set, their
+    kinds and levels as subsets, and (re-ranking) the whole-survey baselines per aspect;
+    written into ``<eval>/aspects/`` unless ``out`` was given."""
+    from pipeline.evaluate import aspects as aspect_task
+
+    spec = aspect_task.aspects_spec(eval_file)
+    eval_path = aspect_task.resolve_eval_file(spec)
+    whole, facts = (
+        aspect_task.whole_survey_scores(
+            eval_path,
+            aspect_task.survey_spec(spec),
+            request.train_config,
+            request.learned,
+            request.cache_dir,
+            request.batch_size,
+        )  # fmt: skip
+        if request.mode == "rerank"
+        else ({}, {})
+    )
+    return dataclasses.replace(
+        request,
+        eval_file=os.fspath(spec) if not isinstance(spec, Path) else spec,
+        out_dir=request.out_dir if out_given else request.out_dir / aspect_task.TASK_ASPECTS,
+        task=aspect_task.TASK_ASPECTS,
+        query_groups=aspect_task.query_groups(eval_path),
+        whole_survey=whole,
+        whole_survey_facts=facts,
+    )
+
+
 def evaluate(
     eval_file: PathLike,
     *,
@@ -545,6 +598,7 @@ def evaluate(
     lenient: bool = False,
     require_complete: bool = False,
     mode: str = "rerank",
+    baselines_only: bool = False,
     learned: bool = True,
     cache: bool = True,
     cache_dir: PathLike | None = None,
@@ -575,7 +629,8 @@ def evaluate(
         config: its ``[evaluate]`` and ``[train]`` tables are used.
         lenient: drop run rows whose ids are not in the eval set instead of failing.
         require_complete: fail when a run has no row for some eval survey.
-        mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval`).
+        mode: ``rerank`` or ``retrieval`` (see :mod:`pipeline.evaluate.retrieval.mode`).
+        baselines_only: evaluate the baselines only; no system may be given.
         learned: also train and evaluate the learned baselines.
         cache: keep the baselines' values and the encoders' embeddings and vectors in the
             evaluation cache and reuse them.
@@ -588,30 +643,29 @@ def evaluate(
             breakdown and the whole-survey baselines scored per aspect; results in
             ``eval/aspects/`` by default).
         top_k: in retrieval mode, the documents a model keeps per survey
-            (:mod:`pipeline.evaluate.model_retrieval`).
+            (:mod:`pipeline.evaluate.retrieval.model_runs`).
         first_stage: in retrieval mode, what a scorer re-ranks: ``bm25`` (over the whole
             corpus), ``encoder`` (the first encoder given) or a run file.
         qdrant: in retrieval mode, a Qdrant server URL (API key from ``QDRANT_API_KEY``) or
             a local-mode folder whose ``collection`` holds the corpus's vectors, each point
             with its document id in payload field ``id_field``
-            (:mod:`pipeline.evaluate.qdrant`); the surveys are encoded by the first encoder
+            (:mod:`pipeline.evaluate.retrieval.qdrant_index`); the surveys are encoded by the first encoder
             given, or read from ``query_vectors`` (Parquet ``_id``, ``vector``).
         index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
             or ``faiss`` (HNSW, with its recall against exact in the results:
-            :mod:`pipeline.evaluate.ann`).
+            :mod:`pipeline.evaluate.retrieval.faiss_index`).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate import aspects as A
+    from pipeline.evaluate import aspects as aspect_task
     from pipeline.evaluate.cache import CACHE_DIR
-    from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
-    from pipeline.evaluate.model_retrieval import RetrievalOptions
-    from pipeline.evaluate.models import ENCODER, SCORER, SENTENCE_TRANSFORMER, ModelSpec
+    from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
+    from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
 
-    if task not in A.TASKS:
-        raise ValueError(f"--task {task!r}: unknown; available: {', '.join(A.TASKS)}")
+    if task not in aspect_task.TASKS:
+        raise ValueError(f"--task {task!r}: unknown; available: {', '.join(aspect_task.TASKS)}")
     cfg = config_of(config)
     target = Path(out) if out is not None else default_eval_out(eval_file) / EVAL_DIR
     cache_folder = None
@@ -623,44 +677,17 @@ def evaluate(
             if out is not None
             else default_cache_dir(eval_file)
         )
-    extra: dict[str, Any] = {}
-    if task == A.TASK_ASPECTS:
-        if out is None:
-            target = target / A.TASK_ASPECTS
-        eval_file = A.aspects_spec(eval_file)
-        eval_path = A.resolve_eval_file(eval_file)
-        whole, facts = (
-            A.whole_survey_scores(
-                eval_path, A.survey_spec(eval_file), cfg.train, learned, cache_folder, batch_size
-            )
-            if mode == "rerank"
-            else ({}, {})
-        )
-        extra = {
-            "task": task,
-            "query_groups": A.query_groups(eval_path),
-            "whole_survey": whole,
-            "whole_survey_facts": facts,
-        }
-    models = [
-        ModelSpec(kind, spec, name)
-        for kind, specs in (
-            (ENCODER, encoders),
-            (SCORER, scorers),
-            (SENTENCE_TRANSFORMER, sentence_transformers),
-        )
-        for spec, name in _named(specs)
-    ]
-    evaluation = run_evaluation(
+    request = EvaluationRequest(  # checks the options before any work
         os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
-        _named(runs),
+        tuple(_named(runs)),
         model_files=_named(model_files),
-        models=models,
+        models=_model_specs(encoders, scorers, sentence_transformers),
         config=cfg.evaluate,
         train_config=cfg.train,
         lenient=lenient,
         require_complete=require_complete,
         mode=mode,
+        baselines_only=baselines_only,
         learned=learned,
         cache_dir=cache_folder,
         batch_size=batch_size,
@@ -674,9 +701,10 @@ def evaluate(
             query_vectors=None if query_vectors is None else Path(query_vectors),
             index=index,
         ),
-        **extra,
     )
-    return _eval_result(evaluation)
+    if task == aspect_task.TASK_ASPECTS:
+        request = _aspects_request(request, eval_file, out_given=out is not None)
+    return _eval_result(run_evaluation(request))
 
 
 def evaluate_scores(
@@ -716,10 +744,10 @@ def evaluate_scores(
         RunError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
-    from pipeline.evaluate.evaluation import run_evaluation
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
 
     cfg = config_of(config)
-    evaluation = run_evaluation(
+    request = EvaluationRequest(
         os.fspath(release) if not isinstance(release, Path) else release,
         scores={name: scores},
         config=cfg.evaluate,
@@ -732,7 +760,7 @@ def evaluate_scores(
         if cache
         else None,
     )
-    return _eval_result(evaluation)
+    return _eval_result(run_evaluation(request))
 
 
 @dataclass(frozen=True)
@@ -749,12 +777,12 @@ class BibliographyResult:
 
     def mean(self, metric: str) -> float | None:
         """A metric's macro mean over the surveys where it is defined (``recall``,
-        ``precision``, ``R(rel=4)``, ...: :data:`pipeline.evaluate.bibliography.METRICS`).
+        ``precision``, ``R(rel=4)``, ...: :data:`pipeline.evaluate.bibliography.score.METRICS`).
 
         Raises:
             UsageError: no such metric.
         """
-        from pipeline.evaluate.bibliography import METRICS
+        from pipeline.evaluate.bibliography.score import METRICS
 
         if metric not in self.results["metrics"]:
             raise UsageError(f"no bibliography metric {metric!r}; available: {', '.join(METRICS)}")
@@ -773,7 +801,7 @@ def evaluate_bibliography(
     config: ConfigLike = None,
 ) -> BibliographyResult:
     """Score generated surveys' bibliographies against the release's reading lists
-    (:mod:`pipeline.evaluate.bibliography`: input format, resolution and metrics).
+    (:mod:`pipeline.evaluate.bibliography.score`: input format, resolution and metrics).
 
     Args:
         release: the release folder.
@@ -796,8 +824,8 @@ def evaluate_bibliography(
         FileNotFoundError: no such file, or a folder that is not a release.
     """
     from pipeline.core.files import write_json
-    from pipeline.evaluate.bibliography import RESULTS_FILE
-    from pipeline.evaluate.bibliography_report import evaluate_file
+    from pipeline.evaluate.bibliography.report import evaluate_file
+    from pipeline.evaluate.bibliography.score import RESULTS_FILE
     from pipeline.evaluate.evaluation import EVAL_DIR
 
     settings = config_of(config).evaluate
@@ -856,7 +884,7 @@ def export(
         ValueError: an unknown format or split; a release file that differs from its record.
         FileNotFoundError: the release has no such split.
     """
-    from pipeline.evaluate.export import export_release
+    from pipeline.evaluate.report.export import export_release
 
     files = export_release(Path(release), Path(out), format, split)
     return ExportResult(Path(out), files)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evaluate.dense import DENSE_SWITCH
+from pipeline.evaluate.systems.dense import DENSE_SWITCH
 
 # The dense baseline (the optional .[dense] extra) is off in every test, subprocesses
 # included: results are the same whether or not the extra is installed, and no test

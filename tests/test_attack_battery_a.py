@@ -417,7 +417,7 @@ _RSS_SCRIPT = """
 import resource, sys
 from pathlib import Path
 import polars as pl
-from pipeline.evaluate.runs import read_run
+from pipeline.evaluate.systems.runs import read_run
 pl.DataFrame({"a": ["x y"]}).with_columns(pl.col("a").str.split(" "))  # start Polars' pools
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 run = read_run(Path(sys.argv[1]))

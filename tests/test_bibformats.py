@@ -1,12 +1,12 @@
 """BibTeX and Markdown reference lists as generators write them
-(pipeline/evaluate/bibformats.py): fields read, order kept, what is not a reference counted,
+(pipeline/evaluate/bibliography/formats.py): fields read, order kept, what is not a reference counted,
 and malformed BibTeX refused with its line."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.evaluate import bibformats as F
+from pipeline.evaluate.bibliography import formats as F
 
 BIB = r"""% written by a generator
 @string{neurips = "Advances in Neural Information Processing Systems"}

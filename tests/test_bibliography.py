@@ -1,5 +1,5 @@
 """Bibliographies of generated surveys scored against the reading lists
-(pipeline/evaluate/bibliography.py): resolution by identifier and title key, the classes,
+(pipeline/evaluate/bibliography/score.py): resolution by identifier and title key, the classes,
 the metrics by hand, the CLI's errors, and the oracle and hard negatives on a demo release."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from pipeline import api
 from pipeline.core import schema as S
 from pipeline.core.release_files import WORKS_TABLE_FILE
-from pipeline.evaluate import bibliography as B
+from pipeline.evaluate.bibliography import score as B
 from pipeline.rules import titles as T
 
 # A hand-made release: survey s1 (eval) lists w1 (tier 4), w2 (tier 3), w3 (tier 1) and has
@@ -683,7 +683,7 @@ def test_a_known_mix_on_the_demo_gives_the_counts_and_metrics_computed_here(
 
 # --------------------------------------------------------------------- per-section coverage
 def test_headings_match_aspects_by_word_jaccard() -> None:
-    from pipeline.evaluate import bibliography_aspects as C
+    from pipeline.evaluate.bibliography import aspects as C
 
     aspects = [("s#2", "Graph Neural Networks", 2), ("s#1", "Graph Networks", 1),
                ("s#3", "Evaluation Benchmarks", 3)]  # fmt: skip
@@ -700,7 +700,7 @@ def test_headings_match_aspects_by_word_jaccard() -> None:
 def test_headings_match_across_number_and_function_words() -> None:
     """A generator writes ``Approach`` for ``Approaches`` and ``An overview of X`` for ``X``;
     ``bench/heading_rule.py`` measures the rule on the real samples' 592 headings."""
-    from pipeline.evaluate import bibliography_aspects as C
+    from pipeline.evaluate.bibliography import aspects as C
 
     assert [C.singular(w) for w in ("approaches", "strategies", "networks", "analysis",
             "class", "classes", "boxes", "bus", "gas", "series", "works")] == [
@@ -718,7 +718,7 @@ def test_headings_match_across_number_and_function_words() -> None:
 
 
 def test_per_section_coverage_by_hand(tiny: B.ReleaseWorks, tmp_path: Path) -> None:
-    from pipeline.evaluate import bibliography_aspects as C
+    from pipeline.evaluate.bibliography import aspects as C
 
     path = tmp_path / "sections.jsonl"
     sections = {"2 Graph Matching": [TITLE_1, TITLE_3], "3 Sparse Attention": [TITLE_1],

@@ -183,9 +183,9 @@ def test_help_texts_say_what_the_commands_do() -> None:
     """Metavars name what an option takes (not argparse's INPUT_REPO), a default is stated
     once, ``--shard`` tells how archives are shared, and the baselines evaluate lists are
     the ones that run."""
-    from pipeline.evaluate.baselines import BASELINES
-    from pipeline.evaluate.dense import DENSE
-    from pipeline.evaluate.learned import LEARNED_BASELINES
+    from pipeline.evaluate.systems.baselines import BASELINES
+    from pipeline.evaluate.systems.dense import DENSE
+    from pipeline.evaluate.systems.learned import LEARNED_BASELINES
 
     parsers = _subparsers()
     for name, parser in parsers.items():

@@ -29,7 +29,7 @@ from pipeline import api
 from pipeline.core.config import Config, EvaluateConfig
 from pipeline.core.release_files import CANDIDATES_FILE
 from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
-from pipeline.evaluate.models import model_texts
+from pipeline.evaluate.systems.models import model_texts
 
 mteb = pytest.importorskip("mteb", reason="the dev extra's mteb-core is not installed")
 pytest.importorskip("beir", reason="the dev extra's beir is not installed")
@@ -252,9 +252,9 @@ def _ranked_as_beir(results: dict) -> dict:
     by docid descending (on the demo, a label-4 document and an unjudged one at rank 48 of
     a survey; MAP@100 moved by 2.5e-6). Documents with the same text (the demo has a few)
     tie exactly in float64 too, and each tool breaks such a tie by its own rule: here by
-    the project's documented one (:func:`pipeline.evaluate.ties.tie_key`), the rule the
+    the project's documented one (:func:`pipeline.evaluate.scoring.ties.tie_key`), the rule the
     evaluation applies to every run."""
-    from pipeline.evaluate.ties import tie_key
+    from pipeline.evaluate.scoring.ties import tie_key
 
     def order(query: str, item: tuple[str, float]) -> tuple[float, int, str]:
         return (-item[1], tie_key(query, item[0]), item[0])

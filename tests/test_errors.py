@@ -16,7 +16,7 @@ from pipeline.cli import app
 from pipeline.core.config import ConfigError
 from pipeline.core.errors import StageError, UsageError, user_message
 from pipeline.corpus.sources import InputError
-from pipeline.evaluate.runs import RunError
+from pipeline.evaluate.systems.runs import RunError
 
 ROOT = Path(pipeline.__file__).parent
 

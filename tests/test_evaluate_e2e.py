@@ -1,4 +1,4 @@
-"""End to end: evaluate() and the CLI on a small synthetic eval set written by the test."""
+"""End to end: write_evaluation() and the CLI on a small synthetic eval set written by the test."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pipeline.core.config import EvaluateConfig
 from pipeline.evaluate import (
     RunError,
     RunWarning,
-    evaluate,
     metric_registry,
     resolve_eval_file,
+    write_evaluation,
 )
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
@@ -29,7 +29,7 @@ from pipeline.evaluate.columns import (
     SURVEY_YEAR,
     SYSTEM,
 )
-from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR
+from pipeline.evaluate.report.figures import CAPTIONS, FIGURES_DIR
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
 CONFIG = EvaluateConfig(bootstrap_samples=40, random_seeds=2)
@@ -69,7 +69,7 @@ def test_results_structure_and_byte_identical_rerun(
 ) -> None:
     out = tmp_path / "work"
     runs = [inputs["trec"], inputs["csv"]]
-    results = evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
+    results = write_evaluation(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
     eval_dir = out / "eval"
     on_disk = json.loads((eval_dir / "eval_results.json").read_text(encoding="utf-8"))
     assert on_disk == results
@@ -135,7 +135,7 @@ def test_results_structure_and_byte_identical_rerun(
         return {p.relative_to(eval_dir).as_posix(): p.read_bytes() for p in found}
 
     before = files()
-    evaluate(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
+    write_evaluation(inputs["eval"], runs=runs, out_dir=out, config=CONFIG)
     after = files()
     assert sorted(before) == [
         "eval_results.json",
@@ -159,7 +159,7 @@ def test_results_do_not_depend_on_the_checkout(inputs: dict[str, Path], tmp_path
         shutil.copy(inputs["trec"], root / "noisy.trec")
         shutil.copy(inputs["csv"], root / "partial.csv")
         out = root / "work"
-        evaluate(
+        write_evaluation(
             root / "release",
             runs=[root / "noisy.trec", root / "partial.csv"],
             out_dir=out,
@@ -184,12 +184,14 @@ def test_missing_surveys_are_counted_and_warned(inputs: dict[str, Path], tmp_pat
     with pytest.warns(
         RunWarning, match=r"gappy\.csv: no row for 1 of 24 eval survey\(s\) \(first: 'S000003'\)"
     ):
-        results = evaluate(inputs["eval"], runs=[run], out_dir=tmp_path / "out", config=CONFIG)
+        results = write_evaluation(
+            inputs["eval"], runs=[run], out_dir=tmp_path / "out", config=CONFIG
+        )
     assert results["runs"]["gappy"]["missing_surveys"] == 1
     report = (tmp_path / "out" / "eval" / "report.md").read_text(encoding="utf-8")
     assert "`gappy` has no row for 1 of 24 surveys" in report
     with pytest.raises(RunError) as info:
-        evaluate(
+        write_evaluation(
             inputs["eval"],
             runs=[run],
             out_dir=tmp_path / "out2",
@@ -218,7 +220,9 @@ def test_hub_eval_file_is_recorded_as_given(
     # the quick existence check before the download (an unreachable Hub fails fast)
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, repo_id, revision: None)
     monkeypatch.chdir(tmp_path)
-    results = evaluate("owner/name@v1", baselines_only=True, out_dir=tmp_path / "o", config=CONFIG)
+    results = write_evaluation(
+        "owner/name@v1", baselines_only=True, out_dir=tmp_path / "o", config=CONFIG
+    )
     assert results["eval_file"] == {
         "name": EVAL_FILENAME,
         "sha256": sha256(inputs["eval"]),
@@ -229,20 +233,26 @@ def test_hub_eval_file_is_recorded_as_given(
 
 
 def test_release_folder_and_baselines_only(inputs: dict[str, Path], tmp_path: Path) -> None:
-    results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
+    results = write_evaluation(
+        inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG
+    )
     assert set(results["systems"]) == {"random", "popularity", "bm25", "oracle"}
     # the baselines are tested against each other (not against themselves, nor the oracle)
     assert {t["system"] for t in results["tests"]} == {"random", "popularity", "bm25"}
     assert all(t["system"] != t["baseline"] != "oracle" for t in results["tests"])
     assert results["submitted"] == [] and results["pairwise"] == []
     with pytest.raises(ValueError, match="--baselines-only"):
-        evaluate(inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path)
+        write_evaluation(
+            inputs["release"], runs=[inputs["trec"]], baselines_only=True, out_dir=tmp_path
+        )
 
 
 def test_metric_names_are_the_same_in_json_parquet_and_report(
     inputs: dict[str, Path], tmp_path: Path
 ) -> None:
-    results = evaluate(inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG)
+    results = write_evaluation(
+        inputs["release"], baselines_only=True, out_dir=tmp_path, config=CONFIG
+    )
     names = set(results["metrics"])
     assert {"R(rel=3)@10", "recall@10_tier=3", "RR(rel=3)"} <= names
     assert not any(n.endswith("_tier3") for n in names)
@@ -260,7 +270,9 @@ def test_run_name_clash_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> 
     clash = tmp_path / "noisy_label.csv"
     pl.read_csv(inputs["csv"]).write_csv(clash)
     with pytest.raises(RunError, match="already used.*--name"):
-        evaluate(inputs["eval"], runs=[inputs["trec"], clash], out_dir=tmp_path, config=CONFIG)
+        write_evaluation(
+            inputs["eval"], runs=[inputs["trec"], clash], out_dir=tmp_path, config=CONFIG
+        )
 
 
 def _cli(argv: list[str]) -> int:

@@ -20,11 +20,12 @@ from pipeline.evaluate import (
     tie_key,
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SUBSET, SURVEY_ID
-from pipeline.evaluate.evaluation import SUBSET_ALL, baseline_per_survey
-from pipeline.evaluate.measures import metric_aliases
-from pipeline.evaluate.stats import bootstrap_means, paired_test, rng_for
+from pipeline.evaluate.scoring.measures import metric_aliases
+from pipeline.evaluate.scoring.stats import bootstrap_means, paired_test, rng_for
+from pipeline.evaluate.scoring.subsets import SUBSET_ALL
+from pipeline.evaluate.scoring.ties import tie_keys
 from pipeline.evaluate.synthetic import synthetic_eval_set
-from pipeline.evaluate.ties import tie_keys
+from pipeline.evaluate.systems.baseline_values import baseline_per_survey
 from tests.trec_reference import pytrec_eval_many
 
 KS = (1, 3, 5)

@@ -18,8 +18,8 @@ from pipeline.core.config import Config, EvaluateConfig
 from pipeline.core.release_files import CANDIDATES_FILE
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.examples import hashed_words, word_overlap
-from pipeline.evaluate.models import ModelError, model_texts
-from pipeline.evaluate.runs import RunError
+from pipeline.evaluate.systems.models import ModelError, model_texts
+from pipeline.evaluate.systems.runs import RunError
 from tests.test_negatives import synthetic_release_dir
 
 CONFIG = Config(evaluate=EvaluateConfig(bootstrap_samples=50, random_seeds=2))
@@ -320,8 +320,12 @@ def test_baselines_are_computed_once_per_release(
     def no_training(*args, **kwargs):
         raise AssertionError("the learned baselines were trained again")
 
-    monkeypatch.setattr("pipeline.evaluate.evaluation.learned_baseline_scores", no_training)
-    monkeypatch.setattr("pipeline.evaluate.evaluation.baseline_per_survey", no_training)
+    monkeypatch.setattr(
+        "pipeline.evaluate.systems.baseline_values.learned_baseline_scores", no_training
+    )
+    monkeypatch.setattr(
+        "pipeline.evaluate.systems.baseline_values.baseline_per_survey", no_training
+    )
     # another --out, the same cache folder
     second = api.evaluate(release, out=tmp_path / "b", config=CONFIG, cache_dir=shared)
     assert second.results == first.results
@@ -375,7 +379,7 @@ def test_hub_offline_is_scoped_to_the_model_load(monkeypatch: pytest.MonkeyPatch
     reads once at import, are both restored."""
     from huggingface_hub import constants
 
-    from pipeline.evaluate.models import hub_offline
+    from pipeline.evaluate.systems.models import hub_offline
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -391,7 +395,7 @@ def test_hub_offline_is_scoped_to_the_model_load(monkeypatch: pytest.MonkeyPatch
 def test_dense_baseline_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     """PIPELINE_DENSE=0 skips the dense baseline whether or not the extra is installed (the
     test suite sets it in conftest.py); without it, the answer is the install's."""
-    from pipeline.evaluate.dense import DENSE_SWITCH, dense_unavailable
+    from pipeline.evaluate.systems.dense import DENSE_SWITCH, dense_unavailable
 
     switched_off = f"switched off ({DENSE_SWITCH}=0)"
     assert os.environ[DENSE_SWITCH] == "0"

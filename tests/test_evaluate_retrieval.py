@@ -19,7 +19,7 @@ import pytest
 
 from pipeline.core.config import EvaluateConfig
 from pipeline.core.release_files import beir_file
-from pipeline.evaluate import evaluate
+from pipeline.evaluate import write_evaluation
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
     EVAL_FILENAME,
@@ -29,9 +29,9 @@ from pipeline.evaluate.columns import (
     SURVEY_ID,
     SYSTEM,
 )
-from pipeline.evaluate.measures import UNJUDGED_LABEL, main_metrics, metric_registry
-from pipeline.evaluate.metrics import per_survey_metrics
-from pipeline.evaluate.retrieval import RETRIEVAL_KS
+from pipeline.evaluate.retrieval.mode import RETRIEVAL_KS
+from pipeline.evaluate.scoring.compute import per_survey_metrics
+from pipeline.evaluate.scoring.measures import UNJUDGED_LABEL, main_metrics, metric_registry
 from pipeline.evaluate.synthetic import synthetic_eval_set
 from tests.trec_reference import ir_measures_calc
 
@@ -82,7 +82,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def _ours(corpus: dict, depth: int | None, tmp_path: Path) -> tuple[pl.DataFrame, dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every survey has rows; nothing is dropped
-        results = evaluate(
+        results = write_evaluation(
             corpus["release"],
             runs=[corpus["runs"][depth]],
             out_dir=tmp_path,
@@ -194,7 +194,7 @@ def test_a_survey_without_rows_scores_zero(corpus: dict, tmp_path: Path) -> None
     partial = tmp_path / "partial.trec"
     partial.write_text("\n".join(x for x in lines if not x.startswith(f"{first} ")) + "\n")
     with pytest.warns(UserWarning, match="no row for 1 of 30"):
-        evaluate(
+        write_evaluation(
             corpus["release"], runs=[partial], out_dir=tmp_path, config=CONFIG, mode="retrieval"
         )
     row = (

@@ -18,7 +18,8 @@ from pipeline.evaluate.columns import (
     SUBSET,
     SURVEY_ID,
 )
-from pipeline.evaluate.evaluation import SUBSET_ALL, _aligned, per_survey_subsets
+from pipeline.evaluate.scoring.subsets import SUBSET_ALL, per_survey_subsets
+from pipeline.evaluate.systems.submitted import aligned
 
 EVAL_PAIRS = pl.DataFrame(
     {
@@ -223,7 +224,7 @@ def test_missing_candidates_rank_below_scored_ones(tmp_path: Path) -> None:
     path = write(tmp_path, "neg.run", "s1 Q0 c 1 -100 t\n")
     run = load_run(path, eval_set.select(SURVEY_ID, CANDIDATE_ID))
     row = (
-        per_survey_subsets(_aligned(eval_set, run.scores), EvaluateConfig().ks)
+        per_survey_subsets(aligned(eval_set, run.scores), EvaluateConfig().ks)
         .filter(pl.col(SUBSET) == SUBSET_ALL)
         .row(0, named=True)
     )
@@ -306,7 +307,7 @@ def test_unknown_ids_name_the_lenient_flag(tmp_path: Path) -> None:
 
 
 def test_in_memory_scores_are_checked_like_a_file(tmp_path: Path) -> None:
-    from pipeline.evaluate.runs import scores_run
+    from pipeline.evaluate.systems.runs import scores_run
 
     as_dict = scores_run({"s1": {"a": 0.5, "b": 0.25}, "s2": {"y": 1.0}}, "mine")
     frame = pl.DataFrame(

@@ -17,13 +17,13 @@ import pytest
 from pipeline import api
 from pipeline.core import schema as S
 from pipeline.core.release_files import BIBLIOGRAPHY_BASELINES_FILE, beir_file
-from pipeline.evaluate import bibliography as B
-from pipeline.evaluate import bibliography_baselines as BB
-from pipeline.evaluate import field_baselines as F
+from pipeline.evaluate.bibliography import baselines as BB
+from pipeline.evaluate.bibliography import score as B
 from pipeline.evaluate.evalset import load_eval_set
-from pipeline.evaluate.model_retrieval import DEFAULT_TOP_K, bm25_retrieval
-from pipeline.evaluate.ties import tie_key
-from pipeline.evaluate.vectors import load_corpus
+from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
+from pipeline.evaluate.retrieval.model_runs import DEFAULT_TOP_K, bm25_retrieval
+from pipeline.evaluate.scoring.ties import tie_key
+from pipeline.evaluate.systems import field_baselines as F
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.text_match import BM25Index, paper_text, survey_text, tokenize
 

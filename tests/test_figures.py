@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.config import EvaluateConfig
-from pipeline.evaluate import evaluate
+from pipeline.evaluate import write_evaluation
 from pipeline.evaluate.columns import EVAL_FILENAME
-from pipeline.evaluate.figures import CAPTIONS, FIGURES_DIR
-from pipeline.evaluate.report import render_report
+from pipeline.evaluate.report.figures import CAPTIONS, FIGURES_DIR
+from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
 CONFIG = EvaluateConfig(bootstrap_samples=20, random_seeds=1)
@@ -26,7 +26,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(release: Path, out: Path) -> dict:
-    return evaluate(release, baselines_only=True, out_dir=out, config=CONFIG, learned=False)
+    return write_evaluation(release, baselines_only=True, out_dir=out, config=CONFIG, learned=False)
 
 
 def test_every_figure_is_linked_and_byte_identical_across_runs(

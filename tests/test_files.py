@@ -12,7 +12,7 @@ import pipeline
 from pipeline.core import files
 from pipeline.core.config import EvaluateConfig
 from pipeline.engine.workdir import clean_stale_temps
-from pipeline.evaluate import evaluate
+from pipeline.evaluate import write_evaluation
 from pipeline.evaluate.columns import EVAL_FILENAME
 from pipeline.evaluate.synthetic import synthetic_eval_set
 
@@ -86,5 +86,5 @@ def test_a_concurrent_cleanup_keeps_an_evaluations_temp_files(
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", write_then_clean)
     config = EvaluateConfig(bootstrap_samples=10, random_seeds=1)
-    evaluate(release, baselines_only=True, out_dir=tmp_path, config=config, learned=False)
+    write_evaluation(release, baselines_only=True, out_dir=tmp_path, config=config, learned=False)
     assert (tmp_path / "eval" / "per_survey.parquet").exists()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.evaluate import bibformats as F
+from pipeline.evaluate.bibliography import formats as F
 from tests.test_bibliography import write_tiny_release
 
 MB = 1024 * 1024
@@ -50,7 +50,7 @@ def test_a_bibtex_macro_bomb_is_refused_before_it_grows(levels: int) -> None:
     macros' added text is bounded by the file's size, at any nesting: refused at once,
     naming the line, the macro and the limit; the peak stays far under 500 MB."""
     code = f"""
-from pipeline.evaluate import bibformats as F
+from pipeline.evaluate.bibliography import formats as F
 from tests.test_hostile_readers import _bomb
 text = _bomb({levels})
 try:
@@ -104,7 +104,7 @@ def test_the_markdown_reader_is_linear_on_runs_of_link_and_emphasis_marks() -> N
     between two words was worse. Each is now read in one pass: all four items together
     within 5 s of CPU, each kept as its text."""
     code = """
-from pipeline.evaluate import bibformats as F
+from pipeline.evaluate.bibliography import formats as F
 from tests.test_hostile_readers import MARKDOWN_RUNS
 for body in MARKDOWN_RUNS.values():
     (ref,) = F.parse_markdown("- " + body + "\\n").references
@@ -233,7 +233,7 @@ def test_a_hostile_bibliography_is_one_line_naming_file_and_line(tmp_path: Path,
 
 def test_a_bom_at_the_start_of_a_bibliography_is_no_error(tmp_path: Path) -> None:
     """Editors on Windows start a UTF-8 file with a BOM: read as the text it marks."""
-    from pipeline.evaluate.bibliography import read_input
+    from pipeline.evaluate.bibliography.score import read_input
 
     (tmp_path / "bib.jsonl").write_bytes(b"\xef\xbb\xbf" + _line("s1", '["A title"]'))
     (tmp_path / "lists").mkdir()

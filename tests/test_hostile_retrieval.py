@@ -185,7 +185,7 @@ def test_redaction_knows_every_configured_secret_and_credential_shapes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pipeline.corpus.openalex import KEY_ENV
-    from pipeline.evaluate.qdrant import API_KEY_ENV
+    from pipeline.evaluate.retrieval.qdrant_index import API_KEY_ENV
     from pipeline.rules.redact import SECRET_ENV, redact, scrub
 
     for name in (KEY_ENV, API_KEY_ENV, "TURSO_AUTH_TOKEN", "TURSO_DB_TOKEN", "HF_TOKEN"):

@@ -363,11 +363,11 @@ def test_the_forbidden_imports_are_found() -> None:
 # stages in LAYERS and import no stage;
 # any other name, or a whole-module import, is a stage leaning on a consumer of the release.
 STAGES_FROM_EVALUATE_AND_HUB: dict[tuple[str, str], frozenset[str]] = {
-    ("pipeline.stages.release.audit", "pipeline.evaluate.probe"): frozenset({"reading_free_probe"}),
-    ("pipeline.stages.release.metadata", "pipeline.hub.card"): frozenset({"render_release_card"}),
-    ("pipeline.stages.release.stage", "pipeline.evaluate.field_baselines"): frozenset(
+    ("pipeline.stages.release.audit", "pipeline.evaluate.audit"): frozenset({"reading_free_probe"}),
+    ("pipeline.stages.release.stage", "pipeline.evaluate.audit"): frozenset(
         {"write_field_baselines"}
     ),
+    ("pipeline.stages.release.metadata", "pipeline.hub.card"): frozenset({"render_release_card"}),
 }
 
 
@@ -396,10 +396,10 @@ def test_a_stage_leaning_on_evaluate_or_hub_is_found() -> None:
         "pipeline.stages.release.metadata": {
             "pipeline.hub.card": {"render_release_card", "add_results"},
         },
-        "pipeline.stages.release.audit": {"pipeline.evaluate.probe": {"reading_free_probe"}},
-        "pipeline.stages.split": {"pipeline.evaluate.metrics": set()},
+        "pipeline.stages.release.audit": {"pipeline.evaluate.audit": {"reading_free_probe"}},
+        "pipeline.stages.split": {"pipeline.evaluate.scoring.compute": set()},
     }
     assert _stage_imports_of_evaluate_and_hub(graph) == [
         "pipeline.stages.release.metadata imports pipeline.hub.card.add_results",
-        "pipeline.stages.split imports module pipeline.evaluate.metrics",
+        "pipeline.stages.split imports module pipeline.evaluate.scoring.compute",
     ]

@@ -13,7 +13,7 @@ import pytest
 from pipeline.core.config import EvaluateConfig
 from pipeline.core.release_files import beir_file
 from pipeline.core.schema import CANDIDATES_VIEW, JUDGMENT_COLUMNS, SURVEY_DATE
-from pipeline.evaluate import evaluate
+from pipeline.evaluate import write_evaluation
 from pipeline.evaluate.columns import (
     CANDIDATE_ID,
     EVAL_FILENAME,
@@ -22,10 +22,10 @@ from pipeline.evaluate.columns import (
     SURVEY_ID,
     SYSTEM,
 )
-from pipeline.evaluate.learned import leak_probe
-from pipeline.evaluate.report import render_report
-from pipeline.evaluate.runs import RunError, RunWarning
+from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.synthetic import synthetic_eval_set
+from pipeline.evaluate.systems.learned import leak_probe
+from pipeline.evaluate.systems.runs import RunError, RunWarning
 from pipeline.rank import FeatureError, ModelError, compute_features, load_model, train_release
 from pipeline.rank.features import FEATURE_SETS, FEATURES, METADATA_SET, TEXT
 from tests.test_negatives import synthetic_release_dir
@@ -103,7 +103,9 @@ def test_train_twice_gives_identical_bytes_and_model_file_reproduces_lgbm(
     assert meta["feature_set"] == "full" and meta["validation"]["surveys"]
 
     with pytest.warns(RunWarning, match="exactly the per-survey values of baseline lgbm"):
-        results = evaluate(release, out_dir=tmp_path / "out", config=FAST, model_files=[first])
+        results = write_evaluation(
+            release, out_dir=tmp_path / "out", config=FAST, model_files=[first]
+        )
     assert results["baselines"][:5] == ["random", "popularity", "bm25", "lgbm", "lgbm-metadata"]
     assert results["submitted"] == ["model"]
     per_survey = pl.read_parquet(tmp_path / "out" / "eval" / "per_survey.parquet")
@@ -143,7 +145,7 @@ def _overall(probe: float, bm25: float) -> dict:
 def test_leak_probe_flags_a_metadata_model_that_beats_bm25(release: Path, tmp_path: Path) -> None:
     assert leak_probe(_overall(0.4, 0.5))["flagged"] is False
     assert leak_probe(_overall(0.6, 0.5))["flagged"] is True
-    results = evaluate(release, out_dir=tmp_path, config=FAST)
+    results = write_evaluation(release, out_dir=tmp_path, config=FAST)
     flagged = results | {"leak_probe": leak_probe(_overall(0.6, 0.5))}
     assert "LEAK WARNING" in render_report(flagged)
     assert "LEAK WARNING" not in render_report(
@@ -167,7 +169,7 @@ def test_leak_probe_counts_a_lead_only_beyond_chance(release: Path, tmp_path: Pa
     assert (row["beats"], row["beats_within_chance"], row["p_value"]) == (False, True, 0.30)
     assert leak_probe(_overall(0.6, 0.5), tests(0.01))["flagged"] is True
     assert leak_probe(_overall(0.6, 0.5), tests(float("nan")))["flagged"] is True  # no test
-    results = evaluate(release, out_dir=tmp_path, config=FAST)
+    results = write_evaluation(release, out_dir=tmp_path, config=FAST)
     text = render_report(results | {"leak_probe": within})
     assert "LEAK WARNING" not in text and "within chance" in text
     # the evaluation passes its tests: every probe metric carries the test's p-value
@@ -200,7 +202,7 @@ def test_full_corpus_run_without_retrieval_mode_names_the_flag(
     corpus_release: dict[str, Path], tmp_path: Path
 ) -> None:
     with pytest.raises(RunError, match="--mode retrieval"):
-        evaluate(corpus_release["release"], runs=[corpus_release["run"]], out_dir=tmp_path)
+        write_evaluation(corpus_release["release"], runs=[corpus_release["run"]], out_dir=tmp_path)
 
 
 def test_retrieval_mode_agrees_with_pytrec_eval(
@@ -209,7 +211,7 @@ def test_retrieval_mode_agrees_with_pytrec_eval(
     ks = FAST.ks
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a complete run: nothing dropped, no survey missing
-        results = evaluate(
+        results = write_evaluation(
             corpus_release["release"],
             runs=[corpus_release["run"]],
             out_dir=tmp_path,
@@ -252,4 +254,4 @@ def test_retrieval_mode_rejects_documents_outside_the_corpus(
     first = corpus_release["run"].read_text().splitlines()[0].split()
     bad.write_text(f"{first[0]} Q0 nowhere:1 0 1.0 bad\n")
     with pytest.raises(RunError, match="not in the split's corpus"):
-        evaluate(corpus_release["release"], runs=[bad], out_dir=tmp_path, mode="retrieval")
+        write_evaluation(corpus_release["release"], runs=[bad], out_dir=tmp_path, mode="retrieval")

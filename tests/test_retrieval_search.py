@@ -20,10 +20,10 @@ from pipeline.core.config import Config, EvaluateConfig
 from pipeline.core.release_files import EVAL_FILE, beir_file
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
 from pipeline.evaluate.examples import hashed_words
-from pipeline.evaluate.search import DocOrder, exact_top_k, unit_rows
+from pipeline.evaluate.retrieval.corpus_vectors import BATCHES_DIR, VECTORS_DIR, VECTORS_FILE
+from pipeline.evaluate.retrieval.exact import DocOrder, exact_top_k, unit_rows
+from pipeline.evaluate.scoring.ties import tie_key
 from pipeline.evaluate.synthetic import synthetic_eval_set
-from pipeline.evaluate.ties import tie_key
-from pipeline.evaluate.vectors import BATCHES_DIR, VECTORS_DIR, VECTORS_FILE
 
 CONFIG = Config(evaluate=EvaluateConfig(bootstrap_samples=20, random_seeds=1))
 LOG_ENV = "TEST_ENCODER_LOG"  # where logged_encoder appends the texts of each call
@@ -157,7 +157,7 @@ def test_kill_minus_9_while_encoding_then_rerun_encodes_only_the_missing_batches
     second_calls = _logged(tmp_path / "second.log")
     assert len(second_calls) == n_batches - len(done)  # the queries came from the cache
     # a batch on disk before the kill is not encoded again
-    from pipeline.evaluate.vectors import load_corpus
+    from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
 
     corpus = load_corpus(release / EVAL_FILE)
     assert corpus is not None
@@ -187,7 +187,7 @@ def _bm25_full_run(release: Path, path: Path) -> Path:
     """A TREC run of BM25 (the library's, as the baseline computes it) of every corpus
     document against every eval survey, written here from the texts."""
     from pipeline.evaluate.evalset import load_eval_set
-    from pipeline.evaluate.model_retrieval import surveys
+    from pipeline.evaluate.retrieval.model_runs import surveys
     from pipeline.rules.text_match import BM25Index, paper_text, tokenize
 
     corpus = pl.read_parquet(release / beir_file("corpus", "eval"))
@@ -260,8 +260,8 @@ def test_dense_baseline_retrieves_over_the_corpus_where_it_can_run(
     """The [dense] extra's baseline as an encoder over the whole corpus (here its encoder is
     stood in for by :func:`hashed_words`: no test loads the real model)."""
     release = _release(tmp_path)
-    monkeypatch.setattr("pipeline.evaluate.evaluation.dense_unavailable", lambda: None)
-    monkeypatch.setattr("pipeline.evaluate.dense.encode", hashed_words)
+    monkeypatch.setattr("pipeline.evaluate.systems.baseline_values.dense_unavailable", lambda: None)
+    monkeypatch.setattr("pipeline.evaluate.systems.dense.encode", hashed_words)
     with pytest.warns(UserWarning, match="exactly the per-survey values of baseline dense"):
         result = api.evaluate(
             release, out=tmp_path / "a", mode="retrieval", top_k=20, config=CONFIG,

@@ -183,7 +183,7 @@ def _run(args: argparse.Namespace, cfg: Config) -> int:
         max_failed_files=args.max_failed_files,
     )
     if result.evaluation is not None:
-        from pipeline.evaluate.report import render_report
+        from pipeline.evaluate.report.markdown import render_report
 
         print(render_report(result.evaluation.results))
     return 0

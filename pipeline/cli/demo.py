@@ -15,7 +15,7 @@ from pipeline.cli.args import positive_int
 
 def main(args: argparse.Namespace) -> int:
     """The ``demo`` command: :func:`pipeline.api.demo`, then print the evaluation report."""
-    from pipeline.evaluate.report import render_report
+    from pipeline.evaluate.report.markdown import render_report
 
     result = api.demo(
         args.out,

@@ -12,11 +12,11 @@ from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.aspects import TASK_LISTS, TASKS
-from pipeline.evaluate.baselines import BASELINES
-from pipeline.evaluate.bibliography import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
-from pipeline.evaluate.dense import DENSE
+from pipeline.evaluate.bibliography.score import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
 from pipeline.evaluate.evaluation import EVAL_DIR, REPORT_FILE
-from pipeline.evaluate.learned import LEARNED_BASELINES
+from pipeline.evaluate.systems.baselines import BASELINES
+from pipeline.evaluate.systems.dense import DENSE
+from pipeline.evaluate.systems.learned import LEARNED_BASELINES
 
 log = logging.getLogger("pipeline")
 
@@ -197,7 +197,12 @@ def _named(args: argparse.Namespace, flag: str) -> list[Any]:
 def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``export --format beir DIR``: registered with ``evaluate`` (they share this module)."""
     from pipeline.core.release_files import RETRIEVAL_SPLITS
-    from pipeline.evaluate.export import CORPUS_JSONL, FORMATS, QUERIES_JSONL, TOP_RANKED_JSONL
+    from pipeline.evaluate.report.export import (
+        CORPUS_JSONL,
+        FORMATS,
+        QUERIES_JSONL,
+        TOP_RANKED_JSONL,
+    )
 
     parser = subparsers.add_parser(
         "export",
@@ -265,7 +270,7 @@ def export_main(args: argparse.Namespace) -> int:
 # --------------------------------------------- learned systems and retrieval mode
 def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model-file``, ``--mode`` and ``--no-learned``."""
-    from pipeline.evaluate.retrieval import MODES, RERANK
+    from pipeline.evaluate.retrieval.mode import MODES, RERANK
 
     parser.add_argument(
         "--model-file",
@@ -352,9 +357,6 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--against compares two bibliographies; give --bibliography too")
     if args.no_cache and args.cache_dir is not None:
         raise UsageError("--no-cache and --cache-dir: give one (the cache off, or its folder)")
-    if args.baselines_only and args.systems:
-        flags = sorted({flag for flag, _, _ in args.systems})
-        raise UsageError(f"--baselines-only evaluates no system, but {'/'.join(flags)} given")
     result = api.evaluate(
         args.release,
         out=args.out,
@@ -367,6 +369,7 @@ def main(args: argparse.Namespace) -> int:
         lenient=args.lenient,
         require_complete=args.require_complete,
         mode=args.mode,
+        baselines_only=args.baselines_only,
         learned=not args.no_learned,
         cache=not args.no_cache,
         cache_dir=args.cache_dir,
@@ -381,7 +384,7 @@ def main(args: argparse.Namespace) -> int:
         index=args.index,
     )
     if getattr(args, "quiet", False):
-        from pipeline.evaluate.report import summary_line
+        from pipeline.evaluate.report.markdown import summary_line
 
         print(summary_line(result.results, str(result.report_file)))
         return 0

@@ -279,7 +279,7 @@ TITLE_KEYS = pa.schema(
 )
 
 # The release's works table (``release_files.WORKS_TABLE_FILE``): every work the corpus knows,
-# as bibliography resolution keys it (pipeline.evaluate.bibliography) and nothing else. No
+# as bibliography resolution keys it (pipeline.evaluate.bibliography.score) and nothing else. No
 # count, category or date: a ranking system that reads it learns nothing about a candidate
 # beyond the ids and titles the candidates view shows.
 WORKS_TABLE = pa.schema(
@@ -618,7 +618,7 @@ _ASPECT_QUERY = [
 
 # Baseline bibliographies the release computes where the citations are (judgment-side: they
 # are made from the corpus's citation counts, which no file a system reads shows):
-# ``pipeline.evaluate.field_baselines``. One row per (survey, baseline, rank), rank from 1.
+# ``pipeline.evaluate.systems.field_baselines``. One row per (survey, baseline, rank), rank from 1.
 EVAL_BIBLIOGRAPHY_BASELINES = pa.schema(
     [
         (SURVEY_ID, pa.string()),

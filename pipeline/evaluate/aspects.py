@@ -29,11 +29,11 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.config import TrainConfig
 from pipeline.core.release_files import ASPECTS_DIR, EVAL_FILE
-from pipeline.evaluate.baselines import BM25, bm25_scores
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
-from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
-from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
-from pipeline.evaluate.learned import learned_baseline_scores
+from pipeline.evaluate.evalset import answer_free, is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.systems.baselines import BM25, bm25_scores
+from pipeline.evaluate.systems.dense import DENSE, dense_model_scores, dense_unavailable
+from pipeline.evaluate.systems.learned import learned_baseline_scores
 
 TASK_LISTS, TASK_ASPECTS = "lists", "aspects"
 TASKS = (TASK_LISTS, TASK_ASPECTS)
@@ -109,7 +109,6 @@ def whole_survey_scores(
         (``<baseline>@survey`` -> ``survey_id`` (the aspect id), ``candidate_id``, ``score``;
         facts: what each was, and why one was skipped).
     """
-    from pipeline.evaluate.evaluation import answer_free
 
     survey_path = resolve_eval_file(survey_spec_)
     surveys = load_eval_set(survey_path)

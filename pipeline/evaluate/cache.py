@@ -7,7 +7,7 @@ sha256 of everything the values depend on: the eval file's and the train split's
 the ``[evaluate]`` settings that change a per-survey value (cutoffs, seed, random draws;
 not the bootstrap resamples, which only the summaries use), the ``[train]`` config,
 which baselines run, the mode, and the source of the ``pipeline`` package (any code edit
-starts a new entry). Embeddings live in ``<cache>/embeddings/`` (:mod:`pipeline.evaluate.models`).
+starts a new entry). Embeddings live in ``<cache>/embeddings/`` (:mod:`pipeline.evaluate.systems.models`).
 
 The cache lives in the folder the evaluation writes: ``<out>/cache`` with ``--out``, else
 beside the results written next to the release (``<work>/eval/cache`` for

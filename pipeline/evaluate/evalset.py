@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.errors import PipelineError
-from pipeline.core.schema import LABEL_NAMES
+from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
 from pipeline.engine.workdir import release_file_problem
 from pipeline.evaluate.columns import (
     CANDIDATE_ABSTRACT,
@@ -189,3 +189,8 @@ def load_eval_set(path: Path) -> pl.DataFrame:
             f"{path}: ({row[SURVEY_ID]!r}, {row[CANDIDATE_ID]!r}) appears more than once"
         )
     return frame
+
+
+def answer_free(eval_set: pl.DataFrame) -> pl.DataFrame:
+    """The columns of the eval set that the release's ``candidates`` view holds (no judgment)."""
+    return eval_set.select([c for c in CANDIDATES_VIEW.names if c in eval_set.columns])

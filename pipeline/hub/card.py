@@ -55,7 +55,8 @@ from pipeline.core.release_files import (
     beir_file,
 )
 from pipeline.corpus import provenance as P
-from pipeline.evaluate.measures import ndcg_name
+from pipeline.evaluate.results import EvaluationResults, Stat, as_results
+from pipeline.evaluate.scoring.measures import ndcg_name
 from pipeline.hub.card_tables import (
     aspect_audit_table,
     candidate_text_table,
@@ -258,19 +259,19 @@ def read_eval_results(path: Path, meta: dict[str, Any]) -> dict[str, Any] | None
     return results if want is not None and got == want else None
 
 
-def results_systems(results: dict[str, Any]) -> list[str]:
+def results_systems(results: EvaluationResults) -> list[str]:
     """The systems of the card's results table: the baselines, then the upper bounds (each
     once, in the order ``eval_results.json`` lists them)."""
-    return list(dict.fromkeys([*results.get("baselines", []), *results.get("upper_bounds", [])]))
+    return list(dict.fromkeys([*results.baselines, *results.upper_bounds]))
 
 
-def results_cell(summary: dict[str, Any] | None) -> str:
+def results_cell(summary: Stat | None) -> str:
     """``mean [ci_low, ci_high]`` to 3 decimals, as the evaluation report writes it."""
-    if not summary or summary.get("mean") is None:
+    if summary is None or summary.mean is None:
         return "n/a"
-    lo, hi = summary.get("ci_low"), summary.get("ci_high")
+    lo, hi = summary.ci_low, summary.ci_high
     ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else ""
-    return f"{summary['mean']:.3f}{ci}"
+    return f"{summary.mean:.3f}{ci}"
 
 
 def results_table(results: dict[str, Any] | None, meta: dict[str, Any]) -> str:
@@ -284,22 +285,21 @@ def results_table(results: dict[str, Any] | None, meta: dict[str, Any]) -> str:
             "Not evaluated yet: `run` evaluates the baselines once the release is written "
             "and renders this table from the evaluation's `eval_results.json`."
         )
-    metrics = list(results.get("main_metrics", []))
-    best = results.get("best_baseline")
-    uppers = set(results.get("upper_bounds", []))
+    typed = as_results(results)
+    metrics, best, uppers = typed.main_metrics, typed.best_baseline, set(typed.upper_bounds)
     rows = []
-    for name in results_systems(results):
+    for name in results_systems(typed):
         label = f"`{name}`" + (
             " (best)" if name == best else " (upper bound)" if name in uppers else ""
         )
-        summary = results["systems"].get(name, {})
+        summary = typed.systems.get(name, {})
         rows.append([label, *(results_cell(summary.get(m)) for m in metrics)])
     table = md_table(["system", *(f"`{m}`" for m in metrics)], rows)
     return (
-        f"{table}\n\n{md_cell(results.get('n_surveys'))} `{eval_split}` surveys, "
-        f"{md_cell(results.get('n_candidates'))} judged candidates; means over surveys, "
-        f"{results.get('ci_method', '')} `random` is the mean over "
-        f"{results.get('config', {}).get('random_seeds')} seeds; `lgbm*` are trained on "
+        f"{table}\n\n{md_cell(typed.n_surveys)} `{eval_split}` surveys, "
+        f"{md_cell(typed.n_candidates)} judged candidates; means over surveys, "
+        f"{typed.ci_method} `random` is the mean over "
+        f"{typed.config.get('random_seeds')} seeds; `lgbm*` are trained on "
         f"`{S.SPLIT_NAMES[0]}`. Every metric: `eval/report.md` of the evaluation."
     )
 
@@ -360,10 +360,10 @@ def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:
     """Write the tier distribution per split as a PNG: for every label, its share of each
     split's rows, with the row count beside the bar (the numbers of the card's label table).
 
-    Drawn as :mod:`pipeline.evaluate.plots` draws every figure, so the same metadata gives the same
+    Drawn as :mod:`pipeline.evaluate.report.plots` draws every figure, so the same metadata gives the same
     bytes.
     """
-    from pipeline.evaluate.plots import pyplot, save_png
+    from pipeline.evaluate.report.plots import pyplot, save_png
 
     labels = sorted(S.LABEL_NAMES)
     splits = list(S.SPLIT_NAMES)

@@ -13,7 +13,7 @@ from pipeline.core.config import Config
 from pipeline.core.files import write_json
 from pipeline.corpus.sources import InputError
 from pipeline.engine import workdir as W
-from pipeline.evaluate.report import render_report
+from pipeline.evaluate.report.markdown import render_report
 from pipeline.jobs.identity import extract_missing, run_identity, unchanged_since_release
 
 log = logging.getLogger("pipeline")

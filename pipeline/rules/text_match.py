@@ -1,4 +1,4 @@
-"""Text matching shared by the ``bm25`` baseline (:mod:`pipeline.evaluate.baselines`) and
+"""Text matching shared by the ``bm25`` baseline (:mod:`pipeline.evaluate.systems.baselines`) and
 the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidate's text
 and BM25 per survey.
 

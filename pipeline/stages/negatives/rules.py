@@ -43,7 +43,7 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.engine.context import ReduceContext
-from pipeline.rules import aliases as W
+from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
 from pipeline.rules import visible as V
 from pipeline.rules.described import described_works
@@ -212,18 +212,18 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
         S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID
     )
     own = (
-        W.entry_aliases(refs)
-        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), W.ALIAS)
+        A.entry_aliases(refs)
+        .select(pl.col(S.PAPER_ID).alias(S.SURVEY_ID), A.ALIAS)
         .unique()
         .collect(engine="streaming")
     )
-    own_ids = own[W.ALIAS].unique()
+    own_ids = own[A.ALIAS].unique()
     links = ctx.read("works", "links")
     hop = pl.concat(
         [
-            links.filter(pl.col(W.ALIAS).is_in(own_ids.implode())),
-            links.filter(pl.col(W.OTHER).is_in(own_ids.implode())).select(
-                pl.col(W.OTHER).alias(W.ALIAS), pl.col(W.ALIAS).alias(W.OTHER)
+            links.filter(pl.col(A.ALIAS).is_in(own_ids.implode())),
+            links.filter(pl.col(A.OTHER).is_in(own_ids.implode())).select(
+                pl.col(A.OTHER).alias(A.ALIAS), pl.col(A.ALIAS).alias(A.OTHER)
             ),
         ]
     ).unique()
@@ -231,17 +231,17 @@ def _alias_hits(ctx: ReduceContext) -> pl.LazyFrame:
         [
             own.lazy(),
             own.lazy()
-            .join(hop, on=W.ALIAS, how="inner")
-            .select(S.SURVEY_ID, pl.col(W.OTHER).alias(W.ALIAS)),
+            .join(hop, on=A.ALIAS, how="inner")
+            .select(S.SURVEY_ID, pl.col(A.OTHER).alias(A.ALIAS)),
         ]
     ).unique()
     aliases = (
         ctx.read("works", "works")
-        .select(S.WORK_ID, pl.col(S.ALIASES).alias(W.ALIAS))
-        .explode(W.ALIAS)
-        .drop_nulls(W.ALIAS)
+        .select(S.WORK_ID, pl.col(S.ALIASES).alias(A.ALIAS))
+        .explode(A.ALIAS)
+        .drop_nulls(A.ALIAS)
     )
-    return near.join(aliases, on=W.ALIAS, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
+    return near.join(aliases, on=A.ALIAS, how="inner").select(S.SURVEY_ID, S.WORK_ID).unique()
 
 
 def cited_pairs(ctx: ReduceContext, citations: pl.LazyFrame) -> pl.LazyFrame:

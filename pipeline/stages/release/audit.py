@@ -4,7 +4,7 @@ negatives, in the reading lists and in the aspects, and the one verdict that fai
 
 Each audit reads the visible features of every split (pooled and per survey, per aspect for
 the aspects: :mod:`pipeline.rules.leak_audit`), the relative features (a candidate's place in
-its list) and the reading-free probe (:func:`pipeline.evaluate.probe.reading_free_probe`) on
+its list) and the reading-free probe (:func:`pipeline.evaluate.audit.reading_free_probe`) on
 the written files.
 """
 
@@ -19,7 +19,7 @@ from pipeline.core import schema as S
 from pipeline.core.errors import StageError
 from pipeline.core.release_files import ASPECTS_DIR
 from pipeline.engine.context import ReduceContext
-from pipeline.evaluate.probe import reading_free_probe
+from pipeline.evaluate.audit import reading_free_probe
 from pipeline.rules.leak_audit import ASPECT_SCOPES, outside, within_chance
 from pipeline.stages.release.counts import EMPTY_ASPECTS, aspect_split_counts
 from pipeline.stages.release.splits import Written

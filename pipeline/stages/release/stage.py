@@ -11,7 +11,7 @@ from pipeline.core import schema as S
 from pipeline.core.release_files import BIBLIOGRAPHY_BASELINES_FILE
 from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
-from pipeline.evaluate.field_baselines import write_field_baselines
+from pipeline.evaluate.audit import write_field_baselines
 from pipeline.rules.tables import scan_extract
 from pipeline.stages.release.audit import leak_audits
 from pipeline.stages.release.metadata import file_entries, write_metadata_and_card

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from string import ascii_lowercase
-from typing import Any
 
-from pipeline.evaluate.coverage import CHV_RATIO
-from pipeline.evaluate.figures import CAPTIONS
-from pipeline.evaluate.learned import PROBE_ALPHA
-from pipeline.evaluate.measures import (
+from pipeline.evaluate.report.figures import CAPTIONS
+from pipeline.evaluate.results import EvaluationResults, Stat, as_results
+from pipeline.evaluate.scoring.coverage import CHV_RATIO
+from pipeline.evaluate.scoring.measures import (
     AP,
     HARD_NEGATIVE_AUC,
     RR_REL3,
@@ -26,6 +25,7 @@ from pipeline.evaluate.measures import (
     recall_name,
     recall_rel3_name,
 )
+from pipeline.evaluate.systems.learned import PROBE_ALPHA
 
 _MISSING = "n/a"
 _SATURATED = "saturated"
@@ -40,10 +40,10 @@ def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _with_ci(stat: dict[str, Any] | None) -> str:
-    if not stat or stat["mean"] is None:
+def _with_ci(stat: Stat | None) -> str:
+    if stat is None or stat.mean is None:
         return _MISSING
-    return f"{_num(stat['mean'])} [{_num(stat['ci_low'])}, {_num(stat['ci_high'])}]"
+    return f"{_num(stat.mean)} [{_num(stat.ci_low)}, {_num(stat.ci_high)}]"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -57,47 +57,39 @@ def _figure(figures: Sequence[str], name: str) -> list[str]:
     return [] if path is None else ["", f"![{CAPTIONS[name]}]({path})"]
 
 
-def _systems(results: dict[str, Any]) -> list[str]:
-    return results["baselines"] + results["submitted"]
-
-
-def _kind(results: dict[str, Any], system: str) -> str:
-    return results.get("kinds", {}).get(system, "submitted")
-
-
-def ranked_systems(results: dict[str, Any]) -> list[str]:
+def ranked_systems(results: EvaluationResults) -> list[str]:
     """Systems by mean of the selection metric (nDCG@10), best first; ties in the results'
     order, systems without a value last."""
-    overall, metric = results["subsets"]["ALL"], results["selection_metric"]
-    order = {s: i for i, s in enumerate(_systems(results))}
+    overall, metric = results.subsets["ALL"], results.selection_metric
+    order = {s: i for i, s in enumerate(results.ranked_over)}
 
     def key(system: str) -> tuple:
-        mean = overall[system][metric]["mean"]
+        mean = overall[system][metric].mean
         return (mean is None, -(mean or 0.0), order[system])
 
-    return sorted(_systems(results), key=key)
+    return sorted(results.ranked_over, key=key)
 
 
-def baseline_letters(results: dict[str, Any]) -> dict[str, str]:
+def baseline_letters(results: EvaluationResults) -> dict[str, str]:
     """A letter for every baseline the systems are tested against (upper bounds aside)."""
-    compared = [b for b in results["baselines"] if b not in results["upper_bounds"]]
+    compared = [b for b in results.baselines if b not in results.upper_bounds]
     return {b: ascii_lowercase[i % 26] for i, b in enumerate(compared)}
 
 
 def significant_against(
-    results: dict[str, Any], system: str, metric: str
+    results: EvaluationResults, system: str, metric: str
 ) -> tuple[list[str], list[str]]:
     """The baselines ``system`` is significantly better and worse than on ``metric``
     (Holm-corrected), in the baselines' order."""
     better, worse = [], []
-    for test in results["tests"]:
-        if test["system"] != system or test["metric"] != metric or not test.get("significant"):
+    for test in results.tests:
+        if test.system != system or test.metric != metric or not test.significant:
             continue
-        (better if test["diff"] > 0 else worse).append(test["baseline"])
+        (better if (test.diff or 0.0) > 0 else worse).append(test.baseline or "")
     return better, worse
 
 
-def _marks(results: dict[str, Any], system: str, metric: str) -> str:
+def _marks(results: EvaluationResults, system: str, metric: str) -> str:
     letters = baseline_letters(results)
     better, worse = significant_against(results, system, metric)
     up = "".join(sorted(letters[b] for b in better))
@@ -105,28 +97,28 @@ def _marks(results: dict[str, Any], system: str, metric: str) -> str:
     return (f" {UP}{up}" if up else "") + (f" {DOWN}{down}" if down else "")
 
 
-def _cell(results: dict[str, Any], system: str, metric: str) -> str:
-    if metric in results.get("saturated_metrics", ()):
+def _cell(results: EvaluationResults, system: str, metric: str) -> str:
+    if metric in results.saturated_metrics:
         return _SATURATED
-    stat = results["subsets"]["ALL"][system].get(metric)
+    stat = results.subsets["ALL"][system].get(metric)
     return _with_ci(stat) + _marks(results, system, metric)
 
 
-def _metric_table(results: dict[str, Any], metrics: list[str]) -> list[str]:
+def _metric_table(results: EvaluationResults, metrics: list[str]) -> list[str]:
     rows = [
-        [system, _kind(results, system)] + [_cell(results, system, m) for m in metrics]
+        [system, results.kind(system)] + [_cell(results, system, m) for m in metrics]
         for system in ranked_systems(results)
     ]
     return _table(["system", "kind", *metrics], rows)
 
 
-def _legend(results: dict[str, Any]) -> list[str]:
+def _legend(results: EvaluationResults) -> list[str]:
     letters = baseline_letters(results)
     text = (
         "Means over surveys with 95% bootstrap intervals. "
         f"{UP}x / {DOWN}x: significantly better / worse than baseline x (paired randomisation "
         "test over surveys, p < "
-        f"{results.get('alpha', 0.05)} after Holm's correction over the baselines, per system "
+        f"{results.alpha} after Holm's correction over the baselines, per system "
         "and metric)."
     )
     if letters:
@@ -134,12 +126,12 @@ def _legend(results: dict[str, Any]) -> list[str]:
     return ["", text]
 
 
-def _headline(results: dict[str, Any]) -> list[str]:
-    selection = results["selection_metric"]
-    present = set(results["subsets"]["ALL"][_systems(results)[0]]) if _systems(results) else set()
+def _headline(results: EvaluationResults) -> list[str]:
+    selection, systems = results.selection_metric, results.ranked_over
+    present = set(results.subsets["ALL"][systems[0]]) if systems else set()
     metrics = [selection] + [m for m in HEADLINE_REST if m in present]
     lines = ["", f"## Systems by {selection}", ""]
-    if not _systems(results):
+    if not systems:
         return lines + ["No system evaluated."]
     lines += _metric_table(results, metrics)
     lines += _legend(results)
@@ -149,7 +141,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
             "chv_ratio (systems with embeddings only): how much of the reading list's "
             "embedding space the top of the ranking spans; coverage, not relevance.",
         ]
-    for system, baseline in sorted(results.get("same_as_baseline", {}).items()):
+    for system, baseline in sorted(results.same_as_baseline.items()):
         lines += [
             "",
             f"**Note:** `{system}` gives exactly the per-survey values of baseline "
@@ -158,13 +150,11 @@ def _headline(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _pairwise(results: dict[str, Any]) -> list[str]:
-    submitted, metric = results["submitted"], results["selection_metric"]
+def _pairwise(results: EvaluationResults) -> list[str]:
+    submitted, metric = results.submitted, results.selection_metric
     if len(submitted) < 2:
         return []
-    cells = {
-        (t["system"], t["other"]): t for t in results.get("pairwise", []) if t["metric"] == metric
-    }
+    cells = {(t.system, t.other): t for t in results.pairwise if t.metric == metric}
 
     def cell(row: str, column: str) -> str:
         if row == column:
@@ -172,10 +162,10 @@ def _pairwise(results: dict[str, Any]) -> list[str]:
         test, sign = cells.get((row, column)), 1.0
         if test is None:
             test, sign = cells.get((column, row)), -1.0
-        if test is None or test["diff"] is None:
+        if test is None or test.diff is None:
             return _MISSING
-        star = "*" if test.get("significant") else ""
-        return f"{_num(sign * test['diff'], signed=True)}{star} (p {_num(test['p_holm'], 3)})"
+        star = "*" if test.significant else ""
+        return f"{_num(sign * test.diff, signed=True)}{star} (p {_num(test.p_holm, 3)})"
 
     lines = ["", f"## Submitted systems against each other ({metric})", ""]
     lines += _table(
@@ -185,49 +175,49 @@ def _pairwise(results: dict[str, Any]) -> list[str]:
         "",
         f"Mean difference over surveys, row minus column; p: paired randomisation test, "
         f"Holm-corrected over the {len(cells)} pair{'s' if len(cells) != 1 else ''}; "
-        f"* p < {results.get('alpha', 0.05)}.",
+        f"* p < {results.alpha}.",
     ]
     return lines
 
 
-def _more_metrics(results: dict[str, Any]) -> list[str]:
-    shown = {results["selection_metric"], *HEADLINE_REST}
-    rest = [m for m in results["main_metrics"] if m not in shown]
-    if not rest or not _systems(results):
+def _more_metrics(results: EvaluationResults) -> list[str]:
+    shown = {results.selection_metric, *HEADLINE_REST}
+    rest = [m for m in results.main_metrics if m not in shown]
+    if not rest or not results.ranked_over:
         return []
     return ["", "## More metrics", "", *_metric_table(results, rest)]
 
 
-def _cutoffs(results: dict[str, Any]) -> list[str]:
-    ks = results.get("ks") or results["config"]["ks"]
+def _cutoffs(results: EvaluationResults) -> list[str]:
+    ks = results.cutoffs
     systems = ranked_systems(results)
     if not systems:
         return []
-    overall = results["subsets"]["ALL"]
+    overall = results.subsets["ALL"]
     names = [ndcg_name(k) for k in ks] + [recall_name(k) for k in ks]
     rows = []
     for system in systems:
         row = [system]
         for name in names:
-            if name in results.get("saturated_metrics", ()):
+            if name in results.saturated_metrics:
                 row.append(_SATURATED)
             else:
                 stat = overall[system].get(name)
-                row.append(_num(stat["mean"]) if stat else _MISSING)
+                row.append(_num(stat.mean) if stat else _MISSING)
         rows.append(row)
     lines = ["", "## Cutoffs", "", *_table(["system", *names], rows)]
-    if results.get("saturated_metrics"):
+    if results.saturated_metrics:
         lines += [
             "",
-            f"{_SATURATED}: K is at least the longest candidate list ({results['longest_list']}), "
+            f"{_SATURATED}: K is at least the longest candidate list ({results.longest_list}), "
             "so every system, random included, has recall 1 there; not a result.",
         ]
     return lines
 
 
-def _runs_section(results: dict[str, Any]) -> list[str]:
+def _runs_section(results: EvaluationResults) -> list[str]:
     """Where each submitted system came from and what it left unscored."""
-    runs = results["runs"]
+    runs = results.runs
     if not runs:
         return []
     lines = ["", "## Submitted systems", ""]
@@ -237,36 +227,36 @@ def _runs_section(results: dict[str, Any]) -> list[str]:
         [
             [
                 name,
-                _kind(results, name),
-                f"`{run['file']['name']}` (`{run['file']['sha256'][:12]}`)"
-                if run.get("file")
-                else f"`{results.get('models', {}).get(name, {}).get('target', 'in memory')}`",
-                str(run["rows"]),
-                str(run["scored_judged"]),
-                str(run["missing_judged"]),
-                str(run["missing_surveys"]),
-                str(run["dropped_unknown_ids"]),
+                results.kind(name),
+                f"`{run.file['name']}` (`{run.file['sha256'][:12]}`)"
+                if run.file
+                else f"`{results.models.get(name, {}).get('target', 'in memory')}`",
+                str(run.rows),
+                str(run.scored_judged),
+                str(run.missing_judged),
+                str(run.missing_surveys),
+                str(run.dropped_unknown_ids),
             ]
             for name, run in runs.items()
         ],
     )  # fmt: skip
     lines += _retrieved(results)
-    gaps = [(name, run["missing_surveys"]) for name, run in runs.items() if run["missing_surveys"]]
+    gaps = [(name, run.missing_surveys) for name, run in runs.items() if run.missing_surveys]
     if gaps:
         lines.append("")
         lines += [
-            f"**Warning:** `{name}` has no row for {n} of {results['n_surveys']} surveys; every "
+            f"**Warning:** `{name}` has no row for {n} of {results.n_surveys} surveys; every "
             "judged candidate of those surveys counts as not ranked."
             for name, n in gaps
         ]
     return lines
 
 
-def _retrieved(results: dict[str, Any]) -> list[str]:
+def _retrieved(results: EvaluationResults) -> list[str]:
     """How each model retrieved its top k over the corpus (retrieval mode): the search, an
     ANN index's recall against exact search, the points of a Qdrant collection dropped."""
     lines: list[str] = []
-    for name, facts in sorted(results.get("models", {}).items()):
+    for name, facts in sorted(results.models.items()):
         if "top_k" not in facts:
             continue
         k = facts["top_k"]
@@ -285,15 +275,15 @@ def _retrieved(results: dict[str, Any]) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _notes(results: dict[str, Any]) -> list[str]:
+def _notes(results: EvaluationResults) -> list[str]:
     """Learned baselines not trained, and the reading-free probe (loud when it fires)."""
     lines: list[str] = []
-    learned = results.get("learned_baselines", {})
+    learned = results.learned_baselines
     if learned.get("skipped"):
         lines += ["", f"Learned baselines (lgbm...) not trained: {learned['skipped']}."]
     if learned.get("dense", {}).get("skipped"):
         lines += ["", f"Dense baseline not run: {learned['dense']['skipped']}."]
-    probe = results.get("leak_probe")
+    probe = results.leak_probe
     if not probe:
         return lines
     cells = ", ".join(
@@ -323,9 +313,9 @@ def _notes(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _in_out(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
-    selection = results["selection_metric"]
-    inside, outside = results["subsets"]["IN"], results["subsets"]["OUT"]
+def _in_out(results: EvaluationResults, figures: Sequence[str]) -> list[str]:
+    selection = results.selection_metric
+    inside, outside = results.subsets["IN"], results.subsets["OUT"]
     lines = [
         "",
         f"## In-domain and out-of-domain candidates ({selection})",
@@ -336,32 +326,32 @@ def _in_out(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
     ]
     rows = []
     for s in ranked_systems(results):
-        a, b = inside[s][selection]["mean"], outside[s][selection]["mean"]
+        a, b = inside[s][selection].mean, outside[s][selection].mean
         gap = None if a is None or b is None else a - b
         rows.append([s, _num(a), _num(b), _num(gap, signed=True)])
     lines += _table(["system", "in-domain", "other", "difference"], rows)
     return lines + _figure(figures, "in_out.png")
 
 
-def _years(results: dict[str, Any]) -> list[str]:
-    years = sorted(k for k in results["subsets"] if k.startswith("year="))
-    selection = results["selection_metric"]
+def _years(results: EvaluationResults) -> list[str]:
+    years = sorted(k for k in results.subsets if k.startswith("year="))
+    selection = results.selection_metric
     lines = ["", f"## By survey year ({selection})", ""]
     return lines + _table(
-        ["system"] + [f"{y.removeprefix('year=')} (n={results['subset_surveys'][y]})" for y in years],
+        ["system"] + [f"{y.removeprefix('year=')} (n={results.subset_surveys[y]})" for y in years],
         [
-            [s] + [_with_ci(results["subsets"][y][s][selection]) for y in years]
+            [s] + [_with_ci(results.subsets[y][s][selection]) for y in years]
             for s in ranked_systems(results)
         ],
     )  # fmt: skip
 
 
-def _groups(results: dict[str, Any]) -> list[str]:
+def _groups(results: EvaluationResults) -> list[str]:
     """The ``query_groups`` subsets (the aspects' kinds and levels), one column each."""
-    groups = [g for g in results.get("query_groups", []) if g in results["subsets"]]
+    groups = [g for g in results.query_groups if g in results.subsets]
     if not groups:
         return []
-    selection = results["selection_metric"]
+    selection = results.selection_metric
     lines = ["", f"## By aspect kind and level ({selection})", ""]
     lines.append(
         "Each column: the aspects of one kind (the role of the section's own heading) or one "
@@ -369,16 +359,16 @@ def _groups(results: dict[str, Any]) -> list[str]:
     )
     lines.append("")
     return lines + _table(
-        ["system"] + [f"{g} (n={results['subset_surveys'][g]})" for g in groups],
-        [[s] + [_with_ci(results["subsets"][g][s][selection]) for g in groups]
+        ["system"] + [f"{g} (n={results.subset_surveys[g]})" for g in groups],
+        [[s] + [_with_ci(results.subsets[g][s][selection]) for g in groups]
          for s in ranked_systems(results)],
     )  # fmt: skip
 
 
-def _whole_survey(results: dict[str, Any]) -> list[str]:
+def _whole_survey(results: EvaluationResults) -> list[str]:
     """Each whole-survey baseline per aspect beside the same baseline on the aspect's query."""
-    pairs = results.get("whole_survey") or {}
-    if not pairs and not results.get("whole_survey_skipped"):
+    pairs = results.whole_survey
+    if not pairs and not results.whole_survey_skipped:
         return []
     lines = ["", "## Whole-survey systems per aspect", ""]
     lines.append(
@@ -389,8 +379,8 @@ def _whole_survey(results: dict[str, Any]) -> list[str]:
         "abstract; rankers trained on the aspects' train split)."
     )
     lines.append("")
-    metrics = results["main_metrics"][:4]
-    systems = results["systems"]
+    metrics = results.main_metrics[:4]
+    systems = results.systems
     rows = []
     for name, facts in sorted(pairs.items()):
         base = facts.get("baseline", "")
@@ -398,33 +388,33 @@ def _whole_survey(results: dict[str, Any]) -> list[str]:
             if system in systems:
                 rows.append([label] + [_with_ci(systems[system].get(m)) for m in metrics])
     lines += _table(["system"] + metrics, rows)
-    for name, reason in sorted((results.get("whole_survey_skipped") or {}).items()):
+    for name, reason in sorted(results.whole_survey_skipped.items()):
         lines += ["", f"{name}@survey not run: {reason}."]
     return lines
 
 
-def _tiers(results: dict[str, Any], figures: Sequence[str]) -> list[str]:
+def _tiers(results: EvaluationResults, figures: Sequence[str]) -> list[str]:
     lines = ["", "## Tier distribution of the eval set", ""]
-    tiers = results["tier_distribution"]
+    tiers = results.tier_distribution
     lines += _table(
         ["label", "name", "candidates", "share", "in-domain"],
         [
-            [label, t["name"], str(t["count"]), _num(t["share"]), str(t["in_domain"])]
+            [label, t.name, str(t.count), _num(t.share), str(t.in_domain)]
             for label, t in sorted(tiers.items(), key=lambda kv: int(kv[0]))
         ],
     )
     return lines + _figure(figures, "tier_distribution.png")
 
 
-def _definitions(results: dict[str, Any]) -> list[str]:
-    names = list(results["main_metrics"])
-    if CHV_RATIO in results["metrics"]:
+def _definitions(results: EvaluationResults) -> list[str]:
+    names = list(results.main_metrics)
+    if CHV_RATIO in results.metrics:
         names.append(CHV_RATIO)
     lines = ["", "## Definitions", ""]
-    lines += [f"- `{m}`: " + " ".join(results["metrics"][m].split()) for m in names]
+    lines += [f"- `{m}`: " + " ".join(results.metrics[m].split()) for m in names]
     lines += [
-        f"- Intervals: {results['ci_method']}",
-        f"- Tests: {results['test_method']}",
+        f"- Intervals: {results.ci_method}",
+        f"- Tests: {results.test_method}",
         "- Ties: equal scores are put in a fixed pseudo-random order of (survey, candidate) "
         "that does not depend on the ids' form (the exact rule: `tie_breaking` in "
         "eval_results.json); trec_eval orders them by docid instead (and compares scores as "
@@ -435,8 +425,8 @@ def _definitions(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _mode(results: dict[str, Any]) -> str:
-    if results.get("mode", "rerank") == "rerank":
+def _mode(results: EvaluationResults) -> str:
+    if results.mode == "rerank":
         return (
             "Re-ranking: each system ranks every judged candidate of each survey; candidates "
             "it does not score come last."
@@ -448,17 +438,21 @@ def _mode(results: dict[str, Any]) -> str:
     )
 
 
-def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
+def render_report(
+    results: EvaluationResults | EvaluationResults, figures: Sequence[str] = ()
+) -> str:
     """The evaluation report as Markdown.
 
     Args:
-        results: the dict written to ``eval_results.json`` by :func:`pipeline.evaluate.evaluate`.
-        figures: PNG paths relative to the report (:func:`pipeline.evaluate.figures.write_figures`),
+        results: the content of ``eval_results.json``
+            (:func:`pipeline.evaluate.evaluation.run_evaluation`), as a dict or typed.
+        figures: PNG paths relative to the report (:func:`pipeline.evaluate.report.figures.write_figures`),
             each linked under the table it draws; none: a report of tables only.
     """
-    identity = results["eval_file"]
+    results = as_results(results)
+    identity = results.eval_file
     hub = f", from the Hub as `{identity['hub']}`" if identity.get("hub") else ""
-    aspects = results.get("task") == "aspects"
+    aspects = results.task == "aspects"
     lines = [
         "# Survey reading lists: evaluation" + (" of the aspects" if aspects else ""),
         "",
@@ -468,8 +462,8 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
             if aspects
             else ""
         )
-        + f"{results['n_surveys']} eval {'aspects' if aspects else 'surveys'}, "
-        f"{results['n_candidates']} judged candidates "
+        + f"{results.n_surveys} eval {'aspects' if aspects else 'surveys'}, "
+        f"{results.n_candidates} judged candidates "
         f"(`{identity['name']}`, sha256 `{identity['sha256'][:12]}`{hub}). {_mode(results)}",
     ]
     lines += _headline(results)
@@ -490,16 +484,17 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_line(results: dict[str, Any], where: str) -> str:
+def summary_line(results: EvaluationResults | EvaluationResults, where: str) -> str:
     """One line: the best system by the selection metric, each submitted system, where the
     report is (what ``evaluate -q`` prints)."""
-    metric, overall = results["selection_metric"], results["subsets"]["ALL"]
-    ranked = [s for s in ranked_systems(results) if s not in results["upper_bounds"]]
+    results = as_results(results)
+    metric, overall = results.selection_metric, results.subsets["ALL"]
+    ranked = [s for s in ranked_systems(results) if s not in results.upper_bounds]
     parts = []
     if ranked:
         best = ranked[0]
-        parts.append(f"best {best} {_num(overall[best][metric]['mean'])}")
-    for system in results["submitted"]:
+        parts.append(f"best {best} {_num(overall[best][metric].mean)}")
+    for system in results.submitted:
         if ranked and system == ranked[0]:
             continue
         better, worse = significant_against(results, system, metric)
@@ -507,7 +502,7 @@ def summary_line(results: dict[str, Any], where: str) -> str:
             f"below {', '.join(worse)}"
         ] * bool(worse)
         note = f" ({'; '.join(versus)})" if versus else ""
-        parts.append(f"{system} {_num(overall[system][metric]['mean'])}{note}")
+        parts.append(f"{system} {_num(overall[system][metric].mean)}{note}")
     body = "; ".join(parts) if parts else "no system"
-    queries = "aspects" if results.get("task") == "aspects" else "surveys"
-    return f"evaluate: {metric} over {results['n_surveys']} {queries}: {body}; report: {where}"
+    queries = "aspects" if results.task == "aspects" else "surveys"
+    return f"evaluate: {metric} over {results.n_surveys} {queries}: {body}; report: {where}"

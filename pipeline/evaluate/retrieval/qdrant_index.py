@@ -34,6 +34,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -406,3 +407,21 @@ def _where(location: str) -> str:
     """The location as the results and messages name it: a server's URL (redacted: it may
     carry a user:password), a local folder's name only."""
     return redact(location) if is_url(location) else f"local folder {Path(location).name}"
+
+
+@dataclass(frozen=True)
+class QdrantSearch:
+    """The user's Qdrant collection (a :class:`~pipeline.evaluate.retrieval.search.VectorSearch`):
+    see :func:`qdrant_top_k`."""
+
+    location: str
+    collection: str
+    id_field: str
+    corpus_ids: pl.Series
+    queries_from: str
+
+    def top_k(
+        self, queries: np.ndarray, query_ids: list[str], k: int
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        return qdrant_top_k(self.location, self.collection, self.id_field, query_ids, queries,
+                            k, self.corpus_ids, self.queries_from)  # fmt: skip

@@ -30,9 +30,9 @@ from pipeline.core.config import TrainConfig
 from pipeline.core.files import file_identity
 from pipeline.core.release_files import CANDIDATES_FILE, READING_LISTS_FILE
 from pipeline.core.schema import CANDIDATES_VIEW
-from pipeline.evaluate.baselines import BM25
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
-from pipeline.evaluate.measures import HARD_NEGATIVE_AUC, ndcg_name
+from pipeline.evaluate.scoring.measures import HARD_NEGATIVE_AUC, ndcg_name
+from pipeline.evaluate.systems.baselines import BM25
 from pipeline.rank.features import candidates_view
 from pipeline.rank.model import load_model, meta_path, score
 from pipeline.rank.release import train_from_release

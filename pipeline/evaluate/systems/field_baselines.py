@@ -9,13 +9,13 @@ first posted strictly before d: ``candidate_prior_citations`` counted per field
 the category" (pool B of :mod:`pipeline.stages.negatives.rules`). S never counts itself and
 is never one of its works; a work no paper of c cited before d is no work of the field, so a
 survey whose field has fewer than N gets fewer. Equal counts are ordered by the
-evaluation's tie rule (:mod:`pipeline.evaluate.ties`).
+evaluation's tie rule (:mod:`pipeline.evaluate.scoring.ties`).
 
 The release does not publish citation counts or categories for the corpus's works
 (``schema.POPULARITY_COLUMNS``: shown, popularity ranks the head of every list), so the
 bibliographies are computed at build time and published judgment-side
 (:data:`pipeline.core.release_files.BIBLIOGRAPHY_BASELINES_FILE`), where the bibliography
-evaluation reads them (:mod:`pipeline.evaluate.bibliography_baselines`).
+evaluation reads them (:mod:`pipeline.evaluate.bibliography.baselines`).
 
 Memory. The as-of counts of every work of a field at every survey's date would pair each
 eval survey with the field's whole history. Counts only grow, so with K the longest list of
@@ -38,9 +38,9 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.core.parquet import write_table
-from pipeline.evaluate.baselines import POPULARITY
 from pipeline.evaluate.columns import CANDIDATE_ID
-from pipeline.evaluate.ties import tie_keys
+from pipeline.evaluate.scoring.ties import tie_keys
+from pipeline.evaluate.systems.baselines import POPULARITY
 from pipeline.rules import visible as V
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,9 @@
 """A bibliography file or folder scored against a release: the whole report.
 
 The pieces live apart: reading, resolution, metrics, intervals and tests in
-:mod:`pipeline.evaluate.bibliography`, the baselines in
-:mod:`pipeline.evaluate.bibliography_baselines`, per-section coverage in
-:mod:`pipeline.evaluate.bibliography_aspects`; this module puts them in one report, so
+:mod:`pipeline.evaluate.bibliography.score`, the baselines in
+:mod:`pipeline.evaluate.bibliography.baselines`, per-section coverage in
+:mod:`pipeline.evaluate.bibliography.aspects`; this module puts them in one report, so
 none of them imports another's caller.
 """
 
@@ -15,7 +15,9 @@ from typing import Any
 
 from pipeline.core.files import file_identity
 from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
-from pipeline.evaluate.bibliography import (
+from pipeline.evaluate.bibliography.aspects import aspect_coverage, load_aspects
+from pipeline.evaluate.bibliography.baselines import baseline_scores
+from pipeline.evaluate.bibliography.score import (
     CLASSES,
     RUN_NAME,
     BibliographyEvaluation,
@@ -30,10 +32,8 @@ from pipeline.evaluate.bibliography import (
     run_metrics,
     with_intervals,
 )
-from pipeline.evaluate.bibliography_aspects import aspect_coverage, load_aspects
-from pipeline.evaluate.bibliography_baselines import baseline_scores
 from pipeline.evaluate.evalset import load_eval_set
-from pipeline.evaluate.stats import CI_LEVEL
+from pipeline.evaluate.scoring.stats import CI_LEVEL
 
 
 def _input_identity(path: Path, given: BibliographyInput) -> dict[str, Any]:
@@ -60,10 +60,10 @@ def evaluate_file(
 ) -> dict[str, Any]:
     """Read, resolve and score a bibliography file or folder against a release folder; the
     report, with bootstrap intervals of the means, the baselines on the eval surveys it
-    gives (:mod:`pipeline.evaluate.bibliography_baselines`) and, given ``against`` (a second
+    gives (:mod:`pipeline.evaluate.bibliography.baselines`) and, given ``against`` (a second
     bibliography of the same surveys), the paired tests of the first against it; with
     ``aspects``, the per-section coverage of the survey's aspects
-    (:mod:`pipeline.evaluate.bibliography_aspects`).
+    (:mod:`pipeline.evaluate.bibliography.aspects`).
 
     Raises:
         BibliographyError: a malformed line or a survey that is not in the release, or an

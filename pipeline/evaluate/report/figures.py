@@ -1,7 +1,7 @@
 """Figures of an evaluation: PNG files next to ``report.md``, which links them.
 
 Drawn from what ``eval_results.json`` and ``per_survey.parquet`` hold, nothing else,
-the way :mod:`pipeline.evaluate.plots` draws every figure (Agg backend, pinned look, PNGs without
+the way :mod:`pipeline.evaluate.report.plots` draws every figure (Agg backend, pinned look, PNGs without
 metadata), so the same results give the same bytes. The report's tables carry every number; a figure only shows them.
 """
 
@@ -14,8 +14,14 @@ from typing import Any
 import polars as pl
 
 from pipeline.evaluate.columns import SUBSET, SURVEY_ID, SYSTEM
-from pipeline.evaluate.measures import TIER3_LABEL, TIERS, recall_rel3_name, recall_tier_name
-from pipeline.evaluate.plots import pyplot, save_png
+from pipeline.evaluate.report.plots import pyplot, save_png
+from pipeline.evaluate.results import EvaluationResults, as_results
+from pipeline.evaluate.scoring.measures import (
+    TIER3_LABEL,
+    TIERS,
+    recall_rel3_name,
+    recall_tier_name,
+)
 
 FIGURES_DIR = "figures"  # beside report.md
 # (panel title, metric name at cutoff K)
@@ -32,13 +38,9 @@ CAPTIONS = {
 }
 
 
-def _systems(results: dict[str, Any]) -> list[str]:
-    return results["baselines"] + results["submitted"]
-
-
-def _main_metrics(results: dict[str, Any], plt: Any) -> Any:
-    systems, main = _systems(results), results["main_metrics"]
-    overall = results["subsets"]["ALL"]
+def _main_metrics(results: EvaluationResults, plt: Any) -> Any:
+    systems, main = results.ranked_over, results.main_metrics
+    overall = results.subsets["ALL"]
     cols = min(4, len(main))
     rows = -(-len(main) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 0.35 * len(systems) * rows + 1.2))
@@ -47,10 +49,10 @@ def _main_metrics(results: dict[str, Any], plt: Any) -> Any:
         means, low, high = [], [], []
         for s in systems:
             stat = overall[s][metric]
-            m = stat["mean"]
+            m = stat.mean
             means.append(0.0 if m is None else m)
-            low.append(0.0 if m is None or stat["ci_low"] is None else m - stat["ci_low"])
-            high.append(0.0 if m is None or stat["ci_high"] is None else stat["ci_high"] - m)
+            low.append(0.0 if m is None or stat.ci_low is None else m - stat.ci_low)
+            high.append(0.0 if m is None or stat.ci_high is None else stat.ci_high - m)
         y = range(len(systems))
         ax.barh(y, means, xerr=[low, high], color="#4c72b0", ecolor="#333333", capsize=2)
         ax.set_yticks(list(y), systems if ax in axes[::cols] else [""] * len(systems))
@@ -62,13 +64,13 @@ def _main_metrics(results: dict[str, Any], plt: Any) -> Any:
     return fig
 
 
-def _paired_difference(results: dict[str, Any], per_survey: pl.DataFrame, plt: Any) -> Any:
+def _paired_difference(results: EvaluationResults, per_survey: pl.DataFrame, plt: Any) -> Any:
     """None without a best baseline (nothing to compare against)."""
-    best, metric = results["best_baseline"], results["selection_metric"]
+    best, metric = results.best_baseline, results.selection_metric
     if best is None:
         return None
-    others = results["submitted"] or [
-        s for s in results["baselines"] if s != best and s not in results["upper_bounds"]
+    others = results.submitted or [
+        s for s in results.baselines if s != best and s not in results.upper_bounds
     ]
     frame = per_survey.filter(pl.col(SUBSET) == "ALL").select(SYSTEM, SURVEY_ID, metric)
     base = frame.filter(pl.col(SYSTEM) == best).select(SURVEY_ID, pl.col(metric).alias("_best"))
@@ -98,13 +100,14 @@ def _paired_difference(results: dict[str, Any], per_survey: pl.DataFrame, plt: A
     return fig
 
 
-def _recall_by_tier(results: dict[str, Any], plt: Any) -> Any:
-    ks, overall = results.get("ks") or results["config"]["ks"], results["subsets"]["ALL"]
+def _recall_by_tier(results: EvaluationResults, plt: Any) -> Any:
+    ks, overall = results.cutoffs, results.subsets["ALL"]
     n = len(RECALL_PANELS)
     fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 2.8), sharey=True)
     for ax, (title, name) in zip(axes, RECALL_PANELS, strict=True):
-        for s in _systems(results):
-            values = [overall[s].get(name(k), {}).get("mean") for k in ks]
+        for s in results.ranked_over:
+            stats = [overall[s].get(name(k)) for k in ks]
+            values = [None if stat is None else stat.mean for stat in stats]
             ax.plot(ks, [float("nan") if v is None else v for v in values], marker="o", label=s)
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
@@ -117,16 +120,16 @@ def _recall_by_tier(results: dict[str, Any], plt: Any) -> Any:
     return fig
 
 
-def _in_out(results: dict[str, Any], plt: Any) -> Any:
-    systems, metric = _systems(results), results["selection_metric"]
+def _in_out(results: EvaluationResults, plt: Any) -> Any:
+    systems, metric = results.ranked_over, results.selection_metric
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(systems) + 1), 3.0))
     width = 0.4
     for offset, subset, color in ((-width / 2, "IN", "#4c72b0"), (width / 2, "OUT", "#dd8452")):
-        stats = [results["subsets"][subset][s][metric] for s in systems]
-        means = [0.0 if st["mean"] is None else st["mean"] for st in stats]
+        stats = [results.subsets[subset][s][metric] for s in systems]
+        means = [0.0 if st.mean is None else st.mean for st in stats]
         err = [
-            [0.0 if st["mean"] is None else st["mean"] - st["ci_low"] for st in stats],
-            [0.0 if st["mean"] is None else st["ci_high"] - st["mean"] for st in stats],
+            [0.0 if st.mean is None else st.mean - st.ci_low for st in stats],
+            [0.0 if st.mean is None else st.ci_high - st.mean for st in stats],
         ]
         x = [i + offset for i in range(len(systems))]
         ax.bar(x, means, width, yerr=err, label=subset, color=color, ecolor="#333333", capsize=2)
@@ -137,11 +140,11 @@ def _in_out(results: dict[str, Any], plt: Any) -> Any:
     return fig
 
 
-def _tier_distribution(results: dict[str, Any], plt: Any) -> Any:
-    tiers = sorted(results["tier_distribution"].items(), key=lambda kv: int(kv[0]))
-    names = [f"{label}: {t['name']}" for label, t in tiers]
-    inside = [t["in_domain"] for _, t in tiers]
-    outside = [t["count"] - t["in_domain"] for _, t in tiers]
+def _tier_distribution(results: EvaluationResults, plt: Any) -> Any:
+    tiers = sorted(results.tier_distribution.items(), key=lambda kv: int(kv[0]))
+    names = [f"{label}: {t.name}" for label, t in tiers]
+    inside = [t.in_domain for _, t in tiers]
+    outside = [t.count - t.in_domain for _, t in tiers]
     fig, ax = plt.subplots(figsize=(5.5, 2.6))
     ax.barh(names, inside, color="#4c72b0", label="in-domain")
     ax.barh(names, outside, left=inside, color="#dd8452", label="other")
@@ -151,10 +154,13 @@ def _tier_distribution(results: dict[str, Any], plt: Any) -> Any:
     return fig
 
 
-def write_figures(results: dict[str, Any], per_survey: pl.DataFrame, eval_dir: Path) -> list[str]:
+def write_figures(
+    results: dict[str, Any] | EvaluationResults, per_survey: pl.DataFrame, eval_dir: Path
+) -> list[str]:
     """Write the figures into ``<eval_dir>/figures/``; return their paths relative to
     ``eval_dir`` (as ``report.md`` links them), in :data:`CAPTIONS` order. A figure with
     nothing to show (no best baseline to compare against) is left out."""
+    results = as_results(results)
     written = []
     with pyplot() as plt:
         draw: dict[str, Callable[[], Any]] = {

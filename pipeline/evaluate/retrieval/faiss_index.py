@@ -3,13 +3,13 @@
 The index is faiss's HNSW graph over the unit-length vectors (inner product = cosine),
 :data:`HNSW_M` links a node, :data:`EF_CONSTRUCTION` candidates while building and
 :data:`EF_SEARCH` (at least ``k``) while searching, built with one thread so that the same
-vectors give the same graph. faiss over usearch: on 100k clustered 256-d vectors, one
-thread, the same M and ef, faiss built its graph in 51 s against usearch's 148 s and
-searched 1,000 queries in 0.36 s against 0.72 s, both at recall@100 >= 0.9999
-(``bench/bench_retrieval.py`` measures faiss at the full eval corpus's size).
+vectors give the same graph. faiss over usearch: with one thread and the same M and ef,
+faiss builds its graph and searches faster at the same recall (the figures are in
+``bench/bench_retrieval.py``'s results, which also measure faiss at the full eval corpus's
+size).
 
 The index file sits beside the vectors it indexes (``vectors/<key>/``, keyed by model,
-corpus sha256 and batch size: :mod:`pipeline.evaluate.vectors`), so it is rebuilt when the
+corpus sha256 and batch size: :mod:`pipeline.evaluate.retrieval.corpus_vectors`), so it is rebuilt when the
 corpus or the model changes, and written atomically. The report gives the ANN top k's
 recall against exact search on the same vectors (:func:`recall_against`), so a user sees
 what the index costs. faiss-cpu is the optional ``[ann]`` extra.
@@ -17,7 +17,10 @@ what the index costs. faiss-cpu is the optional ``[ann]`` extra.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -25,8 +28,14 @@ import polars as pl
 from pipeline.core.errors import UsageError
 from pipeline.core.files import atomic_path
 from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
-from pipeline.evaluate.search import CHUNK_ROWS, DocOrder, top_k_frame, unit_rows
-from pipeline.evaluate.vectors import iter_chunks
+from pipeline.evaluate.retrieval.corpus_vectors import iter_chunks
+from pipeline.evaluate.retrieval.exact import (
+    CHUNK_ROWS,
+    DocOrder,
+    ExactSearch,
+    top_k_frame,
+    unit_rows,
+)
 
 EXACT, FAISS = "exact", "faiss"
 INDEXES = (EXACT, FAISS)
@@ -50,8 +59,8 @@ def index_file(vectors: Path) -> Path:
 
 
 def build_index(vectors: Path) -> tuple[object, bool]:
-    """The HNSW index of ``vectors`` (read from its file when built before), and whether it
-    was built now. The vectors are added a chunk at a time."""
+    """The HNSW index of ``vectors`` (read from its file when it exists), and whether this
+    call built it. The vectors are added a chunk at a time."""
     faiss = _faiss()
     path = index_file(vectors)
     if path.is_file():
@@ -96,3 +105,30 @@ def recall_against(approximate: pl.DataFrame, exact: pl.DataFrame) -> float:
     totals = exact.group_by(SURVEY_ID).len().rename({"len": "_total"})
     joined = totals.join(hits, on=SURVEY_ID, how="left").fill_null(0)
     return float((joined["len"] / joined["_total"]).mean() or 0.0)
+
+
+@dataclass(frozen=True)
+class FaissSearch:
+    """faiss HNSW search of a corpus's ``vectors.npy``, its index built once beside it (a
+    :class:`~pipeline.evaluate.retrieval.search.VectorSearch`). The exact search runs too:
+    the facts hold the index's recall against it."""
+
+    vectors: Path
+    order: DocOrder
+
+    def top_k(
+        self, queries: np.ndarray, query_ids: list[str], k: int
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        exact, facts = ExactSearch(self.vectors, self.order).top_k(queries, query_ids, k)
+        start = time.perf_counter()
+        index, built = build_index(self.vectors)
+        indexed = time.perf_counter()
+        top = ann_top_k(index, queries, query_ids, self.order, k)
+        return top, {**facts, f"ann_recall@{k}": recall_against(top, exact),
+                     "index_built": built, "index_seconds": indexed - start,
+                     "ann_search_seconds": time.perf_counter() - indexed}  # fmt: skip
+
+
+def vector_search(index: str, vectors: Path, order: DocOrder) -> ExactSearch | FaissSearch:
+    """The engine ``--index`` names over a corpus's vectors."""
+    return FaissSearch(vectors, order) if index == FAISS else ExactSearch(vectors, order)

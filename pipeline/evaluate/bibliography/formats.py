@@ -1,7 +1,7 @@
 """Bibliographies as generators write them: BibTeX and Markdown reference lists.
 
 Both parsers are small and strict. They return each reference as a mapping of the
-fields :class:`pipeline.evaluate.bibliography.Reference` takes, in file order, and
+fields :class:`pipeline.evaluate.bibliography.score.Reference` takes, in file order, and
 count with a reason everything of the text they do not turn into a reference.
 
 **BibTeX.** An entry is ``@type{key, name = value, ...}`` (or ``@type(...)``); a value is

@@ -1,7 +1,7 @@
 """The ranking engine: vectorised per-survey metric computation.
 
-What each metric measures is declared in :mod:`pipeline.evaluate.measures` (names,
-aliases, formulas, the registry); ties are broken by :mod:`pipeline.evaluate.ties`.
+What each metric measures is declared in :mod:`pipeline.evaluate.scoring.measures` (names,
+aliases, formulas, the registry); ties are broken by :mod:`pipeline.evaluate.scoring.ties`.
 This module ranks each survey's candidates by that rule and computes the per-survey
 aggregates the metric expressions read.
 
@@ -26,7 +26,7 @@ import polars as pl
 
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
-from pipeline.evaluate.measures import (
+from pipeline.evaluate.scoring.measures import (
     ESSENTIAL_LABEL,
     FIXED_CUTOFF,
     NEGATIVE_LABEL,
@@ -38,7 +38,7 @@ from pipeline.evaluate.measures import (
     n_label_ge,
     resolve_metrics,
 )
-from pipeline.evaluate.ties import (
+from pipeline.evaluate.scoring.ties import (
     TIE_KEY,
     with_tie_keys,
 )

@@ -2,19 +2,19 @@
 
 For each eval survey a bibliography is given for, each baseline is a bibliography of at
 most N works, N the size of the survey's list, scored by
-:func:`pipeline.evaluate.bibliography.score_survey` like a generated one:
+:func:`pipeline.evaluate.bibliography.score.score_survey` like a generated one:
 
 * ``oracle``: the list itself, tier by tier (every metric at its best);
 * ``oracle-without-tier-t``: the list with its tier-t works removed (t = 1..4), the
   cost of missing one tier;
 * ``popularity``: cite the field's most-cited works: the N works most cited by corpus papers
   of the survey's primary category posted before the survey's date
-  (:mod:`pipeline.evaluate.field_baselines`, computed at build time, where the citations are,
+  (:mod:`pipeline.evaluate.systems.field_baselines`, computed at build time, where the citations are,
   and read from the release's judgment-side
   :data:`~pipeline.core.release_files.BIBLIOGRAPHY_BASELINES_FILE`);
 * ``bm25``: the N documents of the release's eval corpus (``corpus/test.parquet``) of
   highest BM25 against the survey's title and abstract: the retrieval mode's ``bm25``
-  (:func:`pipeline.evaluate.model_retrieval.bm25_retrieval`), its top N;
+  (:func:`pipeline.evaluate.retrieval.model_runs.bm25_retrieval`), its top N;
 * ``popularity-candidates``, ``bm25-candidates``: the same two rankings over the survey's
   judged candidates only (its list and its hard negatives; the evaluation's ``popularity``
   score, ``candidate_prior_citations``, and its ``bm25`` score). Every work they name is
@@ -23,10 +23,10 @@ most N works, N the size of the survey's list, scored by
 
 The two whole-corpus baselines name works that may be no candidate of the survey: such a
 work is resolved as a generated reference naming it by its id would be
-(:func:`pipeline.evaluate.bibliography.resolve`): ``known``, a work of the release's works
+(:func:`pipeline.evaluate.bibliography.score.resolve`): ``known``, a work of the release's works
 table (``unmatched`` on a release built before the table, unless another survey lists it). Their recall and precision differ only when the field has
 fewer than N cited works (``popularity``) or the corpus fewer than N documents. Equal scores
-are ordered by the evaluation's tie key (:mod:`pipeline.evaluate.ties`). A release without
+are ordered by the evaluation's tie key (:mod:`pipeline.evaluate.scoring.ties`). A release without
 the baselines file (built before it existed) or without a corpus with texts has no
 ``popularity`` or ``bm25``; :data:`SKIPPED` says why.
 """
@@ -41,8 +41,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.release_files import BIBLIOGRAPHY_BASELINES_FILE
 from pipeline.engine.workdir import release_file_problem
-from pipeline.evaluate.baselines import BM25, ORACLE, POPULARITY, bm25_scores, popularity_scores
-from pipeline.evaluate.bibliography import (
+from pipeline.evaluate.bibliography.score import (
     HARD_NEGATIVE,
     LISTED,
     TIERS,
@@ -57,8 +56,16 @@ from pipeline.evaluate.bibliography import (
     score_survey,
 )
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
-from pipeline.evaluate.field_baselines import FIELD_POPULARITY
-from pipeline.evaluate.ties import tie_keys
+from pipeline.evaluate.evalset import answer_free
+from pipeline.evaluate.scoring.ties import tie_keys
+from pipeline.evaluate.systems.baselines import (
+    BM25,
+    ORACLE,
+    POPULARITY,
+    bm25_scores,
+    popularity_scores,
+)
+from pipeline.evaluate.systems.field_baselines import FIELD_POPULARITY
 from pipeline.rules import aliases as A
 
 WITHOUT_TIER = "oracle-without-tier-{tier}"
@@ -127,8 +134,8 @@ def corpus_bm25_lists(
 ) -> dict[str, list[str]] | None:
     """Per survey of ``sizes``, the top N (its size) of the retrieval mode's BM25 over the
     eval corpus, in the evaluation's ranking order; None without a corpus with texts."""
-    from pipeline.evaluate.model_retrieval import bm25_retrieval, has_texts
-    from pipeline.evaluate.vectors import load_corpus
+    from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
+    from pipeline.evaluate.retrieval.model_runs import bm25_retrieval, has_texts
 
     corpus = load_corpus(eval_file)
     if corpus is None or not has_texts(corpus) or not sizes:
@@ -140,7 +147,7 @@ def corpus_bm25_lists(
 
 def top_n(run: pl.DataFrame, sizes: Mapping[str, int]) -> dict[str, list[str]]:
     """Per survey of ``sizes``, its first N documents of a run (``survey_id, candidate_id,
-    score``) by the evaluation's ranking rule (:mod:`pipeline.evaluate.ties`)."""
+    score``) by the evaluation's ranking rule (:mod:`pipeline.evaluate.scoring.ties`)."""
     ranked = (
         run.select(SURVEY_ID, CANDIDATE_ID, SCORE)
         .with_columns(tie_keys(run).alias(_TIE))
@@ -164,14 +171,13 @@ def baseline_scores(
     Args:
         eval_set: the eval table (:func:`pipeline.evaluate.evalset.load_eval_set`).
         surveys: the surveys a bibliography is given for; others are not scored.
-        works: the release's works (:func:`pipeline.evaluate.bibliography.load_release_works`).
+        works: the release's works (:func:`pipeline.evaluate.bibliography.score.load_release_works`).
         eval_file: the release's eval reading lists (its folder holds the baselines file
             and the corpus).
 
     Raises:
         BibliographyError: the baselines file differs from the release's record.
     """
-    from pipeline.evaluate.evaluation import answer_free
 
     frame = eval_set.filter(pl.col(SURVEY_ID).is_in(list(surveys)))
     visible = answer_free(frame)  # a baseline reads what a system reads

@@ -1,12 +1,12 @@
 """Models in retrieval mode: each eval survey's top ``k`` of the split's whole corpus.
 
 ``evaluate --mode retrieval`` with a model builds the run a user would otherwise write
-(:mod:`pipeline.evaluate.retrieval` then scores it with trec_eval's rule):
+(:mod:`pipeline.evaluate.retrieval.mode` then scores it with trec_eval's rule):
 
 * an encoder (``--encoder``, ``--sentence-transformer``) encodes the corpus once
-  (:mod:`pipeline.evaluate.vectors`: cached by model and corpus, resumable) and the
+  (:mod:`pipeline.evaluate.retrieval.corpus_vectors`: cached by model and corpus, resumable) and the
   surveys, and keeps each survey's ``top_k`` documents by cosine
-  (:mod:`pipeline.evaluate.search`: exact; or :mod:`pipeline.evaluate.ann`, an ANN index,
+  (:mod:`pipeline.evaluate.retrieval.exact`: exact; or :mod:`pipeline.evaluate.retrieval.faiss_index`, an ANN index,
   with its recall against exact);
 * a scorer (``--scorer``, a cross-encoder) re-ranks the top ``k`` of a first stage, as
   BEIR's reranking does: ``bm25`` over the whole corpus, ``encoder`` (the first encoder of
@@ -43,17 +43,18 @@ from pipeline.core.schema import (
     SURVEY_ABSTRACT,
     SURVEY_TITLE,
 )
-from pipeline.evaluate.ann import (
-    EXACT,
-    FAISS,
-    INDEXES,
-    ann_top_k,
-    build_index,
-    recall_against,
-)
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
-from pipeline.evaluate.models import (
+from pipeline.evaluate.retrieval.corpus_vectors import Corpus, encode_corpus, vectors_folder
+from pipeline.evaluate.retrieval.exact import DocOrder, keep_top, top_k_frame
+from pipeline.evaluate.retrieval.faiss_index import EXACT, INDEXES, vector_search
+from pipeline.evaluate.retrieval.qdrant_index import (
+    DEFAULT_ID_FIELD,
+    QdrantSearch,
+    read_query_vectors,
+)
+from pipeline.evaluate.retrieval.search import VectorSearch
+from pipeline.evaluate.systems.models import (
     ENCODER,
     SCORER,
     SENTENCE_TRANSFORMER,
@@ -67,10 +68,7 @@ from pipeline.evaluate.models import (
     model_identity,
     scorer_scores,
 )
-from pipeline.evaluate.qdrant import DEFAULT_ID_FIELD, qdrant_top_k, read_query_vectors
-from pipeline.evaluate.runs import Run, read_run, scores_run
-from pipeline.evaluate.search import DocOrder, exact_top_k, keep_top, top_k_frame
-from pipeline.evaluate.vectors import Corpus, encode_corpus, vectors_folder
+from pipeline.evaluate.systems.runs import Run, read_run, scores_run
 from pipeline.rules.text_match import BM25Index, paper_text, survey_text, tokenize
 
 DEFAULT_TOP_K = 1000
@@ -105,6 +103,13 @@ class RetrievalOptions:
             raise UsageError(f"--index {self.index}: unknown; available: {', '.join(INDEXES)}")
         if self.query_vectors is not None and self.qdrant is None:
             raise UsageError("--query-vectors are the queries of a --qdrant collection")
+
+    def qdrant_collection(self) -> tuple[str, str]:
+        """``(--qdrant, --collection)``; only called with ``--qdrant`` given, and
+        :meth:`__post_init__` has made sure ``--collection`` is given with it."""
+        if self.qdrant is None or self.collection is None:
+            raise TypeError("qdrant_collection() without --qdrant")
+        return self.qdrant, self.collection
 
 
 @dataclass(frozen=True)
@@ -158,17 +163,8 @@ def encoder_retrieval(
             f"evaluate: {spec.system_name} encodes the corpus",
         )
         encoded = time.perf_counter()
-        order = DocOrder.of(corpus.ids)
-        top = exact_top_k(matrix, query_ids, stored.path, order, options.top_k)
-        searched = time.perf_counter()
-        ann: dict[str, Any] = {}
-        if options.index == FAISS:
-            index, built = build_index(stored.path)
-            indexed = time.perf_counter()
-            exact, top = top, ann_top_k(index, matrix, query_ids, order, options.top_k)
-            ann = {f"ann_recall@{options.top_k}": recall_against(top, exact),
-                   "index_built": built, "index_seconds": indexed - searched,
-                   "ann_search_seconds": time.perf_counter() - indexed}  # fmt: skip
+        engine: VectorSearch = vector_search(options.index, stored.path, DocOrder.of(corpus.ids))
+        top, search = engine.top_k(matrix, query_ids, options.top_k)
     facts = {
         "kind": spec.kind,
         "target": spec.target if spec.kind != SENTENCE_TRANSFORMER else Path(spec.target).name,
@@ -179,8 +175,7 @@ def encoder_retrieval(
         "batches_encoded": stored.batches_encoded,
         "batches_reused": stored.batches_reused,
         "encode_seconds": encoded - start,
-        "search_seconds": searched - encoded,
-        **ann,
+        **search,
     }
     return Retrieved(_run(spec.system_name, spec.kind, top), facts)
 
@@ -210,10 +205,9 @@ def qdrant_retrieval(
     batch_size: int,
     options: RetrievalOptions,
 ) -> Retrieved:
-    """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.qdrant`),
+    """Each survey's top ``k`` from the user's Qdrant collection (:mod:`pipeline.evaluate.retrieval.qdrant_index`),
     the surveys encoded by ``encoder`` or read from ``options.query_vectors``."""
-    if options.qdrant is None or options.collection is None:
-        raise UsageError("--qdrant URL_OR_PATH and --collection NAME go together")
+    url, collection = options.qdrant_collection()
     start = time.perf_counter()
     source: dict[str, Any]
     if options.query_vectors is not None:
@@ -233,10 +227,9 @@ def qdrant_retrieval(
             "--qdrant needs the surveys' vectors: --encoder, --sentence-transformer or "
             "--query-vectors FILE"
         )
-    run, facts = qdrant_top_k(options.qdrant, options.collection, options.id_field,
-                              query_ids, matrix, options.top_k, corpus.ids,
-                              queries_from)  # fmt: skip
-    name = encoder.system_name if encoder is not None else options.collection
+    engine: VectorSearch = QdrantSearch(url, collection, options.id_field, corpus.ids, queries_from)
+    run, facts = engine.top_k(matrix, query_ids, options.top_k)
+    name = encoder.system_name if encoder is not None else collection
     facts = {"kind": "qdrant", **source, **facts, "search_seconds": time.perf_counter() - start}
     return Retrieved(_run(name, "qdrant", run), facts)
 

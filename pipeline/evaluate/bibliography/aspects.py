@@ -37,7 +37,7 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.release_files import ASPECT_READING_LISTS_FILE
-from pipeline.evaluate.bibliography import Bibliography, SurveyScore
+from pipeline.evaluate.bibliography.score import Bibliography, SurveyScore
 from pipeline.rules.titles import title_key
 
 MIN_SIMILARITY = 0.5

@@ -1,4 +1,8 @@
-"""The release's reading-free probe: can a model that never reads rank as well as BM25?
+"""What the release stage takes from evaluation, from one place: the leak audit's
+reading-free probe (here) and the field-popularity baseline the release ships
+(:func:`write_field_baselines`, :mod:`pipeline.evaluate.systems.field_baselines`).
+
+The reading-free probe: can a model that never reads rank as well as BM25?
 
 ``release`` trains LightGBM lambdarank (:mod:`pipeline.rank.model`, ``[train]`` config) on
 the train split of the release it has just written, with the ``reading-free`` feature set
@@ -8,7 +12,7 @@ text, reading no word), and scores the eval split with it and with BM25. A bench
 reading lists must reward reading: the probe is flagged when it beats BM25 on ``nDCG@10`` or
 ``hard_negative_auc`` (macro means over the eval surveys) beyond chance, and
 ``release.leak_audit = "error"`` then fails the build. Beyond chance: a paired sign-flip test
-over the surveys (:func:`pipeline.evaluate.stats.paired_test`) gives p < ``PROBE_ALPHA``, as
+over the surveys (:func:`pipeline.evaluate.scoring.stats.paired_test`) gives p < ``PROBE_ALPHA``, as
 the feature audit flags an AUC only outside its chance range; a lead within chance is listed
 (``beats_within_chance``), never passed over. In a release of thousands of surveys a lead of
 a hundredth is beyond chance; in a test release of 40 surveys a lead of 0.03 may not be. The evaluation reports the same
@@ -26,20 +30,23 @@ import polars as pl
 from pipeline.core.config import TrainConfig
 from pipeline.core.files import file_identity
 from pipeline.core.release_files import READING_LISTS_FILE
-from pipeline.evaluate.baselines import BM25
 from pipeline.evaluate.columns import CANDIDATE_ID, EVAL_FILENAME, SCORE, SURVEY_ID
-from pipeline.evaluate.learned import (
+from pipeline.evaluate.scoring.compute import per_survey_metrics
+from pipeline.evaluate.scoring.stats import paired_test, rng_for
+from pipeline.evaluate.systems.baselines import BM25
+from pipeline.evaluate.systems.field_baselines import write_field_baselines
+from pipeline.evaluate.systems.learned import (
     LEAK_METRICS,
     LGBM_READING_FREE,
     probe_verdict,
     train_available,
 )
-from pipeline.evaluate.metrics import per_survey_metrics
-from pipeline.evaluate.stats import paired_test, rng_for
 from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score, train_ranker
 from pipeline.rank.release import query_sizes, read_judgments, read_view, split_view_file
 from pipeline.rules.audit_sample import sample_record, sample_surveys
+
+__all__ = ["reading_free_probe", "write_field_baselines"]
 
 PROBE = LGBM_READING_FREE
 REFERENCE = BM25
@@ -65,7 +72,7 @@ def _means(per: pl.DataFrame) -> dict[str, float | None]:
 
 def _p_values(probe: pl.DataFrame, reference: pl.DataFrame) -> dict[str, float | None]:
     """Two-sided p-value per metric of the paired sign-flip test of the probe against the
-    reference over the same surveys (:func:`pipeline.evaluate.stats.paired_test`)."""
+    reference over the same surveys (:func:`pipeline.evaluate.scoring.stats.paired_test`)."""
     both = probe.join(reference, on=SURVEY_ID, how="inner", suffix="_ref")
     matrix = lambda cols: both.select(cols).to_numpy().astype(np.float64)  # noqa: E731
     test = paired_test(

@@ -3,12 +3,12 @@
 Score = cosine of the query's vector and the document's (both scaled to unit length in
 float64; a zero vector scores 0). Queries are taken :data:`QUERY_BLOCK` at a time and the
 corpus's ``vectors.npy`` is read :data:`CHUNK_ROWS` rows at a time
-(:func:`pipeline.evaluate.vectors.iter_chunks`), so the memory is that of one block of
+(:func:`pipeline.evaluate.retrieval.corpus_vectors.iter_chunks`), so the memory is that of one block of
 scores and each query's best ``k`` so far, whatever the corpus's size: about 100 MB at
 the defaults with ``k`` = 1000.
 
 The top ``k`` of a query is the one the evaluation's tie rule gives
-(:mod:`pipeline.evaluate.ties`): score descending, then the tie key of (survey, document)
+(:mod:`pipeline.evaluate.scoring.ties`): score descending, then the tie key of (survey, document)
 ascending, then the document id. ``numpy.argpartition`` keeps an arbitrary subset of the
 documents tied at the k-th score, so a query whose k-th score is shared by a document left
 out is re-ranked by the rule itself; on real vectors that is rare, and the rule makes a
@@ -17,15 +17,17 @@ run the same on every machine.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
-from pipeline.evaluate.ties import id_hashes, splitmix64_array
-from pipeline.evaluate.vectors import iter_chunks
+from pipeline.evaluate.retrieval.corpus_vectors import iter_chunks
+from pipeline.evaluate.scoring.ties import id_hashes, splitmix64_array
 
 QUERY_BLOCK = 1024  # queries scored together
 CHUNK_ROWS = 4096  # corpus rows read at a time: a block of scores is 1024 x 4096 float64
@@ -145,3 +147,18 @@ def top_k_frame(
             SCORE: pl.Series(concat(scores) if scores else [], dtype=pl.Float64),
         }
     )
+
+
+@dataclass(frozen=True)
+class ExactSearch:
+    """Exact search of a corpus's ``vectors.npy`` (a :class:`~pipeline.evaluate.retrieval.search.VectorSearch`)."""
+
+    vectors: Path
+    order: DocOrder
+
+    def top_k(
+        self, queries: np.ndarray, query_ids: list[str], k: int
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        start = time.perf_counter()
+        top = exact_top_k(queries, query_ids, self.vectors, self.order, k)
+        return top, {"search_seconds": time.perf_counter() - start}

@@ -13,7 +13,7 @@ it is written out and fixed):
   nothing in the data;
 * gold set G = the survey's candidates with label >= 1 (R of them); retrieved set T =
   the system's top R candidates in the ranking of the evaluation (score descending,
-  the tie rule of :mod:`pipeline.evaluate.ties`);
+  the tie rule of :mod:`pipeline.evaluate.scoring.ties`);
 * ``chv_ratio`` = volume(convex hull of T's projected points) / volume(convex hull of
   G's), volumes by ``scipy.spatial.ConvexHull`` (Qhull). A set with fewer than 4
   points, or flat (Qhull refuses it), has volume 0; a survey whose gold hull has
@@ -34,8 +34,8 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
-from pipeline.evaluate.measures import RELEVANT_LABEL
-from pipeline.evaluate.ties import TIE_KEY, with_tie_keys
+from pipeline.evaluate.scoring.measures import RELEVANT_LABEL
+from pipeline.evaluate.scoring.ties import TIE_KEY, with_tie_keys
 
 CHV_RATIO = "chv_ratio"
 CHV_DIMENSIONS = 3

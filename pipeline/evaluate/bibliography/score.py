@@ -11,7 +11,7 @@ BibTeX entry (starting with ``@``), or an object with any of ``title``, ``doi``,
 ``arxiv_id``, ``openalex_id``, ``year`` (``year`` is read and not used: the release has no
 year for most candidates outside OpenAlex; a year has at most four digits). Or a folder with one reference list per
 survey, named ``<survey_id>.bib`` (BibTeX) or ``<survey_id>.md`` (Markdown), parsed by
-:mod:`pipeline.evaluate.bibformats`; other files are counted and not read. Either way
+:mod:`pipeline.evaluate.bibliography.formats`; other files are counted and not read. Either way
 the references keep their order. Files are UTF-8 (a BOM at the start is dropped); a byte
 that is not, a number of more than :data:`MAX_NUMBER_DIGITS` digits or nesting deeper than the
 JSON reader's limit is an error naming the file and line.
@@ -71,7 +71,7 @@ metrics (a real work of the field or corpus that the expert did not list).
 Macro means are over the scored surveys for which a metric is defined, with bootstrap
 intervals over surveys (:func:`with_intervals`); two bibliographies of the same surveys
 are compared by :func:`paired_tests`. The whole report, with the baselines and per-section
-coverage, is :func:`pipeline.evaluate.bibliography_report.evaluate_file`.
+coverage, is :func:`pipeline.evaluate.bibliography.report.evaluate_file`.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ from pipeline.core import schema as S
 from pipeline.core.errors import PipelineError
 from pipeline.core.release_files import READING_LISTS_FILE, WORKS_TABLE_FILE
 from pipeline.corpus.sources import regular_file_problem
-from pipeline.evaluate.bibformats import (
+from pipeline.evaluate.bibliography.formats import (
     BIBTEX_SUFFIX,
     MARKDOWN_SUFFIXES,
     BibFormatError,
@@ -102,7 +102,7 @@ from pipeline.evaluate.bibformats import (
     parse_bibtex,
     parse_markdown,
 )
-from pipeline.evaluate.stats import bootstrap_means, holm, paired_test, rng_for
+from pipeline.evaluate.scoring.stats import bootstrap_means, holm, paired_test, rng_for
 from pipeline.rules import aliases as A
 from pipeline.rules import ids
 from pipeline.rules import titles as T
@@ -832,7 +832,7 @@ def with_intervals(
     key: str,
 ) -> dict[str, dict[str, float | int | None]]:
     """The macro means with their 95% percentile bootstrap interval over surveys
-    (:func:`pipeline.evaluate.stats.bootstrap_means`; a resample's mean of a metric is over
+    (:func:`pipeline.evaluate.scoring.stats.bootstrap_means`; a resample's mean of a metric is over
     its surveys where the metric is defined). ``key`` names what is resampled, so adding a
     bibliography to the report does not move another's interval."""
     summary = bootstrap_means(metric_matrix(scores), n_resamples, rng_for(seed, RUN_NAME, key))
@@ -851,7 +851,7 @@ def paired_tests(
     key: str = "paired",
 ) -> dict[str, Any]:
     """Per metric, the first bibliography minus ``against`` on the surveys both give
-    (:func:`pipeline.evaluate.stats.paired_test`: mean difference over the surveys where
+    (:func:`pipeline.evaluate.scoring.stats.paired_test`: mean difference over the surveys where
     both define the metric, two-sided sign-flip p-value, paired bootstrap interval), with
     Holm's adjustment over the metrics. ``key`` names the pair for the generator's seed.
 
@@ -898,13 +898,13 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     evaluation's retrieval mode: a judged work a bibliography does not name counts as not
     retrieved, as trec_eval counts it; None when no eval survey has a bibliography.
 
-    The metrics are the evaluation's own (:mod:`pipeline.evaluate.measures`), macro over
+    The metrics are the evaluation's own (:mod:`pipeline.evaluate.scoring.measures`), macro over
     every eval survey: a survey without a bibliography scores 0.
     """
     import warnings
 
-    from pipeline.evaluate.evaluation import run_evaluation
-    from pipeline.evaluate.runs import RunWarning
+    from pipeline.evaluate.evaluation import EvaluationRequest, run_evaluation
+    from pipeline.evaluate.systems.runs import RunWarning
 
     eval_surveys = eval_survey_ids(release)
     scores = {
@@ -918,9 +918,10 @@ def run_metrics(evaluation: BibliographyEvaluation, release: Path) -> dict[str, 
     with warnings.catch_warnings():
         # the missing surveys are in the report already (``missing_surveys``)
         warnings.simplefilter("ignore", RunWarning)
-        result = run_evaluation(
+        request = EvaluationRequest(
             release, scores={RUN_NAME: scores}, mode="retrieval", baselines=False, learned=False
         )
+        result = run_evaluation(request)
     stats = result.results["subsets"]["ALL"][RUN_NAME]
     return {
         "mode": "retrieval",

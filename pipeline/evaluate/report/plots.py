@@ -1,7 +1,7 @@
 """How the pipeline draws a figure: matplotlib's Agg backend, a pinned look, PNG bytes that
 depend on the data only.
 
-Used by the evaluation report's figures (:mod:`pipeline.evaluate.figures`) and the
+Used by the evaluation report's figures (:mod:`pipeline.evaluate.report.figures`) and the
 dataset card's (:mod:`pipeline.hub.card`): a fixed size and DPI, a font shipped with
 matplotlib, and no metadata in the PNG (no software version, no date), so the same
 numbers give the same bytes.
@@ -41,7 +41,7 @@ def _own_matplotlib_config() -> None:
 
     Without it, the first run on a fresh ``$HOME`` writes matplotlib's font cache to
     ``~/.cache/matplotlib``, outside ``--out``, and a user's ``matplotlibrc`` there could
-    change a figure. Building the font cache takes about 0.2 s. An ``MPLCONFIGDIR`` the
+    change a figure. An ``MPLCONFIGDIR`` the
     user set is kept; so is the directory of a matplotlib imported before this.
     """
     if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):

@@ -6,7 +6,7 @@ scores every (survey, candidate) pair; the scores are then evaluated as a run is
 * ``encoder`` (``--encoder PKG.MODULE:CALLABLE``): a callable taking a list of texts and
   returning one vector per text (an ``n x d`` array-like). Score = cosine of the survey's
   vector and the candidate's. Its vectors also give PRISM's coverage measure
-  (:mod:`pipeline.evaluate.coverage`).
+  (:mod:`pipeline.evaluate.scoring.coverage`).
 * ``scorer`` (``--scorer PKG.MODULE:CALLABLE``): a callable taking a query text and a list
   of candidate texts and returning one score per candidate (a cross-encoder, a
   re-ranking API, BM25 of your own).

@@ -6,12 +6,12 @@ scored ones, and pairs outside the judged ones are refused. In retrieval mode (t
 BEIR/MTEB habit) a run may score any document of the split's corpus (the release's
 ``corpus`` config, when the eval file sits in a release folder), typically its top
 100 or 1000, and a survey's ranking is what the run retrieved, in score order with
-the tie rule of :mod:`pipeline.evaluate.ties`. A retrieved document without a
-judgment for the survey is not relevant (:data:`~pipeline.evaluate.measures.UNJUDGED_LABEL`:
+the tie rule of :mod:`pipeline.evaluate.scoring.ties`. A retrieved document without a
+judgment for the survey is not relevant (:data:`~pipeline.evaluate.scoring.measures.UNJUDGED_LABEL`:
 gain 0, not a hard negative). A judged candidate the run did not retrieve has no rank:
 it counts in the number of relevant candidates R (recall, AP, Rprec) and in the ideal
 DCG of nDCG, and nowhere else (``ranked="scored"`` of
-:func:`pipeline.evaluate.metrics.per_survey_metrics`). That is trec_eval's rule, so the
+:func:`pipeline.evaluate.scoring.compute.per_survey_metrics`). That is trec_eval's rule, so the
 values equal trec_eval / ir_measures on top-k runs as on runs over the whole corpus
 (tested to 1e-9 against ir_measures: ``tests/test_evaluate_retrieval.py``). A survey a
 run has no row for scores 0 (trec_eval's ``-c``). ``hard_negative_auc`` compares the
@@ -33,8 +33,8 @@ from pipeline.core.errors import option
 from pipeline.core.release_files import beir_file
 from pipeline.core.schema import BEIR_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
-from pipeline.evaluate.measures import UNJUDGED_LABEL
-from pipeline.evaluate.runs import Run, RunError, RunWarning, _at
+from pipeline.evaluate.scoring.measures import UNJUDGED_LABEL
+from pipeline.evaluate.systems.runs import Run, RunError, RunWarning, _at
 
 RERANK, RETRIEVAL = "rerank", "retrieval"
 MODES = (RERANK, RETRIEVAL)
@@ -99,7 +99,7 @@ def restrict_to_corpus(
 
 def retrieval_frame(eval_set: pl.DataFrame, run: Run) -> pl.DataFrame:
     """Judged candidates (with the run's score, null = not retrieved) plus the run's unjudged
-    documents (label :data:`~pipeline.evaluate.measures.UNJUDGED_LABEL`); rank it with
+    documents (label :data:`~pipeline.evaluate.scoring.measures.UNJUDGED_LABEL`); rank it with
     ``ranked="scored"``."""
     keys = [SURVEY_ID, CANDIDATE_ID]
     judged = eval_set.select(*keys, LABEL, IN_DOMAIN).join(

@@ -13,7 +13,7 @@ the file suffix:
   whitespace, qid = survey_id and docid = candidate_id. The system name is the
   tag, which must be the same on every line. The rank field is ignored (as in
   trec_eval): the order comes from the score, ties by the tie key of
-  :mod:`pipeline.evaluate.metrics` (not by the rank field, nor by docid as trec_eval).
+  :mod:`pipeline.evaluate.scoring.compute` (not by the rank field, nor by docid as trec_eval).
 
 A name given with the run (``--name`` after ``--run``; ``name=`` here) replaces the tag
 or the stem, so two TREC runs with the same tag can be evaluated together. Scores held
@@ -113,9 +113,9 @@ def _at(path: Path | str, fmt: str, line: int) -> str:
     return f"{path}: row {line}" if fmt in (PARQUET, SCORES) else f"{path}:{line}"
 
 
-# Text runs are read in blocks of whole lines: a run of 43M lines (2 GiB) used to be held
-# as one string plus a list of 43M line strings (10 GB RSS). Now the memory is one block
-# plus the parsed columns (two ids, a float and a line number per row).
+# Text runs are read in blocks of whole lines, so the memory is one block plus the parsed
+# columns (two ids, a float and a line number per row), never the whole file as one string
+# and a list of its line strings (several times the file's size).
 READ_BLOCK_BYTES = 4 * 1024 * 1024
 CSV_BLOCK_ROWS = 100_000
 

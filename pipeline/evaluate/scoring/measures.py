@@ -23,8 +23,8 @@ judgment for the survey (retrieval mode): gain 0, not relevant, not a hard negat
 
 A metric is declared here as an expression over named per-survey aggregates
 (:func:`n_label_ge`, ``_dcg@10``, ...); the ranking engine
-(:mod:`pipeline.evaluate.metrics`) ranks the candidates, computes those aggregates and
-evaluates the expressions. Ties are broken by :mod:`pipeline.evaluate.ties`.
+(:mod:`pipeline.evaluate.scoring.compute`) ranks the candidates, computes those aggregates and
+evaluates the expressions. Ties are broken by :mod:`pipeline.evaluate.scoring.ties`.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def _doc(fn: Callable[..., Metric], **values: object) -> str:
 # "Ranked" below is the survey's ranking: every judged candidate in re-ranking mode
 # (unscored ones last); in retrieval mode what the run retrieved, while R and the ideal
 # DCG still count every judged candidate (trec_eval's rule; see
-# :mod:`pipeline.evaluate.retrieval`).
+# :mod:`pipeline.evaluate.retrieval.mode`).
 def _ndcg(k: int) -> Metric:
     """nDCG@{k} = DCG@{k} / IDCG@{k}, DCG@{k} = sum over ranks r <= {k} of label(r) / log2(r + 1).
 

@@ -12,7 +12,7 @@ the same with or without the extra (and no test loads the real model).
 
 Embeddings are computed once per distinct text, single-threaded in fixed batches
 (``DENSE_BATCH``), so scores do not depend on the machine's core count. It runs as any
-``--encoder`` does (:func:`pipeline.evaluate.models.encoder_scores`: the embedding cache,
+``--encoder`` does (:func:`pipeline.evaluate.systems.models.encoder_scores`: the embedding cache,
 the progress bar, PRISM's coverage measure from its vectors).
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
-from pipeline.evaluate.models import (
+from pipeline.evaluate.systems.models import (
     ENCODER,
     EmbeddingCache,
     ModelScores,
