@@ -11,9 +11,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 6  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
+SCHEMA_VERSION = 7  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
 # 4: works.parsed_title, candidate text without its citer's string; 5: openalex records,
-# candidate text and judgment-side columns from them; 6: popularity judgment-side only
+# candidate text and judgment-side columns from them; 6: popularity judgment-side only;
+# 7: extract section_texts table
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -162,6 +163,20 @@ SECTIONS = pa.schema(
     ]
 )
 
+# the text of every section occurrence of a paper whose licence some release may carry
+# (pipeline.rules.licences.extractable), markers rendered neutral
+# (pipeline.stages.extract.texts); joins ``sections`` on (paper_id, section_index). An
+# occurrence without a paragraph of its own (an unnamed section, the abstract) has no row.
+SECTION_TEXT = "text"
+SECTION_TEXTS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (SECTION_INDEX, pa.int32()),
+        (SECTION_TEXT, pa.string()),
+        (SOURCE_FILE, pa.string()),
+    ]
+)
+
 REJECTS = pa.schema(
     [
         (SOURCE_FILE, pa.string()),
@@ -176,6 +191,7 @@ EXTRACT_TABLES = {
     "references": REFERENCES,
     "mentions": MENTIONS,
     "sections": SECTIONS,
+    "section_texts": SECTION_TEXTS,
     "rejects": REJECTS,
 }
 
