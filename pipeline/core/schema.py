@@ -527,6 +527,25 @@ BEIR_CORPUS = pa.schema(
     ]
 )
 
+# The full-text view (config ``corpus_sections``, pipeline.stages.corpus_sections): one row per
+# section of every document of a split's corpus that is a corpus paper whose licence the
+# release may carry (pipeline.rules.licences), in document order; ``corpus-id`` is the
+# ``_id`` of ``corpus`` and qrels' ``corpus-id``.
+SECTION_ORDER = "section_order"
+HEADING = "heading"
+PARENT_HEADING = "parent_heading"
+CORPUS_SECTIONS = pa.schema(
+    [
+        (BEIR_CORPUS_ID, pa.string()),
+        (SECTION_ORDER, pa.int32()),
+        (HEADING, pa.string()),
+        (PARENT_HEADING, pa.string()),
+        (ROLE, pa.string()),
+        (SECTION_TEXT, pa.string()),
+        (LICENSE, pa.string()),
+    ]
+)
+
 BEIR_QRELS = pa.schema(
     [
         (BEIR_QUERY_ID, pa.string()),
@@ -790,4 +809,15 @@ COLUMN_DOCS: dict[str, str] = {
     "`hard_negative`, as `negative_kind`",
     "aspects." + LABEL_REASON: "the rule that gave the aspect tier (`2+ in section`, `in "
     "section`, `in-survey negative`, `hard negative`)",
+    "corpus_sections." + BEIR_CORPUS_ID: "the document (candidate) id, as `corpus`'s `_id`",
+    SECTION_ORDER: "the section's place in its document, in paper order (0 = first)",
+    HEADING: "the section's heading, citation markers removed (2024 layout: the heading key, "
+    "same-named sections merged)",
+    PARENT_HEADING: "the heading of the top-level section holding it (2022 layout "
+    "subsections; null otherwise)",
+    "corpus_sections." + ROLE: "the section's role, as the labels read it: "
+    + ", ".join(f"`{r}`" for r in ROLES),
+    "corpus_sections." + SECTION_TEXT: "the section's text; every citation is the token "
+    "`[CITATION]`, formulas, figures and tables `[FORMULA]`, `[FIGURE]`, `[TABLE]`",
+    "corpus_sections." + LICENSE: "the document's licence, as its arXiv record gives it",
 }
