@@ -109,6 +109,7 @@ from pipeline.rules.roles import TEXTLESS_MEASURED
 from pipeline.rules.tables import id_batches, scan_extract
 from pipeline.rules.text_match import survey_text
 from pipeline.rules.titles import work_title_keys
+from pipeline.stages.corpus_sections import write_corpus_sections
 
 _W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 log = logging.getLogger("pipeline")
@@ -857,6 +858,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     aspect_splits: dict[str, Any] = {}
     aspect_leak: dict[str, Any] = {"splits": {}, "relative": {}, "judgment_side": {}, "sample": {}}
     samples: dict[str, Any] = {}
+    full_text: dict[str, Any] = {}
     for split in S.SPLIT_NAMES:
         per_survey = (
             cands.filter(pl.col(S.SPLIT) == split)
@@ -871,6 +873,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             continue
         present.append(split)
         written = _write_split(ctx, split, per_survey)
+        full_text[split] = write_corpus_sections(ctx, split)
         meta_splits[split] = split_counts(written["light"], surveys)
         leak[split] = audit_values(written["audit"])
         relative[split] = relative_audit(written["relative"])
@@ -979,6 +982,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
         },
         "roles": role_distribution(ctx),
         "aspects": aspects_meta,
+        "corpus_sections": full_text,
         "files": files,
     }
     write_json(ctx.output(METADATA_FILE), meta)
