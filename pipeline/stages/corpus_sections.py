@@ -145,7 +145,9 @@ def write_corpus_sections(ctx: ReduceContext, split: str) -> dict[str, Any]:
         by_licence.update(docs_here.select(name_expr(pl.col(S.LICENSE)))[S.LICENSE].to_list())
         del rows, sections, texts
     writer.close()
-    ids_with_text = pl.concat(with_text) if with_text else pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
+    ids_with_text = (
+        pl.concat(with_text) if with_text else pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
+    )
     qrels = pl.scan_parquet(ctx.output(beir_file("qrels", split))).select(
         (pl.col(S.BEIR_SCORE) > 0).alias("_positive"),
         pl.col(S.BEIR_CORPUS_ID).is_in(ids_with_text.implode()).alias("_text"),

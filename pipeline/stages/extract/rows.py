@@ -110,7 +110,11 @@ def _buffers(schema: pa.Schema, built: tuple[str, ...] = ()) -> dict[str, list[A
 
 
 def extract_record(
-    rec: Record, line_number: int, out: Tables, seen: set[str], line: bytes | memoryview | None = None
+    rec: Record,
+    line_number: int,
+    out: Tables,
+    seen: set[str],
+    line: bytes | memoryview | None = None,
 ) -> None:
     """Append one paper's rows to ``out`` (its cited ref ids raw: see :func:`_mentions`);
     with the record's ``line``, the text of its sections when its licence lets some release
