@@ -12,8 +12,9 @@ a document's rows (0 = first); an occurrence without text of its own (the abstra
 unnamed section) has no row.
 
 Rows are written extract file by extract file, in the files' order and paper order inside
-each, so memory is bounded by the texts of one input file and the row group
-(:data:`GROUP_ROWS`), never by the split; the bytes do not depend on the batching.
+each, :data:`BATCH_DOCUMENTS` documents at a time, so memory is bounded by a batch's texts
+and the row group (:data:`GROUP_ROWS`), never by the split or a file; the bytes do not
+depend on the batching.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core import schema as S
 from pipeline.core.parquet import RowGroupWriter
@@ -37,7 +39,11 @@ VIEW = "corpus_sections"
 # sections run to about 3,000 characters on the real sample (42,500 per paper): a group of
 # 2,000 rows holds a few MB of text, where the release's 100,000-row groups would hold 300 MB
 GROUP_ROWS = 2_000
-_KEY = "_extract_key"
+_KEY = "_extract_key"  # papers_winner's column: the extract file (its key) of the kept copy
+_ROW = "_row"
+# documents read at once from one extract file: their sections and texts are in memory
+# together (about 2,000 x 42,500 characters on the real sample's means)
+BATCH_DOCUMENTS = 2_000
 _PARENT_INDEX = "_parent_index"
 
 
@@ -101,6 +107,33 @@ def section_rows(
     )
 
 
+def _file_order(papers: Path, own: pl.DataFrame) -> pl.DataFrame:
+    """``(paper_id, source_file)`` of the papers of ``own`` in one extract file, in the file's
+    order; of a paper two members of an archive's unit hold, the copy whose ``source_file``
+    sorts first (the rule of :func:`pipeline.rules.tables.papers_winner` between files)."""
+    return (
+        S.scan(papers, S.PAPERS)
+        .select(S.PAPER_ID, S.SOURCE_FILE)
+        .with_row_index(_ROW)
+        .join(own.lazy().select(S.PAPER_ID), on=S.PAPER_ID, how="semi")
+        .sort(S.SOURCE_FILE, _ROW)
+        .unique(S.PAPER_ID, keep="first", maintain_order=True)
+        .sort(_ROW)
+        .drop(_ROW)
+        .collect()
+    )
+
+
+def _rows_of(path: Path, schema: pa.Schema, keep: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of one extract file's table of the copies ``keep`` names (``(paper_id,
+    source_file)``), in file order; filtered by id as the file is read."""
+    return (
+        S.scan(path, schema)
+        .filter(pl.col(S.PAPER_ID).is_in(keep[S.PAPER_ID].implode()))
+        .join(keep.lazy(), on=[S.PAPER_ID, S.SOURCE_FILE], how="semi", maintain_order="left")
+    )
+
+
 def _by_key(paths: list[Path]) -> dict[str, Path]:
     return {re.sub(r"\.parquet$", "", p.name): p for p in paths}
 
@@ -118,6 +151,7 @@ def write_corpus_sections(ctx: ReduceContext, split: str) -> dict[str, Any]:
         ctx.cfg.release.non_commercial,
     ).collect(engine="streaming")
     winners = papers_winner(extract, docs[S.PAPER_ID]).collect(engine="streaming")
+    papers_by_key = _by_key(extract["papers"])
     sections_by_key = _by_key(extract["sections"])
     texts_by_key = _by_key(extract["section_texts"])
     writer = RowGroupWriter(ctx.output(sections_file(split)), S.CORPUS_SECTIONS, ctx.cfg,
@@ -127,23 +161,25 @@ def write_corpus_sections(ctx: ReduceContext, split: str) -> dict[str, Any]:
     n_rows = n_chars = 0
     for key in sorted(texts_by_key):
         own = docs.join(winners.filter(pl.col(_KEY) == key), on=S.PAPER_ID, how="semi")
-        if own.height == 0 or key not in sections_by_key:
+        if own.height == 0 or key not in sections_by_key or key not in papers_by_key:
             continue
-        ids = own[S.PAPER_ID].implode()
-        sections = (
-            S.scan(sections_by_key[key], S.SECTIONS).filter(pl.col(S.PAPER_ID).is_in(ids)).collect()
-        )
-        texts = S.scan(texts_by_key[key], S.SECTION_TEXTS).filter(pl.col(S.PAPER_ID).is_in(ids))
-        rows = section_rows(own, sections, texts, ctx.cfg.roles)
-        if rows.height == 0:
-            continue
-        writer.write(rows)
-        n_rows += rows.height
-        n_chars += int(rows[S.SECTION_TEXT].str.len_chars().sum())
-        docs_here = rows.unique(S.BEIR_CORPUS_ID, maintain_order=True)
-        with_text.append(docs_here[S.BEIR_CORPUS_ID])
-        by_licence.update(docs_here.select(name_expr(pl.col(S.LICENSE)))[S.LICENSE].to_list())
-        del rows, sections, texts
+        for chunk in _file_order(papers_by_key[key], own).iter_slices(BATCH_DOCUMENTS):
+            keep = chunk.select(S.PAPER_ID, S.SOURCE_FILE)
+            rows = section_rows(
+                own.join(keep, on=S.PAPER_ID, how="semi"),
+                _rows_of(sections_by_key[key], S.SECTIONS, keep).collect(),
+                _rows_of(texts_by_key[key], S.SECTION_TEXTS, keep),
+                ctx.cfg.roles,
+            )
+            if rows.height == 0:
+                continue
+            writer.write(rows)
+            n_rows += rows.height
+            n_chars += int(rows[S.SECTION_TEXT].str.len_chars().sum())
+            docs_here = rows.unique(S.BEIR_CORPUS_ID, maintain_order=True)
+            with_text.append(docs_here[S.BEIR_CORPUS_ID])
+            by_licence.update(docs_here.select(name_expr(pl.col(S.LICENSE)))[S.LICENSE].to_list())
+            del rows
     writer.close()
     ids_with_text = (
         pl.concat(with_text) if with_text else pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
