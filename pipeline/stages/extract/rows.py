@@ -36,7 +36,7 @@ from pipeline.stages.extract.records import (
     parse_version_date,
 )
 from pipeline.stages.extract.structure import occurrences
-from pipeline.stages.extract.texts import TEXT_DECODER, neutral_text, occurrence_texts
+from pipeline.stages.extract.texts import TEXT_DECODER, neutral_expr, occurrence_texts
 
 _NO_IDS = BibIds()
 _BAD_ID_CHAR = regex.compile(r"[\s\p{Cc}\p{Cf}]")
@@ -214,10 +214,10 @@ def _section_texts(line: bytes | memoryview, paper_id: str, body: list[int], out
         raise RuntimeError(f"{len(texts)} section texts for {len(body)} section occurrences")
     t = out.section_texts
     for index, text in zip(body, texts, strict=True):
-        if text.strip():
+        if text and not text.isspace():
             t[S.PAPER_ID].append(paper_id)
             t[S.SECTION_INDEX].append(index)
-            t[S.SECTION_TEXT].append(neutral_text(text))
+            t[S.SECTION_TEXT].append(text)  # markers made neutral in the writer (_finish)
 
 
 # --------------------------------------------------------------------- writer thread
@@ -315,6 +315,8 @@ def _finish(name: str, frame: pl.DataFrame, runs: list[tuple[str, int]]) -> pa.T
         frame = frame.with_columns(
             doi_expr(S.DOI).alias(S.DOI), pl.col(S.CATEGORIES).str.split(" ")
         )
+    elif name == "section_texts":
+        frame = frame.with_columns(neutral_expr(pl.col(S.SECTION_TEXT)))
     elif name == "references":
         frame = frame.with_columns(
             pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),

@@ -11,7 +11,7 @@ the occurrences are rebuilt from and the text.
   it; its text is the run's paragraph texts joined by :data:`PARAGRAPH_SEPARATOR`.
 * 2024 layout: an occurrence is a key of ``sections``; its text is the key's ``text``.
 
-Every unarXive marker is rendered as a neutral token (:func:`neutral_text`): a citation
+Every unarXive marker is rendered as a neutral token (:func:`neutral_expr`): a citation
 ``{{cite:<ref_id>}}`` as :data:`CITATION_TOKEN`, the same for every citation, so the text
 names no cited work; a formula, figure or table marker as ``[FORMULA]``, ``[FIGURE]``,
 ``[TABLE]`` (their uuids are the record's own keys). unarXive's cross-reference token
@@ -23,12 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import regex
+import polars as pl
 
 PARAGRAPH_SEPARATOR = "\n\n"
 CITATION_TOKEN = "[CITATION]"
 # any {{kind:id}} marker; the kinds seen in the real records: cite, formula, figure, table
-MARKER = regex.compile(r"\{\{([A-Za-z_]+):[^{}]*\}\}")
+MARKER_PATTERN = r"\{\{[A-Za-z_]+:[^{}]*\}\}"
 _TOKENS = {"cite": CITATION_TOKEN, "formula": "[FORMULA]", "figure": "[FIGURE]", "table": "[TABLE]"}
 OTHER_TOKEN = "[REFERENCE]"  # a marker of a kind not listed above
 
@@ -52,15 +52,13 @@ class TextRecord(msgspec.Struct, gc=False):
 TEXT_DECODER = msgspec.json.Decoder(TextRecord)
 
 
-def _token(m: Any) -> str:
-    return _TOKENS.get(m.group(1).lower(), OTHER_TOKEN)
-
-
-def neutral_text(text: str) -> str:
-    """``text`` with every ``{{kind:id}}`` marker replaced by its neutral token."""
-    if "{{" not in text:
-        return text
-    return MARKER.sub(_token, text)
+def neutral_expr(text: pl.Expr) -> pl.Expr:
+    """``text`` with every ``{{kind:id}}`` marker replaced by its neutral token: a Polars
+    expression, run by extract's writer thread outside the GIL (in Python, per section on
+    the decoding thread, it took as long as decoding the record's text a second time)."""
+    for kind, token in _TOKENS.items():
+        text = text.str.replace_all(r"\{\{" + kind + r":[^{}]*\}\}", token, literal=False)
+    return text.str.replace_all(MARKER_PATTERN, OTHER_TOKEN)
 
 
 def occurrence_texts(rec: TextRecord) -> list[str]:
