@@ -14,7 +14,8 @@ unnamed section) has no row.
 Rows are written extract file by extract file, in the files' order and paper order inside
 each, :data:`BATCH_DOCUMENTS` documents at a time, so memory is bounded by a batch's texts
 and the row group (:data:`GROUP_ROWS`), never by the split or a file; the bytes do not
-depend on the batching.
+depend on the batching. A split whose view has no row gets no file (``datasets`` cannot
+read a Parquet file with no rows); its counts are 0.
 """
 
 from __future__ import annotations
@@ -180,7 +181,8 @@ def write_corpus_sections(ctx: ReduceContext, split: str) -> dict[str, Any]:
             with_text.append(docs_here[S.BEIR_CORPUS_ID])
             by_licence.update(docs_here.select(name_expr(pl.col(S.LICENSE)))[S.LICENSE].to_list())
             del rows
-    writer.close()
+    if writer.close() == 0:
+        ctx.output(sections_file(split)).unlink()
     ids_with_text = (
         pl.concat(with_text) if with_text else pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
     )
