@@ -208,3 +208,19 @@ def test_the_view_rows_of_the_real_records(extracted: dict[str, Any]) -> None:
     with_parent = survey.filter(pl.col(S.PARENT_HEADING).is_not_null())
     assert with_parent.height > 0
     assert set(with_parent[S.PARENT_HEADING]) <= set(survey[S.HEADING])
+
+
+def test_an_unreadable_text_leaves_the_paper_without_text(
+    tmp_path: Path, sample_records: list[dict]
+) -> None:
+    rec = json.loads(json.dumps(sample_records[0]))
+    rec["body_text"][0]["text"] = 12  # the main decoder reads no text: only this is wrong
+    src = tmp_path / "in" / "x.jsonl"
+    src.parent.mkdir()
+    src.write_text(json.dumps(rec) + "\n" + json.dumps(sample_records[1]) + "\n")
+    result = api.extract(src, tmp_path / "out", workers=1)
+    assert result.papers == 2
+    texts = pl.read_parquet(sorted((tmp_path / "out" / "extract" / "section_texts").glob("*")))
+    assert set(texts[S.PAPER_ID]) == {sample_records[1]["metadata"]["id"]}
+    summary = json.loads((tmp_path / "out" / "extract" / "_summary.json").read_text())
+    assert summary["section_texts_skipped"] == 1

@@ -58,6 +58,7 @@ def _decode_file(
         "mentions_rows": 0,
         "sections_rows": 0,
         "section_texts_rows": 0,
+        "section_texts_skipped": 0,
         "cite_spans_missing_bib": 0,
         "dois_cut_at_control_chars": 0,
         "layouts": {"2022": 0, "2024": 0},
@@ -146,6 +147,7 @@ def _count_batch(batch: Tables, counts: dict[str, Any]) -> None:
     counts["references"] += len(batch.references[S.REF_ID])
     counts["sections_rows"] += len(batch.sections[S.SECTION])
     counts["section_texts_rows"] += len(batch.section_texts[S.PAPER_ID])
+    counts["section_texts_skipped"] += batch.texts_skipped
 
 
 _CONTROL_CHAR = regex.compile(r"\p{Cc}")

@@ -17,6 +17,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -46,7 +47,16 @@ _REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
 class Tables:
     """Column buffers for one batch of papers (plain lists; Arrow is built in the writer)."""
 
-    __slots__ = ("papers", "references", "mentions", "sections", "section_texts", "rejects", "runs")
+    __slots__ = (
+        "papers",
+        "references",
+        "mentions",
+        "sections",
+        "section_texts",
+        "rejects",
+        "runs",
+        "texts_skipped",
+    )
 
     def __init__(self, source: str) -> None:
         # source_file is constant per input file (per member of an archive's unit): the
@@ -63,6 +73,9 @@ class Tables:
         self.section_texts: dict[str, list[Any]] = _buffers(S.SECTION_TEXTS)
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
         self.runs: list[tuple[str, dict[str, int]]] = []
+        # papers whose licence allows their text but whose text could not be read: kept,
+        # without text (the driver counts them: section_texts_skipped)
+        self.texts_skipped = 0
         self.start(source)
 
     def start(self, source: str) -> None:
@@ -204,14 +217,17 @@ def extract_record(
 
 def _section_texts(line: bytes | memoryview, paper_id: str, body: list[int], out: Tables) -> None:
     """Append the text of each body occurrence (``body``: their section indexes, in paper
-    order) to ``section_texts``; an occurrence whose text is blank has no row.
-
-    Raises:
-        RuntimeError: the text decoder sees other occurrences than the main one (a bug).
-    """
-    texts = occurrence_texts(TEXT_DECODER.decode(line))
+    order) to ``section_texts``; an occurrence whose text is blank has no row. A text of the
+    wrong type (the main decoder reads no text), or occurrences the two decoders count
+    differently, leave the paper without text (``texts_skipped``), never rejected."""
+    try:
+        texts = occurrence_texts(TEXT_DECODER.decode(line))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        out.texts_skipped += 1
+        return
     if len(texts) != len(body):
-        raise RuntimeError(f"{len(texts)} section texts for {len(body)} section occurrences")
+        out.texts_skipped += 1
+        return
     t = out.section_texts
     for index, text in zip(body, texts, strict=True):
         if text and not text.isspace():
