@@ -64,6 +64,17 @@ def test_licence_rule(url: str | None, commercial: bool, non_commercial: bool) -
         assert got.item() is L.permitted(url, nc)
 
 
+def test_a_change_to_the_table_comes_with_a_schema_version() -> None:
+    """extract keeps the texts the table allows, and its markers know only the config and
+    ``SCHEMA_VERSION``: a work directory re-extracts after a change only if the version moves.
+    Changing the table? Bump ``schema.SCHEMA_VERSION`` and write both values here."""
+    import hashlib
+
+    rule = repr(tuple((lic.url, lic.allowed, lic.non_commercial) for lic in L.LICENCES))
+    digest = hashlib.sha256(rule.encode()).hexdigest()[:16]
+    assert (S.SCHEMA_VERSION, digest) == (7, "824c4be00fffb194")
+
+
 def test_every_licence_of_the_real_records_is_in_the_table(sample_records: list[dict]) -> None:
     preview = json.loads(PREVIEW_2024.read_text())
     for rec in [*sample_records, preview]:

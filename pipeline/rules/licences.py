@@ -11,6 +11,10 @@ licence, and any URL not listed here.
 ``extract`` keeps the text of every paper some release may redistribute
 (:func:`extractable`); the release picks its own share (:func:`permitted`). A URL is
 compared after :func:`normalise` (scheme, ``www.`` and the trailing slash do not matter).
+
+A change to the table changes what extract keeps, and extract's markers know the config and
+``schema.SCHEMA_VERSION``, not the code: the change comes with a new ``SCHEMA_VERSION``
+(``tests/test_section_texts.py`` pins the pair).
 """
 
 from __future__ import annotations
