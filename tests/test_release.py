@@ -421,7 +421,9 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 22
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 24
+    # the full-text view, both splits, byte for byte too
+    assert {"corpus_sections/train.parquet", "corpus_sections/test.parquet"} <= set(first)
     assert WORKS_TABLE_FILE in first  # the works table, byte for byte too
     assert BIBLIOGRAPHY_BASELINES_FILE in first  # the field's most-cited works, judgment-side
     # the section-level reading lists and their view, both splits
