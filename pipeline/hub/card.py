@@ -613,6 +613,10 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
     }
 
 
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"  # the split has no such candidate
+
+
 def _full_text_values(per_split: dict[str, Any]) -> dict[str, str]:
     """The full-text view's table: per split, documents with full text by licence, sections,
     characters, and the share of positives and of hard negatives that have it."""
@@ -628,8 +632,8 @@ def _full_text_values(per_split: dict[str, Any]) -> dict[str, str]:
                 licences or "none",
                 f"{c['sections']:,}",
                 f"{c['characters']:,}",
-                f"{c['positives_with_text']:.1%}",
-                f"{c['hard_negatives_with_text']:.1%}",
+                _share(c["positives_with_text"]),
+                _share(c["hard_negatives_with_text"]),
             ]
         )
     header = ["split", "documents", "by licence", "sections", "characters"]
