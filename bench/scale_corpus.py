@@ -468,6 +468,9 @@ class ScaleCorpus:
             "references": refs,
             "mentions": mentions,
             "sections": _sections(mentions),
+            # no full text yet: the scale corpus's papers have sections but no text of their
+            # own (issue 51 item 4 adds texts at the real records' size)
+            "section_texts": pa.Table.from_pylist([], schema=S.SECTION_TEXTS),
             "rejects": rejects,
         }
 

@@ -51,6 +51,7 @@ SLOW_MODULES = frozenset(
         "test_bad_inputs",
         "test_batch_sizes",
         "test_cli_errors",
+        "test_corpus_sections",
         "test_ecosystem",
         "test_evaluate_e2e",
         "test_figures",

@@ -306,12 +306,13 @@ def test_synthetic_release_card_and_metadata(synthetic_release: Path) -> None:
     assert fm["license"] == "cc-by-sa-4.0"
     assert {"text-retrieval", "text-ranking"} <= set(fm["task_categories"])
     configs = {c["config_name"]: c for c in fm["configs"]}
-    assert set(configs) == {"reading_lists", "candidates", *BEIR_VIEWS, "aspects",
-                            "aspect_candidates"}  # fmt: skip
+    retrieval_views = {*BEIR_VIEWS, "corpus_sections"}
+    assert set(configs) == {"reading_lists", "candidates", "aspects", "aspect_candidates",
+                            *retrieval_views}  # fmt: skip
     assert [name for name, c in configs.items() if c.get("default")] == ["qrels"]
     for name, c in configs.items():
         # MTEB and BEIR ask for "test" (BEIR's HFDataLoader takes the first split)
-        splits = ["test", "train"] if name in BEIR_VIEWS else ["train", "eval"]
+        splits = ["test", "train"] if name in retrieval_views else ["train", "eval"]
         assert [d["split"] for d in c["data_files"]] == splits
         for d in c["data_files"]:
             assert (release / d["path"]).is_file()
@@ -421,7 +422,9 @@ def test_two_runs_give_identical_release_files(synthetic_release: Path, tmp_path
     first = _release_files(synthetic_release / "release")
     second = _release_files(tmp_path / "out" / "release")
     assert first == second
-    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 22
+    assert "README.md" in first and "eval_metadata.json" in first and len(first) == 24
+    # the full-text view, both splits, byte for byte too
+    assert {"corpus_sections/train.parquet", "corpus_sections/test.parquet"} <= set(first)
     assert WORKS_TABLE_FILE in first  # the works table, byte for byte too
     assert BIBLIOGRAPHY_BASELINES_FILE in first  # the field's most-cited works, judgment-side
     # the section-level reading lists and their view, both splits

@@ -516,6 +516,11 @@ class ReleaseConfig:
         "bounded by it, not by the corpus",
         check=_int_at_least(1000),
     )
+    non_commercial: bool = _f(
+        False,
+        "the release is declared non-commercial: the full-text view (corpus_sections) also "
+        "carries papers under NC licences (pipeline.rules.licences); false refuses them",
+    )
 
 
 @dataclass(frozen=True)

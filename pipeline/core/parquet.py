@@ -28,8 +28,16 @@ class RowGroupWriter:
     Writes to ``path`` directly: use it on a stage's temp output path.
     """
 
-    def __init__(self, path: Path, schema: pa.Schema, cfg: Config, what: str) -> None:
-        self.schema, self.what = schema, what
+    def __init__(
+        self,
+        path: Path,
+        schema: pa.Schema,
+        cfg: Config,
+        what: str,
+        group_rows: int = ROW_GROUP_ROWS,
+    ) -> None:
+        # group_rows: a table of long texts takes smaller groups, so one group stays small
+        self.schema, self.what, self.group_rows = schema, what, group_rows
         self.writer = pq.ParquetWriter(
             path, schema, compression=cfg.common.compression, write_statistics=True,
             store_schema=True,
@@ -43,13 +51,13 @@ class RowGroupWriter:
         table = S.check(df.to_arrow(), self.schema, self.what).select(list(self.schema.names))
         self.pending.append(table.cast(self.schema).replace_schema_metadata(None))
         self.n_pending += table.num_rows
-        while self.n_pending >= ROW_GROUP_ROWS:
-            self._flush(ROW_GROUP_ROWS)
+        while self.n_pending >= self.group_rows:
+            self._flush(self.group_rows)
 
     def _flush(self, n: int) -> None:
         table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
         head, rest = table.slice(0, n), table.slice(n)
-        self.writer.write_table(head.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self.writer.write_table(head.combine_chunks(), row_group_size=self.group_rows)
         self.pending, self.n_pending, self.rows = [rest], rest.num_rows, self.rows + n
 
     def close(self) -> int:

@@ -35,6 +35,9 @@ BIBLIOGRAPHY_BASELINES_FILE = "baselines/eval_bibliographies.parquet"
 ASPECTS_DIR = "aspects"
 ASPECT_READING_LISTS_FILE = f"{ASPECTS_DIR}/{READING_LISTS_FILE}"
 ASPECT_CANDIDATES_FILE = f"{ASPECTS_DIR}/{CANDIDATES_FILE}"
+# The full-text view: one row per section of each document whose licence permits it, laid out
+# as a retrieval view (``corpus_sections/{test,train}.parquet``; pipeline.stages.corpus_sections)
+FULL_TEXT_VIEW = "corpus_sections"
 
 
 def beir_file(view: str, split: str) -> str:

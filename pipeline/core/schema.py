@@ -11,9 +11,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = 6  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
+SCHEMA_VERSION = 7  # 2: extract sections table; 3: text_version_date, title keys, resolved_by;
 # 4: works.parsed_title, candidate text without its citer's string; 5: openalex records,
-# candidate text and judgment-side columns from them; 6: popularity judgment-side only
+# candidate text and judgment-side columns from them; 6: popularity judgment-side only;
+# 7: extract section_texts table
 
 # ----------------------------------------------------------------- column names
 PAPER_ID = "paper_id"
@@ -162,6 +163,20 @@ SECTIONS = pa.schema(
     ]
 )
 
+# the text of every section occurrence of a paper whose licence some release may carry
+# (pipeline.rules.licences.extractable), markers rendered neutral
+# (pipeline.stages.extract.texts); joins ``sections`` on (paper_id, section_index). An
+# occurrence without a paragraph of its own (an unnamed section, the abstract) has no row.
+SECTION_TEXT = "text"
+SECTION_TEXTS = pa.schema(
+    [
+        (PAPER_ID, pa.string()),
+        (SECTION_INDEX, pa.int32()),
+        (SECTION_TEXT, pa.string()),
+        (SOURCE_FILE, pa.string()),
+    ]
+)
+
 REJECTS = pa.schema(
     [
         (SOURCE_FILE, pa.string()),
@@ -176,6 +191,7 @@ EXTRACT_TABLES = {
     "references": REFERENCES,
     "mentions": MENTIONS,
     "sections": SECTIONS,
+    "section_texts": SECTION_TEXTS,
     "rejects": REJECTS,
 }
 
@@ -511,6 +527,25 @@ BEIR_CORPUS = pa.schema(
     ]
 )
 
+# The full-text view (config ``corpus_sections``, pipeline.stages.corpus_sections): one row per
+# section of every document of a split's corpus that is a corpus paper whose licence the
+# release may carry (pipeline.rules.licences), in document order; ``corpus-id`` is the
+# ``_id`` of ``corpus`` and qrels' ``corpus-id``.
+SECTION_ORDER = "section_order"
+HEADING = "heading"
+PARENT_HEADING = "parent_heading"
+CORPUS_SECTIONS = pa.schema(
+    [
+        (BEIR_CORPUS_ID, pa.string()),
+        (SECTION_ORDER, pa.int32()),
+        (HEADING, pa.string()),
+        (PARENT_HEADING, pa.string()),
+        (ROLE, pa.string()),
+        (SECTION_TEXT, pa.string()),
+        (LICENSE, pa.string()),
+    ]
+)
+
 BEIR_QRELS = pa.schema(
     [
         (BEIR_QUERY_ID, pa.string()),
@@ -774,4 +809,15 @@ COLUMN_DOCS: dict[str, str] = {
     "`hard_negative`, as `negative_kind`",
     "aspects." + LABEL_REASON: "the rule that gave the aspect tier (`2+ in section`, `in "
     "section`, `in-survey negative`, `hard negative`)",
+    "corpus_sections." + BEIR_CORPUS_ID: "the document (candidate) id, as `corpus`'s `_id`",
+    SECTION_ORDER: "the section's place in its document, in paper order (0 = first)",
+    HEADING: "the section's heading, citation markers removed (2024 layout: the heading key, "
+    "same-named sections merged)",
+    PARENT_HEADING: "the heading of the top-level section holding it (2022 layout "
+    "subsections; null otherwise)",
+    "corpus_sections." + ROLE: "the section's role, as the labels read it: "
+    + ", ".join(f"`{r}`" for r in ROLES),
+    "corpus_sections." + SECTION_TEXT: "the section's text; every citation is the token "
+    "`[CITATION]`, formulas, figures and tables `[FORMULA]`, `[FIGURE]`, `[TABLE]`",
+    "corpus_sections." + LICENSE: "the document's licence, as its arXiv record gives it",
 }

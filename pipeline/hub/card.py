@@ -47,6 +47,7 @@ from pipeline.core.release_files import (
     CANDIDATES_FILE,
     CARD_FILE,
     EVAL_FILE,
+    FULL_TEXT_VIEW,
     METADATA_FILE,
     METHODS_FILE,
     READING_LISTS_FILE,
@@ -430,6 +431,7 @@ CARD_CONFIGS = (
     *((view, beir_file(view, "eval"), f"BEIR_{view.upper()}") for view in BEIR_VIEWS),
     ("aspects", ASPECT_READING_LISTS_FILE, "ASPECT_READING_LISTS"),
     ("aspect_candidates", ASPECT_CANDIDATES_FILE, "ASPECT_CANDIDATES_VIEW"),
+    ("corpus_sections", beir_file(FULL_TEXT_VIEW, "eval"), "CORPUS_SECTIONS"),
 )
 # answer-free view -> the config with its judgments (the field table lists a column once)
 VIEW_OF = {"candidates": "reading_lists", "aspect_candidates": "aspects"}
@@ -473,6 +475,15 @@ def _configs_yaml(
         )
         if aspect_splits
     ]
+    # the full-text view: the splits whose file was written (a split whose documents have no
+    # permitted full text has none)
+    sections = [
+        (RETRIEVAL_SPLITS[split], beir_file(FULL_TEXT_VIEW, split))
+        for split in eval_first
+        if beir_file(FULL_TEXT_VIEW, split) in (files or {})
+    ]
+    if sections:
+        configs.append((FULL_TEXT_VIEW, False, sections))
     lines = ["configs:"]
     for name, default, paths in configs:
         lines.append(f"- config_name: {name}")
@@ -598,7 +609,36 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         **_audit_values(meta),
         **openalex_values(meta.get("openalex") or {}),
         **aspect_values(meta.get("aspects") or {}, splits, S.SPLIT_NAMES[-1], S.SPLIT_NAMES[0]),
+        **_full_text_values(meta.get("corpus_sections") or {}),
     }
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"  # the split has no such candidate
+
+
+def _full_text_values(per_split: dict[str, Any]) -> dict[str, str]:
+    """The full-text view's table: per split, documents with full text by licence, sections,
+    characters, and the share of positives and of hard negatives that have it."""
+    if not per_split:
+        return {"full_text_table": "This build wrote no full-text view."}
+    rows = []
+    for split, c in sorted(per_split.items(), key=lambda kv: kv[0] != "eval"):
+        licences = ", ".join(f"{k} {v:,}" for k, v in sorted(c["documents_by_licence"].items()))
+        rows.append(
+            [
+                f"`{RETRIEVAL_SPLITS[split]}`",
+                f"{c['documents']:,}",
+                licences or "none",
+                f"{c['sections']:,}",
+                f"{c['characters']:,}",
+                _share(c["positives_with_text"]),
+                _share(c["hard_negatives_with_text"]),
+            ]
+        )
+    header = ["split", "documents", "by licence", "sections", "characters"]
+    header += ["positives with full text", "hard negatives with full text"]
+    return {"full_text_table": md_table(header, rows)}
 
 
 def _identity_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:

@@ -57,6 +57,8 @@ def _decode_file(
         "references": 0,
         "mentions_rows": 0,
         "sections_rows": 0,
+        "section_texts_rows": 0,
+        "section_texts_skipped": 0,
         "cite_spans_missing_bib": 0,
         "dois_cut_at_control_chars": 0,
         "layouts": {"2022": 0, "2024": 0},
@@ -98,7 +100,7 @@ def _decode_file(
                     raise Reject("decode_error", f"{type(e).__name__}: {e}") from None
                 sizes = batch.sizes()
                 try:
-                    extract_record(rec, line_number, batch, seen)
+                    extract_record(rec, line_number, batch, seen, line)
                 except Reject:
                     raise
                 except Exception as e:  # noqa: BLE001 - whatever one record does, it is that record's reject
@@ -144,6 +146,8 @@ def _count_batch(batch: Tables, counts: dict[str, Any]) -> None:
     counts["dois_cut_at_control_chars"] += _control_dois(batch)
     counts["references"] += len(batch.references[S.REF_ID])
     counts["sections_rows"] += len(batch.sections[S.SECTION])
+    counts["section_texts_rows"] += len(batch.section_texts[S.PAPER_ID])
+    counts["section_texts_skipped"] += batch.texts_skipped
 
 
 _CONTROL_CHAR = regex.compile(r"\p{Cc}")
@@ -240,5 +244,6 @@ STAGE = Stage(
     fn=extract_file,
     fn_many=extract_files,
     outputs=tuple(S.EXTRACT_TABLES.items()),
-    help="unarXive JSONL -> papers, references, mentions, rejects (one set per input file)",
+    help="unarXive JSONL -> papers, references, mentions, sections, section texts, rejects "
+    "(one set per input file)",
 )

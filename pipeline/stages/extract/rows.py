@@ -17,6 +17,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -26,6 +27,7 @@ import regex
 from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.rules.ids import arxiv_expr, doi_expr, openalex_expr, strip_version
+from pipeline.rules.licences import extractable
 from pipeline.stages.extract.records import (
     Abstract,
     BibIds,
@@ -35,6 +37,7 @@ from pipeline.stages.extract.records import (
     parse_version_date,
 )
 from pipeline.stages.extract.structure import occurrences
+from pipeline.stages.extract.texts import TEXT_DECODER, neutral_expr, occurrence_texts
 
 _NO_IDS = BibIds()
 _BAD_ID_CHAR = regex.compile(r"[\s\p{Cc}\p{Cf}]")
@@ -44,7 +47,16 @@ _REJECTS_OUT = pa.schema(list(S.REJECTS) + [pa.field("detail", pa.string())])
 class Tables:
     """Column buffers for one batch of papers (plain lists; Arrow is built in the writer)."""
 
-    __slots__ = ("papers", "references", "mentions", "sections", "rejects", "runs")
+    __slots__ = (
+        "papers",
+        "references",
+        "mentions",
+        "sections",
+        "section_texts",
+        "rejects",
+        "runs",
+        "texts_skipped",
+    )
 
     def __init__(self, source: str) -> None:
         # source_file is constant per input file (per member of an archive's unit): the
@@ -58,8 +70,12 @@ class Tables:
         # section); the writer thread turns them into mentions (_mentions)
         self.mentions: dict[str, list[Any]] = {S.REF_ID: []}
         self.sections: dict[str, list[Any]] = _buffers(S.SECTIONS, _BY_PAPER) | {_N_CITED: []}
+        self.section_texts: dict[str, list[Any]] = _buffers(S.SECTION_TEXTS)
         self.rejects: dict[str, list[Any]] = _buffers(S.REJECTS) | {"detail": []}
         self.runs: list[tuple[str, dict[str, int]]] = []
+        # papers whose licence allows their text but whose text could not be read: kept,
+        # without text (the driver counts them: section_texts_skipped)
+        self.texts_skipped = 0
         self.start(source)
 
     def start(self, source: str) -> None:
@@ -71,21 +87,21 @@ class Tables:
         ends = [start[name] for _, start in self.runs[1:]] + [_rows(getattr(self, name))]
         return [(src, end - start[name]) for (src, start), end in zip(self.runs, ends, strict=True)]
 
-    def sizes(self) -> tuple[int, int, int, int]:
-        """Rows of papers, references, mentions and sections (every column of a table has
-        as many between two records)."""
+    def sizes(self) -> tuple[int, int, int, int, int]:
+        """Rows of papers, references, mentions, sections and section texts (every column
+        of a table has as many between two records)."""
         return (
             len(self.papers[S.PAPER_ID]),
             len(self.references[S.REF_ID]),
             len(self.mentions[S.REF_ID]),
             len(self.sections[S.SECTION]),
+            len(self.section_texts[S.PAPER_ID]),
         )
 
-    def truncate(self, sizes: tuple[int, int, int, int]) -> None:
+    def truncate(self, sizes: tuple[int, int, int, int, int]) -> None:
         """Drop the rows appended since :meth:`sizes` returned ``sizes``."""
-        for table, size in zip(
-            (self.papers, self.references, self.mentions, self.sections), sizes, strict=True
-        ):
+        tables = (self.papers, self.references, self.mentions, self.sections, self.section_texts)
+        for table, size in zip(tables, sizes, strict=True):
             for column in table.values():
                 del column[size:]
 
@@ -106,8 +122,16 @@ def _buffers(schema: pa.Schema, built: tuple[str, ...] = ()) -> dict[str, list[A
     return {n: [] for n in schema.names if n != S.SOURCE_FILE and n not in built}
 
 
-def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -> None:
-    """Append one paper's rows to ``out`` (its cited ref ids raw: see :func:`_mentions`).
+def extract_record(
+    rec: Record,
+    line_number: int,
+    out: Tables,
+    seen: set[str],
+    line: bytes | memoryview | None = None,
+) -> None:
+    """Append one paper's rows to ``out`` (its cited ref ids raw: see :func:`_mentions`);
+    with the record's ``line``, the text of its sections when its licence lets some release
+    carry it (:func:`_section_texts`).
 
     Raises:
         Reject: the record lacks what every later stage needs.
@@ -186,7 +210,30 @@ def extract_record(rec: Record, line_number: int, out: Tables, seen: set[str]) -
     sec[S.TOP_INDEX].extend([o.top for o in occs])
     sec[S.UNNAMED].extend([o.unnamed for o in occs])
     sec[S.APPENDIX].extend([o.appendix for o in occs])
+    if line is not None and extractable(md.license):
+        _section_texts(line, paper_id, [i for i, o in enumerate(occs) if o.body], out)
     seen.add(paper_id)  # last: a record that fails part-way is not taken as seen
+
+
+def _section_texts(line: bytes | memoryview, paper_id: str, body: list[int], out: Tables) -> None:
+    """Append the text of each body occurrence (``body``: their section indexes, in paper
+    order) to ``section_texts``; an occurrence whose text is blank has no row. A text of the
+    wrong type (the main decoder reads no text), or occurrences the two decoders count
+    differently, leave the paper without text (``texts_skipped``), never rejected."""
+    try:
+        texts = occurrence_texts(TEXT_DECODER.decode(line))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        out.texts_skipped += 1
+        return
+    if len(texts) != len(body):
+        out.texts_skipped += 1
+        return
+    t = out.section_texts
+    for index, text in zip(body, texts, strict=True):
+        if text and not text.isspace():
+            t[S.PAPER_ID].append(paper_id)
+            t[S.SECTION_INDEX].append(index)
+            t[S.SECTION_TEXT].append(text)  # markers made neutral in the writer (_finish)
 
 
 # --------------------------------------------------------------------- writer thread
@@ -229,6 +276,8 @@ def _columns(name: str, cols: dict[str, list[Any]]) -> pl.DataFrame:
     ``pa.array``, and builds every other table too: pyarrow's conversion of Python
     objects imports pandas (``test_extract_does_not_import_pandas`` says what it costs).
     """
+    if name == "section_texts":
+        return pl.DataFrame(cols, schema=_TEXTS_IN)
     if name in ("references", "mentions", "sections"):
         return pl.DataFrame(cols, schema={k: _BUFFER_TYPES[k] for k in cols}, strict=False)
     return pl.DataFrame(cols, schema=_REJECTS_IN if name == "rejects" else _PAPERS_IN)
@@ -243,6 +292,7 @@ _PAPERS_IN = _buffer_schema(S.PAPERS.append(pa.field(_N_SECTIONS, pa.int32()))) 
     S.CATEGORIES: pl.String
 }
 _REJECTS_IN = _buffer_schema(_REJECTS_OUT)
+_TEXTS_IN = _buffer_schema(S.SECTION_TEXTS)
 
 
 def _by_paper(
@@ -281,6 +331,8 @@ def _finish(name: str, frame: pl.DataFrame, runs: list[tuple[str, int]]) -> pa.T
         frame = frame.with_columns(
             doi_expr(S.DOI).alias(S.DOI), pl.col(S.CATEGORIES).str.split(" ")
         )
+    elif name == "section_texts":
+        frame = frame.with_columns(neutral_expr(pl.col(S.SECTION_TEXT)))
     elif name == "references":
         frame = frame.with_columns(
             pl.coalesce(arxiv_expr(S.ARXIV_ID), arxiv_expr(_CONTAINED)).alias(S.ARXIV_ID),

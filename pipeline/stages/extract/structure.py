@@ -39,7 +39,7 @@ _LEVELS = {"section": 1, "subsection": 2, "subsubsection": 3}
 class Occurrence:
     """One section occurrence in paper order (a row of ``sections``)."""
 
-    __slots__ = ("section", "number", "level", "top", "unnamed", "appendix", "cited")
+    __slots__ = ("section", "number", "level", "top", "unnamed", "appendix", "cited", "body")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Occurrence:
         level: int,
         cited: list[str | None],
         unnamed: bool = False,
+        body: bool = False,
     ) -> None:
         self.section = section
         self.number = number
@@ -57,6 +58,9 @@ class Occurrence:
         self.appendix = False
         # ref ids as cited here, in order (bib entry or not): the writer thread counts them
         self.cited = cited
+        # read from the record's own text (a run of paragraphs, a 2024 key): it has a text
+        # (pipeline.stages.extract.texts); the abstract and unnamed sections have none
+        self.body = body
 
 
 _NO_HEAD = frozenset(("", "-1", "0"))  # unnumbered occurrences
@@ -211,7 +215,13 @@ def occurrences(rec: Record) -> list[Occurrence]:
                 cited = _heading_refs(heading) if "{{cite:" in heading else []
                 number = "" if prev_number is None else str(prev_number)
                 body.append(
-                    Occurrence(clean_heading(heading), number, _LEVELS.get(prev_type, 4), cited)  # type: ignore[arg-type]
+                    Occurrence(
+                        clean_heading(heading),
+                        number,
+                        _LEVELS.get(prev_type, 4),  # type: ignore[arg-type]
+                        cited,
+                        body=True,
+                    )
                 )
             spans = p.cite_spans
             if spans:
@@ -225,7 +235,7 @@ def occurrences(rec: Record) -> list[Occurrence]:
             cited = _heading_refs(heading) if "{{cite:" in heading else []
             if sec.cite_spans:
                 cited.extend(map(_REF_ID, sec.cite_spans))
-            occs.append(Occurrence(clean_heading(heading), "", 0, cited))
+            occs.append(Occurrence(clean_heading(heading), "", 0, cited, body=True))
     for i, o in enumerate(occs):
         if o.top < 0:
             o.top = i

@@ -87,6 +87,7 @@ def release_metadata(
         },
         "roles": role_distribution(ctx),
         "aspects": aspects,
+        "corpus_sections": written.full_text,
         "files": files,
     }
 

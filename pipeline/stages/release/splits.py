@@ -40,6 +40,7 @@ from pipeline.rules.leak_audit import (
     relative_feature_values,
 )
 from pipeline.rules.tables import id_batches
+from pipeline.stages.corpus_sections import write_corpus_sections
 from pipeline.stages.release.counts import (
     ASPECT_LIGHT_COLUMNS,
     LIGHT_COLUMNS,
@@ -77,6 +78,7 @@ class Written:
     aspect_audit: dict[str, Any] = field(
         default_factory=lambda: {"splits": {}, "relative": {}, "judgment_side": {}, "sample": {}}
     )
+    full_text: dict[str, Any] = field(default_factory=dict)  # corpus_sections' counts
 
 
 def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame) -> Written:
@@ -97,6 +99,8 @@ def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame)
             continue
         out.present.append(split)
         _summarize(out, split, _write_split(ctx, split, per_survey), surveys)
+        # it reads the split's corpus and qrels files, written just above
+        out.full_text[split] = write_corpus_sections(ctx, split)
     return out
 
 
