@@ -139,3 +139,73 @@ def test_minilm_in_mteb_equals_pipeline_evaluate(
     for name, value in ours.items():
         assert scores[name] == pytest.approx(value, abs=ROUNDING), name
     assert scores["SurveyReadingListsReranking"] > scores["SurveyReadingListsRetrieval"]
+
+
+# ----------------------------------------------------------------------- lite and bundle
+def test_lite_rule_and_task(demo_release: Path, tmp_path: Path, offline: Path) -> None:
+    from pipeline.integrations.mteb_lite import build_lite, lite_task
+
+    manifest = build_lite(demo_release, tmp_path / "lite", max_surveys=10, max_docs=40, dense=False)  # fmt: skip
+    again = build_lite(demo_release, tmp_path / "again", max_surveys=10, max_docs=40, dense=False)  # fmt: skip
+    for view in ("corpus", "queries", "qrels"):  # the same rule, the same bytes
+        assert (tmp_path / "lite" / view / "test.parquet").read_bytes() == (
+            tmp_path / "again" / view / "test.parquet"
+        ).read_bytes()
+    assert manifest.surveys == again.surveys == 10 and manifest.mined_by == ["bm25"]
+    assert manifest.docs_per_survey_max == 40 and manifest.documents <= 400
+    import polars as pl
+
+    queries = pl.read_parquet(demo_release / "queries" / "test.parquet")["_id"].to_list()
+    import hashlib
+
+    expected = sorted(queries, key=lambda q: hashlib.sha256(q.encode()).hexdigest())[:10]
+    kept = pl.read_parquet(tmp_path / "lite" / "queries" / "test.parquet")["_id"].to_list()
+    assert sorted(kept) == sorted(expected)
+    qrels = pl.read_parquet(tmp_path / "lite" / "qrels" / "test.parquet")
+    # the judged candidates come first: with 40 a survey keeps its best grades
+    full = pl.read_parquet(demo_release / "qrels" / "test.parquet").filter(pl.col("query-id").is_in(kept))  # fmt: skip
+    for (query,), group in full.group_by("query-id"):
+        lite_group = qrels.filter(pl.col("query-id") == query)
+        assert lite_group.height == min(40, group.height)
+        assert lite_group["score"].sum() == group["score"].sort(descending=True)[:40].sum()
+    task = lite_task(demo_release, tmp_path / "lite")
+    assert task.metadata.name == "SurveyReadingListsLiteRetrieval"
+    report = M.check(task)
+    assert report.passed, report.problems
+    assert report.statistics["num_queries"] == 10
+
+
+def test_bundle_task_file_imports_and_evaluates(
+    demo_release: Path, tmp_path: Path, offline: Path
+) -> None:
+    import importlib.util
+
+    from pipeline.integrations.mteb_bundle import PR_LIMIT, TASK_DIR, write_bundle
+    from pipeline.integrations.mteb_lite import build_lite
+
+    lite = tmp_path / "lite"
+    build_lite(demo_release, lite, max_surveys=10, max_docs=40, dense=False)
+    out = tmp_path / "bundle"
+    summary = write_bundle(demo_release, out, lite=lite, models=(M.RANDOM, M.BM25))
+    assert all(summary["checks_passed"].values())
+    names = ["SurveyReadingListsRetrieval", "SurveyReadingListsReranking", "SurveyReadingListsLiteRetrieval"]  # fmt: skip
+    for name in [*names, "SurveyReadingListsAspectsReranking"]:
+        kind = "Retrieval" if name.endswith("Retrieval") else "Reranking"
+        stats = json.loads((out / "mteb" / "descriptive_stats" / kind / f"{name}.json").read_text())
+        assert stats["test"]["num_queries"] > 0
+        for model in ("mteb__baseline-random-encoder", "mteb__baseline-bm25s"):
+            (result,) = (out / "results" / model).glob(f"*/{name}.json")
+            assert json.loads(result.read_text())["task_name"] == name
+    assert len((out / "PR.md").read_text()) <= PR_LIMIT
+    # the task file as MTEB's repository would hold it: imports MTEB only, and evaluates
+    source = out / TASK_DIR / "survey_reading_lists.py"
+    assert "pipeline" not in source.read_text().replace("survey-reading-lists", "")
+    spec = importlib.util.spec_from_file_location("upstream_task", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tasks = [getattr(module, name)() for name in names]
+    result = mteb.evaluate(M.reference_model(M.RANDOM), tasks, cache=None, show_progress_bar=False)
+    for task_result in result.task_results:
+        ours = summary["scores"][M.RANDOM][task_result.task_name]
+        assert task_result.scores["test"][0]["ndcg_at_10"] == pytest.approx(ours, abs=1e-9)
+    assert summary["scores"][M.BM25]["SurveyReadingListsReranking"] > summary["scores"][M.RANDOM]["SurveyReadingListsReranking"]  # fmt: skip

@@ -166,7 +166,8 @@ def build_lite(
         schema={"query-id": pl.String, "corpus-id": pl.String},
         orient="row",
     )
-    lite_corpus = corpus.filter(pl.col("_id").is_in(pairs["corpus-id"].unique())).sort("_id")
+    lite_corpus = corpus.join(pairs.select(pl.col("corpus-id").alias("_id")), on="_id", how="semi")
+    lite_corpus = lite_corpus.sort("_id")
     lite_qrels = qrels.join(pairs, on=["query-id", "corpus-id"], how="semi").sort(
         "query-id", "corpus-id"
     )
