@@ -475,3 +475,23 @@ def evaluate_reference(
         )  # fmt: skip
         scores[name] = {r.task_name: r.scores[SPLIT][0][MAIN_SCORE] for r in out.task_results}
     return scores
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pipeline.integrations.mteb RELEASE``: MTEB's checks of each task, as
+    JSON; exit 1 when one fails."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m pipeline.integrations.mteb")
+    parser.add_argument("release", help="release folder or Hub dataset repo id")
+    parser.add_argument("--revision", default=None, help="the Hub revision of the release")
+    args = parser.parse_args(argv)
+    reports = [check(task).as_dict() for task in tasks(args.release, args.revision)]
+    for report in reports:
+        report.pop("statistics")
+    print(json.dumps(reports, indent=2))
+    return 0 if all(r["passed"] for r in reports) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
