@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -94,13 +95,17 @@ def _dense_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray | 
             model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         )
 
-    return _top(encode(queries) @ encode(docs).T, depth)
+    doc_vectors = encode(docs)
+    return _top((vector @ doc_vectors.T for vector in encode(queries)), len(queries), depth)
 
 
-def _top(scores: np.ndarray, depth: int) -> np.ndarray:
-    """Per row, the column indices of the ``depth`` highest scores, ties by column order."""
-    order = np.argsort(-scores, axis=1, kind="stable")
-    return order[:, :depth]
+def _top(rows: Iterable[np.ndarray], n: int, depth: int) -> np.ndarray:
+    """Per query (one score row at a time: a corpus of millions never makes a matrix of
+    queries x documents), the indices of the ``depth`` highest scores, ties by index."""
+    out = np.zeros((n, depth), dtype=np.int64)
+    for i, row in enumerate(rows):
+        out[i] = np.argsort(-np.asarray(row, dtype=np.float64), kind="stable")[:depth]
+    return out
 
 
 def _bm25_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray:
@@ -110,7 +115,7 @@ def _bm25_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray:
         return pl.Series(texts).to_frame("t").select(tokenize(pl.col("t")))["t"].to_list()
 
     index = BM25Index(tokens(docs))
-    return _top(np.vstack([index.scores(q) for q in tokens(queries)]), depth)
+    return _top((index.scores(q) for q in tokens(queries)), len(queries), depth)
 
 
 def build_lite(
