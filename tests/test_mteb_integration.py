@@ -209,3 +209,24 @@ def test_bundle_task_file_imports_and_evaluates(
         ours = summary["scores"][M.RANDOM][task_result.task_name]
         assert task_result.scores["test"][0]["ndcg_at_10"] == pytest.approx(ours, abs=1e-9)
     assert summary["scores"][M.BM25]["SurveyReadingListsReranking"] > summary["scores"][M.RANDOM]["SurveyReadingListsReranking"]  # fmt: skip
+
+
+def test_a_hub_repo_id_is_read_at_its_revision(
+    demo_release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Hub repo id: the card and metadata come from the repo at the revision asked for,
+    and the task's dataset is the repo id at that revision."""
+    import huggingface_hub
+
+    asked: list[tuple[str, str, str | None]] = []
+
+    def download(repo_id: str, filename: str, *, repo_type: str, revision: str | None) -> str:
+        assert repo_type == "dataset"
+        asked.append((repo_id, filename, revision))
+        return str(demo_release / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    (task,) = M.tasks("someone/survey-reading-lists", "abc123", kinds=(M.RERANKING,))
+    assert task.metadata.dataset == {"path": "someone/survey-reading-lists", "revision": "abc123"}
+    assert task.metadata.reference == "https://huggingface.co/datasets/someone/survey-reading-lists"
+    assert {(f, r) for _, f, r in asked} == {("README.md", "abc123"), ("eval_metadata.json", "abc123")}  # fmt: skip
