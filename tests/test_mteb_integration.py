@@ -173,6 +173,10 @@ def test_lite_rule_and_task(demo_release: Path, tmp_path: Path, offline: Path) -
     report = M.check(task)
     assert report.passed, report.problems
     assert report.statistics["num_queries"] == 10
+    # another lite folder of the same name is read as itself, not from datasets' cache
+    build_lite(demo_release, tmp_path / "other" / "lite", max_surveys=5, max_docs=40, dense=False)  # fmt: skip
+    other = lite_task(demo_release, tmp_path / "other" / "lite")
+    assert M.check(other).statistics["num_queries"] == 5
 
 
 def test_bundle_task_file_imports_and_evaluates(

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.core.files import atomic_path, write_json
+from pipeline.core.files import atomic_path, sha256_file, write_json
 from pipeline.integrations.mteb import (
     LITE,
     SPLIT,
@@ -206,8 +206,14 @@ def build_lite(
 
 
 def _write_card(out: Path, name: str, manifest: LiteManifest) -> None:
+    """The card naming the configs. Each config's description carries its file's sha256,
+    as the release's card does: ``datasets`` caches a local folder's config under the
+    folder's name and the config's hash, so two lite folders would otherwise share one
+    cache entry and the second would be read as the first."""
     configs = "".join(
-        f"- config_name: {view}\n  data_files:\n  - split: {SPLIT}\n    path: {view}/{SPLIT}.parquet\n"
+        f"- config_name: {view}\n"
+        f"  description: data files sha256 {sha256_file(out / view / f'{SPLIT}.parquet')[:16]}\n"
+        f"  data_files:\n  - split: {SPLIT}\n    path: {view}/{SPLIT}.parquet\n"
         for view in _VIEWS
     )
     text = (
