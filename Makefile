@@ -16,7 +16,7 @@ DEMO_OUT ?= demo_out
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4
 
-.PHONY: help venv demo test test-fast bench bench-eval bench-scale bench-retrieval lint data eval docs
+.PHONY: help venv demo test test-fast bench bench-eval bench-scale bench-retrieval lint data eval docs mteb
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,3 +68,8 @@ data: $(STAMP) ## run every stage on INPUT=... (files, dirs, globs, hf://dataset
 eval: $(STAMP) ## evaluate the baselines and an example encoder (--encoder) on the demo release (after make demo), print the report
 	@test -d $(DEMO_OUT)/release || (echo "make eval: no demo release in $(DEMO_OUT)/release; run make demo first" >&2; exit 2)
 	$(BIN)/python -m pipeline evaluate --release $(DEMO_OUT)/release --out $(DEMO_OUT)/eval --encoder pipeline.evaluate.examples:hashed_words --name hashed-words
+
+MTEB_OUT ?= $(DEMO_OUT)/mteb
+mteb: $(STAMP) ## the MTEB upstream bundle of the demo release (after make demo; needs the dense extra): task file, descriptive statistics, MTEB's checks, reference results (random, BM25, all-MiniLM-L6-v2), lite task, PR text, into demo_out/mteb/
+	@test -d $(DEMO_OUT)/release || (echo "make mteb: no demo release in $(DEMO_OUT)/release; run make demo first" >&2; exit 2)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pipeline.integrations.mteb_bundle --release $(DEMO_OUT)/release --out $(MTEB_OUT)

@@ -59,6 +59,7 @@ SLOW_MODULES = frozenset(
         "test_hub",
         "test_jobs_local",
         "test_layout_consistency",
+        "test_mteb_integration",
         "test_real_survey_trees",
         "test_scale_corpus",
         "test_verify",
