@@ -446,7 +446,7 @@ def reference_model(name: str) -> Any:
     from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
     from sentence_transformers import SentenceTransformer
 
-    from pipeline.evaluate.models import hub_offline
+    from pipeline.evaluate.systems.models import hub_offline
 
     torch.set_num_threads(1)  # the same vectors on any machine, as the dense baseline
     with hub_offline():

@@ -84,7 +84,7 @@ def _dense_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray | 
         from sentence_transformers import SentenceTransformer
     except (MtebError, ImportError):
         return None
-    from pipeline.evaluate.models import hub_offline
+    from pipeline.evaluate.systems.models import hub_offline
 
     torch.set_num_threads(1)
     with hub_offline():
