@@ -121,7 +121,7 @@ def test_the_scale_table_shows_each_stages_ratio_to_its_reference(tmp_path: Path
             e.pop("ratio_to_reference", None)
     path.write_text(json.dumps(record))
     before = render_docs.render(page, tmp_path / "results")
-    assert "reference query" not in before
+    assert "multiple of its reference query" not in before
     for entries in record["figures"]["stages"].values():
         for e in entries:
             if "rows_out" in e:
