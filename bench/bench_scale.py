@@ -7,6 +7,12 @@ parameters change), then runs each reduce stage (works through release) in its o
 process with ``--force``, and prints per stage: wall time, peak RSS (the process's
 own VmHWM), rows out (of the stage's main table), and, between consecutive sizes,
 the growth exponents ``log(t2/t1) / log(N2/N1)`` of time and memory (1.0 = linear).
+Right after each stage its reference query (:mod:`bench.stage_references`: the plainest
+Polars query reading the same inputs and writing output of the same size) runs in its own
+process on the same work dir, and the stage's wall and CPU time are printed as multiples
+of the reference's (``ratio_to_reference``): both run under the same load, so the ratio
+says how far the stage is from what Polars does with its inputs, on a quiet machine or
+not (``--no-references`` skips them).
 A stage over ``--max-rss-gb`` (default 12: what a stage may use on the recommended Job
 flavour) is killed, recorded and the later stages of that size are skipped, so a run never
 starves the machine; each stage's peak is printed as a share of that limit. After the
@@ -23,7 +29,8 @@ papers), with one worker per core, and printed next to the reduce stages.
 
 Ends with one JSON line:
 ``{"sizes": [N, ...], "stages": {"works": [{"papers": N, "seconds": s,
-"peak_rss_mb": m, "rows_out": r}, ...], ...}, ...}``.
+"peak_rss_mb": m, "rows_out": r, "reference": {"seconds": s, "cpu_seconds": c,
+"peak_rss_mb": m}, "ratio_to_reference": {"wall": x, "cpu": x}}, ...], ...}, ...}``.
 """
 
 from __future__ import annotations
@@ -97,11 +104,18 @@ def growth(a: float, b: float, n_a: int, n_b: int) -> float | None:
 
 
 def run_size(
-    n: int, work: Path, stages: list[str], max_rss_mb: float, seed: int, openalex: bool = False
+    n: int,
+    work: Path,
+    stages: list[str],
+    max_rss_mb: float,
+    seed: int,
+    openalex: bool = False,
+    references: bool = True,
 ) -> dict[str, Any]:
-    """Generate (or reuse) the corpus of ``n`` papers and run every stage on it; with
-    ``openalex``, also its OpenAlex snapshot (:mod:`bench.scale_openalex`), which the openalex
-    stage then reads (``--openalex DIR``)."""
+    """Generate (or reuse) the corpus of ``n`` papers and run every stage on it, each followed
+    by its reference query (unless not ``references``); with ``openalex``, also its OpenAlex
+    snapshot (:mod:`bench.scale_openalex`), which the openalex stage then reads
+    (``--openalex DIR``)."""
     gen = run_measured(
         "bench/scale_corpus.py",
         ["--papers", str(n), "--out", str(work), "--seed", str(seed)],
@@ -192,12 +206,96 @@ def run_size(
             f"{entry['rows_out']:>13,} rows  {extra}",
             flush=True,
         )
+        if references:
+            entry["reference"] = run_reference(stage, work, max_rss_mb)
+            entry["ratio_to_reference"] = ratios(entry)
+            print(f"      {reference_line(entry)}", flush=True)
         if stage == "release":
             entry["audit"] = audit_summary(work / "release" / "eval_metadata.json")
             for line in audit_lines(entry["audit"]):
                 print(f"      {line}", flush=True)
         results[stage] = entry
     return {"size": size, "stages": results}
+
+
+def run_reference(stage: str, work: Path, max_rss_mb: float) -> dict[str, Any] | None:
+    """Run ``stage``'s reference query (:mod:`bench.stage_references`) on ``work`` in its own
+    process, measured like the stage; ``None`` when the stage has none."""
+    from bench.stage_references import REFERENCES
+
+    if stage not in REFERENCES:
+        return None
+    scratch = work.with_name(work.name + "_reference")
+    got = run_measured(
+        "bench/stage_references.py",
+        [stage, "--out", str(work), "--scratch", str(scratch)],
+        max_rss_mb=max_rss_mb,
+    )
+    shutil.rmtree(scratch, ignore_errors=True)  # the child deletes it, unless it was killed
+    ref: dict[str, Any] = {
+        "seconds": round(got.seconds, 2),
+        "cpu_seconds": None if got.cpu_seconds is None else round(got.cpu_seconds, 1),
+        "peak_rss_mb": round(got.peak_rss_mb, 1),
+    }
+    if got.returncode != 0:
+        ref["error"] = f"exit code {got.returncode}"
+    return ref
+
+
+def ratios(entry: dict[str, Any]) -> dict[str, float | None]:
+    """The stage's wall and CPU seconds as multiples of its reference's (None without one)."""
+    ref = entry.get("reference") or {}
+    if "error" in ref or not ref:
+        return {"wall": None, "cpu": None}
+
+    def one(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 2) if a and b else None
+
+    return {
+        "wall": one(entry.get("seconds"), ref.get("seconds")),
+        "cpu": one(entry.get("cpu_seconds"), ref.get("cpu_seconds")),
+    }
+
+
+def reference_line(entry: dict[str, Any]) -> str:
+    """``reference <s> s <cpu> cpu-s <MB> MB: stage x<wall> wall, x<cpu> CPU``."""
+    ref = entry.get("reference")
+    if not ref:
+        return "no reference"
+    if "error" in ref:
+        return f"reference failed: {ref['error']}"
+    r = ratios(entry)
+    cells = [f"x{r[k]:.1f} {k}" for k in ("wall", "cpu") if r[k] is not None]
+    return (
+        f"reference {ref['seconds']:.1f} s {ref['cpu_seconds'] or 0:.1f} cpu-s "
+        f"{ref['peak_rss_mb']:,.0f} MB: the stage takes " + (", ".join(cells) or "-")
+    )
+
+
+def total_ratios(entries: Any) -> dict[str, float | None]:
+    """The whole reduce's wall and CPU seconds as multiples of its references' (the stages
+    that finished with a reference)."""
+    done = [e for e in entries if "rows_out" in e and (e.get("reference") or {}).get("seconds")]
+    if not done or any("error" in e["reference"] for e in done):
+        return {"wall": None, "cpu": None}
+    return ratios(
+        {
+            "seconds": sum(e["seconds"] for e in done),
+            "cpu_seconds": sum(e.get("cpu_seconds") or 0 for e in done),
+            "reference": {
+                "seconds": sum(e["reference"]["seconds"] for e in done),
+                "cpu_seconds": sum(e["reference"].get("cpu_seconds") or 0 for e in done),
+            },
+        }
+    )
+
+
+def ratio_cell(entry: dict[str, Any]) -> str:
+    """``x<wall> (x<cpu>)``: the stage's time as a multiple of its reference's; ``-`` without."""
+    r = entry.get("ratio_to_reference") or {}
+    if r.get("wall") is None:
+        return "-"
+    return f"x{r['wall']:.1f}" + (f" (x{r['cpu']:.1f})" if r.get("cpu") is not None else "")
 
 
 def project_peaks(runs: list[dict[str, Any]], stages: list[str], papers: float) -> dict[str, float]:
@@ -321,6 +419,11 @@ def main() -> int:
     ap.add_argument("--divide", type=int, default=7)
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results/scale.json")
     ap.add_argument(
+        "--no-references",
+        action="store_true",
+        help="do not run each stage's reference query (bench/stage_references.py) after it",
+    )
+    ap.add_argument(
         "--openalex",
         action="store_true",
         help="write each corpus's OpenAlex snapshot (bench/scale_openalex.py) and have the "
@@ -336,7 +439,17 @@ def main() -> int:
     runs = []
     for n in sizes:
         work = args.dir / f"n{n}"
-        runs.append(run_size(n, work, stages, args.max_rss_gb * 1024, args.seed, args.openalex))
+        runs.append(
+            run_size(
+                n,
+                work,
+                stages,
+                args.max_rss_gb * 1024,
+                args.seed,
+                args.openalex,
+                references=not args.no_references,
+            )
+        )
         checked = [s for s in args.batch_check.split(",") if s]
         complete = all("rows_out" in e for e in runs[-1]["stages"].values())
         if checked and not complete:
@@ -354,8 +467,11 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     # ---------------------------------------------------------------- summary
-    print("\nper stage: wall seconds (CPU seconds) / peak RSS MB / rows out")
-    header = f"{'stage':<12}" + "".join(f"{n:>36,}" for n in sizes)
+    print(
+        "\nper stage: wall seconds (CPU seconds) / peak RSS MB / rows out "
+        "/ x wall (x CPU) of its reference query"
+    )
+    header = f"{'stage':<12}" + "".join(f"{n:>48,}" for n in sizes)
     print(header)
     for stage in stages:
         cells = []
@@ -364,11 +480,11 @@ def main() -> int:
             if "rows_out" in e:
                 cells.append(
                     f"{e['seconds']:.0f} s ({e.get('cpu_seconds') or 0:.0f}) / "
-                    f"{e['peak_rss_mb']:,.0f} / {e['rows_out']:,}"
+                    f"{e['peak_rss_mb']:,.0f} / {e['rows_out']:,} / {ratio_cell(e)}"
                 )
             else:
                 cells.append(e.get("error") or "skipped")
-        print(f"{stage:<12}" + "".join(f"{c:>36}" for c in cells))
+        print(f"{stage:<12}" + "".join(f"{c:>48}" for c in cells))
     totals = [
         sum(e.get("seconds", 0) for e in r["stages"].values() if "rows_out" in e) for r in runs
     ]
@@ -376,9 +492,13 @@ def main() -> int:
         sum(e.get("cpu_seconds") or 0 for e in r["stages"].values() if "rows_out" in e)
         for r in runs
     ]
+    whole = [ratio_cell({"ratio_to_reference": total_ratios(r["stages"].values())}) for r in runs]
     print(
         f"{'all reduce':<12}"
-        + "".join(f"{f'{t:.0f} s ({c:.0f})':>36}" for t, c in zip(totals, cpu_totals, strict=True))
+        + "".join(
+            f"{f'{t:.0f} s ({c:.0f}) / {w}':>48}"
+            for t, c, w in zip(totals, cpu_totals, whole, strict=True)
+        )
     )
     for r in runs:
         audit = r["stages"].get("release", {}).get("audit")
@@ -393,7 +513,7 @@ def main() -> int:
                 {"papers": n, "corpus_gb": round(corpus_bytes / 1e9, 1), "seconds": round(seconds)}
             )
         cells = [f"~{p['seconds']:,} s ({p['corpus_gb']:g} GB)" for p in projection]
-        print(f"{'extract*':<12}" + "".join(f"{c:>36}" for c in cells))
+        print(f"{'extract*':<12}" + "".join(f"{c:>48}" for c in cells))
         print(
             f"* projected: {mb_s:g} MB/s per worker (make bench) x {args.workers} workers; "
             "reading from the Hub and decompression not included"
@@ -441,6 +561,7 @@ def main() -> int:
             {"papers": r["size"]["papers"], **r["batch_check"]} for r in runs if "batch_check" in r
         ],
         "growth": growths,
+        "all_reduce_ratio_to_reference": [total_ratios(r["stages"].values()) for r in runs],
         "extract_projection": {
             "mb_s_per_worker": mb_s,
             "workers": args.workers,

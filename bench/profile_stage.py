@@ -41,6 +41,19 @@ from pipeline.stages import GRAPH  # noqa: E402
 CALLS: list[dict[str, Any]] = []
 # steps of a stage outside its Polars queries, by stage (module:function)
 STEPS = {
+    "works": (
+        "pipeline.stages.works.passes:alias_pass",
+        "pipeline.stages.works.passes:identifier_pass",
+        "pipeline.stages.works.passes:title_pass",
+        "pipeline.stages.works.passes:paper_ranges",
+        "pipeline.stages.works.identity:work_edges",
+        "pipeline.stages.works.identity:connected_components",
+        "pipeline.stages.works.identity:alias_works",
+        "pipeline.stages.works.by_title:title_map",
+        "pipeline.stages.works.stage:write_cites",
+        "pipeline.stages.works.stage:write_works_table",
+        "pipeline.stages.works.stage:works_counts",
+    ),
     "release": (
         "pipeline.stages.release.tables:reading_lists",
         "pipeline.stages.release.tables:beir_views",

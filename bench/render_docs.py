@@ -57,6 +57,10 @@ def render_scale(record: dict[str, Any]) -> str:
     # the results file's keys are sorted: show the stages in pipeline order
     order = [s.name for s in STAGES if s.name in f["stages"]]
     stages = {name: f["stages"][name] for name in [*order, *sorted(set(f["stages"]) - set(order))]}
+    from bench.bench_scale import ratio_cell, total_ratios
+
+    # runs made before the reference queries (bench/stage_references.py) have no ratio column
+    with_ref = any("reference" in e for entries in stages.values() for e in entries)
     rows = []
     for stage, entries in stages.items():
         cells = []
@@ -68,16 +72,31 @@ def render_scale(record: dict[str, Any]) -> str:
             cells.append(
                 f"{e['seconds']:,.0f}" + (f" ({cpu:,.0f})" if cpu is not None else "")
                 + f" / {e['peak_rss_mb']:,.0f} / {e['rows_out']:,}"
+                + (f" / {ratio_cell(e)}" if with_ref else "")
             )  # fmt: skip
         rows.append([stage, *cells])
     wall = [sum(stages[s][i].get("seconds", 0) for s in stages) for i in range(len(sizes))]
     cpu = [sum(stages[s][i].get("cpu_seconds") or 0 for s in stages) for i in range(len(sizes))]
-    rows.append(["all reduce", *(f"{w:,.0f} s ({c:,.0f})" for w, c in zip(wall, cpu, strict=True))])
+    totals = [f"{w:,.0f} s ({c:,.0f})" for w, c in zip(wall, cpu, strict=True)]
+    if with_ref:
+        totals = [
+            f"{t} / "
+            + ratio_cell({"ratio_to_reference": total_ratios([e[i] for e in stages.values()])})
+            for i, t in enumerate(totals)
+        ]
+    rows.append(["all reduce", *totals])
     table = _table(["stage", *(_papers(n) for n in sizes)], rows)
     last = len(sizes) - 1
     peak_stage = max(stages, key=lambda s: stages[s][last].get("peak_rss_mb", 0))
     text = [
-        "Wall seconds (CPU seconds) / peak RSS MB / rows out, per stage and corpus size:",
+        "Wall seconds (CPU seconds) / peak RSS MB / rows out"
+        + (
+            " / the stage's wall time (CPU time) as a multiple of its reference query's"
+            " (`bench/stage_references.py`, run right after it on the same work dir)"
+            if with_ref
+            else ""
+        )
+        + ", per stage and corpus size:",
         "",
         table,
         "",

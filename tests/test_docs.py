@@ -106,3 +106,31 @@ def test_what_an_install_or_a_build_leaves_is_ignored_by_git(left_behind: str) -
         ["git", "check-ignore", "--no-index", "-q", left_behind], cwd=ROOT, check=False
     )
     assert proc.returncode == 0, f"{left_behind} is not in .gitignore"
+
+
+def test_the_scale_table_shows_each_stages_ratio_to_its_reference(tmp_path: Path) -> None:
+    """A bench-scale run with reference queries (issue 53) gets a ratio in every stage's cell
+    and in the whole reduce's; one without them renders as before."""
+    shutil.copytree(results.RESULTS_DIR, tmp_path / "results")
+    path = tmp_path / "results" / "scale.json"
+    record = json.loads(path.read_text())
+    page = (DOCS / "scale.md").read_text(encoding="utf-8")
+    for entries in record["figures"]["stages"].values():
+        for e in entries:
+            e.pop("reference", None)
+            e.pop("ratio_to_reference", None)
+    path.write_text(json.dumps(record))
+    before = render_docs.render(page, tmp_path / "results")
+    assert "multiple of its reference query" not in before
+    for entries in record["figures"]["stages"].values():
+        for e in entries:
+            if "rows_out" in e:
+                e["reference"] = {"seconds": e["seconds"] / 4, "cpu_seconds": 1.0}
+                e["ratio_to_reference"] = {"wall": 4.0, "cpu": 2.5}
+    path.write_text(json.dumps(record))
+    after = render_docs.render(page, tmp_path / "results")
+    assert "as a multiple of its reference query's" in after
+    works = next(line for line in after.splitlines() if line.startswith("| works |"))
+    assert works.count("/ x4.0 (x2.5)") == len(record["figures"]["sizes"])
+    whole = next(line for line in after.splitlines() if line.startswith("| all reduce |"))
+    assert "/ x4.0 (x" in whole

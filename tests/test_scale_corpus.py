@@ -17,6 +17,7 @@ from bench.scale_corpus import (
     build,
     survey_bib_sizes,
 )
+from bench.stage_references import REFERENCES, run_reference
 from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.engine.reduce import run_reduce
@@ -112,3 +113,24 @@ def test_every_reduce_stage_runs_on_it(corpus: Path) -> None:
     )
     assert manifests["negatives"]["counts"]["negatives"] > 0
     assert manifests["release"]["counts"]["train_rows"] > 0
+
+
+def test_each_stages_reference_query_runs_on_it(corpus: Path, tmp_path: Path) -> None:
+    """bench-scale runs a reference query after every reduce stage (issue 53): each reads
+    the stage's inputs and writes output of its size, under a scratch folder it deletes."""
+    cfg = Config()
+    for name, stage in GRAPH.items():
+        if stage.kind == "reduce" and not reduce_done(corpus, name, cfg, GRAPH):
+            run_reduce(stage, corpus, cfg, force=True, stages=GRAPH)
+    assert sorted(REFERENCES) == sorted(n for n, s in GRAPH.items() if s.kind == "reduce")
+    cites = pq.ParquetFile(corpus / "works" / "cites.parquet").metadata.num_rows
+    for name in REFERENCES:
+        rows = run_reference(name, corpus, tmp_path / name)
+        assert not (tmp_path / name).exists()
+        assert rows, name
+        if name == "works":
+            assert rows["cites.parquet"] == cites  # one row per bib entry, as the stage's
+        if name == "labels":
+            assert rows["labels.parquet"] > 0
+        if name == "release":
+            assert rows["train_survey_reading_lists.parquet"] > 0

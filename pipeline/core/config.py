@@ -204,7 +204,8 @@ class WorksConfig:
     )
     max_label_iterations: int = _f(
         200,
-        "connected components: fail after this many label-propagation rounds",
+        "not used: connected components are found in one pass (scipy's csgraph); kept so "
+        "that config files naming it still load",
         check=_int_at_least(1),
     )
 

@@ -5,11 +5,11 @@ Identity. Every identifier is written as an *alias* string: ``arxiv:2104.06921``
 they occur in one bib entry (its arXiv id, DOI and OpenAlex id; a DataCite arXiv
 DOI ``10.48550/arxiv.<id>`` also yields its arXiv id) or in one corpus paper (its
 ``paper_id`` and its metadata DOI). A cited work is a connected component of that
-graph, found by min-label propagation in Polars (:func:`connected_components`).
+graph (:func:`connected_components`).
 
 Canonical key. Aliases are numbered in sorted string order, and ``arxiv:`` <
 ``doi:`` < ``openalex:`` sort in the order of preference, so the smallest alias of
-a component -- the label propagation converges to -- is its smallest arXiv id if it
+a component -- its smallest node -- is its smallest arXiv id if it
 has one, else its smallest DOI, else its smallest OpenAlex id. That alias is the
 ``work_id``.
 
@@ -34,10 +34,12 @@ reported in the counts.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from scipy import sparse
+from scipy.sparse import csgraph
 
 from pipeline.core import schema as S
-from pipeline.core.errors import StageError
 from pipeline.rules import aliases as A
 from pipeline.rules.aliases import ALIAS, ARXIV_PREFIX, OTHER
 
@@ -77,51 +79,33 @@ def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:
     )
 
 
-def connected_components(edges: pl.DataFrame, max_iterations: int) -> tuple[pl.DataFrame, int]:
-    """Connected components of an undirected graph by min-label propagation.
-
-    Each round, every node takes the smallest label among itself and its neighbours,
-    then jumps to its label's label (pointer jumping, which shortens long chains to
-    a logarithmic number of rounds). It stops when no label changes.
+def connected_components(edges: pl.DataFrame) -> pl.DataFrame:
+    """Connected components of an undirected graph, in one pass
+    (:func:`scipy.sparse.csgraph.connected_components` on the nodes renumbered 0..n-1).
 
     Args:
         edges: columns ``node`` and ``other_alias`` (both integer node ids), one row per
             undirected edge.
-        max_iterations: rounds after which it gives up.
 
     Returns:
-        ``(node, component)`` for every node that has an edge (component = smallest node
-        id in its component), and the number of rounds run.
-
-    Raises:
-        RuntimeError: no convergence after ``max_iterations`` rounds.
+        ``(node, component)`` for every node that has an edge, sorted by node (component =
+        smallest node id in its component).
     """
-    u, v = NODE, OTHER
-    both = pl.concat([edges.select(u, v), edges.select(pl.col(v).alias(u), pl.col(u).alias(v))])
-    labels = both.select(pl.col(u).unique()).with_columns(pl.col(u).alias(COMPONENT))
-    for rounds in range(1, max_iterations + 1):
-        best = (
-            both.join(labels, left_on=v, right_on=u, how="inner")
-            .group_by(u)
-            .agg(pl.col(COMPONENT).min().alias("best"))
-        )
-        step = labels.join(best, on=u, how="left").select(
-            u, pl.min_horizontal(COMPONENT, "best").alias(COMPONENT)
-        )
-        jumped = step.join(
-            step.rename({u: COMPONENT, COMPONENT: "hop"}), on=COMPONENT, how="left"
-        ).select(u, pl.col("hop").alias(COMPONENT))
-        changed = (
-            labels.join(jumped, on=u, suffix="_new")
-            .filter(pl.col(COMPONENT) != pl.col(f"{COMPONENT}_new"))
-            .height
-        )
-        labels = jumped
-        if changed == 0:
-            return labels.sort(u), rounds
-    raise StageError(
-        f"works: connected components did not converge in {max_iterations} rounds "
-        f"({labels.height} linked nodes); raise works.max_label_iterations"
+    if edges.height == 0:
+        return pl.DataFrame(schema={NODE: pl.Int64, COMPONENT: pl.Int64})
+    u = edges[NODE].to_numpy()
+    v = edges[OTHER].to_numpy()
+    ids = np.unique(np.concatenate([u, v]))  # sorted: position i is the i-th smallest node
+    n = len(ids)
+    graph = sparse.coo_matrix(
+        (np.ones(len(u), dtype=np.int8), (np.searchsorted(ids, u), np.searchsorted(ids, v))),
+        shape=(n, n),
+    ).tocsr()
+    _, label = csgraph.connected_components(graph, directed=False)
+    # the first position of each label is its smallest node, as ids are sorted
+    _, first = np.unique(label, return_index=True)
+    return pl.DataFrame(
+        {NODE: ids, COMPONENT: ids[first[label]]}, schema={NODE: pl.Int64, COMPONENT: pl.Int64}
     )
 
 

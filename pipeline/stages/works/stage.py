@@ -92,7 +92,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     edges = work_edges(links, nodes, junk)
     n_links = edges.height
     del links
-    components, rounds = connected_components(edges, wcfg.max_label_iterations)
+    components = connected_components(edges)
     del edges
     alias_work = alias_works(nodes, components, junk)
     n_aliases = nodes.height
@@ -134,7 +134,6 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
         "aliases": n_aliases,
         "links": n_links,
         "junk_aliases": junk.height,
-        "label_rounds": rounds,
         **works_counts(ctx),
         "largest_component": int(largest["len"].item()) if largest.height else 0,
         "largest_component_work_id": largest[S.WORK_ID].item() if largest.height else None,
