@@ -82,7 +82,12 @@ from pipeline.evaluate.dense import DENSE, dense_model_scores, dense_unavailable
 from pipeline.evaluate.dense import encode as dense_encode
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.figures import write_figures
-from pipeline.evaluate.learned import leak_probe, learned_baseline_scores, model_file_scores
+from pipeline.evaluate.learned import (
+    eval_view,
+    leak_probe,
+    learned_baseline_scores,
+    model_file_scores,
+)
 from pipeline.evaluate.measures import (
     main_metrics,
     metric_aliases,
@@ -555,15 +560,27 @@ def _run_spec(spec: RunSpec) -> tuple[Path, str | None]:
     return Path(spec), None
 
 
-def _model_file_run(eval_set: pl.DataFrame, eval_path: Path, spec: RunSpec) -> Submitted:
+def _model_file_run(
+    eval_set: pl.DataFrame, eval_path: Path, spec: RunSpec, external: Any = None
+) -> Submitted:
+    """A ``--model-file``: one ``train`` wrote (its JSON beside it), or a foreign LightGBM
+    model whose features come from ``external`` (:mod:`pipeline.evaluate.external`)."""
+    from pipeline.evaluate import external as X
+
     path, name = _run_spec(spec)
-    stem, scores, facts = model_file_scores(eval_set, eval_path, path)
+    kind = X.KIND_FOREIGN if X.is_foreign(path) else KIND_MODEL_FILE
+    if kind == X.KIND_FOREIGN:
+        stem, scores, facts = X.foreign_model_scores(
+            eval_set, eval_path, eval_view(eval_path), path, external or X.NO_OPTIONS
+        )
+    else:
+        stem, scores, facts = model_file_scores(eval_set, eval_path, path)
     frame = eval_set.select(SURVEY_ID, CANDIDATE_ID).with_columns(scores.alias(SCORE))
     run = Run(
         name=name or stem, path=path, format="model", scores=frame.drop_nulls(SCORE),
         n_rows=frame.height,
     )  # fmt: skip
-    return Submitted(run, KIND_MODEL_FILE, facts)
+    return Submitted(run, kind, facts)
 
 
 def _model_run(
@@ -676,6 +693,7 @@ def _load_submitted(
     cache_dir: Path | None,
     batch_size: int,
     retrieval: RetrievalOptions = DEFAULT_RETRIEVAL,
+    external: Any = None,
 ) -> tuple[list[Submitted], list[ModelScores]]:
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     if mode == RETRIEVAL:
@@ -695,7 +713,7 @@ def _load_submitted(
     submitted += [
         Submitted(restrict(scores_run(s, name)), KIND_SCORES) for name, s in scores.items()
     ]
-    submitted += [_model_file_run(eval_set, eval_path, spec) for spec in model_files]
+    submitted += [_model_file_run(eval_set, eval_path, spec, external) for spec in model_files]
     model_runs: list[ModelScores] = []
     if mode == RETRIEVAL:
         found = retrieve(list(models), eval_set, load_corpus(eval_path), cache_dir, batch_size,
@@ -741,6 +759,7 @@ def run_evaluation(
     whole_survey: Mapping[str, pl.DataFrame] | None = None,
     whole_survey_facts: Mapping[str, Any] | None = None,
     retrieval: RetrievalOptions = DEFAULT_RETRIEVAL,
+    external: Any = None,
 ) -> Evaluation:
     """Evaluate submitted systems (and the baselines) on the eval set.
 
@@ -785,6 +804,8 @@ def run_evaluation(
         whole_survey_facts: what each whole-survey system is (written into the results).
         retrieval: how models retrieve in retrieval mode (``top_k``, the scorers' first
             stage; :mod:`pipeline.evaluate.model_retrieval`).
+        external: where a foreign ``--model-file``'s features come from
+            (:class:`pipeline.evaluate.external.ExternalOptions`).
 
     Raises:
         RunError: a run is malformed, names ids outside the eval set (unless
@@ -818,7 +839,7 @@ def run_evaluation(
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     submitted, model_runs = _load_submitted(
         eval_set, eval_path, mode, runs, scores, model_files, models, lenient, cache_dir,
-        batch_size, retrieval,
+        batch_size, retrieval, external,
     )  # fmt: skip
     submitted += [
         Submitted(restrict_to_eval_set(scores_run(frame, name), pairs), KIND_WHOLE_SURVEY)
