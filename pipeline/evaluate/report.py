@@ -16,6 +16,7 @@ from string import ascii_lowercase
 from typing import Any
 
 from pipeline.evaluate.coverage import CHV_RATIO
+from pipeline.evaluate.external.popularity import render_section
 from pipeline.evaluate.figures import CAPTIONS
 from pipeline.evaluate.learned import PROBE_ALPHA
 from pipeline.evaluate.measures import (
@@ -481,6 +482,7 @@ def render_report(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
     lines += _figure(figures, "recall_by_tier.png")
     lines += _runs_section(results)
     lines += _notes(results)
+    lines += render_section(results)  # foreign models: is it a citation counter?
     lines += _in_out(results, figures)
     lines += _years(results)
     lines += _groups(results)
