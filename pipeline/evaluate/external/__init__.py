@@ -19,6 +19,7 @@ from pipeline.evaluate.external.system import (
     ExternalOptions,
     foreign_model_scores,
     secrets_in_env,
+    with_qdrant,
 )
 
 KIND_FOREIGN = "foreign model"
@@ -33,4 +34,5 @@ __all__ = [
     "is_foreign",
     "render_section",
     "secrets_in_env",
+    "with_qdrant",
 ]

@@ -94,7 +94,7 @@ def read_feature_map(path: Path | None, features: tuple[str, ...]) -> dict[str, 
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise ForeignModelError(
                 f"--feature-map {path}: not a readable TOML file "
-                f"({' '.join(str(e).split())[:200]}); expected lines model_feature = \"column\""
+                f'({" ".join(str(e).split())[:200]}); expected lines model_feature = "column"'
             ) from None
         for key, value in table.items():
             if not isinstance(value, str):

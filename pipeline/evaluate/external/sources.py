@@ -159,7 +159,11 @@ class TursoSource:
             connection = libsql.connect(target, auth_token=token)
             connection.execute("SELECT 1").fetchall()
         except Exception as e:  # noqa: BLE001 - the client's errors are plain ValueErrors
-            hint = "" if token or not remote else "; no token given (--turso-token or TURSO_AUTH_TOKEN)"
+            hint = (
+                ""
+                if token or not remote
+                else "; no token given (--turso-token or TURSO_AUTH_TOKEN)"
+            )
             raise SourceError(
                 f"{self.flag}: cannot be reached ({type(e).__name__}: {self._say(str(e))}){hint}"
             ) from None

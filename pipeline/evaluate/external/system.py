@@ -137,7 +137,7 @@ def _resolve(
             f"--model-file {model_file}: no source has feature(s) {', '.join(missing)}; the "
             f"model's features: {', '.join(mapping)}; columns offered: "
             f"{', '.join(columns[:SHOWN_COLUMNS]) or 'none'}{more} (a column of another name: "
-            "--feature-map FILE.toml with model_feature = \"column\")"
+            '--feature-map FILE.toml with model_feature = "column")'
         )
     return found
 
@@ -196,3 +196,23 @@ def foreign_model_scores(
         "time": time_facts(view, options.features_as_of),
     }
     return model.path.stem, scores, facts
+
+
+def with_qdrant(
+    options: ExternalOptions | None,
+    qdrant: str | Path,
+    collection: str | None,
+    id_field: str,
+    query_vectors: str | Path | None,
+) -> ExternalOptions:
+    """``options`` with the Qdrant flags as the vector source (re-ranking mode, where
+    ``--qdrant`` gives a foreign model's feature rather than a retrieval)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        options if options is not None else NO_OPTIONS,
+        qdrant=str(qdrant),
+        collection=collection,
+        id_field=id_field,
+        query_vectors=None if query_vectors is None else Path(query_vectors),
+    )
