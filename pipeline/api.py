@@ -557,6 +557,8 @@ def evaluate(
     id_field: str = "_id",
     query_vectors: PathLike | None = None,
     index: str = "exact",
+    external: Any = None,
+    qdrant_api_key: str | None = None,
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -599,12 +601,18 @@ def evaluate(
         index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
             or ``faiss`` (HNSW, with its recall against exact in the results:
             :mod:`pipeline.evaluate.ann`).
+        external: where a foreign model file's features come from (a ``model_files``
+            entry without ``train``'s JSON: :class:`pipeline.evaluate.external.ExternalOptions`);
+            in re-ranking mode with model files, ``qdrant`` and ``collection`` give its
+            vector feature (:func:`pipeline.evaluate.external.with_qdrant`).
+        qdrant_api_key: the Qdrant API key, instead of ``QDRANT_API_KEY`` (never printed).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
             :func:`pipeline.evaluate.evaluation.run_evaluation`.
     """
     from pipeline.evaluate import aspects as A
+    from pipeline.evaluate import external as X
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, run_evaluation
     from pipeline.evaluate.model_retrieval import RetrievalOptions
@@ -651,31 +659,36 @@ def evaluate(
         )
         for spec, name in _named(specs)
     ]
-    evaluation = run_evaluation(
-        os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
-        _named(runs),
-        model_files=_named(model_files),
-        models=models,
-        config=cfg.evaluate,
-        train_config=cfg.train,
-        lenient=lenient,
-        require_complete=require_complete,
-        mode=mode,
-        learned=learned,
-        cache_dir=cache_folder,
-        batch_size=batch_size,
-        out_dir=target,
-        retrieval=RetrievalOptions(
-            top_k=top_k,
-            first_stage=os.fspath(first_stage),
-            qdrant=None if qdrant is None else os.fspath(qdrant),
-            collection=collection,
-            id_field=id_field,
-            query_vectors=None if query_vectors is None else Path(query_vectors),
-            index=index,
-        ),
-        **extra,
-    )
+    if mode == "rerank" and model_files and qdrant is not None:
+        external = X.with_qdrant(external, qdrant, collection, id_field, query_vectors)
+        qdrant = None  # the foreign model's vector feature, not a retrieval
+    with X.secrets_in_env(getattr(external, "turso_token", None), qdrant_api_key):
+        evaluation = run_evaluation(
+            os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,
+            _named(runs),
+            model_files=_named(model_files),
+            models=models,
+            config=cfg.evaluate,
+            train_config=cfg.train,
+            lenient=lenient,
+            require_complete=require_complete,
+            mode=mode,
+            learned=learned,
+            cache_dir=cache_folder,
+            batch_size=batch_size,
+            out_dir=target,
+            retrieval=RetrievalOptions(
+                top_k=top_k,
+                first_stage=os.fspath(first_stage),
+                qdrant=None if qdrant is None else os.fspath(qdrant),
+                collection=collection,
+                id_field=id_field,
+                query_vectors=None if query_vectors is None else Path(query_vectors),
+                index=index,
+            ),
+            external=external,
+            **extra,
+        )
     return _eval_result(evaluation)
 
 
