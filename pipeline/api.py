@@ -661,7 +661,7 @@ def evaluate(
     ]
     if mode == "rerank" and model_files and qdrant is not None:
         external = X.with_qdrant(external, qdrant, collection, id_field, query_vectors)
-        qdrant = None  # the foreign model's vector feature, not a retrieval
+        qdrant = collection = query_vectors = None  # the foreign model's vector feature
     with X.secrets_in_env(getattr(external, "turso_token", None), qdrant_api_key):
         evaluation = run_evaluation(
             os.fspath(eval_file) if not isinstance(eval_file, Path) else eval_file,

@@ -127,6 +127,18 @@ class TursoSource:
         text = redact(self.url)
         return text.replace(self.token, "<redacted>") if self.token else text
 
+    @property
+    def where(self) -> str:
+        """The database as the results name it: a server's redacted URL, a local file's
+        name (never a local path)."""
+        if self.url.startswith(REMOTE_SCHEMES):
+            return self.shown
+        return Path(self.url.removeprefix("file:")).name
+
+    @property
+    def label(self) -> str:
+        return f"turso {self.where} table {self.table}"
+
     def _say(self, text: str) -> str:
         text = redact(" ".join(str(text).split()))
         return (text.replace(self.token, "<redacted>") if self.token else text)[:300]
@@ -234,7 +246,7 @@ class TursoSource:
             schema={"_row": pl.UInt32, self.key: pl.String, **dict.fromkeys(columns, pl.Float64)})  # fmt: skip
         block = _matched(rows_all, self.key, keys, columns, where, read, sample)
         block.facts = {"source": "turso", "table": self.table, "key": self.key,
-                       "location": self.shown, **block.facts}  # fmt: skip
+                       "location": self.where, **block.facts}  # fmt: skip
         return block
 
     def close(self) -> None:
@@ -256,6 +268,10 @@ class FileSource:
     @property
     def flag(self) -> str:
         return f"--features {self.path}"
+
+    @property
+    def label(self) -> str:
+        return f"file {Path(self.path).name}"
 
     def _read(self) -> pl.DataFrame:
         if self._frame is not None:
@@ -303,6 +319,7 @@ class ReleaseSource:
 
     view: pl.DataFrame
     flag: str = "the release's features"
+    label: str = "release"
 
     def columns(self) -> tuple[str, ...]:
         return FEATURE_NAMES

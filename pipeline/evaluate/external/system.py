@@ -174,7 +174,7 @@ def foreign_model_scores(
                 continue
             columns = sorted({c for _, c in wanted})
             block = source.read(columns, keys)
-            source_facts[source.flag] = block.facts
+            source_facts[source.label] = block.facts
             on = [c for c in (SURVEY_ID, CANDIDATE_ID) if c in block.frame.columns]
             got = block.frame.select(*on, *[pl.col(c).alias(f) for f, c in wanted])
             table = table.join(got, on=on, how="left", maintain_order="left")
@@ -186,7 +186,7 @@ def foreign_model_scores(
     features = table.select(model.features)
     matrix = features.to_numpy().astype(np.float64)  # nulls become NaN: missing
     scores = pl.Series(SCORE, model.predict(matrix), dtype=pl.Float64)
-    origin = {f: (s.flag, c) for f, (s, c) in resolved.items()}
+    origin = {f: (s.label, c) for f, (s, c) in resolved.items()}
     facts = {
         "kind": FOREIGN,
         "target": model.path.name,

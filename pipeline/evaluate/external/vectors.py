@@ -42,6 +42,10 @@ class VectorSource:
     def flag(self) -> str:
         return f"--qdrant {Q._where(self.location)} --collection {self.collection}"
 
+    @property
+    def label(self) -> str:
+        return f"qdrant {Q._where(self.location)} collection {self.collection}"
+
     def columns(self) -> tuple[str, ...]:
         return (self.name,)
 
