@@ -34,8 +34,8 @@ from pipeline.evaluate.external.sources import (
     TursoSource,
 )
 from pipeline.evaluate.external.vectors import VectorSource
+from pipeline.evaluate.qdrant import API_KEY_ENV
 
-QDRANT_KEY_ENV = "QDRANT_API_KEY"
 SHOWN_COLUMNS = 40  # offered columns named in the error of a feature no source has
 
 
@@ -80,7 +80,7 @@ def secrets_in_env(turso_token: str | None, qdrant_api_key: str | None) -> Itera
     """A token or key given as an argument, set for the block as the environment variable
     it would otherwise come from: the clients read it there, and every redaction
     (:data:`pipeline.rules.redact.SECRET_ENV`) knows its value; restored on exit."""
-    given = {TURSO_TOKEN_ENV[0]: turso_token, QDRANT_KEY_ENV: qdrant_api_key}
+    given = {TURSO_TOKEN_ENV[0]: turso_token, API_KEY_ENV: qdrant_api_key}
     before = {name: os.environ.get(name) for name, value in given.items() if value}
     for name in before:
         os.environ[name] = str(given[name])
