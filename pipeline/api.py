@@ -659,7 +659,8 @@ def evaluate(
         )
         for spec, name in _named(specs)
     ]
-    if mode == "rerank" and model_files and qdrant is not None:
+    foreign = [p for p, _ in _named(model_files) if X.is_foreign(Path(p))]
+    if mode == "rerank" and foreign and qdrant is not None:
         external = X.with_qdrant(external, qdrant, collection, id_field, query_vectors)
         qdrant = collection = query_vectors = None  # the foreign model's vector feature
     with X.secrets_in_env(getattr(external, "turso_token", None), qdrant_api_key):
