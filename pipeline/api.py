@@ -611,6 +611,8 @@ def evaluate(
     id_field: str = "_id",
     query_vectors: PathLike | None = None,
     index: str = "exact",
+    external: Any = None,
+    qdrant_api_key: str | None = None,
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -654,6 +656,11 @@ def evaluate(
         index: in retrieval mode, how an encoder searches the corpus's vectors: ``exact``
             or ``faiss`` (HNSW, with its recall against exact in the results:
             :mod:`pipeline.evaluate.retrieval.faiss_index`).
+        external: where a foreign model file's features come from (a ``model_files``
+            entry without ``train``'s JSON: :class:`pipeline.evaluate.external.ExternalOptions`);
+            in re-ranking mode with a foreign model file, ``qdrant`` and ``collection`` give
+            its vector feature (:class:`pipeline.evaluate.evaluation.EvaluationRequest`).
+        qdrant_api_key: the Qdrant API key, instead of ``QDRANT_API_KEY`` (never printed).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -662,6 +669,7 @@ def evaluate(
     from pipeline.evaluate import aspects as aspect_task
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
+    from pipeline.evaluate.external import secrets_in_env
     from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
 
     if task not in aspect_task.TASKS:
@@ -701,10 +709,14 @@ def evaluate(
             query_vectors=None if query_vectors is None else Path(query_vectors),
             index=index,
         ),
+        external=external,
     )
     if task == aspect_task.TASK_ASPECTS:
         request = _aspects_request(request, eval_file, out_given=out is not None)
-    return _eval_result(run_evaluation(request))
+    external = request.external  # with a foreign model, re-ranking mode's --qdrant is in it
+    with secrets_in_env(getattr(external, "turso_token", None), qdrant_api_key):
+        evaluation = run_evaluation(request)
+    return _eval_result(evaluation)
 
 
 def evaluate_scores(

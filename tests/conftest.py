@@ -54,6 +54,7 @@ SLOW_MODULES = frozenset(
         "test_corpus_sections",
         "test_ecosystem",
         "test_evaluate_e2e",
+        "test_external_model",
         "test_figures",
         "test_hostile_readers",
         "test_hub",

@@ -201,6 +201,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write_run(home / "my_aspects.trec", list(aspects.select("aspect_id", "candidate_id").iter_rows()))  # fmt: skip
     _write_bibliography(home / "generated.jsonl", release)
     _qdrant_index(home, release)
+    _owner_model(home, release)
     pytest.importorskip("sentence_transformers")
     _tiny_model(home / "tiny-model")
     return home
@@ -231,6 +232,36 @@ def _qdrant_index(home: Path, release: Path) -> None:
     pl.DataFrame({"_id": queries["_id"], "vector": vectors.tolist()}).write_parquet(
         home / "my_queries.parquet"
     )
+
+
+def _owner_model(home: Path, release: Path) -> None:
+    """The model docs/evaluation.md evaluates as its owner has it: a LightGBM text model
+    trained outside ``train`` (``production_model/reranker_v2.txt``, features
+    ``citation_count``, ``cosine``, ``bm25``) and ``features.db``, a local libSQL database
+    whose table ``papers`` gives each paper's citation count by its bare arXiv id."""
+    import libsql
+    import lightgbm as lgb
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    names = ["citation_count", "cosine", "bm25"]
+    data = lgb.Dataset(rng.random((200, 3)), label=rng.integers(0, 5, 200), group=[20] * 10,
+                       feature_name=names)  # fmt: skip
+    params = {"objective": "lambdarank", "verbosity": -1, "num_threads": 1, "seed": 1,
+              "min_data_in_leaf": 5}  # fmt: skip
+    (home / "production_model").mkdir()
+    lgb.train(params, data, num_boost_round=5).save_model(
+        str(home / "production_model" / "reranker_v2.txt")
+    )
+    papers = pl.read_parquet(release / "eval_survey_reading_lists.parquet").unique("candidate_id")
+    connection = libsql.connect(str(home / "features.db"))
+    connection.execute("CREATE TABLE papers (id TEXT PRIMARY KEY, citation_count INTEGER)")
+    connection.executemany(
+        "INSERT INTO papers VALUES (?, ?)",
+        [(c.removeprefix("arxiv:"), int(n))
+         for c, n in papers.select("candidate_id", "candidate_prior_citations").iter_rows()],
+    )  # fmt: skip
+    connection.commit()
 
 
 def _env(home: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pipeline import api
 from pipeline.cli.args import add_out_arg, add_release_arg
+from pipeline.cli.evaluate_external import add_external_arguments, external_options
 from pipeline.core.errors import UsageError
 from pipeline.evaluate.aspects import TASK_LISTS, TASKS
 from pipeline.evaluate.bibliography.score import RESULTS_FILE as BIBLIOGRAPHY_RESULTS
@@ -123,6 +124,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
+    add_external_arguments(parser)
     parser.set_defaults(func=main, systems=[])
     _add_export_parser(subparsers)
     return parser
@@ -278,8 +280,9 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MODEL.txt",
         help="a model written by `python -m pipeline train` (its .json beside it names the "
-        "feature set), scored on the eval candidates as a system named by the file stem; "
-        "repeatable",
+        "feature set), or any LightGBM text model (no .json: a foreign model, its features "
+        "by name from the sources below), scored on the eval candidates as a system named by "
+        "the file stem; repeatable",
     )
     parser.add_argument(
         "--mode",
@@ -313,11 +316,13 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--qdrant",
+        "--qdrant-url",
+        dest="qdrant",
         metavar="URL_OR_PATH",
         help="retrieval mode: your own index, a Qdrant server URL (API key from "
         "QDRANT_API_KEY) or a qdrant-client local-mode folder; the surveys are encoded by "
         "the --encoder/--sentence-transformer given, or read from --query-vectors (the "
-        ".[qdrant] extra)",
+        ".[qdrant] extra); re-ranking mode with a foreign --model-file: its cosine feature",
     )
     parser.add_argument(
         "--collection", metavar="NAME", help="the Qdrant collection holding the corpus's vectors"
@@ -382,6 +387,8 @@ def main(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         query_vectors=args.query_vectors,
         index=args.index,
+        external=external_options(args),
+        qdrant_api_key=args.qdrant_api_key,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report.markdown import summary_line

@@ -61,6 +61,7 @@ from pipeline.evaluate.columns import (
     SYSTEM,
 )
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
+from pipeline.evaluate.external import ExternalOptions, is_foreign, with_qdrant
 from pipeline.evaluate.report.figures import write_figures
 from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.results import clean
@@ -124,6 +125,7 @@ from pipeline.evaluate.systems.submitted import (
     check_complete,
     check_names,
     load_submitted,
+    run_spec,
     scored_judged,
     system_chv,
     with_chv,
@@ -205,7 +207,8 @@ class EvaluationRequest:
     scores: in-memory systems, name -> ``{survey_id: {candidate_id: score}}`` or a
         DataFrame with the run columns.
     model_files: models written by ``python -m pipeline train`` (path or ``(path,
-        name)``), each named by its file stem unless named.
+        name)``), each named by its file stem unless named; a LightGBM model without
+        ``train``'s JSON beside it is a foreign model (:mod:`pipeline.evaluate.external`).
     models: encoders, scorers and sentence-transformers models to run on the
         candidates view (:mod:`pipeline.evaluate.systems.models`).
     config: bootstrap resamples, seed, random-baseline seeds and cutoffs.
@@ -230,7 +233,12 @@ class EvaluationRequest:
         submitted systems of kind ``whole-survey baseline``.
     whole_survey_facts: what each whole-survey system is (written into the results).
     retrieval: how models retrieve in retrieval mode (``top_k``, the scorers' first
-        stage; :mod:`pipeline.evaluate.retrieval.model_runs`).
+        stage; :mod:`pipeline.evaluate.retrieval.model_runs`). In re-ranking mode with a
+        foreign model file, its ``qdrant``, ``collection`` and ``query_vectors`` are that
+        model's vector feature and move into ``external``; with no foreign model file they
+        are refused.
+    external: where a foreign model file's features come from
+        (:class:`pipeline.evaluate.external.ExternalOptions`); None: the release's only.
 
         baselines_only: evaluate only the baselines; no system may be given.
 
@@ -260,11 +268,28 @@ class EvaluationRequest:
     whole_survey: Mapping[str, pl.DataFrame] = field(default_factory=dict)
     whole_survey_facts: Mapping[str, Any] = field(default_factory=dict)
     retrieval: RetrievalOptions = DEFAULT_RETRIEVAL
+    external: ExternalOptions | None = None
 
     def __post_init__(self) -> None:
         for name in ("runs", "model_files", "models"):  # any iterable in, a tuple kept
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        self._vectors_to_foreign_model()
         self._check()
+
+    def _vectors_to_foreign_model(self) -> None:
+        """Re-ranking mode retrieves nothing, so a Qdrant collection given with a foreign
+        model file is that model's vector feature (our own models' features are the
+        release's: for them ``_check`` refuses it)."""
+        options = self.retrieval
+        if self.mode != RERANK or options.qdrant is None:
+            return
+        if not any(is_foreign(run_spec(spec)[0]) for spec in self.model_files):
+            return
+        external = with_qdrant(self.external, options.qdrant, options.collection,
+                               options.id_field, options.query_vectors)  # fmt: skip
+        retrieval = dataclasses.replace(options, qdrant=None, collection=None, query_vectors=None)
+        object.__setattr__(self, "external", external)
+        object.__setattr__(self, "retrieval", retrieval)
 
     def system_flags(self) -> list[str]:
         """The flags (or API arguments) of the systems given, sorted."""
@@ -383,7 +408,7 @@ def _load_systems(
     submitted, model_runs = load_submitted(
         eval_set.table, eval_set.path, request.mode, request.runs, request.scores,
         request.model_files, request.models, request.lenient, request.cache_dir,
-        request.batch_size, request.retrieval,
+        request.batch_size, request.retrieval, request.external,
     )  # fmt: skip
     submitted += [
         Submitted(restrict_to_eval_set(scores_run(frame, name), eval_set.pairs), KIND_WHOLE_SURVEY)

@@ -648,3 +648,15 @@ def aspect_judgment_values(aspect_rows: pl.DataFrame, survey_rows: pl.DataFrame)
         .join(mentions, on=[S.SURVEY_ID, S.CANDIDATE_ID], how="left", maintain_order="left")
         .rename({S.CANDIDATE_ID: _CANDIDATE})
     )
+
+
+def columns_audit(columns: pl.DataFrame, labels: pl.Series) -> dict[str, dict[str, float | None]]:
+    """:func:`audit` of given columns instead of the view's: ``columns`` holds ``survey_id``
+    and one numeric column per feature (a model's own features), ``labels`` the rows' labels
+    in the same order."""
+    names = [c for c in columns.columns if c != S.SURVEY_ID]
+    return audit_values(
+        columns.select(
+            S.SURVEY_ID, (labels >= 1).alias(_Y), *[pl.col(c).cast(pl.Float64) for c in names]
+        )
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from string import ascii_lowercase
 
+from pipeline.evaluate.external.popularity import render_section
 from pipeline.evaluate.report.figures import CAPTIONS
 from pipeline.evaluate.results import EvaluationResults, Stat, as_results
 from pipeline.evaluate.scoring.coverage import CHV_RATIO
@@ -475,6 +476,7 @@ def render_report(
     lines += _figure(figures, "recall_by_tier.png")
     lines += _runs_section(results)
     lines += _notes(results)
+    lines += render_section(results)  # foreign models: is it a citation counter?
     lines += _in_out(results, figures)
     lines += _years(results)
     lines += _groups(results)

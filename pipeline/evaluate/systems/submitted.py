@@ -21,7 +21,7 @@ from pipeline.evaluate.retrieval.mode import RETRIEVAL, corpus_ids, restrict_to_
 from pipeline.evaluate.retrieval.model_runs import RetrievalOptions, retrieve
 from pipeline.evaluate.scoring.coverage import CHV_RATIO, chv_ratios
 from pipeline.evaluate.scoring.subsets import SUBSET_ALL
-from pipeline.evaluate.systems.learned import model_file_scores
+from pipeline.evaluate.systems.learned import eval_view, model_file_scores
 from pipeline.evaluate.systems.models import ModelError, ModelScores, ModelSpec, run_model
 from pipeline.evaluate.systems.runs import (
     Run,
@@ -135,22 +135,35 @@ def check_names(submitted: list[Submitted], reserved: Sequence[str]) -> None:
         seen[system.name] = where
 
 
-def _run_spec(spec: RunSpec) -> tuple[Path, str | None]:
+def run_spec(spec: RunSpec) -> tuple[Path, str | None]:
+    """A run or model file spec as its path and the name given (None: the file's own)."""
     if isinstance(spec, tuple):
         path, name = spec
         return Path(path), name
     return Path(spec), None
 
 
-def _model_file_run(eval_set: pl.DataFrame, eval_path: Path, spec: RunSpec) -> Submitted:
-    path, name = _run_spec(spec)
-    stem, scores, facts = model_file_scores(eval_set, eval_path, path)
+def _model_file_run(
+    eval_set: pl.DataFrame, eval_path: Path, spec: RunSpec, external: Any = None
+) -> Submitted:
+    """A ``--model-file``: one ``train`` wrote (its JSON beside it), or a foreign LightGBM
+    model whose features come from ``external`` (:mod:`pipeline.evaluate.external`)."""
+    from pipeline.evaluate import external as X
+
+    path, name = run_spec(spec)
+    kind = X.KIND_FOREIGN if X.is_foreign(path) else KIND_MODEL_FILE
+    if kind == X.KIND_FOREIGN:
+        stem, scores, facts = X.foreign_model_scores(
+            eval_set, eval_path, eval_view(eval_path), path, external or X.NO_OPTIONS
+        )
+    else:
+        stem, scores, facts = model_file_scores(eval_set, eval_path, path)
     frame = eval_set.select(SURVEY_ID, CANDIDATE_ID).with_columns(scores.alias(SCORE))
     run = Run(
         name=name or stem, path=path, format="model", scores=frame.drop_nulls(SCORE),
         n_rows=frame.height,
     )  # fmt: skip
-    return Submitted(run, KIND_MODEL_FILE, facts)
+    return Submitted(run, kind, facts)
 
 
 def _model_run(
@@ -176,6 +189,7 @@ def load_submitted(
     cache_dir: Path | None,
     batch_size: int,
     retrieval: RetrievalOptions,
+    external: Any = None,
 ) -> tuple[list[Submitted], list[ModelScores]]:
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
     if mode == RETRIEVAL:
@@ -190,12 +204,12 @@ def load_submitted(
 
     submitted = [
         Submitted(restrict(read_run(path, name)), KIND_RUN)
-        for path, name in (_run_spec(spec) for spec in runs)
+        for path, name in (run_spec(spec) for spec in runs)
     ]
     submitted += [
         Submitted(restrict(scores_run(s, name)), KIND_SCORES) for name, s in scores.items()
     ]
-    submitted += [_model_file_run(eval_set, eval_path, spec) for spec in model_files]
+    submitted += [_model_file_run(eval_set, eval_path, spec, external) for spec in model_files]
     model_runs: list[ModelScores] = []
     if mode == RETRIEVAL:
         found = retrieve(list(models), eval_set, load_corpus(eval_path), cache_dir, batch_size,

@@ -1,0 +1,218 @@
+"""A foreign model as a submitted system: its features gathered, its scores computed.
+
+:func:`foreign_model_scores` resolves each model feature to one source column (the
+release's own features, the Qdrant cosine, ``--features`` files, the Turso table, in that
+order; ``--feature-map`` renames), reads those columns joined to the eval candidates, and
+scores every (survey, candidate) pair of the eval set with the model; a candidate a source
+has no row for gets the feature missing (NaN: LightGBM's own missing-value route). The
+scores then go through the one evaluator as any run does; the facts it returns carry the
+popularity section's numbers (:mod:`pipeline.evaluate.external.popularity`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.core.files import file_identity
+from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SURVEY_ID
+from pipeline.evaluate.external.keys import candidate_keys
+from pipeline.evaluate.external.model import ForeignModelError, load_foreign, read_feature_map
+from pipeline.evaluate.external.popularity import FOREIGN, feature_facts, time_facts
+from pipeline.evaluate.external.sources import (
+    TURSO_TOKEN_ENV,
+    FileSource,
+    ReleaseSource,
+    TursoSource,
+)
+from pipeline.evaluate.external.vectors import VectorSource
+from pipeline.evaluate.retrieval.qdrant_index import API_KEY_ENV
+
+SHOWN_COLUMNS = 40  # offered columns named in the error of a feature no source has
+
+
+@dataclass(frozen=True)
+class ExternalOptions:
+    """Where a foreign model's features come from (the ``evaluate`` flags of the same names).
+
+    Attributes:
+        feature_map: ``--feature-map FILE.toml``: ``model_feature = "source column"``.
+        turso_url: ``--turso-url``: libsql://, https://, file:PATH or a local database.
+        turso_token: ``--turso-token`` (else ``TURSO_AUTH_TOKEN`` / ``TURSO_DB_TOKEN``).
+        features_table: ``--features-table`` (default ``papers``).
+        features_key: ``--features-key`` (default ``id``).
+        features: ``--features FILE`` (Parquet or CSV), repeatable.
+        qdrant: ``--qdrant-url`` / ``--qdrant``: a server URL or a local-mode folder.
+        collection: ``--collection``.
+        id_field: ``--id-field``: the payload field holding a point's paper id.
+        vector_feature: ``--vector-feature``: the cosine's feature name (default ``cosine``).
+        query_vectors: ``--query-vectors``: survey vectors the collection lacks.
+        features_as_of: ``--features-as-of``: the date the outside features were taken.
+    """
+
+    feature_map: Path | None = None
+    turso_url: str | None = None
+    turso_token: str | None = field(default=None, repr=False)
+    features_table: str = "papers"
+    features_key: str = "id"
+    features: tuple[Path, ...] = ()
+    qdrant: str | None = None
+    collection: str | None = None
+    id_field: str = "_id"
+    vector_feature: str = "cosine"
+    query_vectors: Path | None = None
+    features_as_of: date | None = None
+
+
+NO_OPTIONS = ExternalOptions()
+
+
+@contextlib.contextmanager
+def secrets_in_env(turso_token: str | None, qdrant_api_key: str | None) -> Iterator[None]:
+    """A token or key given as an argument, set for the block as the environment variable
+    it would otherwise come from: the clients read it there, and every redaction
+    (:data:`pipeline.rules.redact.SECRET_ENV`) knows its value; restored on exit."""
+    given = {TURSO_TOKEN_ENV[0]: turso_token, API_KEY_ENV: qdrant_api_key}
+    before = {name: os.environ.get(name) for name, value in given.items() if value}
+    for name in before:
+        os.environ[name] = str(given[name])
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _sources(view: pl.DataFrame, pairs: pl.DataFrame, options: ExternalOptions) -> list[Any]:
+    sources: list[Any] = [ReleaseSource(view)]
+    if options.qdrant is not None:
+        if options.collection is None:
+            raise ForeignModelError(
+                f"--qdrant {options.qdrant}: give --collection NAME (the collection of the "
+                "papers' vectors)"
+            )
+        sources.append(VectorSource(options.qdrant, options.collection, pairs,
+                                    options.vector_feature, options.id_field,
+                                    options.query_vectors))  # fmt: skip
+    sources += [FileSource(Path(p)) for p in options.features]
+    if options.turso_url is not None:
+        sources.append(TursoSource(options.turso_url, options.turso_token,
+                                   options.features_table, options.features_key))  # fmt: skip
+    return sources
+
+
+def _resolve(
+    model_file: Path, mapping: dict[str, str], sources: list[Any]
+) -> dict[str, tuple[Any, str]]:
+    """Model feature -> (source, column), the first source offering the column.
+
+    Raises:
+        ForeignModelError: a feature no source offers (naming the model's features and the
+            columns offered).
+    """
+    offered = [(source, source.columns()) for source in sources]
+    found: dict[str, tuple[Any, str]] = {}
+    missing: list[str] = []
+    for feature, column in mapping.items():
+        source = next((s for s, columns in offered if column in columns), None)
+        if source is None:
+            missing.append(feature if column == feature else f"{feature} (as {column!r})")
+        else:
+            found[feature] = (source, column)
+    if missing:
+        columns = [c for _, cs in offered for c in cs]
+        more = f", ... ({len(columns)} in all)" if len(columns) > SHOWN_COLUMNS else ""
+        raise ForeignModelError(
+            f"--model-file {model_file}: no source has feature(s) {', '.join(missing)}; the "
+            f"model's features: {', '.join(mapping)}; columns offered: "
+            f"{', '.join(columns[:SHOWN_COLUMNS]) or 'none'}{more} (a column of another name: "
+            '--feature-map FILE.toml with model_feature = "column")'
+        )
+    return found
+
+
+def foreign_model_scores(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    view: pl.DataFrame,
+    model_file: Path,
+    options: ExternalOptions = NO_OPTIONS,
+) -> tuple[str, pl.Series, dict[str, Any]]:
+    """(system name, scores aligned with ``eval_set``, facts) of a foreign ``--model-file``.
+
+    Args:
+        eval_set: the loaded eval set (its labels feed the per-feature AUCs only).
+        eval_path: the eval Parquet (its ``candidate_aliases`` join the sources).
+        view: the answer-free candidates view of the eval set (the release's features).
+
+    Raises:
+        ForeignModelError, SourceError: the model, a feature, or a source cannot be used.
+    """
+    model = load_foreign(model_file)
+    mapping = read_feature_map(options.feature_map, model.features)
+    pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
+    sources = _sources(view, pairs, options)
+    try:
+        resolved = _resolve(model.path, mapping, sources)
+        keys = candidate_keys(eval_path, pairs[CANDIDATE_ID])
+        table = pairs
+        source_facts: dict[str, dict[str, Any]] = {}
+        for source in sources:
+            wanted = [(f, c) for f, (s, c) in resolved.items() if s is source]
+            if not wanted:
+                continue
+            columns = sorted({c for _, c in wanted})
+            block = source.read(columns, keys)
+            source_facts[source.label] = block.facts
+            on = [c for c in (SURVEY_ID, CANDIDATE_ID) if c in block.frame.columns]
+            got = block.frame.select(*on, *[pl.col(c).alias(f) for f, c in wanted])
+            table = table.join(got, on=on, how="left", maintain_order="left")
+    finally:
+        for source in sources:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+    features = table.select(model.features)
+    matrix = features.to_numpy().astype(np.float64)  # nulls become NaN: missing
+    scores = pl.Series(SCORE, model.predict(matrix), dtype=pl.Float64)
+    origin = {f: (s.label, c) for f, (s, c) in resolved.items()}
+    facts = {
+        "kind": FOREIGN,
+        "target": model.path.name,
+        "file": file_identity(model.path),
+        "features": feature_facts(features, eval_set, model.gain, origin),
+        "sources": source_facts,
+        "time": time_facts(view, options.features_as_of),
+    }
+    return model.path.stem, scores, facts
+
+
+def with_qdrant(
+    options: ExternalOptions | None,
+    qdrant: str | Path,
+    collection: str | None,
+    id_field: str,
+    query_vectors: str | Path | None,
+) -> ExternalOptions:
+    """``options`` with the Qdrant flags as the vector source (re-ranking mode, where
+    ``--qdrant`` gives a foreign model's feature rather than a retrieval)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        options if options is not None else NO_OPTIONS,
+        qdrant=str(qdrant),
+        collection=collection,
+        id_field=id_field,
+        query_vectors=None if query_vectors is None else Path(query_vectors),
+    )
