@@ -256,6 +256,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hub", ("hub",)),
     ("stages", ("stages",)),
     ("synth", ("synth",)),
+    # the release as other libraries' tasks (MTEB): reads a release, uses evaluate's helpers;
+    # nothing in the package imports it (make mteb runs it as a module)
+    ("integrations", ("integrations",)),
     ("api", ("api",)),
     ("jobs", ("jobs",)),
     ("cli", ("cli", "__main__")),
