@@ -63,6 +63,7 @@ SLOW_MODULES = frozenset(
         "test_mteb_integration",
         "test_real_survey_trees",
         "test_scale_corpus",
+        "test_turso_remote",
         "test_verify",
         "test_wheel",
     }

@@ -7,7 +7,9 @@ import argparse
 import datetime as dt
 from pathlib import Path
 
+from pipeline.cli.args import positive_seconds
 from pipeline.evaluate.external import ExternalOptions
+from pipeline.evaluate.external.turso_remote import TIMEOUT_S
 
 
 def _date(text: str) -> dt.date:
@@ -38,6 +40,9 @@ def add_external_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--turso-token", metavar="TOKEN",
                        help="the database token (default: TURSO_AUTH_TOKEN or TURSO_DB_TOKEN); "
                        "never printed or written")  # fmt: skip
+    group.add_argument("--turso-timeout", type=positive_seconds, default=TIMEOUT_S, metavar="SECONDS",
+                       help="how long a remote database may take to answer each request "
+                       f"before the run stops (default {TIMEOUT_S:g})")  # fmt: skip
     group.add_argument("--features-table", default="papers", metavar="NAME",
                        help="the table of per-paper features (default papers)")  # fmt: skip
     group.add_argument("--features-key", default="id", metavar="COLUMN",
@@ -62,6 +67,7 @@ def external_options(args: argparse.Namespace) -> ExternalOptions:
         feature_map=args.feature_map,
         turso_url=args.turso_url,
         turso_token=args.turso_token,
+        turso_timeout_s=args.turso_timeout,
         features_table=args.features_table,
         features_key=args.features_key,
         features=tuple(args.features),

@@ -28,6 +28,7 @@ import polars as pl
 from pipeline.core.errors import PipelineError
 from pipeline.evaluate.columns import CANDIDATE_ID, SURVEY_ID
 from pipeline.evaluate.external.keys import match_keys
+from pipeline.evaluate.external.turso_remote import TIMEOUT_S, RemoteConnection
 from pipeline.rank.features import FEATURE_NAMES, compute_features
 from pipeline.rules.redact import redact
 
@@ -113,6 +114,7 @@ class TursoSource:
     token: str | None = None
     table: str = "papers"
     key: str = "id"
+    timeout_s: float = TIMEOUT_S
     _connection: Any = None
     _columns: tuple[str, ...] | None = None
 
@@ -168,8 +170,11 @@ class TursoSource:
                 )
             token = ""
         try:
-            connection = libsql.connect(target, auth_token=token)
-            connection.execute("SELECT 1").fetchall()
+            if remote:  # a child process: the remote client has no deadline of its own
+                connection = RemoteConnection(target, token, timeout_s=self.timeout_s)
+            else:
+                connection = libsql.connect(target, auth_token=token)
+                connection.execute("SELECT 1").fetchall()
         except Exception as e:  # noqa: BLE001 - the client's errors are plain ValueErrors
             hint = (
                 ""
@@ -230,7 +235,12 @@ class TursoSource:
         sample: list[Any] = []
         read = 0
         while True:
-            rows = cursor.fetchmany(FETCH_ROWS)
+            try:
+                rows = cursor.fetchmany(FETCH_ROWS)
+            except Exception as e:  # noqa: BLE001 - a server that stalls or fails mid-table
+                raise SourceError(
+                    f"{where}: reading rows failed after {read:,} ({self._say(str(e))})"
+                ) from None
             if not rows:
                 break
             batch = pl.DataFrame(

@@ -33,6 +33,7 @@ from pipeline.evaluate.external.sources import (
     ReleaseSource,
     TursoSource,
 )
+from pipeline.evaluate.external.turso_remote import TIMEOUT_S
 from pipeline.evaluate.external.vectors import VectorSource
 from pipeline.evaluate.retrieval.qdrant_index import API_KEY_ENV
 
@@ -47,6 +48,7 @@ class ExternalOptions:
         feature_map: ``--feature-map FILE.toml``: ``model_feature = "source column"``.
         turso_url: ``--turso-url``: libsql://, https://, file:PATH or a local database.
         turso_token: ``--turso-token`` (else ``TURSO_AUTH_TOKEN`` / ``TURSO_DB_TOKEN``).
+        turso_timeout_s: ``--turso-timeout``: seconds a remote database has per answer.
         features_table: ``--features-table`` (default ``papers``).
         features_key: ``--features-key`` (default ``id``).
         features: ``--features FILE`` (Parquet or CSV), repeatable.
@@ -61,6 +63,7 @@ class ExternalOptions:
     feature_map: Path | None = None
     turso_url: str | None = None
     turso_token: str | None = field(default=None, repr=False)
+    turso_timeout_s: float = TIMEOUT_S
     features_table: str = "papers"
     features_key: str = "id"
     features: tuple[Path, ...] = ()
@@ -108,7 +111,8 @@ def _sources(view: pl.DataFrame, pairs: pl.DataFrame, options: ExternalOptions) 
     sources += [FileSource(Path(p)) for p in options.features]
     if options.turso_url is not None:
         sources.append(TursoSource(options.turso_url, options.turso_token,
-                                   options.features_table, options.features_key))  # fmt: skip
+                                   options.features_table, options.features_key,
+                                   options.turso_timeout_s))  # fmt: skip
     return sources
 
 
