@@ -381,3 +381,43 @@ def test_a_50_mb_answer_is_read_no_further_than_the_limit(tmp_path: Path) -> Non
     stopped, peak_mb = child.stdout.splitlines()
     assert f"over the limit of {OA.MAX_ANSWER_BYTES:,} bytes" in stopped
     assert int(peak_mb) < 200, child.stdout
+
+
+def test_a_snapshot_line_longer_than_any_work_is_counted_never_held(tmp_path: Path) -> None:
+    """A gzip works file whose first line is 2 GB of one byte (2 MB on disk) was read whole
+    into memory; now it is read no further than :data:`MAX_ANSWER_BYTES`, counted invalid,
+    and the work on the next line still answers its key, under a 1 GB address-space limit.
+    A merged-works list with such a line counts it and still follows the rows after it."""
+    root = tmp_path / "snapshot"
+    path = root / "works" / "updated_date=2025-01-01" / "part_000.gz"
+    path.parent.mkdir(parents=True)
+    block = gzip.compress(b"x" * (64 << 20), compresslevel=1, mtime=0)  # one member, 64 MB
+    work = json.dumps(oa_work("W7", "A work after the long line")).encode()
+    path.write_bytes(block * 32 + gzip.compress(b"\n" + work + b"\n", mtime=0))
+    merged = root / "merged_ids" / "works" / "2025-01-02.csv.gz"
+    _gz_lines(merged, [b"merge_date,id,merge_into_id", b"y" * (20 << 20), b"2025-01-02,W9,W7"])
+    code = f"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from pathlib import Path
+from pipeline.corpus import openalex as OA
+tally = OA.Tally()
+answers = [a for b in OA.snapshot_lookup(["openalex:W7", "openalex:W9"], Path({str(root)!r}), tally) for a in b]
+print(sorted((a.key, a.found) for a in answers), tally.invalid_records, tally.merged)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [
+        "[('openalex:W7',", "True),", "('openalex:W9',", "True)]", "2", "1",
+    ]  # fmt: skip
+
+
+def test_a_merged_ids_field_over_csvs_limit_is_refused_naming_the_line(tmp_path: Path) -> None:
+    """A merged-works row with a 1 MB field ended the run in ``_csv.Error`` (rc 1)."""
+    root = tmp_path / "snapshot"
+    _works_file(root, [oa_work("W7", "A work")])
+    merged = root / "merged_ids" / "works" / "2025-01-02.csv.gz"
+    _gz_lines(merged, [b"merge_date,id,merge_into_id", b"2025-01-02,W9," + b"W" * (1 << 20)])
+    with pytest.raises(InputError, match=r"2025-01-02\.csv\.gz: line 2 is no merged-works row"):
+        list(OA.snapshot_lookup(["openalex:W9"], root, OA.Tally()))

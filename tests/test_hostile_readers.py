@@ -343,3 +343,32 @@ def test_a_run_on_a_glob_through_a_symlink_loop_reads_each_file_once(
     assert sorted(f["file"] for f in summary["failed_files"]) == ["dangling.jsonl", "loop.jsonl"]
     assert summary["files"] == 2 and summary["lines_read"] == 5
     assert summary["duplicate_papers_across_files"] == 0
+
+
+def test_a_bibliography_line_or_list_file_past_the_limit_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    """A JSONL line without an end (3 GB of NUL bytes, a sparse file) was read whole: out of
+    memory under a 1 GB limit. Now reading stops at ``MAX_LINE_BYTES`` with one line naming
+    the file and line; a list file past the limit is refused by its size before it is read."""
+    line = tmp_path / "bibliographies.jsonl"
+    with open(line, "wb") as f:
+        f.write(b'{"survey_id": "s1", "references": []}\n')
+        f.truncate(3 << 30)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    with open(lists / "s1.bib", "wb") as f:
+        f.truncate(100 << 20)
+    code = f"""
+from pathlib import Path
+from pipeline.evaluate.bibliography import score
+for target in (Path({str(line)!r}), Path({str(lists)!r})):
+    try:
+        score.read_input(target)
+        print("read")
+    except score.BibliographyError as e:
+        print(e)
+"""
+    first, second = _bounded(code).splitlines()
+    assert first == f"{line}:2: a line of more than 64 MB; a line holds one survey's references"
+    assert second.startswith(f"{lists}/s1.bib: 104,857,600 bytes, more than 64 MB")

@@ -61,7 +61,13 @@ from typing import Annotated, Any
 import msgspec
 
 from pipeline.core.files import atomic_path, sha256_text, temp_tag
-from pipeline.corpus.sources import InputError, InputFile, InputReadError, iter_lines
+from pipeline.corpus.sources import (
+    InputError,
+    InputFile,
+    InputReadError,
+    LongLine,
+    iter_lines,
+)
 
 log = logging.getLogger("pipeline")
 
@@ -77,6 +83,7 @@ DOCUMENTED_REQUESTS_PER_SECOND = 100
 # 2 bytes of JSON ("1,") and 8 in a list, and 64 more while the words are put in order,
 # which MAX_ABSTRACT_WORDS bounds
 MAX_ANSWER_BYTES = 16 << 20
+TOO_LONG = b"<a line longer than MAX_ANSWER_BYTES>"  # in place of such a snapshot line
 # an abstract is some hundred words; an index of more is a whole text, or an attack
 MAX_ABSTRACT_WORDS = 100_000
 ANSWER_CHUNK = 1 << 20
@@ -727,15 +734,20 @@ def snapshot_identity(root: Path) -> str:
 
 
 def _snapshot_lines(path: Path) -> Iterator[tuple[int, bytes | memoryview]]:
-    """``(line number, line)`` of a snapshot file (gzip), blank lines skipped.
+    """``(line number, line)`` of a snapshot file (gzip), blank lines skipped; a line of more
+    than :data:`MAX_ANSWER_BYTES` is never held whole: it is given as :data:`TOO_LONG`, which
+    decodes as no work and as a merged-works row without ids (each counted invalid).
 
     Raises:
         InputError: the file is not gzip, ends before its end marker, or fails its CRC
             (names the file, and the line and byte it got to).
     """
     try:
-        # no line limit: never a LongLine
-        yield from iter_lines(InputFile(str(path), path.stat().st_size, ""))  # type: ignore[misc]
+        for number, line in iter_lines(
+            InputFile(str(path), path.stat().st_size, ""), MAX_ANSWER_BYTES
+        ):
+            # a line longer than any work record is damage, read no further than the limit
+            yield number, TOO_LONG if isinstance(line, LongLine) else line
     except InputReadError as e:
         raise InputError(
             f"openalex: the snapshot file {e}; download the file again and rerun"
@@ -746,11 +758,15 @@ def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
     """The rows of a merged-works list (``merge_date,id,merge_into_id``).
 
     Raises:
-        InputError: as :func:`_snapshot_lines`; also a line that is not UTF-8.
+        InputError: as :func:`_snapshot_lines`; also a line that is not UTF-8, or one that
+            csv cannot read (a field over its limit).
     """
+
+    at = [0]  # the line csv reads (its own line_num lags when a field fails)
 
     def text() -> Iterator[str]:
         for number, line in _snapshot_lines(path):
+            at[0] = number
             try:
                 yield bytes(line).decode("utf-8")
             except UnicodeDecodeError as e:
@@ -759,7 +775,18 @@ def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
                     f"({e.reason} at byte {e.start} of the line)"
                 ) from None
 
-    yield from csv.DictReader(text())
+    reader = csv.DictReader(text())
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:  # a field over csv's own limit: no merged-works row
+            raise InputError(
+                f"openalex: the snapshot file {path}: line {at[0]} is no "
+                f"merged-works row ({e})"
+            ) from None
+        yield row
 
 
 def snapshot_merges(root: Path, ids: Iterable[str], tally: Tally) -> dict[str, str]:

@@ -151,6 +151,9 @@ MAX_YEAR = 9999
 # A bibliography's numbers are years: a longer one is refused while it is read (Python
 # refuses to read an integer of more than 4,300 digits, with a ValueError of its own).
 MAX_NUMBER_DIGITS = 20
+# a JSONL line holds one survey's references (the longest real list, about 1,100 works, is
+# under 1 MB), a list file one survey's: a larger one is refused before it is held whole
+MAX_LINE_BYTES = 64 << 20
 _ROW = "_row"
 _RAW = "_raw"
 _FROM_TITLE = "_from_title"
@@ -316,7 +319,12 @@ def read_bibliographies(path: Path) -> list[Bibliography]:
     out: list[Bibliography] = []
     seen: dict[str, int] = {}
     with open(path, "rb") as f:
-        for number, data in enumerate(f, start=1):
+        for number, data in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(data) > MAX_LINE_BYTES:
+                raise BibliographyError(
+                    f"{path}:{number}: a line of more than {MAX_LINE_BYTES >> 20} MB; a line "
+                    "holds one survey's references"
+                )
             line = _text(data, str(path), first_line=number)
             if not line.strip():
                 continue
@@ -389,6 +397,11 @@ def read_folder(folder: Path) -> BibliographyInput:
             problem = regular_file_problem(path)
             if problem is not None:  # a FIFO blocks a reader, /dev/zero never ends
                 raise BibliographyError(f"{path}: {problem}: not a regular file, not read")
+            if path.stat().st_size > MAX_LINE_BYTES:
+                raise BibliographyError(
+                    f"{path}: {path.stat().st_size:,} bytes, more than {MAX_LINE_BYTES >> 20} "
+                    "MB; a list file holds one survey's references"
+                )
             text = _text(path.read_bytes(), str(path))
             try:
                 parsed = (
