@@ -783,8 +783,7 @@ def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
             return
         except csv.Error as e:  # a field over csv's own limit: no merged-works row
             raise InputError(
-                f"openalex: the snapshot file {path}: line {at[0]} is no "
-                f"merged-works row ({e})"
+                f"openalex: the snapshot file {path}: line {at[0]} is no merged-works row ({e})"
             ) from None
         yield row
 
