@@ -898,7 +898,12 @@ class ExportResult:
 
 
 def export(
-    release: PathLike, out: PathLike, *, format: str = "beir", split: str = "eval"
+    release: PathLike,
+    out: PathLike,
+    *,
+    format: str = "beir",
+    split: str = "eval",
+    passages: bool = False,
 ) -> ExportResult:
     """Write one split of a release in another tool's layout.
 
@@ -908,6 +913,9 @@ def export(
         format: ``beir``: BEIR's ``GenericDataLoader`` files (``corpus.jsonl``,
             ``queries.jsonl``, ``qrels/test.tsv``, and ``top_ranked.jsonl``).
         split: ``eval`` (written as BEIR's ``test``) or ``train``.
+        passages: also the split's full-text view as a passage corpus in ``passages/``
+            (``_id`` = document id ``#`` section order, ``mapping.tsv`` back to documents:
+            :mod:`pipeline.evaluate.report.export`).
 
     Raises:
         ValueError: an unknown format or split; a release file that differs from its record.
@@ -915,7 +923,7 @@ def export(
     """
     from pipeline.evaluate.report.export import export_release
 
-    files = export_release(Path(release), Path(out), format, split)
+    files = export_release(Path(release), Path(out), format, split, passages)
     return ExportResult(Path(out), files)
 
 

@@ -293,6 +293,14 @@ def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         default="eval",
         help="eval (written as BEIR's test; the default) or train",
     )
+    parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="also passages/: the split's full-text view (corpus_sections) as a passage corpus "
+        "(_id = document id#section order; document id#abstract for a document without full "
+        "text), with passages/mapping.tsv back to documents; evaluate a run over it with "
+        "evaluate --passage-run",
+    )
     parser.set_defaults(func=export_main)
     return parser
 
@@ -307,7 +315,9 @@ def export_main(args: argparse.Namespace) -> int:
         out = args.out_positional
     if out is None:
         raise UsageError("export: --out DIR is required (the folder to write)")
-    result = api.export(args.release, out, format=args.format, split=args.split)
+    result = api.export(
+        args.release, out, format=args.format, split=args.split, passages=args.passages
+    )
     for name, rows in result.files.items():
         print(f"{result.out / name}\t{rows}")
     return 0
