@@ -9,6 +9,13 @@ document's score from its passages' scores.
   best passages, of all of them when it has fewer), the two rules DAPFAM compares.
 * :func:`with_fallback`: documents without full text keep their title-and-abstract score;
   the number of such (query, document) pairs is returned for the report.
+* :class:`PassageOptions`: the rule and the passage truncation ``evaluate --passages`` takes;
+  :func:`passage_texts`: what an encoder reads of a section.
+* :func:`passage_map` and :func:`passage_corpus_with_fallback`: the passage corpus of
+  ``export --passages``, with one ``<doc>#abstract`` passage (title and abstract) for each
+  document without full text, and the table that maps a passage run back to documents.
+
+The systems that use them: :mod:`pipeline.evaluate.systems.full_text`.
 """
 
 from __future__ import annotations
