@@ -201,8 +201,7 @@ def encoder_retrieval(
     units = corpus_passages(corpus, passages)
     queries = surveys(eval_set)
     query_texts = queries[S.BEIR_TEXT].to_list()
-    matrix = _vectors(spec, [*query_texts, *units[P.TEXT].to_list()], cache_dir,
-                               batch_size)  # fmt: skip
+    matrix = _vectors(spec, [*query_texts, *units[P.TEXT].to_list()], cache_dir, batch_size)
     unit_matrix = matrix(units[P.TEXT].to_list())
     query_matrix = matrix(query_texts)
     doc_of = units["doc"].to_numpy()

@@ -204,11 +204,13 @@ def _full_text_models(
     found = []
     for spec in models:
         if corpus is not None:
-            run, facts = full_text.encoder_retrieval(spec, eval_set, corpus, texts, passages,
-                                                     cache_dir, batch_size, retrieval.top_k)  # fmt: skip
+            run, facts = full_text.encoder_retrieval(
+                spec, eval_set, corpus, texts, passages, cache_dir, batch_size, retrieval.top_k
+            )
         else:
-            run, facts = full_text.encoder_rerank(spec, eval_set, texts, passages, cache_dir,
-                                                  batch_size)  # fmt: skip
+            run, facts = full_text.encoder_rerank(
+                spec, eval_set, texts, passages, cache_dir, batch_size
+            )
         found.append(Submitted(restrict(run), spec.kind, facts))
     return found
 
