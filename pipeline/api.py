@@ -613,6 +613,10 @@ def evaluate(
     index: str = "exact",
     external: Any = None,
     qdrant_api_key: str | None = None,
+    passages: bool = False,
+    passage_runs: Sequence[NamedSpec] = (),
+    passage_aggregation: str = "max",
+    passage_chars: int = 2048,
 ) -> EvalResult:
     """Evaluate the baselines and the given runs and models on an eval set; write the results.
 
@@ -661,6 +665,15 @@ def evaluate(
             in re-ranking mode with a foreign model file, ``qdrant`` and ``collection`` give
             its vector feature (:class:`pipeline.evaluate.evaluation.EvaluationRequest`).
         qdrant_api_key: the Qdrant API key, instead of ``QDRANT_API_KEY`` (never printed).
+        passages: the encoders score documents from their sections, the release's
+            ``corpus_sections`` (:mod:`pipeline.evaluate.systems.full_text`); a document
+            without full text on its title and abstract.
+        passage_runs: runs over the passage corpus of :func:`export` (``passages/``), each
+            aggregated to documents.
+        passage_aggregation: a document's score from its passages': ``max`` or
+            ``mean-top-K`` (``mean-top-3``).
+        passage_chars: each passage is cut to this many characters before an encoder reads
+            it (0: not cut).
 
     Raises:
         RunError, ModelError, EvalSetError, FileNotFoundError, ValueError: see
@@ -670,6 +683,7 @@ def evaluate(
     from pipeline.evaluate.cache import CACHE_DIR
     from pipeline.evaluate.evaluation import EVAL_DIR, EvaluationRequest, run_evaluation
     from pipeline.evaluate.external import secrets_in_env
+    from pipeline.evaluate.passages import PassageOptions
     from pipeline.evaluate.retrieval.model_runs import RetrievalOptions
 
     if task not in aspect_task.TASKS:
@@ -710,6 +724,9 @@ def evaluate(
             index=index,
         ),
         external=external,
+        passages=passages,
+        passage_rule=PassageOptions.parse(passage_aggregation, passage_chars),
+        passage_runs=tuple(_named(passage_runs)),
     )
     if task == aspect_task.TASK_ASPECTS:
         request = _aspects_request(request, eval_file, out_given=out is not None)
@@ -881,7 +898,12 @@ class ExportResult:
 
 
 def export(
-    release: PathLike, out: PathLike, *, format: str = "beir", split: str = "eval"
+    release: PathLike,
+    out: PathLike,
+    *,
+    format: str = "beir",
+    split: str = "eval",
+    passages: bool = False,
 ) -> ExportResult:
     """Write one split of a release in another tool's layout.
 
@@ -891,6 +913,9 @@ def export(
         format: ``beir``: BEIR's ``GenericDataLoader`` files (``corpus.jsonl``,
             ``queries.jsonl``, ``qrels/test.tsv``, and ``top_ranked.jsonl``).
         split: ``eval`` (written as BEIR's ``test``) or ``train``.
+        passages: also the split's full-text view as a passage corpus in ``passages/``
+            (``_id`` = document id ``#`` section order, ``mapping.tsv`` back to documents:
+            :mod:`pipeline.evaluate.report.export`).
 
     Raises:
         ValueError: an unknown format or split; a release file that differs from its record.
@@ -898,7 +923,7 @@ def export(
     """
     from pipeline.evaluate.report.export import export_release
 
-    files = export_release(Path(release), Path(out), format, split)
+    files = export_release(Path(release), Path(out), format, split, passages)
     return ExportResult(Path(out), files)
 
 

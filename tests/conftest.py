@@ -56,6 +56,7 @@ SLOW_MODULES = frozenset(
         "test_evaluate_e2e",
         "test_external_model",
         "test_figures",
+        "test_full_text_eval",
         "test_hostile_readers",
         "test_hub",
         "test_jobs_local",

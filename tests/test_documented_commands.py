@@ -159,6 +159,17 @@ def _tiny_model(folder: Path) -> None:
     SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=8)]).save(str(folder))
 
 
+def _write_passage_run(path: Path, release: Path, surveys: list[str]) -> None:
+    """A run over the passage corpus of ``export --passages``: every section's passage
+    (``<doc>#<order>``) and every other document's ``<doc>#abstract``, for every eval survey."""
+    sections = pl.read_parquet(release / "corpus_sections" / "test.parquet")
+    ids = [f"{doc}#{order}" for doc, order in sections.select("corpus-id", "section_order").rows()]
+    with_text = set(sections["corpus-id"].to_list())
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")["_id"].to_list()
+    ids += [f"{doc}#abstract" for doc in corpus if doc not in with_text]
+    _write_run(path, [(q, p) for q in surveys for p in ids])
+
+
 def _write_bibliography(path: Path, release: Path) -> None:
     """A generated survey's bibliography as evaluating one would: the titles of the first
     eval survey's listed works, in list order, and a reference to no known work."""
@@ -199,6 +210,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _write_run(home / "full_corpus.trec", [(q, d) for q in surveys for d in corpus])
     aspects = pl.read_parquet(release / "aspects" / "candidates" / "eval.parquet")
     _write_run(home / "my_aspects.trec", list(aspects.select("aspect_id", "candidate_id").iter_rows()))  # fmt: skip
+    _write_passage_run(home / "my_passages.trec", release, surveys)
     _write_bibliography(home / "generated.jsonl", release)
     _qdrant_index(home, release)
     _owner_model(home, release)

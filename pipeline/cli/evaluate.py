@@ -22,7 +22,14 @@ from pipeline.evaluate.systems.learned import LEARNED_BASELINES
 log = logging.getLogger("pipeline")
 
 # The flags that each add a system; ``--name`` names the one given just before it.
-SYSTEM_FLAGS = ("--run", "--model-file", "--encoder", "--scorer", "--sentence-transformer")
+SYSTEM_FLAGS = (
+    "--run",
+    "--passage-run",
+    "--model-file",
+    "--encoder",
+    "--scorer",
+    "--sentence-transformer",
+)
 
 
 class _System(argparse.Action):
@@ -124,6 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     _add_learned_arguments(parser)
     _add_model_arguments(parser)
+    _add_passage_arguments(parser)
     add_external_arguments(parser)
     parser.set_defaults(func=main, systems=[])
     _add_export_parser(subparsers)
@@ -184,6 +192,42 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="the evaluation cache's folder, to share it between runs written to different "
         "--out folders (default: OUT/cache; without --out, eval/cache beside the results)",
+    )
+
+
+def _add_passage_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--passages``, ``--passage-run``, ``--passage-aggregation``, ``--passage-chars``: full-text
+    systems over the release's corpus_sections (docs/evaluation.md)."""
+    parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="the --encoder/--sentence-transformer systems score each document from its "
+        "sections (the release's corpus_sections), a document without full text on its title "
+        "and abstract; rerank and retrieval mode, --task lists or aspects",
+    )
+    parser.add_argument(
+        "--passage-run",
+        action=_System,
+        default=[],
+        metavar="FILE",
+        help="a run over the passage corpus of `export --format beir` (passages/corpus.jsonl: "
+        "_id = document id#section order, or document id#abstract), aggregated to documents "
+        "by --passage-aggregation; repeatable",
+    )
+    parser.add_argument(
+        "--passage-aggregation",
+        default="max",
+        metavar="max|mean-top-K",
+        help="a document's score from its passages' scores: max (default) or the mean of the "
+        "K best, e.g. mean-top-3 (all of them when a document has fewer)",
+    )
+    parser.add_argument(
+        "--passage-chars",
+        type=int,
+        default=2048,
+        metavar="N",
+        help="each passage (heading and text) is cut to N characters before an encoder reads "
+        "it (default 2048; 0: not cut); the report names it",
     )
 
 
@@ -249,6 +293,14 @@ def _add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         default="eval",
         help="eval (written as BEIR's test; the default) or train",
     )
+    parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="also passages/: the split's full-text view (corpus_sections) as a passage corpus "
+        "(_id = document id#section order; document id#abstract for a document without full "
+        "text), with passages/mapping.tsv back to documents; evaluate a run over it with "
+        "evaluate --passage-run",
+    )
     parser.set_defaults(func=export_main)
     return parser
 
@@ -263,7 +315,9 @@ def export_main(args: argparse.Namespace) -> int:
         out = args.out_positional
     if out is None:
         raise UsageError("export: --out DIR is required (the folder to write)")
-    result = api.export(args.release, out, format=args.format, split=args.split)
+    result = api.export(
+        args.release, out, format=args.format, split=args.split, passages=args.passages
+    )
     for name, rows in result.files.items():
         print(f"{result.out / name}\t{rows}")
     return 0
@@ -389,6 +443,10 @@ def main(args: argparse.Namespace) -> int:
         index=args.index,
         external=external_options(args),
         qdrant_api_key=args.qdrant_api_key,
+        passages=args.passages,
+        passage_runs=_named(args, "--passage-run"),
+        passage_aggregation=args.passage_aggregation,
+        passage_chars=args.passage_chars,
     )
     if getattr(args, "quiet", False):
         from pipeline.evaluate.report.markdown import summary_line

@@ -62,6 +62,7 @@ from pipeline.evaluate.columns import (
 )
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
 from pipeline.evaluate.external import ExternalOptions, is_foreign, with_qdrant
+from pipeline.evaluate.passages import PassageOptions
 from pipeline.evaluate.report.figures import write_figures
 from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.results import clean
@@ -104,6 +105,7 @@ from pipeline.evaluate.systems.baselines import (
 from pipeline.evaluate.systems.learned import leak_probe
 from pipeline.evaluate.systems.models import (
     DEFAULT_BATCH,
+    SCORER,
     ModelScores,
     ModelSpec,
 )
@@ -147,6 +149,7 @@ FORMAT_VERSION = 4
 DEFAULT_CONFIG = EvaluateConfig()  # frozen, so one shared default instance is safe
 DEFAULT_TRAIN_CONFIG = TrainConfig()
 DEFAULT_RETRIEVAL = RetrievalOptions()
+DEFAULT_PASSAGES = PassageOptions()
 
 CI_METHOD = "95% percentile bootstrap over surveys, {n} resamples, seed {seed}."
 
@@ -269,9 +272,17 @@ class EvaluationRequest:
     whole_survey_facts: Mapping[str, Any] = field(default_factory=dict)
     retrieval: RetrievalOptions = DEFAULT_RETRIEVAL
     external: ExternalOptions | None = None
+    passages: bool = False
+    passage_rule: PassageOptions = DEFAULT_PASSAGES
+    passage_runs: Sequence[RunSpec] = ()
 
     def __post_init__(self) -> None:
-        for name in ("runs", "model_files", "models"):  # any iterable in, a tuple kept
+        for name in (
+            "runs",
+            "model_files",
+            "models",
+            "passage_runs",
+        ):  # any iterable in, a tuple kept
             object.__setattr__(self, name, tuple(getattr(self, name)))
         self._vectors_to_foreign_model()
         self._check()
@@ -296,6 +307,7 @@ class EvaluationRequest:
         flags = {"--run"} if self.runs else set()
         flags |= {"--model-file"} if self.model_files else set()
         flags |= {"scores="} if self.scores else set()
+        flags |= {"--passage-run"} if self.passage_runs else set()
         return sorted(flags | {spec.flag for spec in self.models})
 
     def _check(self) -> None:
@@ -315,12 +327,25 @@ class EvaluationRequest:
             )
         if not retrieval and self.retrieval.qdrant is not None:
             raise UsageError(f"--qdrant retrieves from the whole corpus: add {RETRIEVAL_OPTION}")
-        if retrieval and not (self.runs or self.scores or self.models or self.retrieval.qdrant):
+        if self.passages and any(spec.kind == SCORER for spec in self.models):
+            raise UsageError(
+                "--passages scores passages with an --encoder or --sentence-transformer; a "
+                "--scorer reads titles and abstracts (evaluate it without --passages)"
+            )
+        if self.passages and not self.models:
+            raise UsageError(
+                "--passages needs an --encoder or --sentence-transformer to score the sections "
+                "(a run over passages goes with --passage-run FILE)"
+            )
+        if self.passages and self.retrieval.qdrant is not None:
+            raise UsageError("--passages searches the sections itself: without --qdrant")
+        has_run = self.runs or self.scores or self.models or self.passage_runs
+        if retrieval and not (has_run or self.retrieval.qdrant):
             raise UsageError(
                 f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=) or a "
                 "model (--encoder, --sentence-transformer, --scorer)"
             )
-        if not (self.runs or self.scores or self.model_files or self.models or self.baselines):
+        if not (has_run or self.model_files or self.baselines):
             raise UsageError("nothing to evaluate: no system given and no baselines asked for")
 
     @property
@@ -409,6 +434,8 @@ def _load_systems(
         eval_set.table, eval_set.path, request.mode, request.runs, request.scores,
         request.model_files, request.models, request.lenient, request.cache_dir,
         request.batch_size, request.retrieval, request.external,
+        request.passage_rule if request.passages else None, request.passage_runs,
+        request.passage_rule,
     )  # fmt: skip
     submitted += [
         Submitted(restrict_to_eval_set(scores_run(frame, name), eval_set.pairs), KIND_WHOLE_SURVEY)
@@ -604,6 +631,7 @@ def _results(
             "pairwise": compared.pairwise,
             "tier_distribution": _tier_distribution(table),
             **_task(request),
+            **_full_text(request),
         }
     )
 
@@ -624,6 +652,14 @@ def _runs(
         }
         for s in submitted
     }
+
+
+def _full_text(request: EvaluationRequest) -> dict[str, Any]:
+    """How full-text systems made a document's score (none without one): the aggregation and
+    the passage truncation length (:mod:`pipeline.evaluate.systems.full_text`)."""
+    if not (request.passages or request.passage_runs):
+        return {}
+    return {"full_text": request.passage_rule.facts()}
 
 
 def _task(request: EvaluationRequest) -> dict[str, Any]:

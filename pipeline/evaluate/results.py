@@ -120,6 +120,7 @@ class EvaluationResults(msgspec.Struct, kw_only=True):
     query_groups: list[str] = []
     whole_survey: dict[str, dict[str, Any]] = {}
     whole_survey_skipped: dict[str, str] = {}
+    full_text: dict[str, Any] | None = None
 
     @property
     def cutoffs(self) -> list[int]:

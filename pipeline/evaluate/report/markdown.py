@@ -242,6 +242,7 @@ def _runs_section(results: EvaluationResults) -> list[str]:
         ],
     )  # fmt: skip
     lines += _retrieved(results)
+    lines += _full_text(results)
     gaps = [(name, run.missing_surveys) for name, run in runs.items() if run.missing_surveys]
     if gaps:
         lines.append("")
@@ -250,6 +251,39 @@ def _runs_section(results: EvaluationResults) -> list[str]:
             "judged candidate of those surveys counts as not ranked."
             for name, n in gaps
         ]
+    return lines
+
+
+def _full_text(results: EvaluationResults) -> list[str]:
+    """How the full-text systems scored documents: the aggregation of passage scores, the
+    passage truncation, and how many documents fell back to title and abstract."""
+    if results.full_text is None:
+        return []
+    rule = results.full_text
+    chars = rule.get("passage_chars")
+    cut = f"cut to {chars} characters" if chars else "not cut"
+    lines = ["", f"Full text: a document's score is its passages' by `{rule['aggregation']}`; "
+             f"passages (heading and text) {cut} before an encoder reads them; a document "
+             "without full text is scored on its title and abstract.", ""]  # fmt: skip
+    for name, facts in sorted(results.models.items()):
+        passages = facts.get("passages")
+        if not isinstance(passages, dict):
+            continue
+        if "documents_without_full_text" in passages:
+            lines.append(
+                f"- `{name}`: {passages['passages_scored']} passage(s) scored; "
+                f"{passages['documents_with_full_text']} document(s) with full text, "
+                f"{passages['documents_without_full_text']} on title and abstract"
+                + (f" ({passages['pairs_fallback']} of {passages['pairs']} judged pairs)"
+                   if "pairs" in passages else "") + "."
+            )  # fmt: skip
+        else:
+            lines.append(
+                f"- `{name}` (passage run): {passages['passages_scored']} passage row(s) made "
+                f"{passages['documents_scored']} document score(s), {passages['pairs_fallback']} "
+                f"from a title-and-abstract passage; {passages['unknown_passages_dropped']} "
+                "unknown passage row(s) dropped."
+            )
     return lines
 
 

@@ -248,13 +248,13 @@ def bm25_retrieval(eval_set: pl.DataFrame, corpus: Corpus, top_k: int, name: str
     queries = surveys(eval_set).with_columns(tokenize(pl.col(BEIR_TEXT)).alias("_tokens"))
     query_ids, tokens = queries[SURVEY_ID].to_list(), queries["_tokens"].to_list()
     order = DocOrder.of(corpus.ids)
-    found = _blocks_top_k(query_ids, order, top_k, lambda i: index.scores(tokens[i]), "bm25")
+    found = blocks_top_k(query_ids, order, top_k, lambda i: index.scores(tokens[i]), "bm25")
     facts = {"kind": "baseline", "corpus_documents": corpus.ids.len(), "top_k": top_k,
              "search_seconds": time.perf_counter() - start}  # fmt: skip
     return Retrieved(_run(name, "bm25", found), facts)
 
 
-def _blocks_top_k(
+def blocks_top_k(
     query_ids: list[str],
     order: DocOrder,
     k: int,

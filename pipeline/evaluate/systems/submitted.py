@@ -13,14 +13,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline.core.errors import option
+from pipeline.core.errors import UsageError, option
 from pipeline.evaluate.columns import CANDIDATE_ID, SCORE, SUBSET, SURVEY_ID
 from pipeline.evaluate.evalset import answer_free
+from pipeline.evaluate.passages import PassageOptions
 from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
 from pipeline.evaluate.retrieval.mode import RETRIEVAL, corpus_ids, restrict_to_corpus
 from pipeline.evaluate.retrieval.model_runs import RetrievalOptions, retrieve
 from pipeline.evaluate.scoring.coverage import CHV_RATIO, chv_ratios
 from pipeline.evaluate.scoring.subsets import SUBSET_ALL
+from pipeline.evaluate.systems import full_text
 from pipeline.evaluate.systems.learned import eval_view, model_file_scores
 from pipeline.evaluate.systems.models import ModelError, ModelScores, ModelSpec, run_model
 from pipeline.evaluate.systems.runs import (
@@ -177,6 +179,42 @@ def _model_run(
     return Submitted(run, spec.kind, result.facts, result.vectors), result
 
 
+def _full_text_models(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    mode: str,
+    models: Sequence[ModelSpec],
+    passages: PassageOptions,
+    cache_dir: Path | None,
+    batch_size: int,
+    retrieval: RetrievalOptions,
+    restrict: Any,
+) -> list[Submitted]:
+    """The encoders given with ``--passages``, each scoring documents from their sections
+    (:mod:`pipeline.evaluate.systems.full_text`)."""
+    if not models:
+        return []
+    texts = full_text.load_passages(eval_path, passages)
+    corpus = load_corpus(eval_path) if mode == RETRIEVAL else None
+    if mode == RETRIEVAL and corpus is None:
+        raise UsageError(
+            "--mode retrieval with --passages needs the split's corpus (corpus/test.parquet of "
+            "a release folder) beside the eval file"
+        )
+    found = []
+    for spec in models:
+        if corpus is not None:
+            run, facts = full_text.encoder_retrieval(
+                spec, eval_set, corpus, texts, passages, cache_dir, batch_size, retrieval.top_k
+            )
+        else:
+            run, facts = full_text.encoder_rerank(
+                spec, eval_set, texts, passages, cache_dir, batch_size
+            )
+        found.append(Submitted(restrict(run), spec.kind, facts))
+    return found
+
+
 def load_submitted(
     eval_set: pl.DataFrame,
     eval_path: Path,
@@ -190,10 +228,13 @@ def load_submitted(
     batch_size: int,
     retrieval: RetrievalOptions,
     external: Any = None,
+    passages: PassageOptions | None = None,
+    passage_runs: Sequence[RunSpec] = (),
+    passage_rule: PassageOptions | None = None,
 ) -> tuple[list[Submitted], list[ModelScores]]:
     pairs = eval_set.select(SURVEY_ID, CANDIDATE_ID)
+    corpus = corpus_ids(eval_path)
     if mode == RETRIEVAL:
-        corpus = corpus_ids(eval_path)
 
         def restrict(run: Run) -> Run:
             return restrict_to_corpus(run, pairs, corpus, lenient=lenient)
@@ -210,6 +251,14 @@ def load_submitted(
         Submitted(restrict(scores_run(s, name)), KIND_SCORES) for name, s in scores.items()
     ]
     submitted += [_model_file_run(eval_set, eval_path, spec, external) for spec in model_files]
+    rule = passage_rule or PassageOptions()
+    for path, name in (run_spec(spec) for spec in passage_runs):
+        run, facts = full_text.passage_run(path, name, eval_set, corpus, eval_path, rule, lenient)
+        submitted.append(Submitted(restrict(run), full_text.KIND_PASSAGE_RUN, facts))
+    if passages is not None:  # the encoders read the documents' sections
+        submitted += _full_text_models(eval_set, eval_path, mode, models, passages, cache_dir,
+                                       batch_size, retrieval, restrict)  # fmt: skip
+        models = []
     model_runs: list[ModelScores] = []
     if mode == RETRIEVAL:
         found = retrieve(list(models), eval_set, load_corpus(eval_path), cache_dir, batch_size,
