@@ -79,11 +79,17 @@ class Written:
         default_factory=lambda: {"splits": {}, "relative": {}, "judgment_side": {}, "sample": {}}
     )
     full_text: dict[str, Any] = field(default_factory=dict)  # corpus_sections' counts
+    # the works left out for their text (pipeline.rules.document_text), counted
+    text_exclusion: dict[str, Any] = field(default_factory=dict)
+    mteb_checks: dict[str, Any] = field(default_factory=dict)  # of the BEIR files written
 
 
-def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame) -> Written:
+def write_splits(
+    ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame, excluded: pl.DataFrame
+) -> Written:
     """Write every split that has surveys (a Parquet file with no rows cannot be read by
-    ``datasets``); count every split."""
+    ``datasets``) of ``cands`` (:func:`pipeline.stages.release.tables.kept_candidates`, without
+    the ``excluded`` works); count every split."""
     out = Written()
     for split in S.SPLIT_NAMES:
         per_survey = (
@@ -94,11 +100,15 @@ def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame)
             .collect(engine="streaming")
         )
         if per_survey.height == 0:
-            empty = reading_lists(ctx, per_survey[S.SURVEY_ID]).drop(S.SPLIT, TEXT_SOURCE).collect()
+            empty = (
+                reading_lists(ctx, per_survey[S.SURVEY_ID], cands)
+                .drop(S.SPLIT, TEXT_SOURCE)
+                .collect()
+            )
             out.counts[split] = split_counts(empty, surveys)
             continue
         out.present.append(split)
-        _summarize(out, split, _write_split(ctx, split, per_survey), surveys)
+        _summarize(out, split, _write_split(ctx, split, per_survey, cands, excluded), surveys)
         # it reads the split's corpus and qrels files, written just above
         out.full_text[split] = write_corpus_sections(ctx, split)
     return out
@@ -149,10 +159,16 @@ def survey_batches(
     return id_batches(weights, max_rows * max_aspect_rows)
 
 
-def _write_split(ctx: ReduceContext, split: str, per_survey: pl.DataFrame) -> dict[str, Any]:
+def _write_split(
+    ctx: ReduceContext,
+    split: str,
+    per_survey: pl.DataFrame,
+    cands: pl.LazyFrame,
+    excluded: pl.DataFrame,
+) -> dict[str, Any]:
     """Write one split's files batch by batch; return its light columns, the audit values of
     the surveys the audits sample, and what they sampled."""
-    files = _SplitFiles(ctx, split, per_survey)
+    files = _SplitFiles(ctx, split, per_survey, cands, excluded)
     for ids in steps(files.batches, f"release: {split} survey batches"):
         files.write_batch(ids)
     return files.close()
@@ -166,10 +182,20 @@ class _SplitFiles:
     """One split's open files and what its batches leave for its counts and audits (the
     audits read a bounded sample of whole surveys: :mod:`pipeline.rules.audit_sample`)."""
 
-    def __init__(self, ctx: ReduceContext, split: str, per_survey: pl.DataFrame) -> None:
-        self.ctx, self.split, self.per_survey = ctx, split, per_survey
+    def __init__(
+        self,
+        ctx: ReduceContext,
+        split: str,
+        per_survey: pl.DataFrame,
+        cands: pl.LazyFrame,
+        excluded: pl.DataFrame,
+    ) -> None:
+        self.ctx, self.split, self.per_survey, self.cands = ctx, split, per_survey, cands
         self.aspects = ctx.read("aspects", "aspects").filter(pl.col(S.SPLIT) == split)
-        self.aspect_cands = ctx.read("aspects", "aspect_candidates")
+        # the works the release leaves out leave the aspects' lists too
+        self.aspect_cands = ctx.read("aspects", "aspect_candidates").join(
+            excluded.lazy().select(S.SPLIT, S.WORK_ID), on=[S.SPLIT, S.WORK_ID], how="anti"
+        )
         self.with_aspects = self.aspects.select(pl.len()).collect().item() > 0
         self.aspect_writers = self._aspect_writers() if self.with_aspects else {}
         self.writers = {
@@ -235,7 +261,7 @@ class _SplitFiles:
     def write_batch(self, ids: pl.Series) -> None:
         """Write the rows of the surveys ``ids`` to every file of the split."""
         part = (
-            reading_lists(self.ctx, ids)
+            reading_lists(self.ctx, ids, self.cands)
             .filter(pl.col(S.SPLIT) == self.split)
             .drop(S.SPLIT)
             .collect(engine="streaming")
