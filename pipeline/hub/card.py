@@ -72,7 +72,12 @@ from pipeline.hub.card_tables import (
     textless_sections,
 )
 from pipeline.rules.document_text import EXCLUSION_REASONS, MIN_TEXT_CHARS
-from pipeline.rules.leak_audit import ASPECT_FEATURE_DOCS, RELATIVE_DOCS
+from pipeline.rules.leak_audit import (
+    ASPECT_FEATURE_DOCS,
+    FULL_TEXT_DOCS,
+    RELATIVE_DOCS,
+    RELATIVE_FULL_TEXT,
+)
 
 CARD_TEMPLATE = "survey_reading_lists.md"
 METHODS_TEMPLATE = "methods.md"
@@ -969,7 +974,11 @@ def _audit_values(meta: dict[str, Any]) -> dict[str, str]:
         "leak_audit_table": leak_audit_table(audit),
         "relative_audit_table": leak_audit_table(audit.get("relative", {})),
         "relative_features_list": "\n".join(
-            f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
+            f"* `{name}`: {doc}"
+            for name, doc in {
+                **RELATIVE_DOCS,
+                RELATIVE_FULL_TEXT: FULL_TEXT_DOCS[RELATIVE_FULL_TEXT],
+            }.items()
         ),
         "probe_table": probe_table(audit.get("reading_free_probe") or {}),
         "leak_low": str(bounds[0]),

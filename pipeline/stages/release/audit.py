@@ -114,9 +114,11 @@ def leak_audits(ctx: ReduceContext, written: Written) -> tuple[dict[str, Any], d
     """
     low, high = ctx.cfg.release.leak_auc_bounds
     sample_rows = ctx.cfg.release.audit_sample_rows
-    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train, sample_rows)
+    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train, sample_rows, written.full_text_ids)
     record, problems = verdict(READING_LISTS, written.audit, written.relative, probe, low, high)
-    aspects = aspect_audit_meta(ctx, written.aspect_counts, written.aspect_audit, low, high)
+    aspects = aspect_audit_meta(
+        ctx, written.aspect_counts, written.aspect_audit, low, high, written.full_text_ids
+    )
     every = problems + [f"aspects: {p}" for p in aspects["leak_audit"]["problems"]]
     if every:
         if ctx.cfg.release.leak_audit == "error":
@@ -131,6 +133,7 @@ def aspect_audit_meta(
     leak: dict[str, Any],
     low: float,
     high: float,
+    full_text: dict[str, pl.Series] | None = None,
 ) -> dict[str, Any]:
     """The ``aspects`` entry of the metadata: the aspects stage's counts, the released
     aspects per split, and their leak audit (visible features per aspect, per survey and
@@ -138,7 +141,7 @@ def aspect_audit_meta(
     judgment-side counts beside it."""
     stage = ctx.counts("aspects")
     probe = reading_free_probe(
-        ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train, ctx.cfg.release.audit_sample_rows
+        ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train, ctx.cfg.release.audit_sample_rows, full_text
     )
     record, problems = verdict(ASPECTS, leak["splits"], leak["relative"], probe, low, high)
     return {

@@ -38,9 +38,11 @@ from pipeline.rules.leak_audit import (
     feature_values,
     relative_audit,
     relative_feature_values,
+    with_candidate,
+    with_full_text,
 )
 from pipeline.rules.tables import id_batches
-from pipeline.stages.corpus_sections import write_corpus_sections
+from pipeline.stages.corpus_sections import sections_file, write_corpus_sections
 from pipeline.stages.release.counts import (
     ASPECT_LIGHT_COLUMNS,
     LIGHT_COLUMNS,
@@ -82,6 +84,8 @@ class Written:
     # the works left out for their text (pipeline.rules.document_text), counted
     text_exclusion: dict[str, Any] = field(default_factory=dict)
     mteb_checks: dict[str, Any] = field(default_factory=dict)  # of the BEIR files written
+    # the candidates with full text (corpus_sections' ids), per split: the probe's feature
+    full_text_ids: dict[str, pl.Series] = field(default_factory=dict)
 
 
 def write_splits(
@@ -108,24 +112,46 @@ def write_splits(
             out.counts[split] = split_counts(empty, surveys)
             continue
         out.present.append(split)
-        _summarize(out, split, _write_split(ctx, split, per_survey, cands, excluded), surveys)
-        # it reads the split's corpus and qrels files, written just above
+        written = _write_split(ctx, split, per_survey, cands, excluded)
+        # it reads the split's corpus and qrels files, written just above; the audits then
+        # read which candidates it gave full text
         out.full_text[split] = write_corpus_sections(ctx, split)
+        out.full_text_ids[split] = full_text_ids(ctx, split)
+        _summarize(out, split, written, surveys, out.full_text_ids[split])
     return out
 
 
-def _summarize(out: Written, split: str, written: dict[str, Any], surveys: pl.DataFrame) -> None:
+def full_text_ids(ctx: ReduceContext, split: str) -> pl.Series:
+    """The document ids of split ``split``'s written ``corpus_sections`` file (none without
+    one: a split whose view has no row gets no file)."""
+    path = ctx.output(sections_file(split))
+    if not path.is_file():
+        return pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
+    ids = pl.scan_parquet(path).select(pl.col(S.BEIR_CORPUS_ID).unique().sort())
+    return ids.collect(engine="streaming").to_series()
+
+
+def _summarize(
+    out: Written, split: str, written: dict[str, Any], surveys: pl.DataFrame, with_text: pl.Series
+) -> None:
     """Record one written split's counts and audit tables in ``out`` (its frames are freed
-    when this returns, before the next split's are built)."""
+    when this returns, before the next split's are built); ``with_text``: the candidates
+    with full text, audited as a feature (:func:`pipeline.rules.leak_audit.with_full_text`)."""
     out.counts[split] = split_counts(written["light"], surveys)
-    out.audit[split] = audit_values(written["audit"])
-    out.relative[split] = relative_audit(written["relative"])
+    out.audit[split] = audit_values(with_full_text(written["audit"], with_text))
+    out.relative[split] = relative_audit(
+        with_full_text(written["relative"], with_text, relative=True)
+    )
     out.texts[split] = text_summary(written["texts"])
     out.samples[split] = written["sample"]
     if "aspect_light" in written:
         out.aspect_counts[split] = aspect_split_counts(written["aspect_light"])
-        out.aspect_audit["splits"][split] = aspect_audit(written["aspect_audit"])
-        out.aspect_audit["relative"][split] = aspect_relative_audit(written["aspect_relative"])
+        out.aspect_audit["splits"][split] = aspect_audit(
+            with_full_text(written["aspect_audit"], with_text, keep_key=True)
+        )
+        out.aspect_audit["relative"][split] = aspect_relative_audit(
+            with_full_text(written["aspect_relative"], with_text, relative=True, keep_key=True)
+        )
         out.aspect_audit["judgment_side"][split] = aspect_audit(written["aspect_hidden"])
         out.aspect_audit["sample"][split] = written["aspect_sample"]
 
@@ -287,8 +313,13 @@ class _SplitFiles:
         if sample.height:
             sample_view = sample.select(S.CANDIDATES_VIEW.names)
             audited_columns = sample.select(*S.CANDIDATES_VIEW.names, *S.POPULARITY_COLUMNS)
-            self.values.append(feature_values(audited_columns, sample[S.LABEL]))
-            self.relative.append(relative_feature_values(sample_view, sample[S.LABEL]))
+            ids = sample[S.CANDIDATE_ID]
+            self.values.append(
+                with_candidate(feature_values(audited_columns, sample[S.LABEL]), ids)
+            )
+            self.relative.append(
+                with_candidate(relative_feature_values(sample_view, sample[S.LABEL]), ids)
+            )
 
     def _write_aspects(self, part: pl.DataFrame, survey_view: pl.DataFrame) -> None:
         """The batch's aspect rows and their view, and the audit values of its sampled
