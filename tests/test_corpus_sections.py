@@ -54,3 +54,26 @@ def test_the_view_of_each_split(demo: Path, split: str) -> None:
     by_licence = docs.select(name_expr(pl.col(S.LICENSE)))[S.LICENSE].value_counts()
     assert counts["documents_by_licence"] == dict(by_licence.iter_rows())
     assert counts["non_commercial"] is False
+
+
+@pytest.mark.parametrize("split", ["train", "eval"])
+def test_full_text_availability_is_in_the_leak_audit(demo: Path, split: str) -> None:
+    """Whether a candidate has full text is visible: the audits carry it as a single feature
+    (equal to its AUC computed here from the files), as a relative feature, and the probe
+    learns from it (issue 51)."""
+    from pipeline.rules.leak_audit import FULL_TEXT, RELATIVE_FULL_TEXT, columns_audit
+
+    meta = json.loads((demo / METADATA_FILE).read_text())
+    audit = meta["leak_audit"]
+    assert audit["sample"][split]["sampled"] is False  # the demo's audit reads every row
+    with_text = pl.read_parquet(demo / sections_file(split))[S.BEIR_CORPUS_ID].unique()
+    lists = pl.read_parquet(demo / READING_LISTS_FILE.format(split=split))
+    flag = pl.col(S.CANDIDATE_ID).is_in(with_text.implode()).cast(pl.Float64).alias(FULL_TEXT)
+    expected = columns_audit(lists.select(S.SURVEY_ID, flag), lists[S.LABEL])[FULL_TEXT]
+    assert audit["splits"][split][FULL_TEXT] == expected
+    assert audit["relative"]["splits"][split][RELATIVE_FULL_TEXT]["pooled"] is not None
+    assert FULL_TEXT in audit["reading_free_probe"]["features"]
+    aspects = meta["aspects"]["leak_audit"]
+    assert aspects["splits"][split][FULL_TEXT]["per_aspect"] is not None
+    assert RELATIVE_FULL_TEXT in aspects["relative"]["splits"][split]
+    assert FULL_TEXT in aspects["reading_free_probe"]["features"]

@@ -82,11 +82,14 @@ def test_mtebs_checks_pass_on_the_demo_release(demo_release: Path, offline: Path
         assert stats["documents_text_statistics"]["min_text_length"] >= M.MIN_TEXT_CHARS
         removed = report.removed_by_filter
         assert removed["remove_by_text_length"] == {"documents": 0, "queries": 0}
-        # identical title-only texts of distinct works: fewer than 1% of the corpus
-        assert removed["remove_duplicates"]["queries"] == 0
-        assert 0 <= removed["remove_duplicates"]["documents"] <= 0.01 * stats["num_documents"]
+        # the release leaves out works whose text duplicates another's (document_text)
+        assert removed["remove_duplicates"] == {"documents": 0, "queries": 0}
     full = reports["SurveyReadingListsRetrieval"].statistics
     meta = json.loads((demo_release / "eval_metadata.json").read_text())
+    # the release stage's own checks, run without MTEB, agree with MTEB's
+    ours = meta["mteb_checks"]["splits"][M.SPLIT]
+    assert meta["mteb_checks"]["passed"] and ours["passed"]
+    _agree(ours, reports["SurveyReadingListsRetrieval"])
     assert full["num_queries"] == meta["splits"]["eval"]["surveys"]
     assert full["top_ranked_statistics"] is None  # the whole corpus, no candidate lists
     rerank = reports["SurveyReadingListsReranking"].statistics
@@ -108,6 +111,60 @@ def test_check_reports_what_fails(demo_release: Path, offline: Path) -> None:
     assert "metadata field not filled: domains" in report.problems
     assert report.removed_by_filter["remove_by_text_length"]["documents"] == 2
     assert any("2 texts of 3 characters or fewer" in p for p in report.problems)
+
+
+def test_release_checks_agree_with_mtebs_on_failing_texts(
+    demo_release: Path, offline: Path
+) -> None:
+    """Empty, short and duplicate texts (beyond MTEB's 1%) in the corpus: the release stage's
+    checks (pipeline.rules.document_text) count what MTEB's count."""
+    import polars as pl
+
+    from pipeline.rules.document_text import mteb_checks
+
+    (task,) = M.tasks(demo_release, kinds=(M.RETRIEVAL,))
+    task.load_data()
+    split = task.dataset["default"][M.SPLIT]
+    n = len(split["corpus"])
+    twins = int(0.02 * n) + 2  # 2% of the corpus reads "same title" (1 kept by MTEB)
+
+    def damage(row: dict, i: int) -> dict:
+        if i < 2:
+            return {"title": "", "text": ""}
+        if i < 4:
+            return {"title": " ab", "text": ""}
+        return {"title": "same title", "text": ""} if i < 4 + twins else {}
+
+    split["corpus"] = split["corpus"].map(damage, with_indices=True)
+    report = M.check(task)
+    assert not report.passed
+    frame = split["corpus"].to_polars().rename({"id": "_id"})
+    queries = split["queries"].to_polars().rename({"id": "_id"})
+    qrels = pl.DataFrame(
+        [(q, d, s) for q, docs in split["relevant_docs"].items() for d, s in docs.items()],
+        schema=["query-id", "corpus-id", "score"],
+        orient="row",
+    )
+    ours = mteb_checks(queries.lazy(), frame.lazy(), qrels.lazy())
+    assert not ours["passed"]
+    assert ours["documents"]["short_texts"] == 4
+    _agree(ours, report)
+
+
+def _agree(ours: dict, report: M.CheckReport) -> None:
+    """The release's checks of a split equal MTEB's statistics and filters of its task."""
+    stats, removed = report.statistics, report.removed_by_filter
+    for side in ("documents", "queries"):
+        assert ours[side]["count"] == stats[f"num_{side}"]
+        assert ours[side]["min_text_length"] == stats[f"{side}_text_statistics"]["min_text_length"]
+        assert ours[side]["short_texts"] == removed["remove_by_text_length"][side]
+        assert ours[side]["duplicates"] == removed["remove_duplicates"][side]
+    relevant = stats["relevant_docs_statistics"]
+    assert ours["qrels"]["missing_corpus_ids"] == relevant["num_missing_corpus_ids"]
+    assert ours["qrels"]["missing_query_ids"] == relevant["num_missing_query_ids"]
+    assert [p for p in ours["problems"] if not p.startswith("qrels")] == [
+        p for p in report.problems if not p.startswith(("metadata", "qrels"))
+    ]
 
 
 def _ours(release: Path, out: Path, model: Path, *args: str) -> float:

@@ -450,7 +450,10 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
     assert split.height == 1
     release = out / "release"
     rows = pl.read_parquet(release / "train_survey_reading_lists.parquet")
-    assert rows.height == 31 and (rows[S.LABEL] > 0).all() and set(rows[S.SURVEY_ID]) == {SURVEY_ID}
+    # one of the 31 (openalex:W2914114221, "D&c: A divide-and-conquer approach...") has no
+    # title the bib strings give and no abstract: no text, so not in the release, counted
+    assert rows.height == 30 and (rows[S.LABEL] > 0).all() and set(rows[S.SURVEY_ID]) == {SURVEY_ID}
+    assert "openalex:W2914114221" not in set(rows[S.CANDIDATE_ID])
     assert not (
         release / "eval_survey_reading_lists.parquet"
     ).exists()  # no eval survey in the sample
@@ -462,6 +465,8 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
                                   "unknown_papers": 0, "verdict": "real"}  # fmt: skip
     assert "SYNTHETIC" not in (release / "README.md").read_text()
     assert meta["splits"]["train"]["surveys_without_negatives"] == 1
+    assert meta["text_exclusion"]["splits"]["train"]["no_text"] == {"positives": 1, "negatives": 0}
+    assert meta["text_exclusion"]["works"] == {"no_text": 1, "duplicate_text": 0}
     assert meta["splits"]["eval"]["rows"] == 0 and meta["splits_written"] == ["train"]
     assert meta["negatives"]["surveys_without_negatives"] == 1
     fm = _front_matter((release / "README.md").read_text())
@@ -544,7 +549,7 @@ def test_the_relative_audit_and_the_probe_fail_the_build_in_error_mode(
         expected = "relative_shape_similarity (pooled) = 0.81"
     else:
         row = {"lgbm-reading-free": 0.7, "bm25": 0.6, "beats": True}
-        monkeypatch.setattr(audit, "reading_free_probe", lambda release, cfg, max_rows=None: {
+        monkeypatch.setattr(audit, "reading_free_probe", lambda release, cfg, max_rows=None, full_text=None: {
             "probe": "lgbm-reading-free", "reference": "bm25", "metrics": {"nDCG@10": row},
             "flagged": True})  # fmt: skip
         expected = "the reading-free probe beats BM25: nDCG@10 0.7 > 0.6"

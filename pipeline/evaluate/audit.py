@@ -45,6 +45,7 @@ from pipeline.rank.features import READING_FREE_SET, compute_features
 from pipeline.rank.model import score, train_ranker
 from pipeline.rank.release import query_sizes, read_judgments, read_view, split_view_file
 from pipeline.rules.audit_sample import sample_record, sample_surveys
+from pipeline.rules.leak_audit import FULL_TEXT
 
 __all__ = ["reading_free_probe", "write_field_baselines"]
 
@@ -99,8 +100,19 @@ def _sampled(
     return view, judged, sample_record(per_survey, chosen, limit)
 
 
+def _availability(view: pl.DataFrame, with_text: pl.Series | None) -> pl.DataFrame | None:
+    """The probe's :data:`FULL_TEXT` feature of each row of ``view`` (None: not audited)."""
+    if with_text is None:
+        return None
+    flag = pl.col(CANDIDATE_ID).is_in(with_text.implode()).cast(pl.Float64)
+    return view.select(SURVEY_ID, CANDIDATE_ID, flag.alias(FULL_TEXT))
+
+
 def reading_free_probe(
-    release: Path, config: TrainConfig, max_rows: int | None = None
+    release: Path,
+    config: TrainConfig,
+    max_rows: int | None = None,
+    full_text: dict[str, pl.Series] | None = None,
 ) -> dict[str, Any]:
     """Train the probe on ``release``'s train split; its and BM25's eval means, and the verdict.
 
@@ -110,6 +122,10 @@ def reading_free_probe(
         max_rows: most rows of each split the probe reads (``release.audit_sample_rows``):
             above it, a sample of whole surveys (:mod:`pipeline.rules.audit_sample`); None
             reads every row.
+        full_text: per split (``train``, ``eval``), the candidates with full text (the
+            release's ``corpus_sections`` ids): the probe also learns from
+            ``candidate_full_text`` (:data:`pipeline.rules.leak_audit.FULL_TEXT`), visible to
+            any system that loads that config. None: the reading-free set alone.
 
     Returns:
         ``{"skipped": reason}`` when the release has no usable train split or no eval
@@ -128,11 +144,15 @@ def reading_free_probe(
         "candidates": file_identity(split_view_file(release, "train")),
         "judgments": file_identity(release / READING_LISTS_FILE.format(split="train")),
     }
-    model = train_ranker(train_view, train_judged, READING_FREE_SET, config, inputs)
+    full_text = full_text or {}
+    extra = _availability(train_view, full_text.get("train")) if full_text else None
+    model = train_ranker(train_view, train_judged, READING_FREE_SET, config, inputs, extra)
     del train_view, train_judged
     view, judged, eval_sample = _sampled(release, "eval", max_rows)
     bm25 = compute_features(view, ["bm25"]).rename({"bm25": SCORE})
-    probe_per, reference_per = _per_survey(judged, score(model, view)), _per_survey(judged, bm25)
+    extra = _availability(view, full_text.get("eval")) if full_text else None
+    probe_per = _per_survey(judged, score(model, view, extra))
+    reference_per = _per_survey(judged, bm25)
     probe, reference = _means(probe_per), _means(reference_per)
     verdict = probe_verdict(
         PROBE,

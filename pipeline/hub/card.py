@@ -71,7 +71,13 @@ from pipeline.hub.card_tables import (
     reason_table,
     textless_sections,
 )
-from pipeline.rules.leak_audit import ASPECT_FEATURE_DOCS, RELATIVE_DOCS
+from pipeline.rules.document_text import EXCLUSION_REASONS, MIN_TEXT_CHARS
+from pipeline.rules.leak_audit import (
+    ASPECT_FEATURE_DOCS,
+    FULL_TEXT_DOCS,
+    RELATIVE_DOCS,
+    RELATIVE_FULL_TEXT,
+)
 
 CARD_TEMPLATE = "survey_reading_lists.md"
 METHODS_TEMPLATE = "methods.md"
@@ -610,6 +616,57 @@ def card_values(meta: dict[str, Any], splits: list[str]) -> dict[str, str]:
         **openalex_values(meta.get("openalex") or {}),
         **aspect_values(meta.get("aspects") or {}, splits, S.SPLIT_NAMES[-1], S.SPLIT_NAMES[0]),
         **_full_text_values(meta.get("corpus_sections") or {}),
+        **_document_text_values(meta),
+    }
+
+
+def _document_text_values(meta: dict[str, Any]) -> dict[str, str]:
+    """The works left out for their text (``text_exclusion``) and MTEB's data checks of the
+    BEIR files (``mteb_checks``), as tables."""
+    excluded = meta.get("text_exclusion") or {}
+    rows = []
+    for split, c in sorted((excluded.get("splits") or {}).items(), key=lambda kv: kv[0] != "eval"):
+        rows.append(
+            [f"`{split}`"]
+            + [f"{c[r]['positives']:,} / {c[r]['negatives']:,}" for r in EXCLUSION_REASONS]
+            + [f"{c['surveys_without_positive']:,} ({c['their_other_rows']:,} rows)"]
+        )
+    works = excluded.get("works") or {}
+    exclusion = (
+        md_table(
+            [
+                "split",
+                *(f"`{r}` rows (positives / hard negatives)" for r in EXCLUSION_REASONS),
+                "surveys left without a positive",
+            ],
+            rows,
+        )  # fmt: skip
+        + "\n\nWorks left out: "
+        + ", ".join(f"`{r}` {works.get(r, 0):,}" for r in EXCLUSION_REASONS)
+        + "."
+        if rows
+        else "This build applied no text rule."
+    )
+    checks = (meta.get("mteb_checks") or {}).get("splits") or {}
+    check_rows = [
+        [
+            f"`{split}`",
+            *(f"{c[side]['count']:,}" for side in ("queries", "documents")),
+            *(f"{c[side]['duplicates']:,}" for side in ("queries", "documents")),
+            *(f"{c[side]['short_texts']:,}" for side in ("queries", "documents")),
+            f"{c['qrels']['missing_corpus_ids'] + c['qrels']['missing_query_ids']:,}",
+            f"{c['qrels']['queries_without_relevant']:,}",
+            "passed" if c["passed"] else "FAILED: " + "; ".join(c["problems"]),
+        ]
+        for split, c in sorted(checks.items(), key=lambda kv: kv[0] != "test")
+    ]
+    header = ["split", "queries", "documents", "duplicate queries", "duplicate documents"]
+    header += [f"queries under {MIN_TEXT_CHARS} characters"]
+    header += [f"documents under {MIN_TEXT_CHARS} characters", "qrels ids missing"]
+    header += ["queries without a relevant document", "verdict"]
+    return {
+        "text_exclusion_table": exclusion,
+        "mteb_checks_table": md_table(header, check_rows) if check_rows else "Not run.",
     }
 
 
@@ -917,7 +974,11 @@ def _audit_values(meta: dict[str, Any]) -> dict[str, str]:
         "leak_audit_table": leak_audit_table(audit),
         "relative_audit_table": leak_audit_table(audit.get("relative", {})),
         "relative_features_list": "\n".join(
-            f"* `{name}`: {doc}" for name, doc in RELATIVE_DOCS.items()
+            f"* `{name}`: {doc}"
+            for name, doc in {
+                **RELATIVE_DOCS,
+                RELATIVE_FULL_TEXT: FULL_TEXT_DOCS[RELATIVE_FULL_TEXT],
+            }.items()
         ),
         "probe_table": probe_table(audit.get("reading_free_probe") or {}),
         "leak_low": str(bounds[0]),

@@ -20,7 +20,8 @@ checks on a loaded task: ``TaskMetadata.is_filled``, the descriptive statistics 
 computes (``_calculate_descriptive_statistics_from_split``, without writing them into
 MTEB's package folder as ``calculate_descriptive_statistics`` does) and the
 ``mteb.data_cleaning`` filters (duplicates, texts of 3 characters or fewer), counting what
-each filter would remove.
+each filter would remove. The release stage computes the same checks without MTEB
+(:func:`pipeline.rules.document_text.mteb_checks`, ``eval_metadata.json``'s ``mteb_checks``).
 
 Importing this module imports neither MTEB nor ``datasets``; :func:`tasks` does.
 """
@@ -42,11 +43,10 @@ from pipeline.core.release_files import (
     METADATA_FILE,
     RETRIEVAL_SPLITS,
 )
+from pipeline.rules.document_text import MAX_DUPLICATE_SHARE, MIN_TEXT_CHARS
 
 SPLIT = RETRIEVAL_SPLITS["eval"]  # the MTEB split of the release's eval surveys
 MAIN_SCORE = "ndcg_at_10"
-MIN_TEXT_CHARS = 4  # MTEB's maintainers: no text of 3 characters or fewer
-MAX_DUPLICATE_SHARE = 0.01  # at most 1% duplicate documents or queries
 RETRIEVAL, RERANKING, ASPECTS = "Retrieval", "Reranking", "AspectsReranking"
 LITE = "LiteRetrieval"  # the leaderboard-sized variant (pipeline.integrations.mteb_lite)
 KINDS = (RETRIEVAL, RERANKING, ASPECTS)

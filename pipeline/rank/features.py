@@ -45,7 +45,13 @@ from pipeline.core.schema import (
     SURVEY_ID,
     SURVEY_TITLE,
 )
-from pipeline.rules.leak_audit import RELATIVE_DOCS, RELATIVE_FEATURES, relative_values
+from pipeline.rules.leak_audit import (
+    FULL_TEXT,
+    FULL_TEXT_DOCS,
+    RELATIVE_DOCS,
+    RELATIVE_FEATURES,
+    relative_values,
+)
 from pipeline.rules.text_match import (
     bm25_by_survey,
     candidate_text_tokens,
@@ -118,6 +124,11 @@ FEATURES: tuple[Feature, ...] = (
     *(Feature(name, FORMAT, RELATIVE_DOCS[name]) for name in RELATIVE_FEATURES),
 )
 FEATURE_NAMES = tuple(f.name for f in FEATURES)
+AVAILABILITY = "availability"
+# features no column of the view holds: given by the caller as ``extra`` columns (the leak
+# audit's probe reads the release's corpus_sections for them); in no named set
+EXTRA_FEATURES: tuple[Feature, ...] = (Feature(FULL_TEXT, AVAILABILITY, FULL_TEXT_DOCS[FULL_TEXT]),)
+EXTRA_NAMES = tuple(f.name for f in EXTRA_FEATURES)
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     FULL_SET: FEATURE_NAMES,
     METADATA_SET: tuple(f.name for f in FEATURES if f.kind == METADATA),
@@ -194,13 +205,18 @@ def candidates_view(frame: pl.DataFrame, where: str = "input") -> pl.DataFrame:
     return frame.select(CANDIDATES_VIEW.names).sort(SURVEY_ID, CANDIDATE_ID)
 
 
-def compute_features(frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES) -> pl.DataFrame:
-    """Features of every (survey, candidate) row, from the candidates-view columns alone.
+def compute_features(
+    frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES, extra: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Features of every (survey, candidate) row, from the candidates-view columns alone (and
+    the ``extra`` columns given, :data:`EXTRA_FEATURES`).
 
     Args:
         frame: rows with every column of ``CANDIDATES_VIEW`` (other columns, judgments
             included, are dropped before anything is computed).
         names: features to compute, in the order of the output columns.
+        extra: ``survey_id``, ``candidate_id`` and a column per :data:`EXTRA_FEATURES` name
+            of ``names``, for every row of ``frame``.
 
     Returns:
         ``survey_id``, ``candidate_id`` then one Float64 column per feature (null =
@@ -209,9 +225,12 @@ def compute_features(frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES) 
     Raises:
         FeatureError: a view column is missing or a feature name is unknown.
     """
-    unknown = [n for n in names if n not in FEATURE_NAMES]
+    unknown = [n for n in names if n not in FEATURE_NAMES + EXTRA_NAMES]
     if unknown:
         raise FeatureError(f"unknown feature(s) {unknown}; available: {', '.join(FEATURE_NAMES)}")
+    given = [n for n in names if n in EXTRA_NAMES]
+    if given and (extra is None or any(n not in extra.columns for n in given)):
+        raise FeatureError(f"feature(s) {given} are not in the view; give them as extra columns")
     view = candidates_view(frame)
     tokens = view.with_columns(
         survey_query_tokens().alias(_QUERY),
@@ -248,10 +267,17 @@ def compute_features(frame: pl.DataFrame, names: Sequence[str] = FEATURE_NAMES) 
     out = out.with_columns(
         [pl.Series(n, computed[n], dtype=pl.Float64) for n in names if n in computed]
     )
+    if given and extra is not None:
+        out = out.join(
+            extra.select(SURVEY_ID, CANDIDATE_ID, *[pl.col(n).cast(pl.Float64) for n in given]),
+            on=[SURVEY_ID, CANDIDATE_ID],
+            how="left",
+            maintain_order="left",
+        )
     return out.select(SURVEY_ID, CANDIDATE_ID, *names)
 
 
 def feature_docs(names: Sequence[str] = FEATURE_NAMES) -> dict[str, dict[str, str]]:
     """``{name: {"kind": ..., "doc": ...}}`` of the named features (for the model JSON)."""
-    by_name = {f.name: f for f in FEATURES}
+    by_name = {f.name: f for f in FEATURES + EXTRA_FEATURES}
     return {n: {"kind": by_name[n].kind, "doc": by_name[n].doc} for n in names}

@@ -117,6 +117,7 @@ def train_ranker(
     set_name: str,
     config: TrainConfig,
     inputs: dict[str, Any] | None = None,
+    extra: pl.DataFrame | None = None,
 ) -> TrainedModel:
     """Train a lambdarank model on the train split.
 
@@ -126,6 +127,8 @@ def train_ranker(
         set_name: feature set (``full`` or ``metadata``).
         config: hyperparameters, seeds and threads.
         inputs: identities of the input files, recorded in the JSON.
+        extra: features no view column holds (``pipeline.rank.features.EXTRA_FEATURES``),
+            by (survey_id, candidate_id): trained on after the set's.
 
     Raises:
         FeatureError: unknown feature set, missing view columns, fewer than two
@@ -134,7 +137,9 @@ def train_ranker(
     import lightgbm as lgb  # a heavy import, needed only here
 
     names = feature_set(set_name)
-    features = compute_features(view, names)
+    if extra is not None:
+        names += tuple(c for c in extra.columns if c not in (SURVEY_ID, CANDIDATE_ID))
+    features = compute_features(view, names, extra)
     labelled = features.join(
         judgments.select(SURVEY_ID, CANDIDATE_ID, LABEL),
         on=[SURVEY_ID, CANDIDATE_ID],
@@ -262,8 +267,11 @@ def load_model(model_file: str | Path) -> TrainedModel:
     return TrainedModel(text, meta)
 
 
-def score(model: TrainedModel, view: pl.DataFrame) -> pl.DataFrame:
-    """``survey_id``, ``candidate_id``, ``score`` of every row of a candidates view.
+def score(
+    model: TrainedModel, view: pl.DataFrame, extra: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """``survey_id``, ``candidate_id``, ``score`` of every row of a candidates view (``extra``:
+    the model's features no view column holds, as :func:`train_ranker` took them).
 
     The booster is always rebuilt from the model text, so an in-memory model and the
     same model read from its file give identical scores.
@@ -271,7 +279,7 @@ def score(model: TrainedModel, view: pl.DataFrame) -> pl.DataFrame:
     import lightgbm as lgb
 
     booster = lgb.Booster(model_str=model.model_text)
-    features = compute_features(view, model.features)
+    features = compute_features(view, model.features, extra)
     values = booster.predict(_matrix(features, model.features), num_threads=1)
     return features.select(SURVEY_ID, CANDIDATE_ID).with_columns(
         pl.Series("score", values, dtype=pl.Float64)

@@ -660,3 +660,54 @@ def columns_audit(columns: pl.DataFrame, labels: pl.Series) -> dict[str, dict[st
             S.SURVEY_ID, (labels >= 1).alias(_Y), *[pl.col(c).cast(pl.Float64) for c in names]
         )
     )
+
+
+# --------------------------------------------------------------------- full-text availability
+# Whether a candidate has full text (rows in the release's ``corpus_sections``) is visible to
+# any system that loads that config, though no column of ``candidates`` shows it. The release
+# adds it to every audit once the view is written: as a feature of its own, as a relative
+# feature (how the candidate's availability compares with its survey's other candidates'),
+# and as a feature of the reading-free probe (:func:`pipeline.evaluate.audit.reading_free_probe`).
+CANDIDATE_KEY = _CANDIDATE  # the candidate id carried by audit values until availability joins
+FULL_TEXT = "candidate_full_text"
+RELATIVE_FULL_TEXT = "relative_full_text_share"
+FULL_TEXT_DOCS = {
+    FULL_TEXT: "1 if the candidate has full text (rows in `corpus_sections`), else 0",
+    RELATIVE_FULL_TEXT: "share of the survey's other candidates whose full-text availability "
+    "is the candidate's own",
+}
+
+
+def with_candidate(values: pl.DataFrame, candidate_ids: pl.Series) -> pl.DataFrame:
+    """``values`` (one row per candidate row, same order) with the candidate id as
+    :data:`CANDIDATE_KEY`, for :func:`with_full_text`."""
+    return values.with_columns(candidate_ids.alias(CANDIDATE_KEY))
+
+
+def with_full_text(
+    values: pl.DataFrame, with_text: pl.Series, relative: bool = False, keep_key: bool = False
+) -> pl.DataFrame:
+    """Audit values carrying :data:`CANDIDATE_KEY` with :data:`FULL_TEXT` added (the candidate
+    is in ``with_text``, the split's ``corpus_sections`` document ids), or with ``relative``
+    :data:`RELATIVE_FULL_TEXT` instead: over the survey's distinct candidates (an aspect view
+    lists each once per aspect), the share of the others with the same availability. The key
+    is dropped unless ``keep_key`` (the aspect audits cluster on it)."""
+    flag = pl.col(CANDIDATE_KEY).is_in(with_text.implode()).cast(pl.Float64)
+    if not relative:
+        out = values.with_columns(flag.alias(FULL_TEXT))
+    else:
+        n = pl.len().over(S.SURVEY_ID)
+        share = (
+            values.select(S.SURVEY_ID, CANDIDATE_KEY)
+            .unique()
+            .with_columns(flag.alias("_flag"))
+            .select(
+                S.SURVEY_ID,
+                CANDIDATE_KEY,
+                pl.when(n > 1)
+                .then((pl.len().over(S.SURVEY_ID, "_flag") - 1).cast(pl.Float64) / (n - 1))
+                .alias(RELATIVE_FULL_TEXT),
+            )
+        )
+        out = values.join(share, on=[S.SURVEY_ID, CANDIDATE_KEY], how="left", maintain_order="left")
+    return out if keep_key else out.drop(CANDIDATE_KEY)

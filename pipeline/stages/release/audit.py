@@ -15,11 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from pipeline.core import schema as S
 from pipeline.core.errors import StageError
-from pipeline.core.release_files import ASPECTS_DIR
+from pipeline.core.release_files import ASPECTS_DIR, RETRIEVAL_SPLITS, beir_file
 from pipeline.engine.context import ReduceContext
 from pipeline.evaluate.audit import reading_free_probe
+from pipeline.rules.document_text import mteb_checks
 from pipeline.rules.leak_audit import ASPECT_SCOPES, outside, within_chance
 from pipeline.stages.release.counts import EMPTY_ASPECTS, aspect_split_counts
 from pipeline.stages.release.splits import Written
@@ -111,9 +114,11 @@ def leak_audits(ctx: ReduceContext, written: Written) -> tuple[dict[str, Any], d
     """
     low, high = ctx.cfg.release.leak_auc_bounds
     sample_rows = ctx.cfg.release.audit_sample_rows
-    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train, sample_rows)
+    probe = reading_free_probe(ctx.tmp_dir, ctx.cfg.train, sample_rows, written.full_text_ids)
     record, problems = verdict(READING_LISTS, written.audit, written.relative, probe, low, high)
-    aspects = aspect_audit_meta(ctx, written.aspect_counts, written.aspect_audit, low, high)
+    aspects = aspect_audit_meta(
+        ctx, written.aspect_counts, written.aspect_audit, low, high, written.full_text_ids
+    )
     every = problems + [f"aspects: {p}" for p in aspects["leak_audit"]["problems"]]
     if every:
         if ctx.cfg.release.leak_audit == "error":
@@ -128,6 +133,7 @@ def aspect_audit_meta(
     leak: dict[str, Any],
     low: float,
     high: float,
+    full_text: dict[str, pl.Series] | None = None,
 ) -> dict[str, Any]:
     """The ``aspects`` entry of the metadata: the aspects stage's counts, the released
     aspects per split, and their leak audit (visible features per aspect, per survey and
@@ -135,7 +141,7 @@ def aspect_audit_meta(
     judgment-side counts beside it."""
     stage = ctx.counts("aspects")
     probe = reading_free_probe(
-        ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train, ctx.cfg.release.audit_sample_rows
+        ctx.tmp_dir / ASPECTS_DIR, ctx.cfg.train, ctx.cfg.release.audit_sample_rows, full_text
     )
     record, problems = verdict(ASPECTS, leak["splits"], leak["relative"], probe, low, high)
     return {
@@ -168,3 +174,20 @@ def _per_split(
     for the splits where it finds something."""
     found = {s: check(tbl, low, high, scopes) for s, tbl in tables.items()}
     return {s: hits for s, hits in found.items() if hits}
+
+
+def mteb_audit(ctx: ReduceContext, splits: list[str]) -> dict[str, Any]:
+    """MTEB's data checks (:func:`pipeline.rules.document_text.mteb_checks`) of each written
+    split's BEIR files, by retrieval split name (``test``, ``train``), and ``passed``. A
+    failed check is logged: the release is what MTEB would read, and the card says so."""
+    scan = lambda view, split: pl.scan_parquet(ctx.output(beir_file(view, split)))  # noqa: E731
+    checks = {
+        RETRIEVAL_SPLITS[split]: mteb_checks(
+            scan("queries", split), scan("corpus", split), scan("qrels", split)
+        )
+        for split in splits
+    }
+    problems = [f"{s}: {p}" for s, c in checks.items() for p in c["problems"]]
+    if problems:
+        log.warning("release: MTEB's data checks: %s", "; ".join(problems))
+    return {"splits": checks, "passed": not problems}

@@ -71,6 +71,8 @@ def release_metadata(
         "leakage": ctx.counts("split").get("leakage", {}),
         "leak_audit": leak_audit,
         "candidate_text": written.texts,
+        "text_exclusion": written.text_exclusion,
+        "mteb_checks": written.mteb_checks,
         # what the records say, never how this run got them (calls and cost: openalex/_summary.json)
         "openalex": {
             **{k: v for k, v in ctx.counts("openalex").items() if k != "lookups"},

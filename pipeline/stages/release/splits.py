@@ -38,9 +38,11 @@ from pipeline.rules.leak_audit import (
     feature_values,
     relative_audit,
     relative_feature_values,
+    with_candidate,
+    with_full_text,
 )
 from pipeline.rules.tables import id_batches
-from pipeline.stages.corpus_sections import write_corpus_sections
+from pipeline.stages.corpus_sections import sections_file, write_corpus_sections
 from pipeline.stages.release.counts import (
     ASPECT_LIGHT_COLUMNS,
     LIGHT_COLUMNS,
@@ -79,11 +81,19 @@ class Written:
         default_factory=lambda: {"splits": {}, "relative": {}, "judgment_side": {}, "sample": {}}
     )
     full_text: dict[str, Any] = field(default_factory=dict)  # corpus_sections' counts
+    # the works left out for their text (pipeline.rules.document_text), counted
+    text_exclusion: dict[str, Any] = field(default_factory=dict)
+    mteb_checks: dict[str, Any] = field(default_factory=dict)  # of the BEIR files written
+    # the candidates with full text (corpus_sections' ids), per split: the probe's feature
+    full_text_ids: dict[str, pl.Series] = field(default_factory=dict)
 
 
-def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame) -> Written:
+def write_splits(
+    ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame, excluded: pl.DataFrame
+) -> Written:
     """Write every split that has surveys (a Parquet file with no rows cannot be read by
-    ``datasets``); count every split."""
+    ``datasets``) of ``cands`` (:func:`pipeline.stages.release.tables.kept_candidates`, without
+    the ``excluded`` works); count every split."""
     out = Written()
     for split in S.SPLIT_NAMES:
         per_survey = (
@@ -94,28 +104,54 @@ def write_splits(ctx: ReduceContext, cands: pl.LazyFrame, surveys: pl.DataFrame)
             .collect(engine="streaming")
         )
         if per_survey.height == 0:
-            empty = reading_lists(ctx, per_survey[S.SURVEY_ID]).drop(S.SPLIT, TEXT_SOURCE).collect()
+            empty = (
+                reading_lists(ctx, per_survey[S.SURVEY_ID], cands)
+                .drop(S.SPLIT, TEXT_SOURCE)
+                .collect()
+            )
             out.counts[split] = split_counts(empty, surveys)
             continue
         out.present.append(split)
-        _summarize(out, split, _write_split(ctx, split, per_survey), surveys)
-        # it reads the split's corpus and qrels files, written just above
+        written = _write_split(ctx, split, per_survey, cands, excluded)
+        # it reads the split's corpus and qrels files, written just above; the audits then
+        # read which candidates it gave full text
         out.full_text[split] = write_corpus_sections(ctx, split)
+        out.full_text_ids[split] = full_text_ids(ctx, split)
+        _summarize(out, split, written, surveys, out.full_text_ids[split])
     return out
 
 
-def _summarize(out: Written, split: str, written: dict[str, Any], surveys: pl.DataFrame) -> None:
+def full_text_ids(ctx: ReduceContext, split: str) -> pl.Series:
+    """The document ids of split ``split``'s written ``corpus_sections`` file (none without
+    one: a split whose view has no row gets no file)."""
+    path = ctx.output(sections_file(split))
+    if not path.is_file():
+        return pl.Series(S.BEIR_CORPUS_ID, [], pl.String)
+    ids = pl.scan_parquet(path).select(pl.col(S.BEIR_CORPUS_ID).unique().sort())
+    return ids.collect(engine="streaming").to_series()
+
+
+def _summarize(
+    out: Written, split: str, written: dict[str, Any], surveys: pl.DataFrame, with_text: pl.Series
+) -> None:
     """Record one written split's counts and audit tables in ``out`` (its frames are freed
-    when this returns, before the next split's are built)."""
+    when this returns, before the next split's are built); ``with_text``: the candidates
+    with full text, audited as a feature (:func:`pipeline.rules.leak_audit.with_full_text`)."""
     out.counts[split] = split_counts(written["light"], surveys)
-    out.audit[split] = audit_values(written["audit"])
-    out.relative[split] = relative_audit(written["relative"])
+    out.audit[split] = audit_values(with_full_text(written["audit"], with_text))
+    out.relative[split] = relative_audit(
+        with_full_text(written["relative"], with_text, relative=True)
+    )
     out.texts[split] = text_summary(written["texts"])
     out.samples[split] = written["sample"]
     if "aspect_light" in written:
         out.aspect_counts[split] = aspect_split_counts(written["aspect_light"])
-        out.aspect_audit["splits"][split] = aspect_audit(written["aspect_audit"])
-        out.aspect_audit["relative"][split] = aspect_relative_audit(written["aspect_relative"])
+        out.aspect_audit["splits"][split] = aspect_audit(
+            with_full_text(written["aspect_audit"], with_text, keep_key=True)
+        )
+        out.aspect_audit["relative"][split] = aspect_relative_audit(
+            with_full_text(written["aspect_relative"], with_text, relative=True, keep_key=True)
+        )
         out.aspect_audit["judgment_side"][split] = aspect_audit(written["aspect_hidden"])
         out.aspect_audit["sample"][split] = written["aspect_sample"]
 
@@ -149,10 +185,16 @@ def survey_batches(
     return id_batches(weights, max_rows * max_aspect_rows)
 
 
-def _write_split(ctx: ReduceContext, split: str, per_survey: pl.DataFrame) -> dict[str, Any]:
+def _write_split(
+    ctx: ReduceContext,
+    split: str,
+    per_survey: pl.DataFrame,
+    cands: pl.LazyFrame,
+    excluded: pl.DataFrame,
+) -> dict[str, Any]:
     """Write one split's files batch by batch; return its light columns, the audit values of
     the surveys the audits sample, and what they sampled."""
-    files = _SplitFiles(ctx, split, per_survey)
+    files = _SplitFiles(ctx, split, per_survey, cands, excluded)
     for ids in steps(files.batches, f"release: {split} survey batches"):
         files.write_batch(ids)
     return files.close()
@@ -166,10 +208,20 @@ class _SplitFiles:
     """One split's open files and what its batches leave for its counts and audits (the
     audits read a bounded sample of whole surveys: :mod:`pipeline.rules.audit_sample`)."""
 
-    def __init__(self, ctx: ReduceContext, split: str, per_survey: pl.DataFrame) -> None:
-        self.ctx, self.split, self.per_survey = ctx, split, per_survey
+    def __init__(
+        self,
+        ctx: ReduceContext,
+        split: str,
+        per_survey: pl.DataFrame,
+        cands: pl.LazyFrame,
+        excluded: pl.DataFrame,
+    ) -> None:
+        self.ctx, self.split, self.per_survey, self.cands = ctx, split, per_survey, cands
         self.aspects = ctx.read("aspects", "aspects").filter(pl.col(S.SPLIT) == split)
-        self.aspect_cands = ctx.read("aspects", "aspect_candidates")
+        # the works the release leaves out leave the aspects' lists too
+        self.aspect_cands = ctx.read("aspects", "aspect_candidates").join(
+            excluded.lazy().select(S.SPLIT, S.WORK_ID), on=[S.SPLIT, S.WORK_ID], how="anti"
+        )
         self.with_aspects = self.aspects.select(pl.len()).collect().item() > 0
         self.aspect_writers = self._aspect_writers() if self.with_aspects else {}
         self.writers = {
@@ -235,7 +287,7 @@ class _SplitFiles:
     def write_batch(self, ids: pl.Series) -> None:
         """Write the rows of the surveys ``ids`` to every file of the split."""
         part = (
-            reading_lists(self.ctx, ids)
+            reading_lists(self.ctx, ids, self.cands)
             .filter(pl.col(S.SPLIT) == self.split)
             .drop(S.SPLIT)
             .collect(engine="streaming")
@@ -261,8 +313,13 @@ class _SplitFiles:
         if sample.height:
             sample_view = sample.select(S.CANDIDATES_VIEW.names)
             audited_columns = sample.select(*S.CANDIDATES_VIEW.names, *S.POPULARITY_COLUMNS)
-            self.values.append(feature_values(audited_columns, sample[S.LABEL]))
-            self.relative.append(relative_feature_values(sample_view, sample[S.LABEL]))
+            ids = sample[S.CANDIDATE_ID]
+            self.values.append(
+                with_candidate(feature_values(audited_columns, sample[S.LABEL]), ids)
+            )
+            self.relative.append(
+                with_candidate(relative_feature_values(sample_view, sample[S.LABEL]), ids)
+            )
 
     def _write_aspects(self, part: pl.DataFrame, survey_view: pl.DataFrame) -> None:
         """The batch's aspect rows and their view, and the audit values of its sampled

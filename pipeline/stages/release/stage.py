@@ -13,10 +13,15 @@ from pipeline.engine.context import ReduceContext
 from pipeline.engine.stage import Stage
 from pipeline.evaluate.audit import write_field_baselines
 from pipeline.rules.tables import scan_extract
-from pipeline.stages.release.audit import leak_audits
+from pipeline.stages.release.audit import leak_audits, mteb_audit
 from pipeline.stages.release.metadata import file_entries, write_metadata_and_card
 from pipeline.stages.release.splits import write_splits
-from pipeline.stages.release.tables import check_unique_pairs, write_works_table
+from pipeline.stages.release.tables import (
+    check_unique_pairs,
+    kept_candidates,
+    text_exclusions,
+    write_works_table,
+)
 
 
 def build_release(ctx: ReduceContext) -> dict[str, Any]:
@@ -32,8 +37,12 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
             engine="streaming"
         )
     )
+    # works whose shown text cannot stand as a document leave the release, counted
+    excluded = text_exclusions(ctx, cands)
+    cands, text_exclusion = kept_candidates(cands, excluded)
     surveys = ctx.read("split", "split_surveys").collect(engine="streaming")
-    written = write_splits(ctx, cands, surveys)
+    written = write_splits(ctx, cands, surveys, excluded)
+    written.text_exclusion = text_exclusion
     write_works_table(ctx)
     write_field_baselines(
         ctx.output(BIBLIOGRAPHY_BASELINES_FILE),
@@ -47,6 +56,7 @@ def build_release(ctx: ReduceContext) -> dict[str, Any]:
     # every Parquet file written, as the metadata lists it
     files = file_entries(ctx.tmp_dir)
     leak_audit, aspects = leak_audits(ctx, written)
+    written.mteb_checks = mteb_audit(ctx, written.present)
     meta = write_metadata_and_card(ctx, written, leak_audit, aspects, files)
     return {
         **{f"{s}_surveys": written.counts[s]["surveys"] for s in S.SPLIT_NAMES},

@@ -4,6 +4,8 @@ The column rules are the package's (:mod:`pipeline.stages.release`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 import pyarrow.parquet as pq
 
@@ -14,6 +16,7 @@ from pipeline.core.release_files import WORKS_TABLE_FILE
 from pipeline.engine.context import ReduceContext
 from pipeline.rules import visible as V
 from pipeline.rules.described import TEXT_SOURCE, described_works
+from pipeline.rules.document_text import EXCLUSION_REASONS, REASON, excluded_works
 from pipeline.rules.fields import FIELD_CATEGORIES, fields_of, with_field_categories
 from pipeline.rules.tables import scan_extract
 from pipeline.rules.text_match import survey_text
@@ -22,11 +25,84 @@ from pipeline.rules.titles import work_title_keys
 _W_PAPER = V.WORK_PAPER  # the candidate's corpus paper id, as in_domain_expr reads it
 
 
-def reading_lists(ctx: ReduceContext, survey_ids: pl.Series | None = None) -> pl.LazyFrame:
+def text_exclusions(ctx: ReduceContext, cands: pl.LazyFrame) -> pl.DataFrame:
+    """``(split, work_id, _text_exclusion)``: the candidate works of each split of ``cands``
+    (``split``'s candidates) that the release leaves out of it for their shown text
+    (:func:`pipeline.rules.document_text.excluded_works`)."""
+    works = described_works(ctx.read("works", "works"), ctx.read("openalex", "records"))
+    shown = (
+        cands.select(S.SPLIT, S.WORK_ID)
+        .unique()
+        .join(
+            works.select(S.WORK_ID, V.shown_title().alias(S.TITLE), pl.col(S.ABSTRACT)),
+            on=S.WORK_ID,
+            how="left",
+        )
+    )
+    return excluded_works(shown).collect(engine="streaming")
+
+
+def kept_candidates(
+    cands: pl.LazyFrame, excluded: pl.DataFrame
+) -> tuple[pl.LazyFrame, dict[str, Any]]:
+    """``cands`` without the ``excluded`` works (:func:`text_exclusions`) and without the
+    surveys they leave with no positive; and the counts of what went, per split: rows by
+    reason and label side, the surveys left without a positive and their other rows."""
+    reason = pl.col(REASON)
+    positive = pl.col(S.LABEL) >= 1
+    flagged = cands.select(S.SURVEY_ID, S.WORK_ID, S.LABEL, S.SPLIT).join(
+        excluded.lazy(), on=[S.SPLIT, S.WORK_ID], how="left"
+    )
+    lost = (
+        flagged.group_by(S.SURVEY_ID)
+        .agg(
+            pl.col(S.SPLIT).first(),
+            positive.any().alias("_had"),
+            (positive & reason.is_null()).any().alias("_has"),
+            reason.is_null().sum().alias("_rows_left"),
+        )
+        .filter(pl.col("_had") & ~pl.col("_has"))
+        .collect(engine="streaming")
+    )
+    by_reason = (
+        flagged.drop_nulls(REASON)
+        .group_by(S.SPLIT, REASON, positive.alias("_positive"))
+        .len()
+        .collect(engine="streaming")
+    )
+    splits: dict[str, Any] = {}
+    for split in S.SPLIT_NAMES:
+        rows = by_reason.filter(pl.col(S.SPLIT) == split)
+        lost_here = lost.filter(pl.col(S.SPLIT) == split)
+        splits[split] = {
+            **{
+                r: {
+                    side: int(rows.filter((reason == r) & (pl.col("_positive") == p))["len"].sum())
+                    for side, p in (("positives", True), ("negatives", False))
+                }
+                for r in EXCLUSION_REASONS
+            },
+            "surveys_without_positive": lost_here.height,
+            "their_other_rows": int(lost_here["_rows_left"].sum()),
+        }
+    counts = {
+        "works": {r: excluded.filter(reason == r)[S.WORK_ID].n_unique() for r in EXCLUSION_REASONS},
+        "splits": splits,
+    }
+    kept = cands.join(
+        excluded.lazy().select(S.SPLIT, S.WORK_ID), on=[S.SPLIT, S.WORK_ID], how="anti"
+    ).join(lost.lazy().select(S.SURVEY_ID), on=S.SURVEY_ID, how="anti")
+    return kept, counts
+
+
+def reading_lists(
+    ctx: ReduceContext, survey_ids: pl.Series | None = None, cands: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
     """Every (survey, candidate) row of the release, both splits, with a ``split`` column
     (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
-    as the files are read)."""
-    cands = ctx.read("split", "candidates")
+    as the files are read), of ``cands`` (:func:`kept_candidates`; ``split``'s candidates as
+    they are when None)."""
+    cands = ctx.read("split", "candidates") if cands is None else cands
     fields = fields_of(ctx.cfg, ctx.read("works", "works"), ctx.read("openalex", "records"))
     works = with_field_categories(
         described_works(ctx.read("works", "works"), ctx.read("openalex", "records")), fields
