@@ -61,7 +61,7 @@ from pipeline.evaluate.columns import (
     SYSTEM,
 )
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
-from pipeline.evaluate.external import ExternalOptions, is_foreign, with_qdrant
+from pipeline.evaluate.external import NO_OPTIONS, ExternalOptions, is_foreign, with_qdrant
 from pipeline.evaluate.report.figures import write_figures
 from pipeline.evaluate.report.markdown import render_report
 from pipeline.evaluate.results import clean
@@ -104,6 +104,8 @@ from pipeline.evaluate.systems.baselines import (
 from pipeline.evaluate.systems.learned import leak_probe
 from pipeline.evaluate.systems.models import (
     DEFAULT_BATCH,
+    ENCODER,
+    SENTENCE_TRANSFORMER,
     ModelScores,
     ModelSpec,
 )
@@ -216,7 +218,8 @@ class EvaluationRequest:
     lenient: drop run rows whose ids are not in the eval set instead of failing.
     require_complete: fail when a run has no row for some eval survey.
     mode: ``rerank`` (the judged candidates; the default) or ``retrieval`` (runs, scores
-        and models over the split's whole corpus; not model files).
+        and models over the split's whole corpus; a foreign model file re-ranks the first
+        stage's top K, a model file of ``train`` is refused).
     baselines: evaluate the baselines (from the cache when there; in retrieval mode
         ``bm25`` over the whole corpus, when the corpus has its texts).
     learned: with the baselines, also the learned ones (``lgbm``..., ``dense``).
@@ -277,19 +280,32 @@ class EvaluationRequest:
         self._check()
 
     def _vectors_to_foreign_model(self) -> None:
-        """Re-ranking mode retrieves nothing, so a Qdrant collection given with a foreign
+        """A foreign model file's vector feature and survey encoder.
+
+        Re-ranking mode retrieves nothing, so a Qdrant collection given with a foreign
         model file is that model's vector feature (our own models' features are the
-        release's: for them ``_check`` refuses it)."""
-        options = self.retrieval
-        if self.mode != RERANK or options.qdrant is None:
-            return
+        release's: for them ``_check`` refuses it). In retrieval mode the collection is
+        also the retrieval it is there, and the foreign model's feature. The first
+        ``--encoder`` / ``--sentence-transformer`` encodes the surveys the collection lacks,
+        as in retrieval mode.
+        """
         if not any(is_foreign(run_spec(spec)[0]) for spec in self.model_files):
             return
-        external = with_qdrant(self.external, options.qdrant, options.collection,
-                               options.id_field, options.query_vectors)  # fmt: skip
-        retrieval = dataclasses.replace(options, qdrant=None, collection=None, query_vectors=None)
+        encoder = next((m for m in self.models if m.kind in (ENCODER, SENTENCE_TRANSFORMER)), None)
+        external = dataclasses.replace(
+            self.external if self.external is not None else NO_OPTIONS,
+            query_encoder=encoder, cache_dir=self.cache_dir, batch_size=self.batch_size,
+        )  # fmt: skip
+        options = self.retrieval
+        if options.qdrant is not None:
+            external = with_qdrant(external, options.qdrant, options.collection,
+                                   options.id_field, options.query_vectors)  # fmt: skip
+            if self.mode == RERANK:
+                retrieval = dataclasses.replace(
+                    options, qdrant=None, collection=None, query_vectors=None
+                )
+                object.__setattr__(self, "retrieval", retrieval)
         object.__setattr__(self, "external", external)
-        object.__setattr__(self, "retrieval", retrieval)
 
     def system_flags(self) -> list[str]:
         """The flags (or API arguments) of the systems given, sorted."""
@@ -308,17 +324,23 @@ class EvaluationRequest:
                 f"--mode (mode=) {self.mode!r}: unknown; available: {', '.join(MODES)}"
             )
         retrieval = self.mode == RETRIEVAL
-        if retrieval and self.model_files:
+        own = [run_spec(spec)[0] for spec in self.model_files]
+        own = [path for path in own if not is_foreign(path)]
+        if retrieval and own:
             raise UsageError(
-                f"{RETRIEVAL_OPTION} evaluates systems over the whole corpus: a --model-file "
-                "re-ranks the judged candidates with their features (evaluate it without it)"
+                f"{RETRIEVAL_OPTION}: --model-file {own[0]} is a model of `train`, whose "
+                "features are the release's, which exist for the judged candidates only; "
+                "evaluate it without --mode retrieval (a foreign LightGBM model re-ranks the "
+                "--first-stage top K with features from --features, --turso-url, --qdrant)"
             )
         if not retrieval and self.retrieval.qdrant is not None:
             raise UsageError(f"--qdrant retrieves from the whole corpus: add {RETRIEVAL_OPTION}")
-        if retrieval and not (self.runs or self.scores or self.models or self.retrieval.qdrant):
+        if retrieval and not (
+            self.runs or self.scores or self.models or self.model_files or self.retrieval.qdrant
+        ):
             raise UsageError(
                 f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=) or a "
-                "model (--encoder, --sentence-transformer, --scorer)"
+                "model (--encoder, --sentence-transformer, --scorer, a foreign --model-file)"
             )
         if not (self.runs or self.scores or self.model_files or self.models or self.baselines):
             raise UsageError("nothing to evaluate: no system given and no baselines asked for")
