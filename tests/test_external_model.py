@@ -333,3 +333,87 @@ def test_an_unreachable_turso_names_the_url_never_the_token(
     assert not any(
         SECRET in p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
     )
+
+
+# ------------------------------------------------------------------ retrieval mode
+def _first_stage(release: Path, path: Path, depth: int) -> pl.DataFrame:
+    """A first-stage run over the eval corpus: per survey ``depth`` documents, judged ones
+    favoured a little, the others judged for another survey only; distinct scores."""
+    evaluation = _split(release, "eval")
+    docs = pl.read_parquet(release / "corpus" / "test.parquet")["_id"].sort().to_list()
+    rng = np.random.default_rng(11)
+    rows = []
+    for (survey,), group in evaluation.group_by(SURVEY_ID, maintain_order=True):
+        judged = set(group[CANDIDATE_ID].to_list())
+        noise = rng.random(len(docs)) + np.array([0.03 * (d in judged) for d in docs])
+        for rank, j in enumerate(np.argsort(-noise, kind="stable")[:depth]):
+            rows.append((survey, docs[j], float(depth - rank)))
+    run = pl.DataFrame(rows, schema=[SURVEY_ID, CANDIDATE_ID, "score"], orient="row")
+    path.write_text("".join(f"{s} Q0 {d} {i % depth + 1} {v!r} first\n"
+                            for i, (s, d, v) in enumerate(run.iter_rows())))  # fmt: skip
+    return run
+
+
+def _trec_retrieval(scored: pl.DataFrame, judged: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """pytrec_eval over what was retrieved (``scored``: survey, candidate, score), every
+    judged candidate in the qrels; ties put in the evaluator's order as distinct scores."""
+    qrels: dict[str, dict[str, int]] = {}
+    for (survey,), rows in judged.group_by(SURVEY_ID, maintain_order=True):
+        qrels[survey] = dict(zip(rows[CANDIDATE_ID].to_list(), rows[LABEL].to_list(), strict=True))
+    run: dict[str, dict[str, float]] = {}
+    for (survey,), rows in scored.group_by(SURVEY_ID, maintain_order=True):
+        ranked = sorted(
+            rows.iter_rows(named=True),
+            key=lambda r: (-r["score"], tie_key(survey, r[CANDIDATE_ID]), r[CANDIDATE_ID]),
+        )
+        run[survey] = {r[CANDIDATE_ID]: float(len(ranked) - i) for i, r in enumerate(ranked)}
+    (values,) = pytrec_eval_many(qrels, run, [({"ndcg_cut.10,20", "map", "recall.20"}, 1)])
+    return values
+
+
+def test_retrieval_mode_reranks_the_first_stages_top_k(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    release, home = owner["release"], owner["home"]
+    first = _first_stage(release, tmp_path / "first.trec", depth=30)
+    top_k = 20
+    result = _evaluate(
+        owner, tmp_path / "out", model="counter.txt", mode="retrieval",
+        first_stage=str(tmp_path / "first.trec"), top_k=top_k,
+        external=ExternalOptions(features=(home / "features.parquet",)),
+    )  # fmt: skip
+    # the test's own: each survey's top 20 of the first stage, its own join, the model
+    top = first.sort([SURVEY_ID, "score"], descending=[False, True]).group_by(
+        SURVEY_ID, maintain_order=True
+    ).head(top_k)
+    frame = top.drop("score").join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID,
+                                   how="left", maintain_order="left")  # fmt: skip
+    booster = lgb.Booster(model_file=str(home / "counter.txt"))
+    names = ("citation_count", "noise")
+    scores = booster.predict(frame.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = frame.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("score", scores))
+    judged = _split(release, "eval").select(SURVEY_ID, CANDIDATE_ID, LABEL)
+    assert mine.join(judged, on=[SURVEY_ID, CANDIDATE_ID], how="anti").height > 0  # unjudged too
+    expected = _trec_retrieval(mine, judged)
+    ours = _per_survey(result, "counter")
+    assert ours.height == len(expected) > 5
+    for row in ours.iter_rows(named=True):
+        for metric, theirs in (("nDCG@10", "ndcg_cut_10"), ("nDCG@20", "ndcg_cut_20"),
+                               ("AP", "map"), ("R@20", "recall_20")):  # fmt: skip
+            assert row[metric] == pytest.approx(expected[row[SURVEY_ID]][theirs], abs=1e-9)
+    facts = result.results["models"]["counter"]
+    assert facts["first_stage"] == "first" and facts["pairs_scored"] == mine.height
+    assert facts["features"]["citation_count"]["coverage"] == 1.0
+    assert result.results["kinds"]["counter"] == "foreign model"
+
+
+def test_retrieval_mode_offers_no_release_feature_and_refuses_trains_models(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    _first_stage(owner["release"], tmp_path / "first.trec", depth=10)
+    with pytest.raises(PipelineError) as info:  # reranker_v2 reads the release's bm25
+        _evaluate(owner, tmp_path / "out", mode="retrieval", first_stage=str(tmp_path / "first.trec"),
+                  external=ExternalOptions(features=(owner["home"] / "features.parquet",)))  # fmt: skip
+    message = str(info.value)
+    assert "no source has feature(s) bm25" in message and "judged candidates only" in message
+    assert "\n" not in message
