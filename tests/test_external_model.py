@@ -417,3 +417,77 @@ def test_retrieval_mode_offers_no_release_feature_and_refuses_trains_models(
     message = str(info.value)
     assert "no source has feature(s) bm25" in message and "judged candidates only" in message
     assert "\n" not in message
+
+
+def test_survey_vectors_the_collection_lacks_come_from_query_vectors_then_the_encoder(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    """Re-ranking mode, as retrieval mode's --qdrant: a survey not in the collection takes
+    its --query-vectors row, else its text encoded by the command's --encoder."""
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient, models
+
+    from pipeline.evaluate.examples import HASHED_DIMENSION, hashed_words
+    from pipeline.rules.text_match import survey_text
+
+    release, home = owner["release"], owner["home"]
+    evaluation = _split(release, "eval")
+    candidates = sorted(evaluation[CANDIDATE_ID].unique().to_list())
+    texts = dict(evaluation.select(SURVEY_ID, survey_text()).unique(SURVEY_ID).iter_rows())
+    surveys = sorted(texts)
+    rng = np.random.default_rng(6)
+    vectors = {c: rng.normal(size=HASHED_DIMENSION).astype(np.float32).astype(np.float64)
+               for c in candidates}  # fmt: skip
+    given = surveys[::2]  # the others: the encoder
+    queries = {s: rng.normal(size=HASHED_DIMENSION) for s in given}
+    folder = tmp_path / "index"
+    client = QdrantClient(path=str(folder))
+    try:
+        client.create_collection("papers", vectors_config=models.VectorParams(
+            size=HASHED_DIMENSION, distance=models.Distance.DOT))  # fmt: skip
+        client.upload_collection("papers", vectors=[vectors[c].tolist() for c in candidates],
+                                 ids=list(range(len(candidates))),
+                                 payload=[{"_id": c} for c in candidates])  # fmt: skip
+    finally:
+        client.close()
+    query_file = tmp_path / "queries.parquet"
+    pl.DataFrame({"_id": given, "vector": [queries[s].tolist() for s in given]}).write_parquet(
+        query_file
+    )
+
+    def survey_vector(s: str) -> np.ndarray:
+        if f"arxiv:{s}" in vectors:  # a survey that is a point of the collection
+            return vectors[f"arxiv:{s}"]
+        return queries[s] if s in queries else hashed_words([texts[s]])[0]
+
+    def cosine(s: str, c: str) -> float:
+        a, b = survey_vector(s), vectors[c]
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    pairs = evaluation.select(SURVEY_ID, CANDIDATE_ID).iter_rows()
+    own = evaluation.with_columns(
+        pl.Series("cosine", [cosine(s, c) for s, c in pairs], dtype=pl.Float64)
+    ).join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID, how="left",
+           maintain_order="left")  # fmt: skip
+    names = ("cosine", "citation_count")
+    _train(own, names, own[LABEL]).save_model(str(home / "encoded.txt"))
+    booster = lgb.Booster(model_file=str(home / "encoded.txt"))
+    scores = booster.predict(own.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = own.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("score", scores))
+    result = _evaluate(
+        owner, tmp_path / "out", model="encoded.txt", qdrant=str(folder), collection="papers",
+        query_vectors=query_file, encoders=["pipeline.evaluate.examples:hashed_words"],
+        external=ExternalOptions(features=(home / "features.parquet",)),
+    )  # fmt: skip
+    reference = api.evaluate_scores(mine, release, name="encoded", config=FAST)
+    theirs = reference.per_survey.filter(pl.col(SYSTEM) == "encoded")
+    ours = result.per_survey.filter(pl.col(SYSTEM) == "encoded").select(theirs.columns)
+    assert ours.height > 0 and ours.equals(theirs)
+    qdrant = next(
+        s for s in result.results["models"]["encoded"]["sources"].values()
+        if s["source"] == "qdrant"
+    )  # fmt: skip
+    in_collection = {s for s in surveys if f"arxiv:{s}" in vectors}
+    assert qdrant["surveys_from_query_vectors"] == len(set(given) - in_collection)
+    assert qdrant["surveys_from_encoder"] == len(set(surveys) - set(given) - in_collection) > 0
+    assert qdrant["surveys_with_vector"] == len(surveys)
