@@ -383,9 +383,11 @@ def test_retrieval_mode_reranks_the_first_stages_top_k(
         external=ExternalOptions(features=(home / "features.parquet",)),
     )  # fmt: skip
     # the test's own: each survey's top 20 of the first stage, its own join, the model
-    top = first.sort([SURVEY_ID, "score"], descending=[False, True]).group_by(
-        SURVEY_ID, maintain_order=True
-    ).head(top_k)
+    top = (
+        first.sort([SURVEY_ID, "score"], descending=[False, True])
+        .group_by(SURVEY_ID, maintain_order=True)
+        .head(top_k)
+    )
     frame = top.drop("score").join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID,
                                    how="left", maintain_order="left")  # fmt: skip
     booster = lgb.Booster(model_file=str(home / "counter.txt"))
@@ -491,3 +493,46 @@ def test_survey_vectors_the_collection_lacks_come_from_query_vectors_then_the_en
     assert qdrant["surveys_from_query_vectors"] == len(set(given) - in_collection)
     assert qdrant["surveys_from_encoder"] == len(set(surveys) - set(given) - in_collection) > 0
     assert qdrant["surveys_with_vector"] == len(surveys)
+
+
+def test_pair_features_join_per_survey_and_candidate(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    """A --features file with survey_id: a value per (survey, candidate), so one candidate
+    of two surveys has two values; the surveys spelt in other id forms still match."""
+    release, home = owner["release"], owner["home"]
+    evaluation = _split(release, "eval")
+    rng = np.random.default_rng(9)
+    affinity = rng.random(evaluation.height) + evaluation[LABEL].to_numpy() * 0.1  # learnable
+    pair = evaluation.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("affinity", affinity))
+    shared = pair.group_by(CANDIDATE_ID).agg(pl.col("affinity").n_unique().alias("n"))
+    assert shared.filter(pl.col("n") > 1).height > 0  # one candidate, two surveys, two values
+    spelt = pair.with_columns(  # the user's own survey forms, and a row of no eval survey
+        pl.when(pl.int_range(pl.len()) % 2 == 0)
+        .then(pl.lit("arXiv:") + pl.col(SURVEY_ID) + pl.lit("v2"))
+        .otherwise(pl.col(SURVEY_ID))
+        .alias(SURVEY_ID)
+    )
+    stray = pl.DataFrame({SURVEY_ID: ["9999.99999"], CANDIDATE_ID: [pair[CANDIDATE_ID][0]],
+                          "affinity": [0.5]})  # fmt: skip
+    pl.concat([spelt, stray]).write_parquet(tmp_path / "pairs.parquet")
+    own = evaluation.join(pair, on=[SURVEY_ID, CANDIDATE_ID], how="left", maintain_order="left")
+    own = own.join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID, how="left",
+                   maintain_order="left")  # fmt: skip
+    names = ("affinity", "citation_count")
+    _train(own, names, own[LABEL]).save_model(str(home / "pairs.txt"))
+    booster = lgb.Booster(model_file=str(home / "pairs.txt"))
+    scores = booster.predict(own.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = own.select(SURVEY_ID, CANDIDATE_ID, LABEL).with_columns(pl.Series("score", scores))
+    result = _evaluate(owner, tmp_path / "out", model="pairs.txt", external=ExternalOptions(
+        features=(tmp_path / "pairs.parquet", home / "features.parquet")))  # fmt: skip
+    expected = _trec_values(mine)
+    ours = _per_survey(result, "pairs")
+    assert ours.height == len(expected) > 5
+    for row in ours.iter_rows(named=True):
+        for metric, theirs in (("nDCG@10", "ndcg_cut_10"), ("AP", "map")):
+            assert row[metric] == pytest.approx(expected[row[SURVEY_ID]][theirs], abs=1e-9)
+    facts = result.results["models"]["pairs"]
+    assert facts["features"]["affinity"]["coverage"] == 1.0
+    source = facts["sources"]["file pairs.parquet"]
+    assert source["pair_features"] and source["pair_rows_survey_unmatched"] == 1

@@ -27,7 +27,7 @@ import polars as pl
 
 from pipeline.core.files import file_identity
 from pipeline.evaluate.columns import CANDIDATE_ID, LABEL, SCORE, SURVEY_ID
-from pipeline.evaluate.external.keys import candidate_keys
+from pipeline.evaluate.external.keys import alias_key, candidate_keys
 from pipeline.evaluate.external.model import (
     ForeignModel,
     ForeignModelError,
@@ -207,6 +207,9 @@ def _gather(
             source_facts[source.label] = block.facts
             on = [c for c in (SURVEY_ID, CANDIDATE_ID) if c in block.frame.columns]
             got = block.frame.select(*on, *[pl.col(c).alias(f) for f, c in wanted])
+            if SURVEY_ID in on and not isinstance(source, (ReleaseSource, VectorSource)):
+                got, unmatched = _eval_surveys(got, pairs[SURVEY_ID])
+                source_facts[source.label] |= {"pair_rows_survey_unmatched": unmatched}
             table = table.join(got, on=on, how="left", maintain_order="left")
     finally:
         for source in sources:
@@ -217,14 +220,37 @@ def _gather(
     return _Gathered(table.select(model.features), origin, source_facts)
 
 
+def _eval_surveys(frame: pl.DataFrame, surveys: pl.Series) -> tuple[pl.DataFrame, int]:
+    """``frame`` (a user's pair features) with each ``survey_id`` as the eval set spells it
+    (matched as given or in its alias form, as candidates are: ``arXiv:2104.06921v2`` is
+    survey ``2104.06921``), and the number of rows whose survey is no eval survey (dropped)."""
+    ours = pl.DataFrame({"_eval": surveys.unique().sort()})
+    forms = pl.concat([
+        ours.select(pl.col("_eval").alias("_form"), "_eval"),
+        ours.select(alias_key(pl.col("_eval")).alias("_form"), "_eval"),
+    ]).drop_nulls().unique("_form", keep="first")  # fmt: skip
+    given = frame.with_columns(
+        pl.col(SURVEY_ID).cast(pl.String).alias("_raw"), alias_key(pl.col(SURVEY_ID)).alias("_norm")
+    )
+    by_raw = given.join(forms, left_on="_raw", right_on="_form", how="left", maintain_order="left")[
+        "_eval"
+    ]
+    by_norm = given.join(
+        forms, left_on="_norm", right_on="_form", how="left", maintain_order="left"
+    )["_eval"]
+    named = given.with_columns(by_raw.fill_null(by_norm).alias(SURVEY_ID)).drop("_raw", "_norm")
+    unmatched = int(named[SURVEY_ID].null_count())
+    kept = named.drop_nulls(SURVEY_ID).unique([SURVEY_ID, CANDIDATE_ID], keep="first",
+                                              maintain_order=True)  # fmt: skip
+    return kept, unmatched
+
+
 def _predict(model: ForeignModel, features: pl.DataFrame) -> pl.Series:
     matrix = features.to_numpy().astype(np.float64)  # nulls become NaN: missing
     return pl.Series(SCORE, model.predict(matrix), dtype=pl.Float64)
 
 
-def _survey_encoder(
-    eval_set: pl.DataFrame, options: ExternalOptions
-) -> SurveyEncoder | None:
+def _survey_encoder(eval_set: pl.DataFrame, options: ExternalOptions) -> SurveyEncoder | None:
     """The surveys' vectors from ``options.query_encoder`` (an ``--encoder`` or
     ``--sentence-transformer`` of the same command), for the surveys the collection lacks."""
     spec = options.query_encoder
@@ -234,7 +260,9 @@ def _survey_encoder(
     def encode(survey_ids: list[str]) -> tuple[list[str], np.ndarray]:
         from pipeline.evaluate.retrieval.model_runs import encode_surveys
 
-        wanted = eval_set.filter(pl.col(SURVEY_ID).is_in(pl.Series(survey_ids, dtype=pl.String).implode()))
+        wanted = eval_set.filter(
+            pl.col(SURVEY_ID).is_in(pl.Series(survey_ids, dtype=pl.String).implode())
+        )
         return encode_surveys(spec, wanted, options.cache_dir, options.batch_size)
 
     return encode
@@ -313,7 +341,10 @@ def foreign_model_retrieval(
         "first_stage": first_stage_name,
         "pairs_scored": pairs.height,
         "features": feature_facts(
-            got.features[judged["_row"]], judged, model.gain, got.origin,
+            got.features[judged["_row"]],
+            judged,
+            model.gain,
+            got.origin,
             coverage_of=got.features,
         ),  # fmt: skip
         "sources": got.sources,
