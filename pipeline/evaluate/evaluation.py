@@ -78,6 +78,7 @@ from pipeline.evaluate.retrieval.model_runs import (
 from pipeline.evaluate.scoring import compare
 from pipeline.evaluate.scoring.compute import RANK_ALL, RANK_SCORED
 from pipeline.evaluate.scoring.coverage import CHV_DOC, CHV_RATIO
+from pipeline.evaluate.scoring.judged import JUDGED_DOC, judged_means
 from pipeline.evaluate.scoring.measures import (
     main_metrics,
     metric_aliases,
@@ -373,6 +374,7 @@ class _Scored:
     with_chv: bool
     subsets: dict[str, tuple[str, pl.Series]]
     summaries: dict[str, dict[str, dict[str, dict[str, Any]]]]
+    judged: dict[str, dict[str, float]]  # retrieval mode: Judged@k per system (else empty)
 
 
 @dataclass(frozen=True)
@@ -472,12 +474,15 @@ def _score(
     ks, table = request.ks, eval_set.table
     ranked = RANK_SCORED if request.mode == RETRIEVAL else RANK_ALL
     per_system = dict(found.per_survey)
+    judged_shares = dict(found.judged)
     for system in submitted:
         judged = (
             retrieval_frame(table, system.run)
             if request.mode == RETRIEVAL
             else aligned(table, system.run.scores)
         )
+        if request.mode == RETRIEVAL:
+            judged_shares[system.name] = judged_means(judged)
         per_system[system.name] = with_chv(
             per_survey_subsets(judged, ks, ranked), system_chv(table, system)
         )
@@ -498,7 +503,7 @@ def _score(
     subsets = _subsets(eval_set.survey_years, request.query_groups)
     systems = list(per_system)
     summaries = compare.summaries(per_survey, systems, columns, subsets, request.config)
-    return _Scored(per_survey, systems, metrics, chv, subsets, summaries)
+    return _Scored(per_survey, systems, metrics, chv, subsets, summaries, judged_shares)
 
 
 def _subsets(
@@ -625,6 +630,7 @@ def _results(
             "tests": compared.tests,
             "pairwise": compared.pairwise,
             "tier_distribution": _tier_distribution(table),
+            **_judged(request, scored),
             **_task(request),
         }
     )
@@ -646,6 +652,14 @@ def _runs(
         }
         for s in submitted
     }
+
+
+def _judged(request: EvaluationRequest, scored: _Scored) -> dict[str, Any]:
+    """Retrieval mode's judged coverage per system (:mod:`pipeline.evaluate.scoring.judged`);
+    none in re-ranking mode, where every ranked candidate is judged."""
+    if request.mode != RETRIEVAL:
+        return {}
+    return {"judged_coverage": scored.judged, "judged_coverage_doc": JUDGED_DOC}
 
 
 def _task(request: EvaluationRequest) -> dict[str, Any]:

@@ -120,6 +120,8 @@ class EvaluationResults(msgspec.Struct, kw_only=True):
     query_groups: list[str] = []
     whole_survey: dict[str, dict[str, Any]] = {}
     whole_survey_skipped: dict[str, str] = {}
+    judged_coverage: dict[str, dict[str, float]] = {}
+    judged_coverage_doc: str | None = None
 
     @property
     def cutoffs(self) -> list[int]:
