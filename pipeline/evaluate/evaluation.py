@@ -240,7 +240,8 @@ class EvaluationRequest:
         stage; :mod:`pipeline.evaluate.retrieval.model_runs`). In re-ranking mode with a
         foreign model file, its ``qdrant``, ``collection`` and ``query_vectors`` are that
         model's vector feature and move into ``external``; with no foreign model file they
-        are refused.
+        are refused. In retrieval mode they are both the collection's retrieval and the
+        foreign model's vector feature.
     external: where a foreign model file's features come from
         (:class:`pipeline.evaluate.external.ExternalOptions`); None: the release's only.
 
