@@ -279,7 +279,9 @@ def _env(home: Path) -> dict[str, str]:
         HF_DATASETS_OFFLINE="1",
         HF_HOME=str(home / ".hf"),
         HF_DATASETS_CACHE=str(home / ".hf" / "datasets"),
-        PYTHONPATH=str(home),
+        # the checkout under test, not whichever copy the interpreter has installed (a
+        # git worktree's editable install points at another checkout)
+        PYTHONPATH=os.pathsep.join([str(home), str(ROOT)]),
     )
     env.pop("HF_TOKEN", None)
     return env
