@@ -249,7 +249,8 @@ def _qdrant_index(home: Path, release: Path) -> None:
 def _owner_model(home: Path, release: Path) -> None:
     """The model docs/evaluation.md evaluates as its owner has it: a LightGBM text model
     trained outside ``train`` (``production_model/reranker_v2.txt``, features
-    ``citation_count``, ``cosine``, ``bm25``) and ``features.db``, a local libSQL database
+    ``citation_count``, ``cosine``, ``bm25``; ``citations_v1.txt`` without ``bm25``, for
+    retrieval mode) and ``features.db``, a local libSQL database
     whose table ``papers`` gives each paper's citation count by its bare arXiv id."""
     import libsql
     import lightgbm as lgb
@@ -264,6 +265,12 @@ def _owner_model(home: Path, release: Path) -> None:
     (home / "production_model").mkdir()
     lgb.train(params, data, num_boost_round=5).save_model(
         str(home / "production_model" / "reranker_v2.txt")
+    )
+    # the retrieval-mode example: no release feature (refused there), features of every paper
+    data = lgb.Dataset(rng.random((200, 2)), label=rng.integers(0, 5, 200), group=[20] * 10,
+                       feature_name=names[:2])  # fmt: skip
+    lgb.train(params, data, num_boost_round=5).save_model(
+        str(home / "production_model" / "citations_v1.txt")
     )
     papers = pl.read_parquet(release / "eval_survey_reading_lists.parquet").unique("candidate_id")
     connection = libsql.connect(str(home / "features.db"))
@@ -284,7 +291,9 @@ def _env(home: Path) -> dict[str, str]:
         HF_DATASETS_OFFLINE="1",
         HF_HOME=str(home / ".hf"),
         HF_DATASETS_CACHE=str(home / ".hf" / "datasets"),
-        PYTHONPATH=str(home),
+        # the checkout under test, not whichever copy the interpreter has installed (a
+        # git worktree's editable install points at another checkout)
+        PYTHONPATH=os.pathsep.join([str(home), str(ROOT)]),
     )
     env.pop("HF_TOKEN", None)
     return env

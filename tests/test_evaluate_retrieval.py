@@ -203,3 +203,45 @@ def test_a_survey_without_rows_scores_zero(corpus: dict, tmp_path: Path) -> None
         .row(0, named=True)
     )
     assert row["AP"] == 0 and row["nDCG@10"] == 0 and row["R@100"] == 0
+
+
+def test_judged_coverage_of_the_top_10_and_100(tmp_path: Path) -> None:
+    """Judged@10 and Judged@100 per system: a constructed run whose shares are known, in
+    the results and the report, equal to ir_measures' Judged@k per survey."""
+    eval_set = synthetic_eval_set(3, 30, seed=4)
+    release = tmp_path / "release"
+    (release / "corpus").mkdir(parents=True)
+    eval_set.write_parquet(release / EVAL_FILENAME)
+    extra = [f"extra:{i:04d}" for i in range(200)]
+    docs = sorted(set(eval_set[CANDIDATE_ID].to_list()) | set(extra))
+    pl.DataFrame({"_id": docs}).write_parquet(release / beir_file("corpus", "eval"))
+    first, second, third = sorted(eval_set[SURVEY_ID].unique().to_list())
+    judged = {s: sorted(eval_set.filter(pl.col(SURVEY_ID) == s)[CANDIDATE_ID].to_list())
+              for s in (first, second)}  # fmt: skip
+    # first: 120 documents, its top 10 holds 4 judged, ranks 11-100 hold 16 more (20 of 100)
+    ranking = [*judged[first][:4], *extra[:6], *judged[first][4:20], *extra[6:80], *extra[80:100]]
+    assert len(ranking) == 120 and len(set(ranking)) == 120
+    # second: 5 documents, all judged (its top 10 and top 100 are those 5); third: no row
+    rows = [(first, d, 1000.0 - r) for r, d in enumerate(ranking)]
+    rows += [(second, d, 10.0 - r) for r, d in enumerate(judged[second][:5])]
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"{s} Q0 {d} {i + 1} {v!r} mine\n" for i, (s, d, v) in enumerate(rows)))
+    with pytest.warns(UserWarning, match="no row for 1 of 3"):
+        results = write_evaluation(release, runs=[run], out_dir=tmp_path, config=CONFIG,
+                                   mode="retrieval")  # fmt: skip
+    shares = results["judged_coverage"]["mine"]
+    expected = {"Judged@10": (4 / 10 + 1 + 0) / 3, "Judged@100": (20 / 100 + 1 + 0) / 3}
+    assert shares == pytest.approx(expected, abs=1e-12)
+    assert "Judged@k" in results["judged_coverage_doc"]
+    report = (tmp_path / "eval" / "report.md").read_text()
+    section = report[report.index("## Judged coverage") :]
+    assert f"| mine | {shares['Judged@10']:.3f} | {shares['Judged@100']:.3f} |" in section
+    # ir_measures' Judged@k on the same run and qrels
+    qrels = [ir_measures.Qrel(s, c, int(v)) for s, c, v in
+             eval_set.select(SURVEY_ID, CANDIDATE_ID, LABEL).iter_rows()]  # fmt: skip
+    scored = [ir_measures.ScoredDoc(s, d, v) for s, d, v in rows]
+    theirs = ir_measures.calc_aggregate(
+        [ir_measures.parse_measure("Judged@10"), ir_measures.parse_measure("Judged@100")],
+        qrels, scored,
+    )  # fmt: skip
+    assert {str(m): v for m, v in theirs.items()} == pytest.approx(expected, abs=1e-12)

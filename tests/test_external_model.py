@@ -333,3 +333,206 @@ def test_an_unreachable_turso_names_the_url_never_the_token(
     assert not any(
         SECRET in p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
     )
+
+
+# ------------------------------------------------------------------ retrieval mode
+def _first_stage(release: Path, path: Path, depth: int) -> pl.DataFrame:
+    """A first-stage run over the eval corpus: per survey ``depth`` documents, judged ones
+    favoured a little, the others judged for another survey only; distinct scores."""
+    evaluation = _split(release, "eval")
+    docs = pl.read_parquet(release / "corpus" / "test.parquet")["_id"].sort().to_list()
+    rng = np.random.default_rng(11)
+    rows = []
+    for (survey,), group in evaluation.group_by(SURVEY_ID, maintain_order=True):
+        judged = set(group[CANDIDATE_ID].to_list())
+        noise = rng.random(len(docs)) + np.array([0.03 * (d in judged) for d in docs])
+        for rank, j in enumerate(np.argsort(-noise, kind="stable")[:depth]):
+            rows.append((survey, docs[j], float(depth - rank)))
+    run = pl.DataFrame(rows, schema=[SURVEY_ID, CANDIDATE_ID, "score"], orient="row")
+    path.write_text("".join(f"{s} Q0 {d} {i % depth + 1} {v!r} first\n"
+                            for i, (s, d, v) in enumerate(run.iter_rows())))  # fmt: skip
+    return run
+
+
+def _trec_retrieval(scored: pl.DataFrame, judged: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """pytrec_eval over what was retrieved (``scored``: survey, candidate, score), every
+    judged candidate in the qrels; ties put in the evaluator's order as distinct scores."""
+    qrels: dict[str, dict[str, int]] = {}
+    for (survey,), rows in judged.group_by(SURVEY_ID, maintain_order=True):
+        qrels[survey] = dict(zip(rows[CANDIDATE_ID].to_list(), rows[LABEL].to_list(), strict=True))
+    run: dict[str, dict[str, float]] = {}
+    for (survey,), rows in scored.group_by(SURVEY_ID, maintain_order=True):
+        ranked = sorted(
+            rows.iter_rows(named=True),
+            key=lambda r: (-r["score"], tie_key(survey, r[CANDIDATE_ID]), r[CANDIDATE_ID]),
+        )
+        run[survey] = {r[CANDIDATE_ID]: float(len(ranked) - i) for i, r in enumerate(ranked)}
+    (values,) = pytrec_eval_many(qrels, run, [({"ndcg_cut.10,20", "map", "recall.20"}, 1)])
+    return values
+
+
+def test_retrieval_mode_reranks_the_first_stages_top_k(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    release, home = owner["release"], owner["home"]
+    first = _first_stage(release, tmp_path / "first.trec", depth=30)
+    top_k = 20
+    result = _evaluate(
+        owner, tmp_path / "out", model="counter.txt", mode="retrieval",
+        first_stage=str(tmp_path / "first.trec"), top_k=top_k,
+        external=ExternalOptions(features=(home / "features.parquet",)),
+    )  # fmt: skip
+    # the test's own: each survey's top 20 of the first stage, its own join, the model
+    top = (
+        first.sort([SURVEY_ID, "score"], descending=[False, True])
+        .group_by(SURVEY_ID, maintain_order=True)
+        .head(top_k)
+    )
+    frame = top.drop("score").join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID,
+                                   how="left", maintain_order="left")  # fmt: skip
+    booster = lgb.Booster(model_file=str(home / "counter.txt"))
+    names = ("citation_count", "noise")
+    scores = booster.predict(frame.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = frame.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("score", scores))
+    judged = _split(release, "eval").select(SURVEY_ID, CANDIDATE_ID, LABEL)
+    assert mine.join(judged, on=[SURVEY_ID, CANDIDATE_ID], how="anti").height > 0  # unjudged too
+    expected = _trec_retrieval(mine, judged)
+    ours = _per_survey(result, "counter")
+    assert ours.height == len(expected) > 5
+    for row in ours.iter_rows(named=True):
+        for metric, theirs in (("nDCG@10", "ndcg_cut_10"), ("nDCG@20", "ndcg_cut_20"),
+                               ("AP", "map"), ("R@20", "recall_20")):  # fmt: skip
+            assert row[metric] == pytest.approx(expected[row[SURVEY_ID]][theirs], abs=1e-9)
+    facts = result.results["models"]["counter"]
+    assert facts["first_stage"] == "first" and facts["pairs_scored"] == mine.height
+    assert facts["features"]["citation_count"]["coverage"] == 1.0
+    assert result.results["kinds"]["counter"] == "foreign model"
+
+
+def test_retrieval_mode_offers_no_release_feature_and_refuses_trains_models(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    _first_stage(owner["release"], tmp_path / "first.trec", depth=10)
+    with pytest.raises(PipelineError) as info:  # reranker_v2 reads the release's bm25
+        _evaluate(owner, tmp_path / "out", mode="retrieval", first_stage=str(tmp_path / "first.trec"),
+                  external=ExternalOptions(features=(owner["home"] / "features.parquet",)))  # fmt: skip
+    message = str(info.value)
+    assert "no source has feature(s) bm25" in message and "judged candidates only" in message
+    assert "\n" not in message
+
+
+def test_survey_vectors_the_collection_lacks_come_from_query_vectors_then_the_encoder(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    """Re-ranking mode, as retrieval mode's --qdrant: a survey not in the collection takes
+    its --query-vectors row, else its text encoded by the command's --encoder."""
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient, models
+
+    from pipeline.evaluate.examples import HASHED_DIMENSION, hashed_words
+    from pipeline.rules.text_match import survey_text
+
+    release, home = owner["release"], owner["home"]
+    evaluation = _split(release, "eval")
+    candidates = sorted(evaluation[CANDIDATE_ID].unique().to_list())
+    texts = dict(evaluation.select(SURVEY_ID, survey_text()).unique(SURVEY_ID).iter_rows())
+    surveys = sorted(texts)
+    rng = np.random.default_rng(6)
+    vectors = {c: rng.normal(size=HASHED_DIMENSION).astype(np.float32).astype(np.float64)
+               for c in candidates}  # fmt: skip
+    given = surveys[::2]  # the others: the encoder
+    queries = {s: rng.normal(size=HASHED_DIMENSION) for s in given}
+    folder = tmp_path / "index"
+    client = QdrantClient(path=str(folder))
+    try:
+        client.create_collection("papers", vectors_config=models.VectorParams(
+            size=HASHED_DIMENSION, distance=models.Distance.DOT))  # fmt: skip
+        client.upload_collection("papers", vectors=[vectors[c].tolist() for c in candidates],
+                                 ids=list(range(len(candidates))),
+                                 payload=[{"_id": c} for c in candidates])  # fmt: skip
+    finally:
+        client.close()
+    query_file = tmp_path / "queries.parquet"
+    pl.DataFrame({"_id": given, "vector": [queries[s].tolist() for s in given]}).write_parquet(
+        query_file
+    )
+
+    def survey_vector(s: str) -> np.ndarray:
+        if f"arxiv:{s}" in vectors:  # a survey that is a point of the collection
+            return vectors[f"arxiv:{s}"]
+        return queries[s] if s in queries else hashed_words([texts[s]])[0]
+
+    def cosine(s: str, c: str) -> float:
+        a, b = survey_vector(s), vectors[c]
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    pairs = evaluation.select(SURVEY_ID, CANDIDATE_ID).iter_rows()
+    own = evaluation.with_columns(
+        pl.Series("cosine", [cosine(s, c) for s, c in pairs], dtype=pl.Float64)
+    ).join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID, how="left",
+           maintain_order="left")  # fmt: skip
+    names = ("cosine", "citation_count")
+    _train(own, names, own[LABEL]).save_model(str(home / "encoded.txt"))
+    booster = lgb.Booster(model_file=str(home / "encoded.txt"))
+    scores = booster.predict(own.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = own.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("score", scores))
+    result = _evaluate(
+        owner, tmp_path / "out", model="encoded.txt", qdrant=str(folder), collection="papers",
+        query_vectors=query_file, encoders=["pipeline.evaluate.examples:hashed_words"],
+        external=ExternalOptions(features=(home / "features.parquet",)),
+    )  # fmt: skip
+    reference = api.evaluate_scores(mine, release, name="encoded", config=FAST)
+    theirs = reference.per_survey.filter(pl.col(SYSTEM) == "encoded")
+    ours = result.per_survey.filter(pl.col(SYSTEM) == "encoded").select(theirs.columns)
+    assert ours.height > 0 and ours.equals(theirs)
+    qdrant = next(
+        s for s in result.results["models"]["encoded"]["sources"].values()
+        if s["source"] == "qdrant"
+    )  # fmt: skip
+    in_collection = {s for s in surveys if f"arxiv:{s}" in vectors}
+    assert qdrant["surveys_from_query_vectors"] == len(set(given) - in_collection)
+    assert qdrant["surveys_from_encoder"] == len(set(surveys) - set(given) - in_collection) > 0
+    assert qdrant["surveys_with_vector"] == len(surveys)
+
+
+def test_pair_features_join_per_survey_and_candidate(
+    owner: dict[str, Path], tmp_path: Path
+) -> None:
+    """A --features file with survey_id: a value per (survey, candidate), so one candidate
+    of two surveys has two values; the surveys spelt in other id forms still match."""
+    release, home = owner["release"], owner["home"]
+    evaluation = _split(release, "eval")
+    rng = np.random.default_rng(9)
+    affinity = rng.random(evaluation.height) + evaluation[LABEL].to_numpy() * 0.1  # learnable
+    pair = evaluation.select(SURVEY_ID, CANDIDATE_ID).with_columns(pl.Series("affinity", affinity))
+    shared = pair.group_by(CANDIDATE_ID).agg(pl.col("affinity").n_unique().alias("n"))
+    assert shared.filter(pl.col("n") > 1).height > 0  # one candidate, two surveys, two values
+    spelt = pair.with_columns(  # the user's own survey forms, and a row of no eval survey
+        pl.when(pl.int_range(pl.len()) % 2 == 0)
+        .then(pl.lit("arXiv:") + pl.col(SURVEY_ID) + pl.lit("v2"))
+        .otherwise(pl.col(SURVEY_ID))
+        .alias(SURVEY_ID)
+    )
+    stray = pl.DataFrame({SURVEY_ID: ["9999.99999"], CANDIDATE_ID: [pair[CANDIDATE_ID][0]],
+                          "affinity": [0.5]})  # fmt: skip
+    pl.concat([spelt, stray]).write_parquet(tmp_path / "pairs.parquet")
+    own = evaluation.join(pair, on=[SURVEY_ID, CANDIDATE_ID], how="left", maintain_order="left")
+    own = own.join(pl.read_parquet(home / "features.parquet"), on=CANDIDATE_ID, how="left",
+                   maintain_order="left")  # fmt: skip
+    names = ("affinity", "citation_count")
+    _train(own, names, own[LABEL]).save_model(str(home / "pairs.txt"))
+    booster = lgb.Booster(model_file=str(home / "pairs.txt"))
+    scores = booster.predict(own.select(names).to_numpy().astype(np.float64), num_threads=1)
+    mine = own.select(SURVEY_ID, CANDIDATE_ID, LABEL).with_columns(pl.Series("score", scores))
+    result = _evaluate(owner, tmp_path / "out", model="pairs.txt", external=ExternalOptions(
+        features=(tmp_path / "pairs.parquet", home / "features.parquet")))  # fmt: skip
+    expected = _trec_values(mine)
+    ours = _per_survey(result, "pairs")
+    assert ours.height == len(expected) > 5
+    for row in ours.iter_rows(named=True):
+        for metric, theirs in (("nDCG@10", "ndcg_cut_10"), ("AP", "map")):
+            assert row[metric] == pytest.approx(expected[row[SURVEY_ID]][theirs], abs=1e-9)
+    facts = result.results["models"]["pairs"]
+    assert facts["features"]["affinity"]["coverage"] == 1.0
+    source = facts["sources"]["file pairs.parquet"]
+    assert source["pair_features"] and source["pair_rows_survey_unmatched"] == 1

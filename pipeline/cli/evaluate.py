@@ -336,7 +336,8 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         help="a model written by `python -m pipeline train` (its .json beside it names the "
         "feature set), or any LightGBM text model (no .json: a foreign model, its features "
         "by name from the sources below), scored on the eval candidates as a system named by "
-        "the file stem; repeatable",
+        "the file stem; with --mode retrieval a foreign model re-ranks each survey's "
+        "--first-stage top K; repeatable",
     )
     parser.add_argument(
         "--mode",
@@ -351,15 +352,17 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1000,
         metavar="K",
-        help="retrieval mode: documents a model (--encoder, --sentence-transformer, --scorer) "
-        "and the bm25 baseline keep per survey from the whole corpus (default 1000)",
+        help="retrieval mode: documents a model (--encoder, --sentence-transformer, --scorer, "
+        "a foreign --model-file) and the bm25 baseline keep per survey from the whole corpus "
+        "(default 1000)",
     )
     parser.add_argument(
         "--first-stage",
         default="bm25",
         metavar="bm25|encoder|RUN",
-        help="retrieval mode: what a --scorer re-ranks, each survey's top K of bm25 over the "
-        "corpus (default), of the first --encoder/--sentence-transformer, or of a run file",
+        help="retrieval mode: what a --scorer or a foreign --model-file re-ranks, each "
+        "survey's top K of bm25 over the corpus (default), of the first "
+        "--encoder/--sentence-transformer (or the --qdrant collection), or of a run file",
     )
     parser.add_argument(
         "--index",
@@ -376,7 +379,8 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         help="retrieval mode: your own index, a Qdrant server URL (API key from "
         "QDRANT_API_KEY) or a qdrant-client local-mode folder; the surveys are encoded by "
         "the --encoder/--sentence-transformer given, or read from --query-vectors (the "
-        ".[qdrant] extra); re-ranking mode with a foreign --model-file: its cosine feature",
+        ".[qdrant] extra); with a foreign --model-file also its cosine feature (re-ranking "
+        "mode: only that)",
     )
     parser.add_argument(
         "--collection", metavar="NAME", help="the Qdrant collection holding the corpus's vectors"
@@ -393,7 +397,8 @@ def _add_learned_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="the surveys' vectors for --qdrant, for a model that cannot run here: Parquet "
-        "with _id (survey id) and vector",
+        "with _id (survey id) and vector (a foreign model's cosine: for the surveys the "
+        "collection lacks, before the --encoder)",
     )
     parser.add_argument(
         "--no-learned",

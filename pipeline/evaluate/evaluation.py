@@ -61,7 +61,7 @@ from pipeline.evaluate.columns import (
     SYSTEM,
 )
 from pipeline.evaluate.evalset import is_hub_spec, load_eval_set, resolve_eval_file
-from pipeline.evaluate.external import ExternalOptions, is_foreign, with_qdrant
+from pipeline.evaluate.external import NO_OPTIONS, ExternalOptions, is_foreign, with_qdrant
 from pipeline.evaluate.passages import PassageOptions
 from pipeline.evaluate.report.figures import write_figures
 from pipeline.evaluate.report.markdown import render_report
@@ -79,6 +79,7 @@ from pipeline.evaluate.retrieval.model_runs import (
 from pipeline.evaluate.scoring import compare
 from pipeline.evaluate.scoring.compute import RANK_ALL, RANK_SCORED
 from pipeline.evaluate.scoring.coverage import CHV_DOC, CHV_RATIO
+from pipeline.evaluate.scoring.judged import JUDGED_DOC, judged_means
 from pipeline.evaluate.scoring.measures import (
     main_metrics,
     metric_aliases,
@@ -105,7 +106,9 @@ from pipeline.evaluate.systems.baselines import (
 from pipeline.evaluate.systems.learned import leak_probe
 from pipeline.evaluate.systems.models import (
     DEFAULT_BATCH,
+    ENCODER,
     SCORER,
+    SENTENCE_TRANSFORMER,
     ModelScores,
     ModelSpec,
 )
@@ -219,7 +222,8 @@ class EvaluationRequest:
     lenient: drop run rows whose ids are not in the eval set instead of failing.
     require_complete: fail when a run has no row for some eval survey.
     mode: ``rerank`` (the judged candidates; the default) or ``retrieval`` (runs, scores
-        and models over the split's whole corpus; not model files).
+        and models over the split's whole corpus; a foreign model file re-ranks the first
+        stage's top K, a model file of ``train`` is refused).
     baselines: evaluate the baselines (from the cache when there; in retrieval mode
         ``bm25`` over the whole corpus, when the corpus has its texts).
     learned: with the baselines, also the learned ones (``lgbm``..., ``dense``).
@@ -239,7 +243,8 @@ class EvaluationRequest:
         stage; :mod:`pipeline.evaluate.retrieval.model_runs`). In re-ranking mode with a
         foreign model file, its ``qdrant``, ``collection`` and ``query_vectors`` are that
         model's vector feature and move into ``external``; with no foreign model file they
-        are refused.
+        are refused. In retrieval mode they are both the collection's retrieval and the
+        foreign model's vector feature.
     external: where a foreign model file's features come from
         (:class:`pipeline.evaluate.external.ExternalOptions`); None: the release's only.
 
@@ -288,19 +293,32 @@ class EvaluationRequest:
         self._check()
 
     def _vectors_to_foreign_model(self) -> None:
-        """Re-ranking mode retrieves nothing, so a Qdrant collection given with a foreign
+        """A foreign model file's vector feature and survey encoder.
+
+        Re-ranking mode retrieves nothing, so a Qdrant collection given with a foreign
         model file is that model's vector feature (our own models' features are the
-        release's: for them ``_check`` refuses it)."""
-        options = self.retrieval
-        if self.mode != RERANK or options.qdrant is None:
-            return
+        release's: for them ``_check`` refuses it). In retrieval mode the collection is
+        also the retrieval it is there, and the foreign model's feature. The first
+        ``--encoder`` / ``--sentence-transformer`` encodes the surveys the collection lacks,
+        as in retrieval mode.
+        """
         if not any(is_foreign(run_spec(spec)[0]) for spec in self.model_files):
             return
-        external = with_qdrant(self.external, options.qdrant, options.collection,
-                               options.id_field, options.query_vectors)  # fmt: skip
-        retrieval = dataclasses.replace(options, qdrant=None, collection=None, query_vectors=None)
+        encoder = next((m for m in self.models if m.kind in (ENCODER, SENTENCE_TRANSFORMER)), None)
+        external = dataclasses.replace(
+            self.external if self.external is not None else NO_OPTIONS,
+            query_encoder=encoder, cache_dir=self.cache_dir, batch_size=self.batch_size,
+        )  # fmt: skip
+        options = self.retrieval
+        if options.qdrant is not None:
+            external = with_qdrant(external, options.qdrant, options.collection,
+                                   options.id_field, options.query_vectors)  # fmt: skip
+            if self.mode == RERANK:
+                retrieval = dataclasses.replace(
+                    options, qdrant=None, collection=None, query_vectors=None
+                )
+                object.__setattr__(self, "retrieval", retrieval)
         object.__setattr__(self, "external", external)
-        object.__setattr__(self, "retrieval", retrieval)
 
     def system_flags(self) -> list[str]:
         """The flags (or API arguments) of the systems given, sorted."""
@@ -320,10 +338,14 @@ class EvaluationRequest:
                 f"--mode (mode=) {self.mode!r}: unknown; available: {', '.join(MODES)}"
             )
         retrieval = self.mode == RETRIEVAL
-        if retrieval and self.model_files:
+        own = [run_spec(spec)[0] for spec in self.model_files]
+        own = [path for path in own if not is_foreign(path)]
+        if retrieval and own:
             raise UsageError(
-                f"{RETRIEVAL_OPTION} evaluates systems over the whole corpus: a --model-file "
-                "re-ranks the judged candidates with their features (evaluate it without it)"
+                f"{RETRIEVAL_OPTION}: --model-file {own[0]} is a model of `train`, whose "
+                "features are the release's, which exist for the judged candidates only; "
+                "evaluate it without --mode retrieval (a foreign LightGBM model re-ranks the "
+                "--first-stage top K with features from --features, --turso-url, --qdrant)"
             )
         if not retrieval and self.retrieval.qdrant is not None:
             raise UsageError(f"--qdrant retrieves from the whole corpus: add {RETRIEVAL_OPTION}")
@@ -340,10 +362,10 @@ class EvaluationRequest:
         if self.passages and self.retrieval.qdrant is not None:
             raise UsageError("--passages searches the sections itself: without --qdrant")
         has_run = self.runs or self.scores or self.models or self.passage_runs
-        if retrieval and not (has_run or self.retrieval.qdrant):
+        if retrieval and not (has_run or self.model_files or self.retrieval.qdrant):
             raise UsageError(
                 f"{RETRIEVAL_OPTION} needs a run over the split's corpus (--run, runs=) or a "
-                "model (--encoder, --sentence-transformer, --scorer)"
+                "model (--encoder, --sentence-transformer, --scorer, a foreign --model-file)"
             )
         if not (has_run or self.model_files or self.baselines):
             raise UsageError("nothing to evaluate: no system given and no baselines asked for")
@@ -376,6 +398,7 @@ class _Scored:
     with_chv: bool
     subsets: dict[str, tuple[str, pl.Series]]
     summaries: dict[str, dict[str, dict[str, dict[str, Any]]]]
+    judged: dict[str, dict[str, float]]  # retrieval mode: Judged@k per system (else empty)
 
 
 @dataclass(frozen=True)
@@ -477,12 +500,15 @@ def _score(
     ks, table = request.ks, eval_set.table
     ranked = RANK_SCORED if request.mode == RETRIEVAL else RANK_ALL
     per_system = dict(found.per_survey)
+    judged_shares = dict(found.judged)
     for system in submitted:
         judged = (
             retrieval_frame(table, system.run)
             if request.mode == RETRIEVAL
             else aligned(table, system.run.scores)
         )
+        if request.mode == RETRIEVAL:
+            judged_shares[system.name] = judged_means(judged)
         per_system[system.name] = with_chv(
             per_survey_subsets(judged, ks, ranked), system_chv(table, system)
         )
@@ -503,7 +529,7 @@ def _score(
     subsets = _subsets(eval_set.survey_years, request.query_groups)
     systems = list(per_system)
     summaries = compare.summaries(per_survey, systems, columns, subsets, request.config)
-    return _Scored(per_survey, systems, metrics, chv, subsets, summaries)
+    return _Scored(per_survey, systems, metrics, chv, subsets, summaries, judged_shares)
 
 
 def _subsets(
@@ -630,6 +656,7 @@ def _results(
             "tests": compared.tests,
             "pairwise": compared.pairwise,
             "tier_distribution": _tier_distribution(table),
+            **_judged(request, scored),
             **_task(request),
             **_full_text(request),
         }
@@ -660,6 +687,14 @@ def _full_text(request: EvaluationRequest) -> dict[str, Any]:
     if not (request.passages or request.passage_runs):
         return {}
     return {"full_text": request.passage_rule.facts()}
+
+
+def _judged(request: EvaluationRequest, scored: _Scored) -> dict[str, Any]:
+    """Retrieval mode's judged coverage per system (:mod:`pipeline.evaluate.scoring.judged`);
+    none in re-ranking mode, where every ranked candidate is judged."""
+    if request.mode != RETRIEVAL:
+        return {}
+    return {"judged_coverage": scored.judged, "judged_coverage_doc": JUDGED_DOC}
 
 
 def _task(request: EvaluationRequest) -> dict[str, Any]:

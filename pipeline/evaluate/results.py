@@ -121,6 +121,8 @@ class EvaluationResults(msgspec.Struct, kw_only=True):
     whole_survey: dict[str, dict[str, Any]] = {}
     whole_survey_skipped: dict[str, str] = {}
     full_text: dict[str, Any] | None = None
+    judged_coverage: dict[str, dict[str, float]] = {}
+    judged_coverage_doc: str | None = None
 
     @property
     def cutoffs(self) -> list[int]:

@@ -6,7 +6,8 @@ its features read from your own stores.
   eval candidates through the release's aliases.
 * :mod:`.sources`: Turso / libSQL tables, Parquet or CSV files, the release's own features.
 * :mod:`.vectors`: the survey-candidate cosine of a Qdrant collection.
-* :mod:`.system`: the model's scores on the eval set, an ordinary submitted system.
+* :mod:`.system`: the model's scores on the eval set (re-ranking mode) or on a first stage's
+  top K (retrieval mode), an ordinary submitted system.
 * :mod:`.popularity`: per feature its gain and hard-negative AUC, the model against the
   ``popularity`` baseline, the time-leakage note (the report's section).
 """
@@ -17,6 +18,7 @@ from pipeline.evaluate.external.sources import SourceError
 from pipeline.evaluate.external.system import (
     NO_OPTIONS,
     ExternalOptions,
+    foreign_model_retrieval,
     foreign_model_scores,
     secrets_in_env,
     with_qdrant,
@@ -30,6 +32,7 @@ __all__ = [
     "ExternalOptions",
     "ForeignModelError",
     "SourceError",
+    "foreign_model_retrieval",
     "foreign_model_scores",
     "is_foreign",
     "render_section",

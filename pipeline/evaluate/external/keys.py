@@ -41,12 +41,14 @@ def alias_key(ids: pl.Expr) -> pl.Expr:
     )
 
 
-def candidate_keys(eval_path: Path, candidates: pl.Series) -> pl.DataFrame:
+def candidate_keys(eval_path: Path, candidates: pl.Series, aliases: bool = True) -> pl.DataFrame:
     """``_key``, ``candidate_id``: every alias form of each of ``candidates`` (its id and,
-    when the eval file has them, its ``candidate_aliases``), one row per distinct pair."""
+    when the eval file has them and ``aliases``, its ``candidate_aliases``), one row per
+    distinct pair. Retrieval mode passes ``aliases=False``: only judged candidates have
+    aliases in the eval file, so using them would find judged documents under more names."""
     frame = pl.DataFrame({CANDIDATE_ID: candidates.unique().sort()})
     forms = [frame.select(pl.col(CANDIDATE_ID).alias("_alias"), CANDIDATE_ID)]
-    if CANDIDATE_ALIASES in pl.read_parquet_schema(eval_path):
+    if aliases and CANDIDATE_ALIASES in pl.read_parquet_schema(eval_path):
         aliases = (
             pl.scan_parquet(eval_path)
             .select(CANDIDATE_ID, CANDIDATE_ALIASES)

@@ -44,9 +44,13 @@ def feature_facts(
     eval_set: pl.DataFrame,
     gain: dict[str, float],
     origin: dict[str, tuple[str, str]],
+    coverage_of: pl.DataFrame | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per model feature: ``source``, ``column``, ``coverage``, ``gain``, ``gain_share`` and
-    ``auc`` (the leak audit's table row), ``features`` aligned with ``eval_set``."""
+    ``auc`` (the leak audit's table row), ``features`` aligned with ``eval_set``.
+    ``coverage_of``: the rows coverage is the share of (default ``features``; retrieval
+    mode: every pair scored, judged or not)."""
+    covered = features if coverage_of is None else coverage_of
     names = [c for c in features.columns if c in gain]
     audit = columns_audit(
         features.select(pl.Series(SURVEY_ID, eval_set[SURVEY_ID]), *names), eval_set[LABEL]
@@ -56,7 +60,7 @@ def feature_facts(
         name: {
             "source": origin[name][0],
             "column": origin[name][1],
-            "coverage": features[name].is_not_null().mean() if features.height else None,
+            "coverage": covered[name].is_not_null().mean() if covered.height else None,
             "gain": gain[name],
             "gain_share": gain[name] / total if total > 0 else None,
             "auc": audit.get(name, {}),

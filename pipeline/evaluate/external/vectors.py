@@ -5,13 +5,15 @@ mode, named by ``--vector-feature``, default ``cosine``).
 The points are found by the payload field ``--id-field`` (default ``_id``), which holds a
 paper's id in any alias form (:mod:`pipeline.evaluate.external.keys`). A survey's vector is
 its own point when the collection has the survey, else its row of ``--query-vectors``
-(Parquet ``_id``, ``vector``); a survey or candidate without a vector has the feature
-missing. The client, the API key (``--qdrant-api-key`` or ``QDRANT_API_KEY``) and every
+(Parquet ``_id``, ``vector``), else its text encoded by the command's ``--encoder`` or
+``--sentence-transformer`` (as retrieval mode's ``--qdrant`` does); a survey or candidate
+without a vector has the feature missing. The client, the API key (``--qdrant-api-key`` or ``QDRANT_API_KEY``) and every
 message are :mod:`pipeline.evaluate.retrieval.qdrant_index`'s: a key is never printed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from pipeline.evaluate.retrieval import qdrant_index as Q
 
 IDS_PER_REQUEST = 256
 POINTS_PER_PAGE = 512
+# survey ids -> (the ids encoded, their vectors): the command's encoder on the surveys' texts
+SurveyEncoder = Callable[[list[str]], tuple[list[str], np.ndarray]]
 
 
 @dataclass
@@ -37,6 +41,7 @@ class VectorSource:
     name: str = "cosine"
     id_field: str = Q.DEFAULT_ID_FIELD
     query_vectors: Path | None = None
+    encode_surveys: SurveyEncoder | None = None
 
     @property
     def flag(self) -> str:
@@ -80,6 +85,15 @@ class VectorSource:
                     break
         return found
 
+    def _check_size(self, matrix: np.ndarray, size: int, given: str) -> None:
+        """Refuse survey vectors of another size than the collection's."""
+        if matrix.ndim != 2 or matrix.shape[1] != size:
+            got = matrix.shape[1] if matrix.ndim == 2 else matrix.shape
+            raise Q.UsageError(
+                f"{given}: survey vectors of size {got}, collection {self.collection} holds "
+                f"size {size}"
+            )
+
     def read(self, columns: list[str], keys: pl.DataFrame) -> Block:
         surveys = self.pairs[SURVEY_ID].unique().sort()
         survey_forms = pl.DataFrame({SURVEY_ID: surveys}).with_columns(
@@ -103,18 +117,21 @@ class VectorSource:
             vector = found.get(survey) if survey in found else found.get(alias or "")
             if vector is not None:
                 survey_vectors[survey] = vector
-        from_file = 0
+        from_file = from_encoder = 0
         rest = [s for s in surveys.to_list() if s not in survey_vectors]
         if rest and self.query_vectors is not None:
             given = Q.read_query_vectors(self.query_vectors, rest)
-            if given.matrix.shape[1] != size:
-                raise Q.UsageError(
-                    f"--query-vectors {self.query_vectors}: vectors of size "
-                    f"{given.matrix.shape[1]}, collection {self.collection} holds size {size}"
-                )
+            self._check_size(given.matrix, size, f"--query-vectors {self.query_vectors}")
             for survey, vector in zip(given.ids, given.matrix, strict=True):
                 survey_vectors[survey] = vector
                 from_file += 1
+        rest = [s for s in rest if s not in survey_vectors]
+        if rest and self.encode_surveys is not None:
+            ids, matrix = self.encode_surveys(rest)
+            self._check_size(matrix, size, "the --encoder/--sentence-transformer")
+            for survey, vector in zip(ids, np.asarray(matrix, dtype=np.float64), strict=True):
+                survey_vectors[survey] = vector
+                from_encoder += 1
         values = [
             _cosine(survey_vectors.get(s), candidate_vectors.get(c))
             for s, c in self.pairs.select(SURVEY_ID, CANDIDATE_ID).iter_rows()
@@ -130,6 +147,7 @@ class VectorSource:
             "candidates_with_vector": len(candidate_vectors),
             "surveys_with_vector": len(survey_vectors),
             "surveys_from_query_vectors": from_file,
+            "surveys_from_encoder": from_encoder,
         }
         return Block(frame, facts)
 

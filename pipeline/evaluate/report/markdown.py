@@ -310,6 +310,25 @@ def _retrieved(results: EvaluationResults) -> list[str]:
     return ["", *lines] if lines else []
 
 
+def _judged(results: EvaluationResults) -> list[str]:
+    """Retrieval mode: the share of each system's top 10 and top 100 that is judged."""
+    shares = results.judged_coverage
+    if not shares:
+        return []
+    cutoffs = sorted({name for values in shares.values() for name in values},
+                     key=lambda name: int(name.split("@")[1]))  # fmt: skip
+    order = [s for s in results.ranked_over if s in shares]
+    lines = ["", "## Judged coverage", "",
+             "The share of each system's top K that the judgments cover (listed candidates "
+             "and hard negatives, mean over surveys); the rest counts as not relevant, so a "
+             "low share means part of the score rests on documents nobody judged.", ""]  # fmt: skip
+    lines += _table(
+        ["system", *cutoffs],
+        [[name, *[_num(shares[name].get(c)) for c in cutoffs]] for name in order],
+    )
+    return lines
+
+
 def _notes(results: EvaluationResults) -> list[str]:
     """Learned baselines not trained, and the reading-free probe (loud when it fires)."""
     lines: list[str] = []
@@ -509,6 +528,7 @@ def render_report(
     lines += _cutoffs(results)
     lines += _figure(figures, "recall_by_tier.png")
     lines += _runs_section(results)
+    lines += _judged(results)
     lines += _notes(results)
     lines += render_section(results)  # foreign models: is it a citation counter?
     lines += _in_out(results, figures)

@@ -73,6 +73,8 @@ from pipeline.rules.text_match import BM25Index, paper_text, survey_text, tokeni
 
 DEFAULT_TOP_K = 1000
 FIRST_BM25, FIRST_ENCODER = "bm25", "encoder"
+# the runs ``--first-stage encoder`` re-ranks: an encoder's, or the --qdrant collection's
+FIRST_STAGE_ENCODERS = (ENCODER, SENTENCE_TRANSFORMER, "qdrant")
 BM25_QUERY_BLOCK = 16  # surveys scored against the whole corpus at a time (16 x corpus floats)
 
 
@@ -197,6 +199,14 @@ def _encode_queries(
     return queries[SURVEY_ID].to_list(), np.stack([vectors[t] for t in texts])
 
 
+def encode_surveys(
+    spec: ModelSpec, eval_set: pl.DataFrame, cache_dir: Path | None, batch_size: int
+) -> tuple[list[str], np.ndarray]:
+    """The ids and vectors of the surveys of ``eval_set`` by the encoder ``spec`` (a foreign
+    model's Qdrant cosine, for surveys its collection lacks)."""
+    return _encode_queries(spec, load_encoder(spec), eval_set, cache_dir, batch_size)
+
+
 def qdrant_retrieval(
     encoder: ModelSpec | None,
     eval_set: pl.DataFrame,
@@ -281,12 +291,22 @@ def blocks_top_k(
 def first_stage_run(
     options: RetrievalOptions,
     eval_set: pl.DataFrame,
-    corpus: Corpus,
+    corpus: Corpus | None,
     encoders: list[Retrieved],
 ) -> tuple[pl.DataFrame, str]:
-    """The (survey, document) pairs a scorer re-ranks: each survey's top ``k`` of the first
-    stage, and the first stage's name."""
+    """The (survey, document) pairs a scorer or a foreign model file re-ranks: each survey's
+    top ``k`` of the first stage, and the first stage's name.
+
+    Raises:
+        UsageError: ``bm25`` without the corpus's texts beside the eval file, ``encoder``
+            without an encoder run, or a run file that does not exist.
+    """
     if options.first_stage == FIRST_BM25:
+        if corpus is None or not has_texts(corpus):
+            raise UsageError(
+                "--first-stage bm25 needs the split's corpus with its texts (corpus/test.parquet "
+                "of a release folder) beside the eval file; or give --first-stage RUN"
+            )
         run = bm25_retrieval(eval_set, corpus, options.top_k, FIRST_BM25).run
         return run.scores, FIRST_BM25
     if options.first_stage == FIRST_ENCODER:

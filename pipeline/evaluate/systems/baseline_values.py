@@ -5,7 +5,7 @@ corpus."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from pipeline.evaluate.retrieval.model_runs import (
     has_texts,
 )
 from pipeline.evaluate.scoring.compute import RANK_SCORED
+from pipeline.evaluate.scoring.judged import judged_means
 from pipeline.evaluate.scoring.subsets import per_survey_subsets
 from pipeline.evaluate.systems.baselines import (
     BASELINES,
@@ -100,6 +101,7 @@ class Baselines:
     names: list[str]
     per_survey: dict[str, pl.DataFrame]
     facts: dict[str, Any]
+    judged: dict[str, dict[str, float]] = field(default_factory=dict)  # retrieval: Judged@k
 
 
 def rerank_baselines(
@@ -174,12 +176,14 @@ def retrieval_baselines(
         spec = ModelSpec(ENCODER, f"{dense_encode.__module__}:{dense_encode.__name__}", DENSE)
         found[DENSE] = encoder_retrieval(spec, eval_set, corpus, cache_dir, batch_size, options)
     ks = tuple(sorted({*config.ks, *RETRIEVAL_KS}))
+    retrieved = {name: retrieval_frame(eval_set, r.run) for name, r in found.items()}
     frames = {
-        name: with_chv(per_survey_subsets(retrieval_frame(eval_set, r.run), ks, RANK_SCORED), None)
-        for name, r in found.items()
+        name: with_chv(per_survey_subsets(frame, ks, RANK_SCORED), None)
+        for name, frame in retrieved.items()
     }
     facts |= {name: clean(r.facts) for name, r in found.items()}
-    return Baselines(list(found), frames, facts)
+    judged = {name: judged_means(frame) for name, frame in retrieved.items()}
+    return Baselines(list(found), frames, facts, judged)
 
 
 NO_BASELINES = Baselines([], {}, {})

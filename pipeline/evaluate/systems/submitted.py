@@ -19,7 +19,12 @@ from pipeline.evaluate.evalset import answer_free
 from pipeline.evaluate.passages import PassageOptions
 from pipeline.evaluate.retrieval.corpus_vectors import load_corpus
 from pipeline.evaluate.retrieval.mode import RETRIEVAL, corpus_ids, restrict_to_corpus
-from pipeline.evaluate.retrieval.model_runs import RetrievalOptions, retrieve
+from pipeline.evaluate.retrieval.model_runs import (
+    FIRST_STAGE_ENCODERS,
+    RetrievalOptions,
+    first_stage_run,
+    retrieve,
+)
 from pipeline.evaluate.scoring.coverage import CHV_RATIO, chv_ratios
 from pipeline.evaluate.scoring.subsets import SUBSET_ALL
 from pipeline.evaluate.systems import full_text
@@ -168,6 +173,27 @@ def _model_file_run(
     return Submitted(run, kind, facts)
 
 
+def _foreign_retrieval(
+    eval_set: pl.DataFrame,
+    eval_path: Path,
+    spec: RunSpec,
+    first_stage: tuple[pl.DataFrame, str],
+    external: Any,
+) -> Submitted:
+    """A foreign ``--model-file`` in retrieval mode: its scores of the first stage's top K."""
+    from pipeline.evaluate import external as X
+
+    path, name = run_spec(spec)
+    pairs, first = first_stage
+    stem, scores, facts = X.foreign_model_retrieval(
+        eval_set, eval_path, pairs, first, path, external or X.NO_OPTIONS
+    )
+    run = Run(
+        name=name or stem, path=path, format="model", scores=scores, n_rows=scores.height,
+    )  # fmt: skip
+    return Submitted(run, X.KIND_FOREIGN, facts)
+
+
 def _model_run(
     eval_set: pl.DataFrame, spec: ModelSpec, cache_dir: Path | None, batch_size: int
 ) -> tuple[Submitted, ModelScores]:
@@ -250,7 +276,6 @@ def load_submitted(
     submitted += [
         Submitted(restrict(scores_run(s, name)), KIND_SCORES) for name, s in scores.items()
     ]
-    submitted += [_model_file_run(eval_set, eval_path, spec, external) for spec in model_files]
     rule = passage_rule or PassageOptions()
     for path, name in (run_spec(spec) for spec in passage_runs):
         run, facts = full_text.passage_run(path, name, eval_set, corpus, eval_path, rule, lenient)
@@ -261,10 +286,19 @@ def load_submitted(
         models = []
     model_runs: list[ModelScores] = []
     if mode == RETRIEVAL:
-        found = retrieve(list(models), eval_set, load_corpus(eval_path), cache_dir, batch_size,
-                         retrieval)  # fmt: skip
+        corpus_files = load_corpus(eval_path)
+        found = retrieve(list(models), eval_set, corpus_files, cache_dir, batch_size, retrieval)
         submitted += [Submitted(restrict(r.run), r.run.format, r.facts) for r in found]
+        if model_files:  # foreign models (EvaluationRequest refuses train's in this mode)
+            encoders = [r for r in found if r.run.format in FIRST_STAGE_ENCODERS]
+            first = first_stage_run(retrieval, eval_set, corpus_files, encoders)
+            submitted += [
+                Submitted(restrict(s.run), s.kind, s.facts)
+                for s in (_foreign_retrieval(eval_set, eval_path, spec, first, external)
+                          for spec in model_files)
+            ]  # fmt: skip
         return submitted, model_runs
+    submitted += [_model_file_run(eval_set, eval_path, spec, external) for spec in model_files]
     for spec in models:
         system, result = _model_run(eval_set, spec, cache_dir, batch_size)
         submitted.append(system)
