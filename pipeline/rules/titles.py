@@ -89,6 +89,7 @@ _SEP = "\x1f"
 _RAW_ID = "_raw_id"
 _RAW = "_raw"
 _LAST_USED = "_last_used"
+_AFTER_QUESTION_KEY = "_after_question_key"
 _PLACEHOLDER = r"\{\{[a-z]+:[^}]*\}\}"  # unarXive's {{formula:...}} / {{cite:...}} markers
 # Vancouver's journal, abbreviated and followed by its locator ``2017;30:5998`` (NLM style:
 # ``Title. Adv Neural Inf Process Syst. 2017;30:5998-6008.``): the sentence before a
@@ -186,15 +187,21 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
     after_question = pl.col(SEGMENT).str.split("? ").list.last()
     title_like_keys = (
         segs.select(pl.col(SEGMENT).unique())
-        .with_columns(title_key(pl.col(SEGMENT)).alias(KEY))
+        # both keys as columns before the filter: inlined there, each was computed once per
+        # use (title_like reads its key seven times), 90% of segment_keys' time
+        .with_columns(
+            title_key(pl.col(SEGMENT)).alias(KEY),
+            title_key(after_question).fill_null("").alias(_AFTER_QUESTION_KEY),
+        )
         .filter(
             pl.col(KEY).is_not_null()
             & title_like(pl.col(SEGMENT), pl.col(KEY))
             & (
                 ~pl.col(SEGMENT).str.contains(r"\?\s")
-                | title_like(after_question, title_key(after_question).fill_null(""))
+                | title_like(after_question, pl.col(_AFTER_QUESTION_KEY))
             )
         )
+        .drop(_AFTER_QUESTION_KEY)
     )
     segs = segs.join(title_like_keys, on=SEGMENT, how="inner")
     longest = pl.col(KEY).str.len_chars().cast(pl.Int64)
