@@ -421,6 +421,34 @@ def test_segment_keys_per_string_equal_segment_keys() -> None:
     assert got.equals(want)
 
 
+@pytest.mark.parametrize("max_strings", [1_000, 25, 1])
+def test_segment_key_memo_equals_per_string_keys_of_each_frame(max_strings: int) -> None:
+    """Keys held across frames (the reference files of ``works``) are each frame's
+    ``segment_keys_per_string``, whether every string is held, some are forgotten, or none:
+    four frames of the 60 real references, overlapping, with entries without a raw."""
+    fixture = Path(__file__).parent / "fixtures" / "reference_titles.tsv"
+    raws = pl.read_csv(fixture, separator="\t", quote_char='"')["raw"].to_list()
+    frames = [
+        pl.DataFrame(
+            {
+                "paper": [f"p{i}"] * 32,
+                "ref": [f"b{j}" for j in range(32)],
+                "raw": [*raws[i * 10 : i * 10 + 30], None, ""],
+            }
+        )
+        for i in range(4)
+    ]
+    frames.append(frames[0])  # a frame whose strings are all known
+    cols = ["paper", "ref", T.KEY, T.SEGMENT_RANK]
+    memo = T.SegmentKeyMemo(max_strings)
+    for frame in frames:
+        want = T.segment_keys_per_string(frame, "raw", ["paper", "ref"]).collect().sort(cols)
+        got = memo.keys(frame, "raw", ["paper", "ref"]).sort(cols)
+        assert want.height > 10
+        assert got.equals(want)
+        assert memo.strings.height <= max(max_strings, 31)
+
+
 # --------------------------------------------------------------------- candidate text
 def test_a_work_outside_the_corpus_is_shown_by_its_majority_title_key(tmp_path: Path) -> None:
     """Three papers cite Legion in three styles (IEEE quotes, plainnat lower case, LNCS); the

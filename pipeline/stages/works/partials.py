@@ -84,6 +84,9 @@ class WorkPartials:
             refs.select(S.PAPER_ID, S.REF_ID, S.RAW)
             .join(cited, on=[S.PAPER_ID, S.REF_ID])
             .drop_nulls(S.RAW)
+            # each distinct string of a work once: the year regex and the longest-string
+            # filter cost per row, and a work is cited in the same words by many entries
+            .unique([S.WORK_ID, S.RAW])
             .group_by(S.WORK_ID)
             .agg(  # the longest raw string; the smallest of those on ties
                 pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min(),

@@ -86,16 +86,18 @@ def alias_pass(
 
 
 def identifier_pass(
-    ref_files: list[pl.LazyFrame], alias_work: pl.DataFrame, scratch: Scratch
+    ref_files: list[pl.LazyFrame], alias_work: pl.DataFrame, scratch: Scratch, memo_strings: int
 ) -> pl.DataFrame:
     """Pass 2, per file: each entry's work by identifier (scratch ``entry_work``: its non-junk
     aliases' work, else its junk alias's) and the title keys of its raw string (scratch
-    ``entry_keys``).
+    ``entry_keys``; each distinct raw string's computed once over the files while at most
+    ``memo_strings`` are held: :class:`~pipeline.rules.titles.SegmentKeyMemo`).
 
     Returns:
         ``(work_id, title_key)``: the title key of every entry resolved by identifier.
     """
     known_parts = []
+    memo = T.SegmentKeyMemo(memo_strings)
     for i, refs in enumerate(
         steps(ref_files, "works: pass 2/3 (by identifier), reference files", unit="file")
     ):
@@ -111,11 +113,11 @@ def identifier_pass(
             .collect(engine="streaming")
         )
         entry_work.write_parquet(scratch.part("entry_work", i))
-        keys = T.segment_keys_per_string(
+        keys = memo.keys(
             refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
             S.RAW,
             [S.PAPER_ID, S.REF_ID],
-        ).collect(engine="streaming")
+        )
         keys.write_parquet(scratch.part("entry_keys", i))
         # to scratch: kept in memory, each part's key strings (views into the file's whole
         # segment-key table) held every file's keys alive (12 GB at the end of this pass at
@@ -126,6 +128,7 @@ def identifier_pass(
         known_parts.append(scratch.part("known_keys", i))
         scratch.part("entry_aliases", i).unlink()
         del entry_work, keys
+    del memo
     return (
         pl.concat(
             [_EMPTY_KEYS.lazy(), *(pl.scan_parquet(p) for p in known_parts)], how="vertical_relaxed"

@@ -99,7 +99,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     del nodes, components
     corpus = corpus_works(paper_aliases, alias_work, papers)
 
-    known = identifier_pass(ref_files, alias_work, scratch)
+    known = identifier_pass(ref_files, alias_work, scratch, ctx.limits.works_title_memo_strings)
     titles = title_map(corpus, known.lazy())
     title_key_parts = [T.corpus_title_keys(corpus).collect(engine="streaming"), known]
     del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
