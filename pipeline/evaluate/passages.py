@@ -37,7 +37,6 @@ QUERY = "query_id"
 DOCUMENT = "doc_id"
 PASSAGE = "passage_id"
 SCORE = "score"
-TEXT = "text"
 
 
 def passage_id_expr() -> pl.Expr:
@@ -99,7 +98,7 @@ def with_fallback(documents: pl.LazyFrame, fallback: pl.LazyFrame) -> tuple[pl.D
 # ----------------------------------------------------------------- options and the view
 DEFAULT_K = 3
 DEFAULT_PASSAGE_CHARS = 2048  # about 512 tokens of English: a BERT-size encoder's context
-FALLBACK_ORDER = "abstract"  # a document without full text: one passage, its title and abstract
+FALLBACK_ORDER = S.ABSTRACT  # a document without full text: one passage, its title and abstract
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,9 @@ def passage_texts(sections: pl.LazyFrame, max_chars: int) -> pl.LazyFrame:
     if max_chars:
         text = text.str.slice(0, max_chars)
     return sections.select(
-        passage_id_expr().alias(PASSAGE), pl.col(S.BEIR_CORPUS_ID).alias(DOCUMENT), text.alias(TEXT)
+        passage_id_expr().alias(PASSAGE),
+        pl.col(S.BEIR_CORPUS_ID).alias(DOCUMENT),
+        text.alias(S.BEIR_TEXT),
     ).sort(DOCUMENT, PASSAGE)
 
 

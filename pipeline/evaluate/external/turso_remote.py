@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from pipeline.core.errors import PipelineError
 from pipeline.evaluate.external import turso_worker
 
 TIMEOUT_S = 60.0  # per answer: a wide table's batch of rows arrives well within it
@@ -30,8 +31,9 @@ BATCH_ROWS = 10_000
 WORKER = Path(turso_worker.__file__)
 
 
-class RemoteError(ValueError):
-    """The remote database answered with an error, or did not answer in time."""
+class RemoteError(PipelineError, ValueError):
+    """The remote database answered with an error, or did not answer in time (a server's
+    failure, told to the user as :class:`~pipeline.evaluate.external.sources.SourceError`)."""
 
 
 class RemoteConnection:

@@ -109,7 +109,11 @@ def encoder_rerank(
     )
     with_text = set(own[P.DOCUMENT].to_list())
     fallback = pairs.filter(~pl.col(CANDIDATE_ID).is_in(list(with_text)))
-    texts = [*pairs[_QUERY_TEXT].to_list(), *own[P.TEXT].to_list(), *fallback[_DOC_TEXT].to_list()]
+    texts = [
+        *pairs[_QUERY_TEXT].to_list(),
+        *own[S.BEIR_TEXT].to_list(),
+        *fallback[_DOC_TEXT].to_list(),
+    ]
     matrix = _vectors(spec, texts, cache_dir, batch_size)
     passage_pairs = pairs.select(SURVEY_ID, CANDIDATE_ID, _QUERY_TEXT).join(
         own, left_on=CANDIDATE_ID, right_on=P.DOCUMENT, how="inner"
@@ -118,7 +122,7 @@ def encoder_rerank(
         {
             P.QUERY: passage_pairs[SURVEY_ID],
             P.DOCUMENT: passage_pairs[CANDIDATE_ID],
-            P.SCORE: _cosines(matrix, passage_pairs[_QUERY_TEXT], passage_pairs[P.TEXT]),
+            P.SCORE: _cosines(matrix, passage_pairs[_QUERY_TEXT], passage_pairs[S.BEIR_TEXT]),
         }
     )
     fallback_scores = pl.DataFrame(
@@ -171,16 +175,16 @@ def corpus_passages(corpus: Corpus, passages: pl.DataFrame) -> pl.DataFrame:
     the full-text passages of the corpus's documents, and for a document without any its
     title and abstract (sorted by document row)."""
     ids = corpus.ids.to_frame(P.DOCUMENT).with_row_index("doc")
-    own = passages.join(ids, on=P.DOCUMENT, how="inner").select("doc", P.TEXT)
+    own = passages.join(ids, on=P.DOCUMENT, how="inner").select("doc", S.BEIR_TEXT)
     titles = (
         pl.read_parquet(corpus.path, columns=[S.BEIR_ID, S.BEIR_TITLE, S.BEIR_TEXT])
         .select(
             pl.col(S.BEIR_ID).alias(P.DOCUMENT),
-            paper_text(pl.col(S.BEIR_TITLE), pl.col(S.BEIR_TEXT)).alias(P.TEXT),
+            paper_text(pl.col(S.BEIR_TITLE), pl.col(S.BEIR_TEXT)).alias(S.BEIR_TEXT),
         )
         .join(ids, on=P.DOCUMENT, how="inner")
         .join(own.select("doc").unique(), on="doc", how="anti")
-        .select(pl.col("doc").cast(own.schema["doc"]), P.TEXT)
+        .select(pl.col("doc").cast(own.schema["doc"]), S.BEIR_TEXT)
     )
     return pl.concat([own, titles]).with_row_index("_row").sort("doc", "_row").drop("_row")
 
@@ -201,8 +205,8 @@ def encoder_retrieval(
     units = corpus_passages(corpus, passages)
     queries = surveys(eval_set)
     query_texts = queries[S.BEIR_TEXT].to_list()
-    matrix = _vectors(spec, [*query_texts, *units[P.TEXT].to_list()], cache_dir, batch_size)
-    unit_matrix = matrix(units[P.TEXT].to_list())
+    matrix = _vectors(spec, [*query_texts, *units[S.BEIR_TEXT].to_list()], cache_dir, batch_size)
+    unit_matrix = matrix(units[S.BEIR_TEXT].to_list())
     query_matrix = matrix(query_texts)
     doc_of = units["doc"].to_numpy()
     n_docs = corpus.ids.len()
