@@ -62,16 +62,22 @@ MAPPING_TSV = "mapping.tsv"
 MAPPING_HEADER = ("passage-id", "corpus-id", "section_order")
 
 
-def _read(release: Path, view: str, split: str, columns: list[str]) -> pl.DataFrame:
-    path = release / beir_file(view, split)
+def _checked(path: Path, missing: Exception) -> Path:
+    """``path``, a readable release file; ``missing`` is raised when it is not there."""
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: the release has no {view} for split {split!r} (check --release and --split)"
-        )
+        raise missing
     problem = release_file_problem(path)
     if problem is not None:
         raise UsageError(problem)
-    return pl.read_parquet(path, columns=columns)
+    return path
+
+
+def _read(release: Path, view: str, split: str, columns: list[str]) -> pl.DataFrame:
+    path = release / beir_file(view, split)
+    missing = FileNotFoundError(
+        f"{path}: the release has no {view} for split {split!r} (check --release and --split)"
+    )
+    return pl.read_parquet(_checked(path, missing), columns=columns)
 
 
 def _jsonl(path: Path, rows: list[dict[str, object]]) -> None:
@@ -94,14 +100,10 @@ def _export_passages(
 ) -> dict[str, int]:  # fmt: skip
     """``passages/``: the split's full-text view as a passage corpus (module doc)."""
     path = release / beir_file(FULL_TEXT_VIEW, split)
-    if not path.is_file():
-        raise UsageError(
-            f"export --passages: {path} is missing (a release built without the full-text view)"
-        )
-    problem = release_file_problem(path)
-    if problem is not None:
-        raise UsageError(problem)
-    sections = pl.scan_parquet(path)
+    missing = UsageError(
+        f"export --passages: {path} is missing (a release built without the full-text view)"
+    )
+    sections = pl.scan_parquet(_checked(path, missing))
     documents = corpus.lazy()
     passages = passage_corpus_with_fallback(sections, documents).collect()
     mapping = passage_map(sections, documents).collect()
