@@ -43,6 +43,7 @@ NO_TEXT, DUPLICATE_TEXT = "no_text", "duplicate_text"
 EXCLUSION_REASONS = (NO_TEXT, DUPLICATE_TEXT)
 REASON = "_text_exclusion"
 _KEY = "_text_key"
+_LENGTH = "_text_length"
 
 
 def document_text(title: pl.Expr, text: pl.Expr) -> pl.Expr:
@@ -60,11 +61,14 @@ def excluded_works(shown: pl.LazyFrame) -> pl.LazyFrame:
     ``work_id``, ``title``, ``abstract``: every candidate work of each split once, with the
     text it is shown with) that the release leaves out of that split (module docstring),
     sorted by split and work id."""
+    # texts are grouped by a 64-bit hash of their key, never held whole: at the full corpus
+    # the candidates' abstracts are gigabytes, and two distinct keys share a hash with odds
+    # of about 1e-6 among ten million
     key = text_key(document_text(pl.col(S.TITLE), pl.col(S.ABSTRACT)))
     return (
-        shown.select(S.SPLIT, S.WORK_ID, key.alias(_KEY))
+        shown.select(S.SPLIT, S.WORK_ID, key.str.len_chars().alias(_LENGTH), key.hash().alias(_KEY))
         .with_columns(
-            pl.when(pl.col(_KEY).str.len_chars() < MIN_TEXT_CHARS)
+            pl.when(pl.col(_LENGTH) < MIN_TEXT_CHARS)
             .then(pl.lit(NO_TEXT))
             .when(pl.len().over(S.SPLIT, _KEY) > 1)
             .then(pl.lit(DUPLICATE_TEXT))
