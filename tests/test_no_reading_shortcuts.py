@@ -39,6 +39,10 @@ def test_title_keys_of_real_reference_styles() -> None:
         "can shift: Dynamically adjusting word representations using nonverbal behaviors. In "
         "Proceedings of the AAAI Conference on Artificial Intelligence": "words can shift "
         "dynamically adjusting word representations using nonverbal behaviors",
+        # "D&c" is a name, not two initials
+        "T. F. Bissyandé, D. Kim, K. Liu, J. Klein, M. Monperrus, and Y. L. Traon, “D&c: A "
+        "divide-and-conquer approach to ir-based bug localization,” arXiv preprint "
+        "arXiv:1902.02703, 2019.": "d c a divide and conquer approach to ir based bug localization",
         "R. J. Cave and M. D. Newton, The Journal of Chemical Physics 106, 9213 (1997).": None,
         "Oya, Y., Sakai, N., Watanabe, Y., et al. 2018, , 863, 72": None,
     }

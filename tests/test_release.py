@@ -450,10 +450,13 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
     assert split.height == 1
     release = out / "release"
     rows = pl.read_parquet(release / "train_survey_reading_lists.parquet")
-    # one of the 31 (openalex:W2914114221, "D&c: A divide-and-conquer approach...") has no
-    # title the bib strings give and no abstract: no text, so not in the release, counted
-    assert rows.height == 30 and (rows[S.LABEL] > 0).all() and set(rows[S.SURVEY_ID]) == {SURVEY_ID}
-    assert "openalex:W2914114221" not in set(rows[S.CANDIDATE_ID])
+    # all 31, "D&c: A divide-and-conquer approach..." (openalex:W2914114221) too: its title is
+    # the bib string's quoted one, whose "D&c" is no pair of initials (pipeline.rules.titles)
+    assert rows.height == 31 and (rows[S.LABEL] > 0).all() and set(rows[S.SURVEY_ID]) == {SURVEY_ID}
+    dc = rows.filter(pl.col(S.CANDIDATE_ID) == "openalex:W2914114221")
+    assert dc[S.CANDIDATE_TITLE].to_list() == [
+        "d c a divide and conquer approach to ir based bug localization"
+    ]
     assert not (
         release / "eval_survey_reading_lists.parquet"
     ).exists()  # no eval survey in the sample
@@ -465,8 +468,8 @@ def test_real_sample_survey_in_train_without_negatives(tmp_path: Path) -> None:
                                   "unknown_papers": 0, "verdict": "real"}  # fmt: skip
     assert "SYNTHETIC" not in (release / "README.md").read_text()
     assert meta["splits"]["train"]["surveys_without_negatives"] == 1
-    assert meta["text_exclusion"]["splits"]["train"]["no_text"] == {"positives": 1, "negatives": 0}
-    assert meta["text_exclusion"]["works"] == {"no_text": 1, "duplicate_text": 0}
+    assert meta["text_exclusion"]["splits"]["train"]["no_text"] == {"positives": 0, "negatives": 0}
+    assert meta["text_exclusion"]["works"] == {"no_text": 0, "duplicate_text": 0}
     assert meta["splits"]["eval"]["rows"] == 0 and meta["splits_written"] == ["train"]
     assert meta["negatives"]["surveys_without_negatives"] == 1
     fm = _front_matter((release / "README.md").read_text())

@@ -17,7 +17,8 @@ is cut into *segments* at quotes, sentence ends (``. ``, ``? ``, ``! ``), ``; ``
 in a second cut, also at ``, ``. A segment is *title-like* when its key has at least
 :data:`MIN_WORDS` words and :data:`MIN_CHARS` characters, no venue or publisher word
 (:data:`VENUE_WORDS`), at most a quarter of digit-only words (volume/page runs), at
-most a fifth of one-letter words (initials), does not start with "and " and does not
+most a fifth of one-letter words (initials; a letter joined by "&", ``D&c``, is none),
+does not start with "and " and does not
 hold "et al" (author lists), and the segment itself holds fewer than two commas
 (an author list cut only at sentence ends). An entry's *title key* is its longest
 title-like segment: a quoted one first (``“Title,”``, ``"Title"``, LaTeX
@@ -115,7 +116,13 @@ def title_like(segment: pl.Expr, key: pl.Expr) -> pl.Expr:
     """Whether a raw-string segment (and its key) looks like a title (module docstring)."""
     words = key.str.count_matches(" ") + 1
     digits = key.str.count_matches(r"\b\d+\b")
-    letters = key.str.count_matches(r"\b\p{L}\b")
+    # a letter joined to a word by "&" is part of a name ("D&c", "R&D"), not an initial: its
+    # key splits it into one-letter words all the same
+    letters = (
+        key.str.count_matches(r"\b\p{L}\b")
+        - segment.str.count_matches(r"\b\p{L}&")
+        - segment.str.count_matches(r"&\p{L}\b")
+    )
     return (
         (words >= MIN_WORDS)
         & (key.str.len_chars() >= MIN_CHARS)
