@@ -189,13 +189,13 @@ def reference_text(rows: list[A.Agreement]) -> str:
     )
 
 
-def card_section(rows: list[A.Agreement], bundle: str) -> str:
+def card_section(rows: list[A.Agreement]) -> str:
     """The release card's section of the reference results (between the card's markers)."""
     return (
         "### The benchmark as MTEB tasks\n\n"
-        "`pipeline.integrations.mteb.tasks(release)` reads this release as MTEB tasks; "
-        f"the upstream bundle (`{bundle}`) scored MTEB's reference models on them.\n\n"
-        + reference_text(rows)
+        "`pipeline.integrations.mteb.tasks(release)` reads this release as MTEB tasks; the "
+        "upstream bundle (`python -m pipeline.integrations.mteb_bundle`) scored MTEB's "
+        "reference models on them.\n\n" + reference_text(rows)
     )
 
 
@@ -276,7 +276,7 @@ def write_bundle(
         "reference": [row.as_dict() for row in rows], "agree": agree, "card": None,
     }  # fmt: skip
     if card and agree:
-        summary["card"] = str(write_card(release, card_section(rows, str(out))))
+        summary["card"] = str(write_card(release, card_section(rows)))
     write_json(out / "bundle.json", summary)
     return summary
 
