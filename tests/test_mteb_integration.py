@@ -210,6 +210,7 @@ def test_lite_rule_and_task(demo_release: Path, tmp_path: Path, offline: Path) -
             tmp_path / "again" / view / "test.parquet"
         ).read_bytes()
     assert manifest.surveys == again.surveys == 10 and manifest.mined_by == ["bm25"]
+    assert "dense" not in manifest.rule  # lite.json states the rule that ran
     assert manifest.docs_per_survey_max == 40 and manifest.documents <= 400
     import polars as pl
 
