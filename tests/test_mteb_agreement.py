@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pipeline.hub.card import MTEB_END, MTEB_START, mteb_section, with_mteb_section
 from pipeline.integrations.mteb_agreement import agreement, prediction_run
 
@@ -45,3 +47,28 @@ def test_the_card_section_is_inserted_once_and_replaced() -> None:
     start, end = first.index(MTEB_START), first.index(MTEB_END) + len(MTEB_END) + 2
     assert first[:start] + first[end:] == CARD
     assert mteb_section(CARD) is None
+
+
+def test_the_bundle_exits_1_and_names_a_figure_that_disagrees(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.integrations import mteb_bundle
+
+    rows = [agreement("mteb/baseline-bm25s", "XRetrieval", 0.5, 0.4), agreement("m", "t", 0.1, 0.1)]
+    seen: dict = {}
+
+    def write_bundle(release: str, out: str, **options: object) -> dict:
+        seen.update(options)
+        return {"checks_passed": {"XRetrieval": True}, "reference": [r.as_dict() for r in rows],
+                "agree": False, "card": None}  # fmt: skip
+
+    monkeypatch.setattr(mteb_bundle, "write_bundle", write_bundle)
+    argv = ["--release", "r", "--out", "o", "--no-lite", "--card", "--no-own-run"]
+    assert mteb_bundle.main(argv) == 1
+    assert seen["card"] is True and seen["own_runs"] is False
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "mteb_bundle: mteb/baseline-bm25s on XRetrieval: MTEB's nDCG@10 0.50000, the project's "
+        "0.40000 for the same ranking",
+        "mteb_bundle: the card is not written: a figure disagrees",
+    ]
