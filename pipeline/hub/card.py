@@ -19,7 +19,9 @@ in collapsed sections and the full method in ``METHODS.md``.
 ``run`` renders the card twice: the release stage writes it before anything is
 evaluated, and once ``run`` has evaluated the baselines on the release,
 :func:`add_results` renders it again with their table (and records its new size and
-sha256 in the release's ``_SUCCESS.json``, which ``push`` checks).
+sha256 in the release's ``_SUCCESS.json``, which ``push`` checks). The MTEB bundle's
+``--card`` adds its reference results the same way, as a section between markers
+(:func:`with_mteb_section`), which :func:`add_results` keeps.
 
 Its YAML front matter is what the Hub reads: ``tests/test_card.py`` validates it with
 huggingface_hub's ``DatasetCard``. ``push`` refuses a card that still holds a
