@@ -10,6 +10,7 @@ Needs the dev extra's ``mteb-core`` (and torch); the MiniLM test needs the ``den
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -209,6 +210,7 @@ def test_lite_rule_and_task(demo_release: Path, tmp_path: Path, offline: Path) -
             tmp_path / "again" / view / "test.parquet"
         ).read_bytes()
     assert manifest.surveys == again.surveys == 10 and manifest.mined_by == ["bm25"]
+    assert "dense" not in manifest.rule  # lite.json states the rule that ran
     assert manifest.docs_per_survey_max == 40 and manifest.documents <= 400
     import polars as pl
 
@@ -244,11 +246,18 @@ def test_bundle_task_file_imports_and_evaluates(
     from pipeline.integrations.mteb_bundle import PR_LIMIT, TASK_DIR, write_bundle
     from pipeline.integrations.mteb_lite import build_lite
 
+    # a copy of the demo's work directory: --card writes the release's card
+    work = tmp_path / "work"
+    for folder in ("release", "eval"):
+        shutil.copytree(demo_release.parent / folder, work / folder)
+    release = work / "release"
+    card_before = (release / "README.md").read_text()
     lite = tmp_path / "lite"
-    build_lite(demo_release, lite, max_surveys=10, max_docs=40, dense=False)
+    build_lite(release, lite, max_surveys=10, max_docs=40, dense=False)
     out = tmp_path / "bundle"
-    summary = write_bundle(demo_release, out, lite=lite, models=(M.RANDOM, M.BM25))
+    summary = write_bundle(release, out, lite=lite, models=(M.RANDOM, M.BM25), card=True)
     assert all(summary["checks_passed"].values())
+    _reference_results_agree_and_are_on_the_card(summary, out, work, card_before)
     names = ["SurveyReadingListsRetrieval", "SurveyReadingListsReranking", "SurveyReadingListsLiteRetrieval"]  # fmt: skip
     for name in [*names, "SurveyReadingListsAspectsReranking"]:
         kind = "Retrieval" if name.endswith("Retrieval") else "Reranking"
@@ -270,6 +279,38 @@ def test_bundle_task_file_imports_and_evaluates(
         ours = summary["scores"][M.RANDOM][task_result.task_name]
         assert task_result.scores["test"][0]["ndcg_at_10"] == pytest.approx(ours, abs=1e-9)
     assert summary["scores"][M.BM25]["SurveyReadingListsReranking"] > summary["scores"][M.RANDOM]["SurveyReadingListsReranking"]  # fmt: skip
+
+
+def _reference_results_agree_and_are_on_the_card(
+    summary: dict, out: Path, work: Path, card_before: str
+) -> None:
+    """Each MTEB figure of the bundle beside the project's evaluator's for the same ranking
+    (equal to 1e-4, the lite task's among them: its judgments are cut at 40 documents),
+    and the release's card carrying them, its record in ``_SUCCESS.json`` kept."""
+    from pipeline.engine import workdir as W
+    from pipeline.hub.card import MTEB_END, MTEB_START, add_results, mteb_section
+
+    rows = summary["reference"]
+    assert summary["agree"] and len(rows) == 2 * 4
+    for row in rows:
+        assert row["project"] == pytest.approx(row["mteb"], abs=ROUNDING), row
+        assert row["own_run"] is None  # all-MiniLM-L6-v2 is not among the models
+    card = (work / "release" / "README.md").read_text()
+    assert summary["card"] == str(work / "release" / "README.md")
+    section = mteb_section(card)
+    for row in rows:  # the numbers of MTEB's results files, each beside the project's
+        model = row["model"].replace("/", "__")
+        (result,) = (out / "results" / model).glob(f"*/{row['task']}.json")
+        mteb_value = json.loads(result.read_text())["scores"]["test"][0]["ndcg_at_10"]
+        line = f"| {row['model']} | {row['task']} | {mteb_value:.5f} | {row['project']:.5f} | yes |"
+        assert line in section and line in (out / "reference_results.md").read_text()
+    start, end = card.index(MTEB_START), card.index(MTEB_END) + len(MTEB_END) + 2
+    assert card[:start] + card[end:] == card_before  # nothing else of the card changed
+    assert W.release_file_problem(work / "release" / "README.md") is None  # push's record
+    # run renders the card again once the release is evaluated: the section stays
+    assert add_results(work, work / "eval" / "eval_results.json")
+    assert mteb_section((work / "release" / "README.md").read_text()) == section
+    assert W.release_file_problem(work / "release" / "README.md") is None
 
 
 def test_a_hub_repo_id_is_read_at_its_revision(

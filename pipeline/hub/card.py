@@ -19,7 +19,9 @@ in collapsed sections and the full method in ``METHODS.md``.
 ``run`` renders the card twice: the release stage writes it before anything is
 evaluated, and once ``run`` has evaluated the baselines on the release,
 :func:`add_results` renders it again with their table (and records its new size and
-sha256 in the release's ``_SUCCESS.json``, which ``push`` checks).
+sha256 in the release's ``_SUCCESS.json``, which ``push`` checks). The MTEB bundle's
+``--card`` adds its reference results the same way, as a section between markers
+(:func:`with_mteb_section`), which :func:`add_results` keeps.
 
 Its YAML front matter is what the Hub reads: ``tests/test_card.py`` validates it with
 huggingface_hub's ``DatasetCard``. ``push`` refuses a card that still holds a
@@ -359,8 +361,43 @@ def add_results(out: Path, results_file: Path) -> bool:
     if results is None:
         return False
     text = card_text(meta, list(meta.get("splits_written", [])), release, results)
+    kept = mteb_section((release / CARD_FILE).read_text(encoding="utf-8"))
+    if kept is not None:  # the MTEB bundle's section stays on the card rendered again
+        text = with_mteb_section(text, kept)
     W.replace_release_file(out, CARD_FILE, text.encode("utf-8"))
     return True
+
+
+# the section the MTEB bundle adds to a finished release's card, its reference results
+# (``python -m pipeline.integrations.mteb_bundle --card``): between these markers, placed
+# before MTEB_BEFORE; the release stage never writes it, so a release rebuilt without that
+# command has the card it always had
+MTEB_START = "<!-- mteb-reference-results: start -->"
+MTEB_END = "<!-- mteb-reference-results: end -->"
+MTEB_BEFORE = "\n## What is in it\n"
+
+
+def mteb_section(card: str) -> str | None:
+    """The body of ``card``'s MTEB section (between :data:`MTEB_START` and
+    :data:`MTEB_END`), or None when it has none."""
+    start, end = card.find(MTEB_START), card.find(MTEB_END)
+    if start < 0 or end < start:
+        return None
+    return card[start + len(MTEB_START) : end].strip("\n")
+
+
+def with_mteb_section(card: str, body: str) -> str:
+    """``card`` with its MTEB section set to ``body``: the section replaced where it is,
+    else inserted before :data:`MTEB_BEFORE` (at the end when the card has no such heading)."""
+    block = f"{MTEB_START}\n{body.strip(chr(10))}\n{MTEB_END}\n"
+    start, end = card.find(MTEB_START), card.find(MTEB_END)
+    if start >= 0 and end > start:
+        rest = card[end + len(MTEB_END) :].lstrip("\n")
+        return card[:start] + block + ("\n" + rest if rest else "")
+    at = card.find(MTEB_BEFORE)
+    if at < 0:
+        return card.rstrip("\n") + "\n\n" + block
+    return card[: at + 1] + block + card[at:]
 
 
 def tier_distribution_figure(meta: dict[str, Any], path: Path) -> None:

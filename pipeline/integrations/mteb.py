@@ -457,21 +457,31 @@ def reference_model(name: str) -> Any:
     return model
 
 
+def model_folder_name(name: str) -> str:
+    """A model's folder as MTEB's results repository names it: ``org__model``."""
+    return name.replace("/", "__")
+
+
 def evaluate_reference(
-    task_list: list[Any], results: Path | None, models: tuple[str, ...] = REFERENCE_MODELS
+    task_list: list[Any],
+    results: Path | None,
+    models: tuple[str, ...] = REFERENCE_MODELS,
+    predictions: Path | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each reference model on each task with ``mteb.evaluate``; MTEB writes its results
-    files (``results/<model>/<revision>/<Task>.json``) under ``results`` (None: nowhere).
-    Returns ``{model: {task: nDCG@10}}``."""
+    files (``results/<model>/<revision>/<Task>.json``) under ``results`` (None: nowhere) and
+    each model's rankings (``<model>/<Task>_predictions.json``, :func:`model_folder_name`)
+    under ``predictions`` (None: nowhere). Returns ``{model: {task: nDCG@10}}``."""
     import mteb
     from mteb.cache import ResultCache
 
     cache = None if results is None else ResultCache(results)
     scores: dict[str, dict[str, float]] = {}
     for name in models:
+        folder = None if predictions is None else predictions / model_folder_name(name)
         out = mteb.evaluate(
             reference_model(name), task_list, cache=cache, overwrite_strategy="always",
-            show_progress_bar=False,
+            prediction_folder=folder, show_progress_bar=False,
         )  # fmt: skip
         scores[name] = {r.task_name: r.scores[SPLIT][0][MAIN_SCORE] for r in out.task_results}
     return scores

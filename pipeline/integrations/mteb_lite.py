@@ -47,6 +47,9 @@ from pipeline.integrations.mteb import (
 MAX_SURVEYS, MAX_DOCS = 1000, 250
 MANIFEST = "lite.json"
 _VIEWS = ("corpus", "queries", "qrels")
+# the rule's last step as lite.json states it, by the number of miners that ran (the dense
+# one is skipped without the dense extra, or with dense=False)
+_MINERS = ("BM25's top", "BM25's and the dense baseline's top in turn")
 
 
 @dataclass(frozen=True)
@@ -185,8 +188,8 @@ def build_lite(
         rule=(
             f"surveys: the {max_surveys} with the smallest sha256 of their id (all when fewer); "
             f"documents per survey until {max_docs}: judged candidates (grade desc, then "
-            "sha256 of the id), then BM25's and the dense baseline's top over the split's "
-            "corpus in turn, each document once"
+            f"sha256 of the id), then {_MINERS[len(mined) - 1]} over the split's corpus, "
+            "each document once"
         ),
         max_surveys=max_surveys,
         max_docs=max_docs,
