@@ -40,6 +40,7 @@ from pipeline.core.schema import (
     CANDIDATE_TITLE,
     CANDIDATES_VIEW,
     IN_DOMAIN,
+    SURVEY_ABSTRACT,
     SURVEY_CATEGORIES,
     SURVEY_DATE,
     SURVEY_ID,
@@ -53,9 +54,12 @@ from pipeline.rules.leak_audit import (
     relative_values,
 )
 from pipeline.rules.text_match import (
-    bm25_by_survey,
+    bm25_by_block,
+    candidate_text,
     candidate_text_tokens,
+    survey_blocks,
     survey_query_tokens,
+    token_count,
     tokenize,
 )
 
@@ -168,6 +172,30 @@ def _id_kind() -> pl.Expr:
     )
 
 
+# the features that read the candidate's token list (text_tokens counts them without it)
+_DOC_FEATURES = frozenset(
+    {"bm25", "bm25_title", "bm25_relative", "query_coverage", "title_coverage"}
+)
+
+
+def _block_queries(view: pl.DataFrame, tokens: pl.Expr) -> list[list[str]]:
+    """``tokens`` of the first row of each survey block of ``view``: the query BM25 reads."""
+    starts, _ = survey_blocks(view[SURVEY_ID])
+    return view[starts].select(tokens).to_series().to_list()
+
+
+def _per_query_run(view: pl.DataFrame, tokens: pl.Expr) -> pl.Series:
+    """``tokens`` of every row of ``view``, computed once per run of rows with the same survey
+    title and abstract (a survey's rows are contiguous and share them) and repeated."""
+    same = [
+        pl.col(c).eq_missing(pl.col(c).shift(1)) for c in (SURVEY_ID, SURVEY_TITLE, SURVEY_ABSTRACT)
+    ]
+    new_run = ~pl.all_horizontal(same)
+    run = view.select((new_run.cum_sum() - 1).alias("_run")).to_series()
+    firsts = view.filter(view.select(new_run).to_series()).select(tokens).to_series()
+    return firsts.gather(run)
+
+
 # Column expressions of the features that need no per-survey index (all row-local or
 # windowed over the survey's own rows).
 _EXPRESSIONS: dict[str, Callable[[], pl.Expr]] = {
@@ -188,7 +216,7 @@ _EXPRESSIONS: dict[str, Callable[[], pl.Expr]] = {
     "in_domain": lambda: pl.col(IN_DOMAIN).cast(pl.Int64),
     "has_abstract": lambda: _nonempty(CANDIDATE_ABSTRACT).cast(pl.Int64),
     "has_title": lambda: _nonempty(CANDIDATE_TITLE).cast(pl.Int64),
-    "text_tokens": lambda: pl.col(_DOC).list.len(),
+    "text_tokens": lambda: token_count(candidate_text()),
     "id_kind": _id_kind,
 }
 
@@ -232,19 +260,31 @@ def compute_features(
     if given and (extra is None or any(n not in extra.columns for n in given)):
         raise FeatureError(f"feature(s) {given} are not in the view; give them as extra columns")
     view = candidates_view(frame)
+    wanted = set(names)
+    # token lists only where a feature reads them: a survey's query tokens repeated on each of
+    # its rows are most of the memory and time (the probe reads 500k rows a split)
+    per_row = {
+        _QUERY: ("query_coverage" in wanted, survey_query_tokens()),
+        _TITLE_QUERY: ("title_coverage" in wanted, tokenize(pl.col(SURVEY_TITLE).fill_null(""))),
+        _DOC: (bool(wanted & _DOC_FEATURES), candidate_text_tokens()),
+    }
     tokens = view.with_columns(
-        survey_query_tokens().alias(_QUERY),
-        tokenize(pl.col(SURVEY_TITLE).fill_null("")).alias(_TITLE_QUERY),
-        candidate_text_tokens().alias(_DOC),
+        _per_query_run(view, expr).alias(c) if c != _DOC else expr.alias(c)
+        for c, (needed, expr) in per_row.items()
+        if needed
     )
     computed: dict[str, pl.Series | np.ndarray] = {}
-    if {"bm25", "bm25_relative"} & set(names):
-        computed["bm25"] = bm25_by_survey(tokens[SURVEY_ID], tokens[_QUERY], tokens[_DOC])
-    if "bm25_title" in names:
-        computed["bm25_title"] = bm25_by_survey(
-            tokens[SURVEY_ID], tokens[_TITLE_QUERY], tokens[_DOC]
+    if {"bm25", "bm25_relative"} & wanted:
+        computed["bm25"] = bm25_by_block(
+            tokens[SURVEY_ID], _block_queries(view, survey_query_tokens()), tokens[_DOC]
         )
-    if "bm25_relative" in names:
+    if "bm25_title" in wanted:
+        computed["bm25_title"] = bm25_by_block(
+            tokens[SURVEY_ID],
+            _block_queries(view, tokenize(pl.col(SURVEY_TITLE).fill_null(""))),
+            tokens[_DOC],
+        )
+    if "bm25_relative" in wanted:
         bm25 = pl.Series("b", computed["bm25"], dtype=pl.Float64)
         top = (
             pl.DataFrame({SURVEY_ID: tokens[SURVEY_ID], "b": bm25})

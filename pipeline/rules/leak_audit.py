@@ -222,6 +222,10 @@ def _audit_scopes(
 ) -> dict[str, dict[str, float | None]]:
     """``{feature: {scope, <scope>_chance, groups}}`` for each ``scope: (group, block)``
     (:func:`_scope`)."""
+    # the ids as integer codes (one to one): each feature's scopes group and cluster by them
+    # again, and grouping by strings was most of the audit's time
+    ids = [c for c in (S.SURVEY_ID, _ASPECT_GROUP, _CANDIDATE) if c in values.columns]
+    values = values.with_columns(pl.col(ids).rank("dense"))
     result: dict[str, dict[str, float | None]] = {}
     for name in _features_of(values):
         row: dict[str, float | None] = {}

@@ -97,6 +97,17 @@ def candidate_text_tokens() -> pl.Expr:
     return tokenize(candidate_text())
 
 
+def token_count(texts: pl.Expr) -> pl.Expr:
+    """How many tokens :func:`tokenize` finds in a string expression, without building them."""
+    return texts.str.to_lowercase().str.count_matches(TOKEN_PATTERN)
+
+
+def survey_blocks(survey_ids: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, stops)``: the row ranges of each survey's block (rows of a survey contiguous)."""
+    starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
+    return starts, np.append(starts[1:], survey_ids.len())
+
+
 def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -> np.ndarray:
     """BM25 of each row's doc tokens against its query tokens, one index per survey.
 
@@ -105,10 +116,16 @@ def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -
         queries: token lists; the first row of each survey's block is its query.
         docs: token lists, one per row.
     """
-    starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
-    stops = np.append(starts[1:], survey_ids.len())
+    starts, _ = survey_blocks(survey_ids)
+    return bm25_by_block(survey_ids, queries.gather(starts).to_list(), docs)
+
+
+def bm25_by_block(survey_ids: pl.Series, queries: list[list[str]], docs: pl.Series) -> np.ndarray:
+    """:func:`bm25_by_survey` with one query per survey block, in block order (a caller that
+    tokenizes each survey's query once, not once per row)."""
+    starts, stops = survey_blocks(survey_ids)
     scores = np.zeros(survey_ids.len())
     # One small index per survey: BM25's idf is over that survey's candidates.
-    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-        scores[start:stop] = _bm25_one(queries[start].to_list(), docs[start:stop].to_list())
+    for query, start, stop in zip(queries, starts.tolist(), stops.tolist(), strict=True):
+        scores[start:stop] = _bm25_one(query, docs[start:stop].to_list())
     return scores
