@@ -8,6 +8,7 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.rules import titles as T
+from pipeline.stages.works.identity import ENTRY
 
 _FROM_CORPUS = "_from_corpus"  # internal column (never written)
 
@@ -16,7 +17,7 @@ def known_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.L
     """``(work_id, title_key)``: the title key of every entry resolved by identifier."""
     return (
         entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .join(entry_work, on=ENTRY, how="inner")
         .select(S.WORK_ID, T.KEY)
         .unique()
     )
@@ -55,28 +56,29 @@ def resolve_by_title(
     """Resolve entries without identifier by title (:mod:`pipeline.rules.titles`).
 
     Args:
-        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries.
-        entry_work: ``(paper_id, ref_id, work_id)`` of those entries resolved by identifier.
+        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries (by ``_entry``,
+            their row in their reference file: :data:`~pipeline.stages.works.identity.ENTRY`).
+        entry_work: ``(_entry, work_id)`` of those entries resolved by identifier.
         titles: :func:`title_map`.
 
     Returns:
-        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
+        ``(_entry, work_id)`` of the entries resolved by title, and
         ``(work_id, title_key)``: their title keys (with :func:`known_title_keys` and the
         corpus titles, every title key known for a work, for the negatives' title rule).
     """
     hits = (
-        entry_keys.join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
+        entry_keys.join(entry_work, on=ENTRY, how="anti")
         .join(titles, on=T.KEY, how="inner")
         # any segment may equal a corpus title; only the title key links to other entries
         .filter(pl.col(_FROM_CORPUS) | (pl.col(T.SEGMENT_RANK) == 0))
-        .group_by(S.PAPER_ID, S.REF_ID)
+        .group_by(ENTRY)
         .agg(pl.col(S.WORK_ID).first(), pl.col(S.WORK_ID).n_unique().alias("_n"))
         .filter(pl.col("_n") == 1)
-        .select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+        .select(ENTRY, S.WORK_ID)
     )
     more_keys = (
         entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(hits, on=[S.PAPER_ID, S.REF_ID], how="inner")
+        .join(hits, on=ENTRY, how="inner")
         .select(S.WORK_ID, T.KEY)
     )
     return hits, more_keys

@@ -9,6 +9,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.rules import titles as T
 from pipeline.stages.works.dates import REFERENCE_YEAR
+from pipeline.stages.works.identity import ENTRY
 
 # internal columns (never written)
 REF_YEAR = "_reference_year"
@@ -76,13 +77,13 @@ class WorkPartials:
         ]
 
     def add(self, refs: pl.LazyFrame, cited: pl.LazyFrame, entry_keys: pl.LazyFrame) -> None:
-        """Add one file's entries: ``refs`` its references, ``cited`` the
-        ``(paper_id, ref_id, work_id)`` of those resolved, ``entry_keys`` their title keys."""
+        """Add one file's entries: ``refs`` its references (with their ``_entry``), ``cited``
+        the ``(_entry, paper_id, work_id)`` of those resolved, ``entry_keys`` their title keys."""
         raw_bytes = pl.col(S.RAW).str.len_bytes()
         ref_year = pl.col(S.RAW).str.extract_all(REFERENCE_YEAR).list.last().cast(pl.Int32)
         self.examples.append(
-            refs.select(S.PAPER_ID, S.REF_ID, S.RAW)
-            .join(cited, on=[S.PAPER_ID, S.REF_ID])
+            refs.select(ENTRY, S.RAW)
+            .join(cited, on=ENTRY)
             .drop_nulls(S.RAW)
             # each distinct string of a work once: the year regex and the longest-string
             # filter cost per row, and a work is cited in the same words by many entries
@@ -97,7 +98,7 @@ class WorkPartials:
         )
         self.parsed.append(
             entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
-            .join(cited, on=[S.PAPER_ID, S.REF_ID])
+            .join(cited, on=ENTRY)
             .group_by(S.WORK_ID, T.KEY)
             .agg(pl.len().cast(pl.Int64).alias(PARSED_COUNT))
             .collect(engine="streaming")

@@ -27,7 +27,7 @@ from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
 from pipeline.rules.aliases import ALIAS, OTHER
 from pipeline.stages.works.by_title import known_title_keys, resolve_by_title
-from pipeline.stages.works.identity import JUNK, alias_nodes
+from pipeline.stages.works.identity import ENTRY, JUNK, alias_nodes
 from pipeline.stages.works.partials import WorkPartials, compact
 
 RESOLVED_BY_ID = "identifier"
@@ -74,9 +74,9 @@ def alias_pass(
     for i, refs in enumerate(
         steps(ref_files, "works: pass 1/3 (aliases), reference files", unit="file")
     ):
-        aliases_i = A.entry_aliases(refs).collect(engine="streaming")
+        aliases_i = A.entry_aliases(refs, (ENTRY,)).collect(engine="streaming")
         aliases_i.write_parquet(scratch.part("entry_aliases", i))
-        link_parts.append(A.entry_links(aliases_i.lazy()).collect(engine="streaming"))
+        link_parts.append(A.entry_links(aliases_i.lazy(), (ENTRY,)).collect(engine="streaming"))
         alias_parts.append(aliases_i.select(ALIAS).unique())
         del aliases_i
     links = pl.concat(link_parts).unique().sort(ALIAS, OTHER)
@@ -104,7 +104,7 @@ def identifier_pass(
         entry_work = (
             pl.scan_parquet(scratch.part("entry_aliases", i))
             .join(alias_work.lazy(), on=ALIAS)
-            .group_by(S.PAPER_ID, S.REF_ID)
+            .group_by(ENTRY)
             .agg(
                 pl.coalesce(
                     pl.col(S.WORK_ID).filter(~pl.col(JUNK)).min(), pl.col(S.WORK_ID).min()
@@ -114,9 +114,9 @@ def identifier_pass(
         )
         entry_work.write_parquet(scratch.part("entry_work", i))
         keys = memo.keys(
-            refs.select(S.PAPER_ID, S.REF_ID, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
+            refs.select(ENTRY, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
             S.RAW,
-            [S.PAPER_ID, S.REF_ID],
+            [ENTRY],
         )
         keys.write_parquet(scratch.part("entry_keys", i))
         # to scratch: kept in memory, each part's key strings (views into the file's whole
@@ -180,7 +180,7 @@ def title_pass(
         hits = hits.collect(engine="streaming")
         more_key_parts.append(compact(more_keys.unique().collect(engine="streaming")))
         cites_i = (
-            refs.select(S.PAPER_ID, S.REF_ID)
+            refs.select(ENTRY, S.PAPER_ID, S.REF_ID)
             .join(
                 pl.concat(
                     [
@@ -188,15 +188,15 @@ def title_pass(
                         hits.lazy().with_columns(pl.lit(RESOLVED_BY_TITLE).alias(S.RESOLVED_BY)),
                     ]
                 ),
-                on=[S.PAPER_ID, S.REF_ID],
+                on=ENTRY,
                 how="left",
             )
             .with_columns(range_of.alias(_RANGE))
             .collect(engine="streaming")
         )
         for (r,), rows in cites_i.partition_by(_RANGE, as_dict=True).items():
-            rows.drop(_RANGE).write_parquet(scratch.cites_part(r, i))
-        cited_i = cites_i.lazy().drop_nulls(S.WORK_ID).select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+            rows.drop(_RANGE, ENTRY).write_parquet(scratch.cites_part(r, i))
+        cited_i = cites_i.lazy().drop_nulls(S.WORK_ID).select(ENTRY, S.PAPER_ID, S.WORK_ID)
         partials.add(refs, cited_i, pl.scan_parquet(scratch.part("entry_keys", i)))
         del hits, cites_i
     return more_key_parts, partials

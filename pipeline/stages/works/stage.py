@@ -40,6 +40,7 @@ from pipeline.stages.works.dates import (
     arxiv_month_expr,
 )
 from pipeline.stages.works.identity import (
+    ENTRY,
     alias_works,
     connected_components,
     junk_aliases,
@@ -80,8 +81,8 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     doi = pl.col(S.DOI).str.to_lowercase()
     extract = ctx.files_by_table("extract")
     ref_files = [
-        lf.select(S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
-        for lf in scan_extract_files(extract, "references")
+        lf.select(ENTRY, S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
+        for lf in scan_extract_files(extract, "references", row_index=ENTRY)
     ]
     papers = scan_extract(extract, "papers")
     paper_aliases = A.paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
