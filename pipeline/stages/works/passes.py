@@ -26,14 +26,14 @@ from pipeline.core.progress import steps
 from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
 from pipeline.rules.aliases import ALIAS, OTHER
-from pipeline.stages.works.by_title import known_title_keys, resolve_by_title
+from pipeline.stages.works.by_title import entry_title_keys, resolve_by_title
 from pipeline.stages.works.identity import ENTRY, JUNK, alias_nodes
-from pipeline.stages.works.partials import WorkPartials, compact
+from pipeline.stages.works.partials import PARSED_COUNT, WorkPartials, compact
 
 RESOLVED_BY_ID = "identifier"
 RESOLVED_BY_TITLE = "title"
 _RANGE = "_paper_range"  # internal column (never written)
-_EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String})
+_EMPTY_KEYS = pl.DataFrame(schema={S.WORK_ID: pl.String, T.KEY: pl.String, PARSED_COUNT: pl.Int64})
 CITES_PARTS = "cites"  # scratch folder of the cites rows, by paper-id range and file
 
 
@@ -94,7 +94,9 @@ def identifier_pass(
     ``memo_strings`` are held: :class:`~pipeline.rules.titles.SegmentKeyMemo`).
 
     Returns:
-        ``(work_id, title_key)``: the title key of every entry resolved by identifier.
+        ``(work_id, title_key, _parsed_count)``: the title key of every entry resolved by
+        identifier, with the number of those entries that give it
+        (:func:`~pipeline.stages.works.by_title.entry_title_keys`).
     """
     known_parts = []
     memo = T.SegmentKeyMemo(memo_strings)
@@ -122,7 +124,7 @@ def identifier_pass(
         # to scratch: kept in memory, each part's key strings (views into the file's whole
         # segment-key table) held every file's keys alive (12 GB at the end of this pass at
         # 2.3M papers)
-        known_title_keys(keys.lazy(), entry_work.lazy()).collect(engine="streaming").write_parquet(
+        entry_title_keys(keys.lazy(), entry_work.lazy()).collect(engine="streaming").write_parquet(
             scratch.part("known_keys", i)
         )
         known_parts.append(scratch.part("known_keys", i))
@@ -133,7 +135,8 @@ def identifier_pass(
         pl.concat(
             [_EMPTY_KEYS.lazy(), *(pl.scan_parquet(p) for p in known_parts)], how="vertical_relaxed"
         )
-        .unique()
+        .group_by(S.WORK_ID, T.KEY)
+        .agg(pl.col(PARSED_COUNT).sum())
         .collect(engine="streaming")
     )
 
@@ -166,7 +169,8 @@ def title_pass(
 
     Returns:
         ``(work_id, title_key)`` parts: the title keys of the entries resolved by title;
-        and the partials of every file.
+        and the partials of every file (their parsed-title counts: those of the entries
+        resolved by title; :meth:`WorkPartials.combined` adds pass 2's).
     """
     more_key_parts = []
     partials = WorkPartials(merge_every)
@@ -174,11 +178,10 @@ def title_pass(
         steps(ref_files, "works: pass 3/3 (by title), reference files", unit="file")
     ):
         entry_work = pl.scan_parquet(scratch.part("entry_work", i))
-        hits, more_keys = resolve_by_title(
-            pl.scan_parquet(scratch.part("entry_keys", i)), entry_work, titles.lazy()
-        )
-        hits = hits.collect(engine="streaming")
-        more_key_parts.append(compact(more_keys.unique().collect(engine="streaming")))
+        entry_keys = pl.scan_parquet(scratch.part("entry_keys", i))
+        hits = resolve_by_title(entry_keys, entry_work, titles.lazy()).collect(engine="streaming")
+        more_keys = entry_title_keys(entry_keys, hits.lazy()).collect(engine="streaming")
+        more_key_parts.append(compact(more_keys.select(S.WORK_ID, T.KEY)))
         cites_i = (
             refs.select(ENTRY, S.PAPER_ID, S.REF_ID)
             .join(
@@ -197,6 +200,6 @@ def title_pass(
         for (r,), rows in cites_i.partition_by(_RANGE, as_dict=True).items():
             rows.drop(_RANGE, ENTRY).write_parquet(scratch.cites_part(r, i))
         cited_i = cites_i.lazy().drop_nulls(S.WORK_ID).select(ENTRY, S.PAPER_ID, S.WORK_ID)
-        partials.add(refs, cited_i, pl.scan_parquet(scratch.part("entry_keys", i)))
-        del hits, cites_i
+        partials.add(refs, cited_i, more_keys)
+        del hits, cites_i, more_keys
     return more_key_parts, partials

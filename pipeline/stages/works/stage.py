@@ -101,17 +101,19 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     corpus = corpus_works(paper_aliases, alias_work, papers)
 
     known = identifier_pass(ref_files, alias_work, scratch, ctx.limits.works_title_memo_strings)
-    titles = title_map(corpus, known.lazy())
-    title_key_parts = [T.corpus_title_keys(corpus).collect(engine="streaming"), known]
-    del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
+    titles = title_map(corpus, known.lazy().select(S.WORK_ID, T.KEY))
+    title_key_parts = [
+        T.corpus_title_keys(corpus).collect(engine="streaming"),
+        known.select(S.WORK_ID, T.KEY),
+    ]
 
     n_ranges, range_of = paper_ranges(papers, len(ref_files))
     more_key_parts, partials = title_pass(
         ref_files, titles, range_of, scratch, ctx.limits.works_merge_every
     )
     del titles
-    n_citing, example_raw, parsed_title = partials.combined()
-    del partials
+    n_citing, example_raw, parsed_title = partials.combined(known)
+    del partials, known  # known's keys held by title_key_parts until title_keys is written
 
     title_keys = pl.concat([*title_key_parts, *more_key_parts]).unique().sort(S.WORK_ID, T.KEY)
     del title_key_parts, more_key_parts
