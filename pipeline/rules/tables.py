@@ -100,11 +100,12 @@ def scan_extract_files(
     frames = []
     for path in extract[table]:
         key = re.search(r"([^/\\]+)\.parquet$", str(path))
-        own = winners.filter(pl.col(_KEY) == (key.group(1) if key else "")).select(S.PAPER_ID)
+        own = winners.filter(pl.col(_KEY) == (key.group(1) if key else ""))[S.PAPER_ID]
         frames.append(
             pl.scan_parquet(str(path), row_index_name=row_index)
+            # before the casts, so the Parquet reader applies it as it reads (as _scan_keyed)
+            .filter(pl.col(S.PAPER_ID).is_in(own.implode()))
             .with_columns([pl.col(n).cast(t) for n, t in dtypes.items()])
-            .join(own.lazy(), on=S.PAPER_ID, how="semi")
         )
     return frames
 

@@ -88,9 +88,8 @@ class WorkPartials:
             refs.select(ENTRY, S.RAW)
             .join(cited, on=ENTRY)
             .drop_nulls(S.RAW)
-            # each distinct string of a work once: the year regex and the longest-string
-            # filter cost per row, and a work is cited in the same words by many entries
-            .unique([S.WORK_ID, S.RAW])
+            # no unique (work, raw) first: hashing every raw string cost more than the year
+            # regex and the longest-string filter it saved (300k bench: 0.91 -> 0.79 s a file)
             .group_by(S.WORK_ID)
             .agg(  # the longest raw string; the smallest of those on ties
                 pl.col(S.RAW).filter(raw_bytes == raw_bytes.max()).min(),

@@ -44,6 +44,13 @@ class Scratch:
 
     folder: Path
 
+    @staticmethod
+    def write(df: pl.DataFrame, path: Path) -> None:
+        """Write a scratch table. LZ4, not the outputs' zstd: each is read back once or
+        twice and deleted, and zstd cost twice as much CPU to write (measured on the
+        300k bench's entry keys: 0.25 s -> 0.19 s, and 0.07 s -> 0.04 s to read)."""
+        df.write_parquet(path, compression="lz4")
+
     def part(self, name: str, i: int) -> Path:
         """Where table ``name`` of reference file ``i`` goes."""
         (self.folder / name).mkdir(exist_ok=True)
@@ -75,7 +82,7 @@ def alias_pass(
         steps(ref_files, "works: pass 1/3 (aliases), reference files", unit="file")
     ):
         aliases_i = A.entry_aliases(refs, (ENTRY,)).collect(engine="streaming")
-        aliases_i.write_parquet(scratch.part("entry_aliases", i))
+        scratch.write(aliases_i, scratch.part("entry_aliases", i))
         link_parts.append(A.entry_links(aliases_i.lazy(), (ENTRY,)).collect(engine="streaming"))
         alias_parts.append(aliases_i.select(ALIAS).unique())
         del aliases_i
@@ -114,18 +121,19 @@ def identifier_pass(
             )
             .collect(engine="streaming")
         )
-        entry_work.write_parquet(scratch.part("entry_work", i))
+        scratch.write(entry_work, scratch.part("entry_work", i))
         keys = memo.keys(
             refs.select(ENTRY, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),
             S.RAW,
             [ENTRY],
         )
-        keys.write_parquet(scratch.part("entry_keys", i))
+        scratch.write(keys, scratch.part("entry_keys", i))
         # to scratch: kept in memory, each part's key strings (views into the file's whole
         # segment-key table) held every file's keys alive (12 GB at the end of this pass at
         # 2.3M papers)
-        entry_title_keys(keys.lazy(), entry_work.lazy()).collect(engine="streaming").write_parquet(
-            scratch.part("known_keys", i)
+        scratch.write(
+            entry_title_keys(keys.lazy(), entry_work.lazy()).collect(engine="streaming"),
+            scratch.part("known_keys", i),
         )
         known_parts.append(scratch.part("known_keys", i))
         scratch.part("entry_aliases", i).unlink()
@@ -198,7 +206,7 @@ def title_pass(
             .collect(engine="streaming")
         )
         for (r,), rows in cites_i.partition_by(_RANGE, as_dict=True).items():
-            rows.drop(_RANGE, ENTRY).write_parquet(scratch.cites_part(r, i))
+            scratch.write(rows.drop(_RANGE, ENTRY), scratch.cites_part(r, i))
         cited_i = cites_i.lazy().drop_nulls(S.WORK_ID).select(ENTRY, S.PAPER_ID, S.WORK_ID)
         partials.add(refs, cited_i, more_keys)
         del hits, cites_i, more_keys
