@@ -168,29 +168,28 @@ def write_cites(
     """Write ``cites`` from pass 3's rows, one paper-id range at a time, sorted.
 
     Returns:
-        The entry counts (:func:`_entry_counts`, summed) and the resolution rates of CS
-        papers and the others (:func:`_rate_counts`, summed).
+        The entry counts (:func:`_entry_counts`) and the resolution rates of CS papers and
+        the others (:func:`_rate_counts`), of every paper's counts
+        (:func:`_paper_counts`).
     """
     writer = ctx.writer("cites")
     cs = papers.select(
         S.PAPER_ID,
         pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
     ).collect(engine="streaming")
-    # a paper's rows are all in one range, so per-paper counts summed over ranges are exact
-    entry_counts, rate_counts = [_entry_counts(_EMPTY_CITES)], [_rate_counts(_EMPTY_CITES, cs)]
+    # a paper's rows are all in one range, so per-paper counts over ranges are exact
+    paper_counts = [_paper_counts(_EMPTY_CITES)]
     for r in range(n_ranges):
         parts = scratch.cites_parts(r)
         if parts:
             rows = pl.scan_parquet(parts).sort(S.PAPER_ID, S.REF_ID).collect(engine="streaming")
             writer.write(rows)
-            entry_counts.append(_entry_counts(rows))
-            rate_counts.append(_rate_counts(rows, cs))
+            paper_counts.append(_paper_counts(rows))
             del rows
     writer.close()
     shutil.rmtree(scratch.folder / CITES_PARTS, ignore_errors=True)
-    entries = pl.concat(entry_counts).sum().row(0, named=True)
-    rates = pl.concat(rate_counts).group_by("_cs").agg(pl.all().sum())
-    return entries, rates
+    papers_counted = pl.concat(paper_counts)
+    return _entry_counts(papers_counted), _rate_counts(papers_counted, cs)
 
 
 def write_works_table(
@@ -300,39 +299,46 @@ def works_counts(ctx: ReduceContext) -> dict[str, int]:
     }
 
 
-def _entry_counts(cites: pl.DataFrame) -> pl.DataFrame:
-    """One row: entries, unresolved entries, papers with one, entries merged within a paper."""
+def _paper_counts(cites: pl.DataFrame) -> pl.DataFrame:
+    """Per paper of ``cites`` rows: entries, unresolved entries, entries merged within the
+    paper (resolved to a work another entry of it resolves to), entries resolved by
+    identifier and by title. One group-by for :func:`_entry_counts` and
+    :func:`_rate_counts`, which read its rows (a few per paper, not one per entry)."""
     return (
         cites.lazy()
         .group_by(S.PAPER_ID)
         .agg(
-            pl.len().alias("entries"),
-            pl.col(S.WORK_ID).is_null().sum().alias("unresolved"),
-            (
-                pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique()
-            ).alias("merged"),
-        )
-        .select(
-            pl.col("entries").sum().cast(pl.Int64),
-            pl.col("unresolved").sum().cast(pl.Int64),
-            (pl.col("unresolved") > 0).sum().cast(pl.Int64).alias("papers_with_unresolved"),
-            pl.col("merged").sum().cast(pl.Int64),
+            pl.len().cast(pl.Int64).alias("entries"),
+            pl.col(S.WORK_ID).is_null().sum().cast(pl.Int64).alias("unresolved"),
+            (pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique())
+            .cast(pl.Int64)
+            .alias("merged"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().cast(pl.Int64).alias("by_identifier"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE).sum().cast(pl.Int64).alias("by_title"),
         )
         .collect()
     )
 
 
-def _rate_counts(cites: pl.DataFrame, cs: pl.DataFrame) -> pl.DataFrame:
-    """Entries, and those resolved by identifier and by title, of CS papers and the others."""
+def _entry_counts(papers: pl.DataFrame) -> dict[str, Any]:
+    """Entries, unresolved entries, papers with one, entries merged within a paper, of
+    :func:`_paper_counts`' rows."""
+    return papers.select(
+        pl.col("entries").sum(),
+        pl.col("unresolved").sum(),
+        (pl.col("unresolved") > 0).sum().cast(pl.Int64).alias("papers_with_unresolved"),
+        pl.col("merged").sum(),
+    ).row(0, named=True)
+
+
+def _rate_counts(papers: pl.DataFrame, cs: pl.DataFrame) -> pl.DataFrame:
+    """Entries, and those resolved by identifier and by title, of CS papers and the others
+    (:func:`_paper_counts`' rows)."""
     return (
-        cites.lazy()
+        papers.lazy()
         .join(cs.lazy(), on=S.PAPER_ID, how="left")
         .group_by(pl.col("_cs").fill_null(False))
-        .agg(
-            pl.len().cast(pl.Int64).alias("entries"),
-            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().cast(pl.Int64).alias("by_identifier"),
-            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE).sum().cast(pl.Int64).alias("by_title"),
-        )
+        .agg(pl.col("entries", "by_identifier", "by_title").sum())
         .collect()
     )
 
