@@ -3,12 +3,13 @@
 Runs one reduce stage in this process (with ``force``) and reports
 
 * every Polars materialisation it makes (``LazyFrame.collect``, ``sink_parquet``,
-  ``collect_all``): the stage source line that made it, wall seconds, and the peak RSS
-  during it;
+  ``collect_all``): the stage source line that made it, wall seconds, CPU seconds (every
+  thread of the process: under other jobs' load, the figure that does not move), and the
+  peak RSS during it; and the same summed by source line, by CPU seconds;
 * the Python steps of :data:`STEPS` (or ``--step module:function``, repeatable), where
   the time and memory outside Polars queries go (``DataFrame`` operations, numpy,
-  LightGBM, loops): calls, total seconds, and the largest peak RSS of one call,
-  nested materialisations included.
+  LightGBM, loops): calls, total wall and CPU seconds, and the largest peak RSS of one
+  call, nested materialisations included.
 
 The peak is the process's ``VmHWM``, reset before each materialisation by writing ``5``
 to ``/proc/self/clear_refs`` (Linux); the peak seen before a reset is carried to every
@@ -112,13 +113,15 @@ def _wrap_step(target: str) -> None:
     module_name, name = target.split(":")
     module = importlib.import_module(module_name)
     original = getattr(module, name)
-    stats = STEP_STATS.setdefault(target, {"calls": 0, "seconds": 0.0, "peak_mb": 0.0})
+    stats = STEP_STATS.setdefault(
+        target, {"calls": 0, "seconds": 0.0, "cpu_seconds": 0.0, "peak_mb": 0.0}
+    )
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         frame = {"peak": 0.0}
         _OPEN.append(frame)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
@@ -128,6 +131,7 @@ def _wrap_step(target: str) -> None:
                 outer["peak"] = max(outer["peak"], frame["peak"])
             stats["calls"] += 1
             stats["seconds"] += time.perf_counter() - t0
+            stats["cpu_seconds"] += time.process_time() - c0
             stats["peak_mb"] = max(stats["peak_mb"], frame["peak"])
             _live(f"step {target}: {time.perf_counter() - t0:.1f} s", frame["peak"])
 
@@ -157,7 +161,7 @@ def _wrap(owner: Any, name: str) -> None:
         before = _status_mb("VmRSS")
         _reset_peak()
         _wrap.depth = 1  # type: ignore[attr-defined]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
@@ -168,6 +172,7 @@ def _wrap(owner: Any, name: str) -> None:
                     "site": site,
                     "call": name,
                     "seconds": time.perf_counter() - t0,
+                    "cpu_seconds": time.process_time() - c0,
                     "rss_before_mb": before,
                     "peak_mb": _status_mb("VmHWM"),
                     "rss_after_mb": _status_mb("VmRSS"),
@@ -204,27 +209,45 @@ def main() -> int:
     for target in args.step or STEPS.get(args.stage, ()):
         _wrap_step(target)
     stage = GRAPH[args.stage]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     run_reduce(stage, args.out, load_config(args.config), force=True, stages=GRAPH)
-    total = time.perf_counter() - t0
-    print(f"{args.stage}: {total:.1f} s, {len(CALLS)} materialisations")
-    print(f"{'seconds':>8} {'peak MB':>8} {'before':>8} {'after':>8}  site")
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{args.stage}: {total:.1f} s, {cpu:.1f} CPU s, {len(CALLS)} materialisations")
+    print(f"{'seconds':>8} {'CPU s':>8} {'peak MB':>8} {'before':>8} {'after':>8}  site")
     for c in sorted(CALLS, key=lambda c: -c["peak_mb"])[: args.top]:
         print(
-            f"{c['seconds']:8.1f} {c['peak_mb']:8,.0f} {c['rss_before_mb']:8,.0f} "
-            f"{c['rss_after_mb']:8,.0f}  {c['call']}: {c['site']}"
+            f"{c['seconds']:8.1f} {c['cpu_seconds']:8.1f} {c['peak_mb']:8,.0f} "
+            f"{c['rss_before_mb']:8,.0f} {c['rss_after_mb']:8,.0f}  {c['call']}: {c['site']}"
         )
+    by_site: dict[str, list[float]] = {}
+    for c in CALLS:
+        site = by_site.setdefault(f"{c['call']}: {c['site']}", [0, 0.0, 0.0])
+        site[0] += 1
+        site[1] += c["seconds"]
+        site[2] += c["cpu_seconds"]
+    print(f"\n{'calls':>6} {'seconds':>8} {'CPU s':>8}  site (summed, by CPU seconds)")
+    for site_name, (n, secs, cpu_secs) in sorted(by_site.items(), key=lambda kv: -kv[1][2])[
+        : args.top
+    ]:
+        print(f"{n:6} {secs:8.1f} {cpu_secs:8.1f}  {site_name}")
     if args.chrono:
-        fields = ("seconds", "peak_mb", "rss_before_mb", "rss_after_mb", "call", "site")
+        fields = ("seconds", "cpu_seconds", "peak_mb", "rss_before_mb", "rss_after_mb", "call",
+                  "site")  # fmt: skip
         lines = ["\t".join(fields)]
         lines += ["\t".join(f"{c[k]:.1f}" if isinstance(c[k], float) else c[k] for k in fields)
                   for c in CALLS]  # fmt: skip
         args.chrono.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if STEP_STATS:
-        print(f"\n{'calls':>6} {'seconds':>8} {'peak MB':>8}  step (nested steps included)")
+        print(
+            f"\n{'calls':>6} {'seconds':>8} {'CPU s':>8} {'peak MB':>8}  "
+            "step (nested steps included)"
+        )
         for target, st in sorted(STEP_STATS.items(), key=lambda kv: -kv[1]["peak_mb"]):
             if st["calls"]:
-                print(f"{st['calls']:6} {st['seconds']:8.1f} {st['peak_mb']:8,.0f}  {target}")
+                print(
+                    f"{st['calls']:6} {st['seconds']:8.1f} {st['cpu_seconds']:8.1f} "
+                    f"{st['peak_mb']:8,.0f}  {target}"
+                )
     return 0
 
 

@@ -29,9 +29,10 @@ def id_kind(ids: pl.Expr) -> pl.Expr:
     return ids.str.extract(ID_KIND, 1)
 
 
-def entry_aliases(refs: pl.LazyFrame) -> pl.LazyFrame:
-    """``(paper_id, ref_id, alias)``: every identifier of every bib entry, deduplicated."""
-    keys = (S.PAPER_ID, S.REF_ID)
+def entry_aliases(
+    refs: pl.LazyFrame, keys: tuple[str, ...] = (S.PAPER_ID, S.REF_ID)
+) -> pl.LazyFrame:
+    """``(*keys, alias)``: every identifier of every bib entry (named by ``keys``), deduplicated."""
     return (
         pl.concat(
             [
@@ -67,16 +68,17 @@ def paper_aliases(papers: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def entry_links(entry_aliases: pl.LazyFrame) -> pl.LazyFrame:
-    """Distinct links ``(alias, other_alias)``, ``alias < other_alias``, of aliases of one entry.
+def entry_links(
+    entry_aliases: pl.LazyFrame, keys: tuple[str, ...] = (S.PAPER_ID, S.REF_ID)
+) -> pl.LazyFrame:
+    """Distinct links ``(alias, other_alias)``, ``alias < other_alias``, of aliases of one entry
+    (named by ``keys``).
 
     Every pair of aliases of one entry is linked (not a star), so dropping a junk
     alias never disconnects the others.
     """
     return (
-        entry_aliases.join(
-            entry_aliases.rename({ALIAS: OTHER}), on=[S.PAPER_ID, S.REF_ID], how="inner"
-        )
+        entry_aliases.join(entry_aliases.rename({ALIAS: OTHER}), on=list(keys), how="inner")
         .filter(pl.col(ALIAS) < pl.col(OTHER))
         .select(ALIAS, OTHER)
         .unique()

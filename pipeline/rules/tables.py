@@ -79,23 +79,33 @@ def scan_extract(
     )
 
 
-def scan_extract_files(extract: ExtractFiles, table: str) -> list[pl.LazyFrame]:
+def scan_extract_files(
+    extract: ExtractFiles, table: str, row_index: str | None = None
+) -> list[pl.LazyFrame]:
     """:func:`scan_extract` cut by input file: one frame per extract output file, in file order.
 
     A paper's rows are all in the file of its winning copy, so work that is per paper
     (or per bib entry) gives the same rows file by file as on the whole table, with
     memory bounded by one file.
+
+    Args:
+        extract: the extract stage's files, table by table.
+        table: extract table name.
+        row_index: when given, a column of this name holding each row's number in its
+            file (``UInt32``), the same in every query of the frame: a row's key in one
+            integer.
     """
     winners = papers_winner(extract).collect(engine="streaming")
     dtypes = S.polars_schema(S.EXTRACT_TABLES[table])
     frames = []
     for path in extract[table]:
         key = re.search(r"([^/\\]+)\.parquet$", str(path))
-        own = winners.filter(pl.col(_KEY) == (key.group(1) if key else "")).select(S.PAPER_ID)
+        own = winners.filter(pl.col(_KEY) == (key.group(1) if key else ""))[S.PAPER_ID]
         frames.append(
-            pl.scan_parquet(str(path))
+            pl.scan_parquet(str(path), row_index_name=row_index)
+            # before the casts, so the Parquet reader applies it as it reads (as _scan_keyed)
+            .filter(pl.col(S.PAPER_ID).is_in(own.implode()))
             .with_columns([pl.col(n).cast(t) for n, t in dtypes.items()])
-            .join(own.lazy(), on=S.PAPER_ID, how="semi")
         )
     return frames
 

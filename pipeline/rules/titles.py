@@ -263,46 +263,59 @@ class SegmentKeyMemo:
     Raw strings repeat across files as within one (a work cited in one style by papers of
     many files): on the bench corpus the per-file distinct strings summed are 2.5 times the
     distinct strings of the whole corpus at 100k papers and 4.7 times at 300k, and their keys
-    were 44% of the ``works`` stage's time at 300k. Held: each string seen, with its keys
-    (none for a string without a title-like segment) and the last call that used it; over
-    ``max_strings`` strings, the least recently used are dropped down to half of it. What is
-    held changes only what is computed again, never a key.
+    were 44% of the ``works`` stage's time at 300k. Held: each string seen, numbered, with
+    its keys (none for a string without a title-like segment) and the last call that used
+    it; over ``max_strings`` strings, the least recently used are dropped down to half of
+    it. What is held changes only what is computed again, never a key. A call looks its
+    strings up in the held ones once; the rest goes by number (hashing every held string
+    once per lookup was a third of a call's time).
     """
 
     def __init__(self, max_strings: int) -> None:
         self.max_strings = max(max_strings, 1)
         self.calls = 0
-        self.strings = pl.DataFrame(schema={_RAW: pl.String, _LAST_USED: pl.Int64})
-        self.keys_of = pl.DataFrame(schema={_RAW: pl.String, KEY: pl.String, SEGMENT_RANK: pl.Int8})
+        self.numbered = 0  # strings numbered so far (held or dropped)
+        self.strings = pl.DataFrame(
+            schema={_RAW: pl.String, _RAW_ID: pl.Int64, _LAST_USED: pl.Int64}
+        )
+        self.keys_of = pl.DataFrame(
+            schema={_RAW_ID: pl.Int64, KEY: pl.String, SEGMENT_RANK: pl.Int8}
+        )
 
     def keys(self, frame: pl.DataFrame, raw: str, keys: list[str]) -> pl.DataFrame:
         """:func:`segment_keys_per_string` of ``frame`` (the same rows, in another order)."""
         self.calls += 1
-        distinct = frame.select(pl.col(raw).drop_nulls().unique().alias(_RAW))
-        new = distinct.join(self.strings, on=_RAW, how="anti").with_row_index(_RAW_ID)
-        new_keys = (
-            segment_keys(new.lazy(), _RAW, [_RAW_ID])
-            .join(new.lazy(), on=_RAW_ID, how="inner")
-            .select(_RAW, KEY, SEGMENT_RANK)
-            .collect()
+        looked = (
+            frame.select(pl.col(raw).drop_nulls().unique().alias(_RAW))
+            .join(self.strings.select(_RAW, _RAW_ID), on=_RAW, how="left")
+        )  # fmt: skip
+        seen = looked.filter(pl.col(_RAW_ID).is_not_null())
+        new = (
+            looked.filter(pl.col(_RAW_ID).is_null())
+            .drop(_RAW_ID)
+            .with_row_index(_RAW_ID, offset=self.numbered)
+            .select(_RAW, pl.col(_RAW_ID).cast(pl.Int64))
         )
+        self.numbered += new.height
+        new_keys = segment_keys(new.lazy(), _RAW, [_RAW_ID]).collect()
         # own buffers: views into this file's strings would keep all of them alive
         self.keys_of = pl.concat([self.keys_of, _own_buffers(new_keys)])
         self.strings = pl.concat(
             [
                 self.strings.with_columns(
-                    pl.when(pl.col(_RAW).is_in(distinct[_RAW].implode()))
+                    pl.when(pl.col(_RAW_ID).is_in(seen[_RAW_ID].implode()))
                     .then(pl.lit(self.calls, pl.Int64))
                     .otherwise(pl.col(_LAST_USED))
                     .alias(_LAST_USED)
                 ),
-                _own_buffers(new.select(_RAW, pl.lit(self.calls, pl.Int64).alias(_LAST_USED))),
+                _own_buffers(new.with_columns(pl.lit(self.calls, pl.Int64).alias(_LAST_USED))),
             ]
         )
         got = (
             frame.lazy()
             .select(*keys, pl.col(raw).alias(_RAW))
-            .join(self.keys_of.lazy(), on=_RAW, how="inner")
+            .join(pl.concat([seen, new]).lazy(), on=_RAW, how="inner")
+            .join(self.keys_of.lazy(), on=_RAW_ID, how="inner")
             .select(*keys, KEY, SEGMENT_RANK)
             .collect()
         )
@@ -314,7 +327,7 @@ class SegmentKeyMemo:
         """Keep the ``max_strings // 2`` most recently used strings (and their keys)."""
         kept = self.strings.sort(_LAST_USED, descending=True).head(self.max_strings // 2)
         self.strings = _own_buffers(kept)
-        self.keys_of = _own_buffers(self.keys_of.join(kept.select(_RAW), on=_RAW, how="semi"))
+        self.keys_of = _own_buffers(self.keys_of.join(kept.select(_RAW_ID), on=_RAW_ID, how="semi"))
 
 
 def _own_buffers(df: pl.DataFrame) -> pl.DataFrame:

@@ -8,17 +8,25 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.rules import titles as T
+from pipeline.stages.works.identity import ENTRY
+from pipeline.stages.works.partials import PARSED_COUNT
 
 _FROM_CORPUS = "_from_corpus"  # internal column (never written)
 
 
-def known_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.LazyFrame:
-    """``(work_id, title_key)``: the title key of every entry resolved by identifier."""
+def entry_title_keys(entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame) -> pl.LazyFrame:
+    """``(work_id, title_key, _parsed_count)``: the title key of every resolved entry
+    (``entry_work``: ``(_entry, work_id)``), with the number of those entries that give it.
+
+    Of the entries resolved by identifier (pass 2), these are the keys that title
+    resolution links to; with those of the entries resolved by title (pass 3), every title
+    key known for a work (``title_keys``) and the counts of the works' parsed titles
+    (:func:`~pipeline.stages.works.partials.parsed_titles`)."""
     return (
         entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="inner")
-        .select(S.WORK_ID, T.KEY)
-        .unique()
+        .join(entry_work, on=ENTRY, how="inner")
+        .group_by(S.WORK_ID, T.KEY)
+        .agg(pl.len().cast(pl.Int64).alias(PARSED_COUNT))
     )
 
 
@@ -27,7 +35,8 @@ def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
 
     Args:
         corpus: ``(work_id, title, ...)`` of the works that are corpus papers.
-        known: :func:`known_title_keys` of every entry.
+        known: ``(work_id, title_key)`` of :func:`entry_title_keys` of every entry resolved
+            by identifier.
     """
     return (  # a key naming two works links nothing
         pl.concat(
@@ -51,32 +60,25 @@ def title_map(corpus: pl.LazyFrame, known: pl.LazyFrame) -> pl.DataFrame:
 
 def resolve_by_title(
     entry_keys: pl.LazyFrame, entry_work: pl.LazyFrame, titles: pl.LazyFrame
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+) -> pl.LazyFrame:
     """Resolve entries without identifier by title (:mod:`pipeline.rules.titles`).
 
     Args:
-        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries.
-        entry_work: ``(paper_id, ref_id, work_id)`` of those entries resolved by identifier.
+        entry_keys: :func:`pipeline.rules.titles.segment_keys` of bib entries (by ``_entry``,
+            their row in their reference file: :data:`~pipeline.stages.works.identity.ENTRY`).
+        entry_work: ``(_entry, work_id)`` of those entries resolved by identifier.
         titles: :func:`title_map`.
 
     Returns:
-        ``(paper_id, ref_id, work_id)`` of the entries resolved by title, and
-        ``(work_id, title_key)``: their title keys (with :func:`known_title_keys` and the
-        corpus titles, every title key known for a work, for the negatives' title rule).
+        ``(_entry, work_id)`` of the entries resolved by title.
     """
-    hits = (
-        entry_keys.join(entry_work, on=[S.PAPER_ID, S.REF_ID], how="anti")
+    return (
+        entry_keys.join(entry_work, on=ENTRY, how="anti")
         .join(titles, on=T.KEY, how="inner")
         # any segment may equal a corpus title; only the title key links to other entries
         .filter(pl.col(_FROM_CORPUS) | (pl.col(T.SEGMENT_RANK) == 0))
-        .group_by(S.PAPER_ID, S.REF_ID)
+        .group_by(ENTRY)
         .agg(pl.col(S.WORK_ID).first(), pl.col(S.WORK_ID).n_unique().alias("_n"))
         .filter(pl.col("_n") == 1)
-        .select(S.PAPER_ID, S.REF_ID, S.WORK_ID)
+        .select(ENTRY, S.WORK_ID)
     )
-    more_keys = (
-        entry_keys.filter(pl.col(T.SEGMENT_RANK) == 0)
-        .join(hits, on=[S.PAPER_ID, S.REF_ID], how="inner")
-        .select(S.WORK_ID, T.KEY)
-    )
-    return hits, more_keys

@@ -48,6 +48,9 @@ NODE = "node"
 COMPONENT = "component"
 JUNK = "junk"
 KIND = "kind"
+# a bib entry's row number in its reference file: the key of every per-file table of the
+# passes (one integer to join and group on, not the two strings paper id and ref id)
+ENTRY = "_entry"
 
 
 def junk_aliases(links: pl.LazyFrame, max_partners: int) -> pl.LazyFrame:

@@ -40,6 +40,7 @@ from pipeline.stages.works.dates import (
     arxiv_month_expr,
 )
 from pipeline.stages.works.identity import (
+    ENTRY,
     alias_works,
     connected_components,
     junk_aliases,
@@ -80,8 +81,8 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     doi = pl.col(S.DOI).str.to_lowercase()
     extract = ctx.files_by_table("extract")
     ref_files = [
-        lf.select(S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
-        for lf in scan_extract_files(extract, "references")
+        lf.select(ENTRY, S.PAPER_ID, S.REF_ID, S.ARXIV_ID, doi, S.OPENALEX_ID, S.RAW)
+        for lf in scan_extract_files(extract, "references", row_index=ENTRY)
     ]
     papers = scan_extract(extract, "papers")
     paper_aliases = A.paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
@@ -100,17 +101,19 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     corpus = corpus_works(paper_aliases, alias_work, papers)
 
     known = identifier_pass(ref_files, alias_work, scratch, ctx.limits.works_title_memo_strings)
-    titles = title_map(corpus, known.lazy())
-    title_key_parts = [T.corpus_title_keys(corpus).collect(engine="streaming"), known]
-    del known  # held by title_key_parts until title_keys is written, not to the end (~0.4 GB at 1M)
+    titles = title_map(corpus, known.lazy().select(S.WORK_ID, T.KEY))
+    title_key_parts = [
+        T.corpus_title_keys(corpus).collect(engine="streaming"),
+        known.select(S.WORK_ID, T.KEY),
+    ]
 
     n_ranges, range_of = paper_ranges(papers, len(ref_files))
     more_key_parts, partials = title_pass(
         ref_files, titles, range_of, scratch, ctx.limits.works_merge_every
     )
     del titles
-    n_citing, example_raw, parsed_title = partials.combined()
-    del partials
+    n_citing, example_raw, parsed_title = partials.combined(known)
+    del partials, known  # known's keys held by title_key_parts until title_keys is written
 
     title_keys = pl.concat([*title_key_parts, *more_key_parts]).unique().sort(S.WORK_ID, T.KEY)
     del title_key_parts, more_key_parts
@@ -165,29 +168,28 @@ def write_cites(
     """Write ``cites`` from pass 3's rows, one paper-id range at a time, sorted.
 
     Returns:
-        The entry counts (:func:`_entry_counts`, summed) and the resolution rates of CS
-        papers and the others (:func:`_rate_counts`, summed).
+        The entry counts (:func:`_entry_counts`) and the resolution rates of CS papers and
+        the others (:func:`_rate_counts`), of every paper's counts
+        (:func:`_paper_counts`).
     """
     writer = ctx.writer("cites")
     cs = papers.select(
         S.PAPER_ID,
         pl.col(S.PRIMARY_CATEGORY).str.starts_with(CS_PREFIX).alias("_cs"),
     ).collect(engine="streaming")
-    # a paper's rows are all in one range, so per-paper counts summed over ranges are exact
-    entry_counts, rate_counts = [_entry_counts(_EMPTY_CITES)], [_rate_counts(_EMPTY_CITES, cs)]
+    # a paper's rows are all in one range, so per-paper counts over ranges are exact
+    paper_counts = [_paper_counts(_EMPTY_CITES)]
     for r in range(n_ranges):
         parts = scratch.cites_parts(r)
         if parts:
             rows = pl.scan_parquet(parts).sort(S.PAPER_ID, S.REF_ID).collect(engine="streaming")
             writer.write(rows)
-            entry_counts.append(_entry_counts(rows))
-            rate_counts.append(_rate_counts(rows, cs))
+            paper_counts.append(_paper_counts(rows))
             del rows
     writer.close()
     shutil.rmtree(scratch.folder / CITES_PARTS, ignore_errors=True)
-    entries = pl.concat(entry_counts).sum().row(0, named=True)
-    rates = pl.concat(rate_counts).group_by("_cs").agg(pl.all().sum())
-    return entries, rates
+    papers_counted = pl.concat(paper_counts)
+    return _entry_counts(papers_counted), _rate_counts(papers_counted, cs)
 
 
 def write_works_table(
@@ -297,39 +299,46 @@ def works_counts(ctx: ReduceContext) -> dict[str, int]:
     }
 
 
-def _entry_counts(cites: pl.DataFrame) -> pl.DataFrame:
-    """One row: entries, unresolved entries, papers with one, entries merged within a paper."""
+def _paper_counts(cites: pl.DataFrame) -> pl.DataFrame:
+    """Per paper of ``cites`` rows: entries, unresolved entries, entries merged within the
+    paper (resolved to a work another entry of it resolves to), entries resolved by
+    identifier and by title. One group-by for :func:`_entry_counts` and
+    :func:`_rate_counts`, which read its rows (a few per paper, not one per entry)."""
     return (
         cites.lazy()
         .group_by(S.PAPER_ID)
         .agg(
-            pl.len().alias("entries"),
-            pl.col(S.WORK_ID).is_null().sum().alias("unresolved"),
-            (
-                pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique()
-            ).alias("merged"),
-        )
-        .select(
-            pl.col("entries").sum().cast(pl.Int64),
-            pl.col("unresolved").sum().cast(pl.Int64),
-            (pl.col("unresolved") > 0).sum().cast(pl.Int64).alias("papers_with_unresolved"),
-            pl.col("merged").sum().cast(pl.Int64),
+            pl.len().cast(pl.Int64).alias("entries"),
+            pl.col(S.WORK_ID).is_null().sum().cast(pl.Int64).alias("unresolved"),
+            (pl.col(S.WORK_ID).is_not_null().sum() - pl.col(S.WORK_ID).drop_nulls().n_unique())
+            .cast(pl.Int64)
+            .alias("merged"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().cast(pl.Int64).alias("by_identifier"),
+            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE).sum().cast(pl.Int64).alias("by_title"),
         )
         .collect()
     )
 
 
-def _rate_counts(cites: pl.DataFrame, cs: pl.DataFrame) -> pl.DataFrame:
-    """Entries, and those resolved by identifier and by title, of CS papers and the others."""
+def _entry_counts(papers: pl.DataFrame) -> dict[str, Any]:
+    """Entries, unresolved entries, papers with one, entries merged within a paper, of
+    :func:`_paper_counts`' rows."""
+    return papers.select(
+        pl.col("entries").sum(),
+        pl.col("unresolved").sum(),
+        (pl.col("unresolved") > 0).sum().cast(pl.Int64).alias("papers_with_unresolved"),
+        pl.col("merged").sum(),
+    ).row(0, named=True)
+
+
+def _rate_counts(papers: pl.DataFrame, cs: pl.DataFrame) -> pl.DataFrame:
+    """Entries, and those resolved by identifier and by title, of CS papers and the others
+    (:func:`_paper_counts`' rows)."""
     return (
-        cites.lazy()
+        papers.lazy()
         .join(cs.lazy(), on=S.PAPER_ID, how="left")
         .group_by(pl.col("_cs").fill_null(False))
-        .agg(
-            pl.len().cast(pl.Int64).alias("entries"),
-            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_ID).sum().cast(pl.Int64).alias("by_identifier"),
-            (pl.col(S.RESOLVED_BY) == RESOLVED_BY_TITLE).sum().cast(pl.Int64).alias("by_title"),
-        )
+        .agg(pl.col("entries", "by_identifier", "by_title").sum())
         .collect()
     )
 
