@@ -34,7 +34,12 @@ Shape (every share is a named constant below, with where it comes from):
   (the ``works`` junk guard);
 * mentions under 2024-layout section headings with every role (introduction,
   related work, background, method, experiment, discussion, conclusion) and, in
-  surveys, a topical core, with and without section numbers.
+  surveys, a topical core, with and without section numbers;
+* full text (``section_texts``) for every paper whose licence some release may carry, as
+  extract keeps it, with the real records' mean section count and section length
+  (:data:`SECTIONS_PER_PAPER`, :data:`SECTION_CHARS`); the text itself is cheap: slices
+  of one word pool (:func:`word_pool`), so its Parquet bytes are not the real ones (the
+  view's size on disk is projected with :data:`REAL_BYTES_PER_CHAR`).
 
 Same ``(papers, seed, papers_per_file)`` give the same tables; a file's rows depend
 only on the global pools and its own index.
@@ -47,6 +52,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import logging
 import sys
 import time
@@ -71,12 +77,13 @@ from pipeline.corpus.provenance import SYNTHETIC_GENERATORS, SYNTHETIC_PAPERS  #
 from pipeline.corpus.sources import InputFile  # noqa: E402
 from pipeline.engine.map_stage import run_map  # noqa: E402
 from pipeline.engine.workdir import INPUTS  # noqa: E402
+from pipeline.rules.licences import extractable  # noqa: E402
 from pipeline.stages import GRAPH  # noqa: E402
 from pipeline.stages.extract.rows import DICTIONARY_COLUMNS  # noqa: E402
 
 log = logging.getLogger("pipeline")
 
-GENERATOR_VERSION = 3  # part of every file's identity: changing the generator redoes its files
+GENERATOR_VERSION = 4  # part of every file's identity: changing the generator redoes its files
 PAPERS_PER_FILE = 25_000
 
 # ----------------------------------------------------------------- shares
@@ -165,6 +172,33 @@ MENTION_SECTIONS = (0.08, 0.62, 0.22, 0.08)  # P(cited in 0, 1, 2, 3 section occ
 MENTION_SECTIONS_SURVEY = (0.05, 0.55, 0.28, 0.12)
 MENTIONS_PER_SECTION = 0.65  # n_mentions = Geometric(0.65): 1 (65%), 2 (23%), ...
 NUMBERED_HEADINGS = (0.4, 0.4, 0.2)  # a paper's headings: unnumbered, "3 ...", "III. ..."
+
+# ----------------------------------------------------------------- full text (issue 51)
+# Measured on the real sample (../shared/data; bench/measure_full_text.py): extract's
+# section_texts of the 49 papers of the 2022 sample converted to the 2024 layout (the
+# corpus's layout) hold 647 sections, 13.20 per paper (sd 10.49; 14.24 in the 2022 layout,
+# where subsections are occurrences of their own), 3,233 characters per section (median
+# 2,066, sd 9,241, max 225,845): 42,689 characters per paper. The 2024 preview paper has
+# 12 sections of 1,282 characters. A paper's section count and its sections' lengths are
+# log-normal with these means (the real spread, not its tail: the mean is what sizes cost).
+SECTIONS_PER_PAPER = (13.20, 10.49)  # mean, sd
+SECTION_CHARS = (3_233, 2_066)  # mean, median
+SECTION_CHARS_MAX = 230_000  # the real sample's longest section: 225,845 characters
+# neutral tokens per 1,000 characters of the real texts (2024 layout): [CITATION] 1.45,
+# [FORMULA] 9.52 (inline maths is a marker of its own), [FIGURE] 0.14, [TABLE] 0.03
+TOKENS_PER_1000_CHARS = {"[CITATION]": 1.45, "[FORMULA]": 9.52, "[FIGURE]": 0.14, "[TABLE]": 0.03}
+# The real section texts written as the view writes them (zstd, 2,000-row groups) take
+# 0.306 bytes per character (2022 layout 0.303; the preview paper alone 0.59, too short
+# for the compressor to find much): the generated text compresses better (a small
+# vocabulary), so the view's bytes at full size are projected from its characters.
+REAL_BYTES_PER_CHAR = 0.306
+# The real sample is unarXive's permissively licensed subset (48 CC BY 4.0, 1 CC BY-SA
+# 4.0, 1 CC0 of its 50 papers), so it gives no licence mix of the corpus: the bench keeps
+# its papers' mix (_LICENSES, a quarter each: arXiv non-exclusive, CC BY 4.0, CC BY-NC-SA
+# 4.0, none): half carry full text in extract, a quarter in a commercial release. For
+# scale: Common Pile's arxiv_papers counts 304,048 papers under CC BY, CC BY-SA or CC0 of
+# about 2.4M (13%), so the bench's quarter is the upper side.
+WORD_POOL_CHARS = 16_000_000  # far larger than a Parquet page: slices rarely repeat in one
 
 # ----------------------------------------------------------------- vocabulary
 _MODIFIERS = (
@@ -468,11 +502,63 @@ class ScaleCorpus:
             "references": refs,
             "mentions": mentions,
             "sections": _sections(mentions),
-            # no full text yet: the scale corpus's papers have sections but no text of their
-            # own (issue 51 item 4 adds texts at the real records' size)
-            "section_texts": pa.Table.from_pylist([], schema=S.SECTION_TEXTS),
             "rejects": rejects,
         }
+
+    @functools.cached_property
+    def pool(self) -> bytes:
+        """The corpus's word pool (:func:`word_pool`), made on first use."""
+        return word_pool(self.seed)
+
+    def section_texts(self, index: int, papers: pa.Table, batch_papers: int) -> Iterator[pa.Table]:
+        """``section_texts`` of input file ``index`` (``papers``: its ``papers`` table), one
+        table per ``batch_papers`` papers, as extract writes a row group per batch.
+
+        Every paper whose licence some release may carry (:func:`extractable`, as extract
+        keeps texts) gets :data:`SECTIONS_PER_PAPER` sections of :data:`SECTION_CHARS`
+        characters, each a slice of :attr:`pool`; section ``i`` is the ``i``-th key, so the
+        cited slots (``sections``) have their headings. Drawn from a stream of its own, so
+        the other tables are those of a corpus without text; the rows do not depend on
+        ``batch_papers``.
+        """
+        rng = np.random.default_rng([self.seed, self.papers, 2, index])
+        licence = papers.column(S.LICENSE).to_pylist()
+        keeps = np.array([extractable(url) for url in licence], dtype=bool)
+        n_sections = np.zeros(papers.num_rows, dtype=np.int64)
+        n_sections[keeps] = _log_normal_counts(rng, int(keeps.sum()), *SECTIONS_PER_PAPER)
+        lengths = _section_lengths(rng, int(n_sections.sum()))
+        starts = rng.integers(0, len(self.pool) - SECTION_CHARS_MAX, len(lengths))
+        ids = papers.column(S.PAPER_ID)
+        source = papers.column(S.SOURCE_FILE)[0].as_py() if papers.num_rows else ""
+        first = np.cumsum(n_sections) - n_sections  # each paper's first section row
+        for lo in range(0, papers.num_rows, batch_papers):
+            hi = min(lo + batch_papers, papers.num_rows)
+            rows = slice(int(first[lo]), int(first[hi - 1] + n_sections[hi - 1]))
+            count = n_sections[lo:hi]
+            if count.sum() == 0:
+                continue
+            pool = memoryview(self.pool)
+            texts = b"".join(
+                pool[a : a + b] for a, b in zip(starts[rows], lengths[rows], strict=True)
+            )
+            offsets = np.zeros(len(lengths[rows]) + 1, dtype=np.int32)
+            np.cumsum(lengths[rows], out=offsets[1:])
+            text = pa.StringArray.from_buffers(
+                len(lengths[rows]), pa.py_buffer(offsets), pa.py_buffer(texts)
+            )
+            which = np.repeat(np.arange(lo, hi), count)
+            yield pa.table(
+                {
+                    S.PAPER_ID: ids.take(which),
+                    S.SECTION_INDEX: pa.array(
+                        np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count),
+                        pa.int32(),
+                    ),
+                    S.SECTION_TEXT: text,
+                    S.SOURCE_FILE: pa.array([source] * len(which), pa.string()),
+                },
+                schema=S.SECTION_TEXTS,
+            )
 
     def _papers(
         self,
@@ -866,6 +952,45 @@ def _sentences(rng: np.random.Generator, n: int) -> pl.Series:
     return frame.select(expr).to_series()
 
 
+def word_pool(seed: int, chars: int = WORD_POOL_CHARS) -> bytes:
+    """``chars`` ASCII characters of words drawn from the generator's vocabulary (lower
+    case) with the neutral tokens at the real texts' rates (:data:`TOKENS_PER_1000_CHARS`);
+    the same for a seed."""
+    rng = np.random.default_rng([seed, 2])
+    words = sorted(
+        {
+            w.lower()
+            for phrase in (*_MODIFIERS, *_CS_AREAS, *_OTHER_AREAS, *_ADJ, *_NOUNS, *_SENTENCES)
+            for w in phrase.replace("{}", " ").replace(".", " ").replace(",", " ").split()
+        }
+    )
+    mean_word = float(np.mean([len(w) + 1 for w in words]))
+    tokens = list(TOKENS_PER_1000_CHARS)
+    # per drawn word: a token with probability (its rate per character) x (word length)
+    p_tokens = np.array([TOKENS_PER_1000_CHARS[t] / 1000 * mean_word for t in tokens])
+    vocabulary = [*words, *tokens]
+    p = np.concatenate([np.full(len(words), (1 - p_tokens.sum()) / len(words)), p_tokens])
+    n = int(chars / mean_word * 1.1) + 1
+    text = " ".join(np.array(vocabulary, dtype=object)[rng.choice(len(vocabulary), n, p=p)])
+    return text.encode("ascii")[:chars]
+
+
+def _log_normal_counts(rng: np.random.Generator, n: int, mean: float, sd: float) -> np.ndarray:
+    """``n`` counts of at least 1, log-normal with about this mean and sd."""
+    sigma2 = np.log1p((sd / mean) ** 2)
+    mu = np.log(mean) - sigma2 / 2
+    return np.maximum(1, np.rint(rng.lognormal(mu, np.sqrt(sigma2), n))).astype(np.int64)
+
+
+def _section_lengths(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` section lengths (characters): log-normal with :data:`SECTION_CHARS`' mean and
+    median, at most :data:`SECTION_CHARS_MAX`."""
+    mean, median = SECTION_CHARS
+    sigma = np.sqrt(2 * np.log(mean / median))
+    lengths = np.rint(rng.lognormal(np.log(median), sigma, n)).astype(np.int64)
+    return np.clip(lengths, 1, SECTION_CHARS_MAX)
+
+
 def _doi_expr(index: pl.Expr, kind: str) -> pl.Expr:
     return pl.concat_str(
         pl.lit("10."),
@@ -942,6 +1067,17 @@ def _generate_file(corpus: ScaleCorpus):
                 row_group_size=cfg.extract.row_group_rows,
                 use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
             )
+        n_texts = text_chars = 0
+        with pq.ParquetWriter(
+            outputs["section_texts"],
+            S.SECTION_TEXTS,
+            compression=cfg.common.compression,
+            use_dictionary=[c for c in DICTIONARY_COLUMNS if c in S.SECTION_TEXTS.names],
+        ) as writer:
+            for batch in corpus.section_texts(index, tables["papers"], cfg.extract.batch_papers):
+                writer.write_table(batch, row_group_size=cfg.extract.row_group_rows)
+                n_texts += batch.num_rows
+                text_chars += batch.column(S.SECTION_TEXT).combine_chunks().buffers()[2].size
         papers = tables["papers"].num_rows
         progress(papers, 0, 0)
         return {
@@ -951,6 +1087,9 @@ def _generate_file(corpus: ScaleCorpus):
             "references": tables["references"].num_rows,
             "mentions_rows": tables["mentions"].num_rows,
             "cite_spans_missing_bib": 0,
+            "section_texts_rows": n_texts,
+            "section_texts_skipped": 0,
+            "section_text_chars": text_chars,
             "layouts": {"2022": 0, "2024": papers},
             # every paper is generated: a release built from them says so (pipeline.corpus.provenance)
             SYNTHETIC_PAPERS: papers,

@@ -113,11 +113,32 @@ def _qrels(release: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def _aspects(release: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """Each eval aspect's query and its judged documents (label), from the aspects folder: the
+    query is the aspect's heading, its parent heading and the survey's title (the empty ones
+    left out) joined by " — ", then the survey's abstract, as the docs give it."""
+    table = pl.read_parquet(release / "aspects" / "eval_survey_reading_lists.parquet")
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    columns = ("aspect_id", "aspect_heading", "aspect_parent_heading", "survey_title",
+               "survey_abstract", "candidate_id", "label")  # fmt: skip
+    for aspect, heading, parent, title, abstract, doc, label in table.select(columns).iter_rows():
+        parts = [p.strip() for p in (heading, parent, title) if p and p.strip()]
+        queries[aspect] = f"{' — '.join(parts)} {abstract or ''}".strip()
+        qrels.setdefault(aspect, {})[doc] = int(label)
+    return queries, qrels
+
+
 def _document_run(
-    release: Path, encode: Callable, rule: str, docs_of: Callable[[str], list[str]]
+    release: Path,
+    encode: Callable,
+    rule: str,
+    docs_of: Callable[[str], list[str]],
+    queries: dict[str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Each query's score of each of ``docs_of(query)``, from its units' cosines by ``rule``."""
-    units, queries = _units(release), _queries(release)
+    """Each query's score of each of ``docs_of(query)``, from its units' cosines by ``rule``
+    (the queries: the release's, unless given)."""
+    units, queries = _units(release), queries or _queries(release)
     texts = sorted({t for ts in units.values() for t in ts})
     vectors = dict(zip(texts, _unit(encode, texts), strict=True))
     query_ids = sorted(queries)
@@ -150,9 +171,11 @@ def _tie_free(run: dict[str, dict[str, float]]) -> None:
         assert len(set(values.tolist())) == len(values), query
 
 
-def _expected(release: Path, run: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+def _expected(
+    release: Path, run: dict[str, dict[str, float]], qrels: dict | None = None
+) -> dict[str, dict[str, float]]:
     _tie_free(run)
-    return pytrec_eval(_qrels(release), run, {"ndcg_cut.10", "map", "recall.20"})
+    return pytrec_eval(qrels or _qrels(release), run, {"ndcg_cut.10", "map", "recall.20"})
 
 
 def _ours(result: api.EvalResult, system: str) -> dict[str, dict[str, float]]:
@@ -200,6 +223,26 @@ def test_passage_encoder_retrieval_equals_pytrec_eval(release: Path, toy) -> Non
     _assert_equal(_ours(result, "full"), expected)
     facts = result.results["models"]["full"]
     assert facts["top_k"] == top_k and facts["passages"]["corpus_documents"] == len(corpus)
+
+
+def test_passage_encoder_retrieval_with_aspects_equals_pytrec_eval(release: Path, toy) -> None:
+    # PRISM's aspect-to-section protocol: each aspect's query against every section of the
+    # split's corpus (the aspects folder has no corpus of its own: the release's)
+    corpus = pl.read_parquet(release / "corpus" / "test.parquet")["_id"].to_list()
+    queries, qrels = _aspects(release)
+    top_k = 50
+    full = _document_run(release, toy, "max", lambda q: corpus, queries)
+    expected = _expected(release, _top(full, top_k), qrels)
+    result = api.evaluate(
+        release, out=Path("out"), encoders=[("toy_encoder:encode", "full")], passages=True,
+        passage_chars=CHARS, mode="retrieval", task="aspects", top_k=top_k, config=CONFIG,
+        learned=False,
+    )  # fmt: skip
+    assert result.results["task"] == "aspects" and len(expected) == len(queries) > 1
+    _assert_equal(_ours(result, "full"), expected)
+    facts = result.results["models"]["full"]
+    assert facts["top_k"] == top_k and facts["passages"]["corpus_documents"] == len(corpus)
+    assert facts["passages"]["documents_with_full_text"] > 0
 
 
 def test_beir_loads_the_passage_corpus_and_a_passage_run_aggregates(release: Path, toy) -> None:

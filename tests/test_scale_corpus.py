@@ -6,14 +6,19 @@ import json
 from pathlib import Path
 
 import numpy as np
+import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from bench.scale_corpus import (
     PAPER_REFS,
     REJECTS_OUT,
+    SECTION_CHARS,
+    SECTIONS_PER_PAPER,
     SURVEY_REFS_MAX,
     SURVEY_REFS_MIN,
+    ScaleCorpus,
     build,
     survey_bib_sizes,
 )
@@ -22,6 +27,7 @@ from pipeline.core import schema as S
 from pipeline.core.config import Config
 from pipeline.engine.reduce import run_reduce
 from pipeline.engine.workdir import reduce_done
+from pipeline.rules.licences import extractable
 from pipeline.stages import GRAPH
 
 
@@ -49,7 +55,7 @@ def test_tables_follow_the_extract_schemas(corpus: Path) -> None:
 
 def test_same_parameters_same_bytes_and_resume(corpus: Path, tmp_path: Path) -> None:
     build(tmp_path, papers=3000, papers_per_file=1000, survey_share=0.15)
-    for table in ("papers", "references", "mentions"):
+    for table in ("papers", "references", "mentions", "section_texts"):
         ours = sorted((corpus / "extract" / table).glob("*.parquet"))
         again = sorted((tmp_path / "extract" / table).glob("*.parquet"))
         assert [p.name for p in ours] == [p.name for p in again]
@@ -86,6 +92,36 @@ def test_the_corpus_surveys_draw_from_it(corpus: Path) -> None:
     assert 250 < surveys.mean() < 350
 
 
+def test_section_texts_have_the_real_records_shape(corpus: Path) -> None:
+    # issue 51: the papers whose licence some release may carry have full text, with the
+    # real sample's mean section count and section length (bench/measure_full_text.py)
+    papers = pl.read_parquet(corpus / "extract" / "papers" / "*.parquet")
+    texts = pl.read_parquet(corpus / "extract" / "section_texts" / "*.parquet")
+    keeps = {p for p, url in papers.select("paper_id", "license").iter_rows() if extractable(url)}
+    assert 0.4 < len(keeps) / papers.height < 0.6  # half the bench's licences: CC BY, BY-NC-SA
+    per_paper = texts.group_by("paper_id").agg(
+        pl.len().alias("n"), (pl.col("section_index").max() + 1).alias("last")
+    )
+    assert set(per_paper["paper_id"]) == keeps
+    assert (per_paper["n"] == per_paper["last"]).all()  # sections 0 .. n - 1, each once
+    assert per_paper["n"].mean() == pytest.approx(SECTIONS_PER_PAPER[0], rel=0.06)
+    lengths = texts["text"].str.len_chars()
+    assert lengths.mean() == pytest.approx(SECTION_CHARS[0], rel=0.06)
+    assert lengths.median() == pytest.approx(SECTION_CHARS[1], rel=0.06)
+    assert texts["text"].str.contains("[CITATION]", literal=True).mean() > 0.5
+    assert not texts["text"].str.contains("{{", literal=True).any()  # no unarXive marker
+
+
+def test_section_texts_do_not_depend_on_the_batch(corpus: Path) -> None:
+    model = ScaleCorpus(3000, papers_per_file=1000, survey_share=0.15)
+    papers = pq.read_table(sorted((corpus / "extract" / "papers").glob("*.parquet"))[1])
+    whole = pa.concat_tables(model.section_texts(1, papers, 1000))
+    batched = list(model.section_texts(1, papers, 77))
+    assert len(batched) > 5 and pa.concat_tables(batched).equals(whole)
+    written = pq.read_table(sorted((corpus / "extract" / "section_texts").glob("*.parquet"))[1])
+    assert written.cast(whole.schema).equals(whole)
+
+
 def test_every_reduce_stage_runs_on_it(corpus: Path) -> None:
     cfg = Config()
     manifests = {}
@@ -113,6 +149,11 @@ def test_every_reduce_stage_runs_on_it(corpus: Path) -> None:
     )
     assert manifests["negatives"]["counts"]["negatives"] > 0
     assert manifests["release"]["counts"]["train_rows"] > 0
+    # the full-text view has the candidates' sections whose licence permits it (CC BY here)
+    view = pl.read_parquet(corpus / "release" / "corpus_sections" / "test.parquet")
+    assert view.height > 0 and set(view["license"]) == {
+        "http://creativecommons.org/licenses/by/4.0/"
+    }
 
 
 def test_each_stages_reference_query_runs_on_it(corpus: Path, tmp_path: Path) -> None:

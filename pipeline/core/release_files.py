@@ -7,6 +7,8 @@ works table by :data:`WORKS_TABLE_FILE`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 READING_LISTS_FILE = "{split}_survey_reading_lists.parquet"
 BEIR_FILE = "{view}/{split}.parquet"
 # The retrieval views in MTEB's layout: qrels first (the card's default config, which
@@ -44,3 +46,14 @@ def beir_file(view: str, split: str) -> str:
     """The file of retrieval view ``view`` (:data:`BEIR_VIEWS`) of release split ``split``
     (``train`` or ``eval``), named by its retrieval split name (:data:`RETRIEVAL_SPLITS`)."""
     return BEIR_FILE.format(view=view, split=RETRIEVAL_SPLITS[split])
+
+
+def view_of_eval_file(eval_path: Path, view: str, split: str = "eval") -> Path | None:
+    """The file of view ``view`` (``corpus``, :data:`FULL_TEXT_VIEW`, ...) of ``split`` for an
+    eval file: beside it, or for the eval file of the aspects folder in the release the folder
+    is part of (its aspects rank the documents of the same split); None when there is none."""
+    name = beir_file(view, split)
+    folders = [eval_path.parent]
+    if eval_path.parent.name == ASPECTS_DIR:
+        folders.append(eval_path.parent.parent)
+    return next((folder / name for folder in folders if (folder / name).is_file()), None)

@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline.core import schema as S
 from pipeline.core.errors import UsageError
-from pipeline.core.release_files import FULL_TEXT_VIEW, beir_file
+from pipeline.core.release_files import FULL_TEXT_VIEW, view_of_eval_file
 from pipeline.rules.text_match import paper_text
 
 AGGREGATIONS = ("max", "mean-top-k")
@@ -145,11 +145,7 @@ class PassageOptions:
 def sections_path(eval_path: Path, split: str = "eval") -> Path | None:
     """``corpus_sections/<split>.parquet`` of the release the eval file belongs to (beside it,
     or one folder up for the aspects folder's eval file), or None when the release has none."""
-    name = beir_file(FULL_TEXT_VIEW, split)
-    for folder in (eval_path.parent, eval_path.parent.parent):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return view_of_eval_file(eval_path, FULL_TEXT_VIEW, split)
 
 
 def passage_texts(sections: pl.LazyFrame, max_chars: int) -> pl.LazyFrame:

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.files import atomic_path, sha256_file, sha256_text
 from pipeline.core.progress import steps
-from pipeline.core.release_files import beir_file
+from pipeline.core.release_files import view_of_eval_file
 from pipeline.core.schema import BEIR_ID, BEIR_TEXT, BEIR_TITLE
 from pipeline.rules.text_match import paper_text
 
@@ -77,8 +77,8 @@ class Corpus:
 def load_corpus(eval_path: Path, split: str = "eval") -> Corpus | None:
     """The corpus of ``split`` beside the eval file, or None when there is none (an eval
     Parquet alone, a Hub eval set without its corpus config)."""
-    path = eval_path.parent / beir_file("corpus", split)
-    if not path.is_file():
+    path = view_of_eval_file(eval_path, "corpus", split)
+    if path is None:
         return None
     return Corpus(path, pl.read_parquet(path, columns=[BEIR_ID])[BEIR_ID], sha256_file(path))
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.errors import option
-from pipeline.core.release_files import beir_file
+from pipeline.core.release_files import view_of_eval_file
 from pipeline.core.schema import BEIR_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, IN_DOMAIN, LABEL, LINE_NUMBER, SCORE, SURVEY_ID
 from pipeline.evaluate.scoring.measures import UNJUDGED_LABEL
@@ -43,8 +43,8 @@ RETRIEVAL_KS = (5, 10, 20, 50, 100, 300)
 
 def corpus_ids(eval_path: Path, split: str = "eval") -> pl.Series | None:
     """Document ids of the split's corpus next to the eval file (None when there is none)."""
-    path = eval_path.parent / beir_file("corpus", split)
-    if not path.is_file():
+    path = view_of_eval_file(eval_path, "corpus", split)
+    if path is None:
         return None
     return pl.read_parquet(path, columns=[BEIR_ID])[BEIR_ID].rename(CANDIDATE_ID)
 
