@@ -238,6 +238,42 @@ def test_lite_rule_and_task(demo_release: Path, tmp_path: Path, offline: Path) -
     assert M.check(other).statistics["num_queries"] == 5
 
 
+def test_lite_mines_only_for_surveys_with_room(
+    demo_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A survey whose judged candidates fill max_docs needs no miner: with every kept survey
+    full (as at 300k bench papers, 320 judged a survey) neither miner runs, and the lite is
+    each survey's best judged candidates."""
+    import polars as pl
+
+    from pipeline.integrations import mteb_lite
+
+    def never(*_args: object) -> None:
+        raise AssertionError("a miner ran for surveys without room")
+
+    searched: list[int] = []
+
+    def bm25_counting(queries: list[str], docs: list[str], depth: int):
+        searched.append(len(queries))
+        return bm25_top(queries, docs, depth)
+
+    bm25_top = mteb_lite._bm25_top
+    with monkeypatch.context() as patch:
+        patch.setattr(mteb_lite, "_bm25_top", never)
+        patch.setattr(mteb_lite, "_dense_top", never)
+        full = mteb_lite.build_lite(demo_release, tmp_path / "full", max_surveys=10, max_docs=5)
+    assert full.queries_mined == 0 and full.docs_per_survey_min == full.docs_per_survey_max == 5
+    qrels = pl.read_parquet(tmp_path / "full" / "qrels" / "test.parquet")
+    assert qrels.group_by("query-id").len()["len"].to_list() == [5] * 10
+    # with room in some surveys, the miners search for those only
+    monkeypatch.setattr(mteb_lite, "_bm25_top", bm25_counting)
+    part = mteb_lite.build_lite(demo_release, tmp_path / "part", max_surveys=20, max_docs=70, dense=False)  # fmt: skip
+    judged = pl.read_parquet(demo_release / "qrels" / "test.parquet").group_by("query-id").len()
+    kept = pl.read_parquet(tmp_path / "part" / "queries" / "test.parquet")["_id"]
+    room = judged.filter(pl.col("query-id").is_in(kept.to_list()) & (pl.col("len") < 70)).height
+    assert searched == [room] == [part.queries_mined] and 0 < room < 20
+
+
 def test_bundle_task_file_imports_and_evaluates(
     demo_release: Path, tmp_path: Path, offline: Path
 ) -> None:

@@ -13,6 +13,8 @@ The rule (:func:`build_lite`, deterministic, stated in the folder's ``lite.json`
    extra is installed) over the split's whole corpus, taken in turn (BM25's first, dense's
    first, BM25's second, ...), each document once. BM25 is the project's
    (:class:`pipeline.rules.text_match.BM25Index` over :func:`tokenize` of the texts MTEB reads).
+   The miners search only for the surveys whose judged candidates leave room
+   (``queries_mined``): a survey's top does not depend on the others.
 3. **Corpus**: the union of the surveys' documents; **qrels**: the judgments of the kept
    surveys on the kept documents (a judged candidate dropped at step 2 leaves its judgment).
 
@@ -67,6 +69,8 @@ class LiteManifest:
     docs_per_survey_max: int
     judged_dropped: int
     mined_by: list[str]
+    # surveys with fewer judged candidates than max_docs: the only ones the miners search for
+    queries_mined: int
     seconds: float
 
 
@@ -79,15 +83,25 @@ def _texts(frame: pl.DataFrame) -> list[str]:
     return [f"{t or ''} {x or ''}".strip() for t, x in frame.select("title", "text").iter_rows()]
 
 
-def _dense_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray | None:
-    """The dense baseline's top ``depth`` documents per query (None: the extra is missing)."""
+def _dense_available() -> bool:
+    """Whether the dense baseline can run (the ``dense`` extra and its weights)."""
     try:
-        folder = minilm_folder()
-        import torch
-        from sentence_transformers import SentenceTransformer
+        minilm_folder()
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
     except (MtebError, ImportError):
-        return None
+        return False
+    return True
+
+
+def _dense_top(queries: list[str], docs: list[str], depth: int) -> np.ndarray:
+    """The dense baseline's top ``depth`` documents per query (:func:`_dense_available`)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
     from pipeline.evaluate.systems.models import hub_offline
+
+    folder = minilm_folder()
 
     torch.set_num_threads(1)
     with hub_offline():
@@ -142,29 +156,40 @@ def build_lite(
     queries_kept = queries.filter(pl.col("_id").is_in(kept)).sort("_id")
     doc_ids = corpus["_id"].to_list()
     depth = min(max_docs, len(doc_ids))
-    query_texts = queries_kept["text"].to_list()
-    doc_texts = _texts(corpus)
-    mined = {"bm25": _bm25_top(query_texts, doc_texts, depth)}
-    if dense and (top := _dense_top(query_texts, doc_texts, depth)) is not None:
-        mined["dense"] = top
     judged = qrels.with_columns(
         pl.col("corpus-id").map_elements(_hash, return_dtype=pl.String).alias("_h")
     ).sort(["query-id", "score", "_h"], descending=[False, True, False])
     judged_by_query = {
-        q: group["corpus-id"].to_list() for (q,), group in judged.group_by("query-id")
+        q: list(dict.fromkeys(group["corpus-id"].to_list()))
+        for (q,), group in judged.group_by("query-id")
     }
+    kept_ids = queries_kept["_id"].to_list()
+    # the miners search only for the surveys their judged candidates leave room in: a
+    # survey's top over the corpus does not depend on the other surveys, and at scale most
+    # surveys have more judged candidates than max_docs
+    room = [row for row, q in enumerate(kept_ids) if len(judged_by_query.get(q, [])) < max_docs]
+    room_texts = [queries_kept["text"][row] for row in room]
+    doc_texts = _texts(corpus) if room else []
+    miners = {"bm25": _bm25_top}
+    if dense and _dense_available():
+        miners["dense"] = _dense_top
+    mined = {
+        name: top(room_texts, doc_texts, depth) if room else np.zeros((0, depth), np.int64)
+        for name, top in miners.items()
+    }
+    mined_row = {row: i for i, row in enumerate(room)}
     chosen: dict[str, list[str]] = {}
     dropped = 0
-    for row, query in enumerate(queries_kept["_id"].to_list()):
+    for row, query in enumerate(kept_ids):
         docs = judged_by_query.get(query, [])
         dropped += max(0, len(docs) - max_docs)
-        picked = list(dict.fromkeys(docs))[:max_docs]
+        picked = docs[:max_docs]
         seen = set(picked)
-        for rank in range(depth):
+        for rank in range(depth if row in mined_row else 0):
             for top in mined.values():
                 if len(picked) >= max_docs:
                     break
-                doc = doc_ids[top[row, rank]]
+                doc = doc_ids[top[mined_row[row], rank]]
                 if doc not in seen:
                     seen.add(doc)
                     picked.append(doc)
@@ -201,6 +226,7 @@ def build_lite(
         docs_per_survey_max=max(sizes),
         judged_dropped=dropped,
         mined_by=list(mined),
+        queries_mined=len(room),
         seconds=round(time.perf_counter() - started, 3),
     )
     write_json(out / MANIFEST, asdict(manifest))
