@@ -344,16 +344,16 @@ def test_the_2024_layout_keeps_merged_headings_as_one_aspect(
     assert aspects[S.ASPECT_KIND].to_list() == ["method", "method", "topical"]
     meta = json.loads((out / "release" / "eval_metadata.json").read_text())
     assert meta["aspects"]["splits"]["train"]["by_level"]["key"] == aspects.height
-    # One survey, three aspects that list the same 30 candidates: its reviewed tools are newer
+    # One survey, three aspects that list the same 31 candidates: its reviewed tools are newer
     # and have longer titles than its background works, which one survey cannot tell from
     # chance once the rows are counted as the observations they are (leak_audit docstring).
     audit = meta["aspects"]["leak_audit"]
     assert audit["passed"], audit["problems"]
     listed = " ".join(audit["outside_bounds_within_chance"]["train"])
-    assert "candidate_date (per_aspect) = 0.6497" in listed
-    assert "aspect_heading_length (pooled) = 0.3039" in listed
+    assert "candidate_date (per_aspect) = 0.6732" in listed
+    assert "aspect_heading_length (pooled) = 0.3119" in listed
     relative = " ".join(audit["relative"]["outside_bounds_within_chance"]["train"])
-    assert "relative_shape_similarity (per_aspect) = 0.7138" in relative
+    assert "relative_shape_similarity (per_aspect) = 0.6551" in relative
 
 
 # --------------------------------------------------------------------- the synthetic release
