@@ -72,3 +72,28 @@ def test_the_bundle_exits_1_and_names_a_figure_that_disagrees(
         "0.40000 for the same ranking",
         "mteb_bundle: the card is not written: a figure disagrees",
     ]
+
+
+def test_card_that_is_no_text_ends_in_one_line(tmp_path) -> None:
+    """A release card that is binary, or missing, is named in one MtebError; nothing is
+    written and the release's record is left as it was."""
+    import pytest
+
+    from pipeline.engine import workdir as W
+    from pipeline.integrations import mteb as M
+    from pipeline.integrations.mteb_bundle import CARD_FILE, write_card
+
+    release = tmp_path / "out" / W.RELEASE
+    release.mkdir(parents=True)
+    (release / CARD_FILE).write_bytes(b"\xff\xfe\x00binary card")
+    record = {"files": {CARD_FILE: {"bytes": 15}}}
+    (release / W.SUCCESS).write_text(json.dumps(record))
+    assert W.release_records(release) is not None  # past the folder check
+    before = (release / W.SUCCESS).read_bytes()
+    with pytest.raises(M.MtebError, match="cannot read the card .*README.md"):
+        write_card(release, "| a | b |")
+    assert (release / CARD_FILE).read_bytes() == b"\xff\xfe\x00binary card"
+    assert (release / W.SUCCESS).read_bytes() == before
+    (release / CARD_FILE).unlink()
+    with pytest.raises(M.MtebError, match="cannot read the card"):
+        write_card(release, "| a | b |")

@@ -219,7 +219,13 @@ def write_card(release: str | Path, body: str) -> Path:
         )
     out = folder.parent
     with locks.stage_lock(out, W.RELEASE):
-        text = (folder / CARD_FILE).read_text(encoding="utf-8")
+        try:
+            text = (folder / CARD_FILE).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise M.MtebError(
+                f"--card: cannot read the card {folder / CARD_FILE} as UTF-8 text "
+                f"({type(e).__name__}); it is left as it is"
+            ) from None
         W.replace_release_file(out, CARD_FILE, with_mteb_section(text, body).encode("utf-8"))
     return folder / CARD_FILE
 
