@@ -38,17 +38,34 @@ CHUNK_ROWS = 4096  # passages read at a time: a block's scores are 16 x 4096 flo
 
 def aggregate(scores: np.ndarray, counts: np.ndarray, options: P.PassageOptions) -> np.ndarray:
     """Documents' scores (queries x documents) from their passages' (queries x passages,
-    each document's ``counts[j]`` passages together), by ``options``' rule."""
-    n_queries, n_docs = scores.shape[0], len(counts)
+    each document's ``counts[j]`` passages together), by ``options``' rule: the values
+    :func:`pipeline.evaluate.passages.document_scores` gives.
+
+    ``max`` is numpy's (a maximum is one of the values, whoever takes it); ``mean-top-k`` is
+    Polars' for the documents of two passages or more (its sum's order is its own) and the
+    one score of a document of one passage (the mean of one value), numpy picking them out:
+    most documents of a corpus have no full text, one passage.
+    """
+    starts = np.cumsum(counts) - counts
+    if options.aggregation == "max":
+        return np.maximum.reduceat(scores, starts, axis=1)
+    found = scores[:, starts]
+    many = np.flatnonzero(counts > 1)
+    if len(many) == 0:
+        return found
+    sizes = counts[many]
+    columns = np.repeat(starts[many] - (np.cumsum(sizes) - sizes), sizes) + np.arange(sizes.sum())
+    n_queries = scores.shape[0]
     frame = pl.DataFrame(
         {
-            P.QUERY: np.repeat(np.arange(n_queries), scores.shape[1]),
-            P.DOCUMENT: np.tile(np.repeat(np.arange(n_docs), counts), n_queries),
-            P.SCORE: scores.ravel(),
+            P.QUERY: np.repeat(np.arange(n_queries), len(columns)),
+            P.DOCUMENT: np.tile(np.repeat(np.arange(len(many)), sizes), n_queries),
+            P.SCORE: scores[:, columns].ravel(),
         }
     )
     summed = P.document_scores(frame.lazy(), options.aggregation, options.k).collect()
-    return summed[P.SCORE].to_numpy().reshape(n_queries, n_docs)
+    found[:, many] = summed[P.SCORE].to_numpy().reshape(n_queries, len(many))
+    return found
 
 
 def passage_top_k(

@@ -91,6 +91,21 @@ def _facts(spec: ModelSpec, options: P.PassageOptions, **counts: Any) -> dict[st
     return {"kind": spec.kind, "target": target, "passages": {**options.facts(), **counts}}
 
 
+def _encoded(
+    spec: ModelSpec,
+    encode: Callable[[list[str]], Any],
+    texts: list[str],
+    cache_dir: Path | None,
+    batch_size: int,
+) -> dict[str, np.ndarray]:
+    """The vector of each distinct text, read from the embedding cache or encoded once."""
+    folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
+    cache = EmbeddingCache(folder, model_identity(spec, encode))
+    vectors, _ = encode_texts(encode, texts, spec, cache, batch_size)
+    cache.save()
+    return vectors
+
+
 def _vectors(
     spec: ModelSpec,
     encode: Callable[[list[str]], Any],
@@ -100,10 +115,7 @@ def _vectors(
 ) -> Callable[[list[str]], np.ndarray]:
     """The unit vectors of texts (rows in the order given), each read from the embedding
     cache or encoded once."""
-    folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
-    cache = EmbeddingCache(folder, model_identity(spec, encode))
-    vectors, _ = encode_texts(encode, texts, spec, cache, batch_size)
-    cache.save()
+    vectors = _encoded(spec, encode, texts, cache_dir, batch_size)
 
     def matrix(of: list[str]) -> np.ndarray:
         return unit_rows(np.stack([vectors[t] for t in of])) if of else np.zeros((0, 1))
@@ -206,7 +218,9 @@ def encoder_retrieval(
     units = passage_units(corpus, sections, options.max_chars)
     queries = surveys(eval_set)
     query_texts = queries[S.BEIR_TEXT].to_list()
-    query_matrix = _vectors(spec, encode, query_texts, cache_dir, batch_size)(query_texts)
+    vectors = _encoded(spec, encode, query_texts, cache_dir, batch_size)
+    # scaled to unit length once, by the search, as every query vector is
+    query_matrix = np.stack([vectors[t] for t in query_texts]) if query_texts else np.zeros((0, 1))
     with tempfile.TemporaryDirectory(prefix="passage-vectors-") as scratch:
         root = Path(scratch) if cache_dir is None else cache_dir
         stored = encode_corpus(
