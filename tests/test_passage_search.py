@@ -154,6 +154,8 @@ def test_chunked_passages_give_the_full_computation_s_run(
     assert passages["documents_with_full_text"] == 26
     assert passages["documents_without_full_text"] == 14
     assert passages["passages_scored"] == n_sections + 14
+    if rule != "max":
+        return
     # a second run reads the passages' vectors from the cache: the same run
     again, _ = full_text.encoder_retrieval(
         spec, eval_set, corpus, sections, options, Path("cache"), 5, k

@@ -1,7 +1,9 @@
 """The corpus's vectors: encoded once per model and corpus, resumable, read back in chunks.
 
 Retrieval mode with an encoder (:mod:`pipeline.evaluate.retrieval.model_runs`) needs a vector for
-every document of the split's corpus, hundreds of thousands at full scale. They are kept
+every document of the split's corpus, hundreds of thousands at full scale; with ``--passages``
+one for every passage of it (:mod:`pipeline.evaluate.retrieval.passage_units`, a
+:class:`TextRows` like the corpus, keyed by its own sha256), kept the same way. They are kept
 in the evaluation cache under ``vectors/<key>/``, where the key is the model's identity
 (:func:`pipeline.evaluate.systems.models.model_identity`: its name and the sha256 of its code or
 folder), the sha256 of the corpus file and the batch size (a sentence-transformers model

@@ -10,7 +10,9 @@ passage (the report counts them). Two kinds:
   the query's vector and the passage's (heading + text, cut to ``--passage-chars``), in
   re-ranking mode over each query's judged candidates, in retrieval mode over every document
   of the split's corpus (each survey's ``top_k`` documents by the aggregated score, ties by the
-  evaluation's rule);
+  evaluation's rule; the passages streamed from the release's files, their vectors on disk and
+  scored a chunk at a time: :mod:`pipeline.evaluate.retrieval.passage_units` and
+  :mod:`pipeline.evaluate.retrieval.passage_search`);
 * a passage run (``--passage-run FILE``): a run over the passage corpus of
   ``export --format beir`` (``passages/``: ``_id`` = document id, ``#``, section order, or
   ``<doc>#abstract``), mapped back to documents by the same table and aggregated by the same
