@@ -105,6 +105,11 @@ class PassageUnits:
             while len(pending) >= batch_size:
                 yield start, pending[:batch_size]
                 pending, start = pending[batch_size:], start + batch_size
+        if start + len(pending) != self.rows:  # the files changed since the layout was read
+            raise UsageError(
+                f"{self.sections}: {start + len(pending)} passages read, {self.rows} laid out; "
+                "were the release's files replaced while evaluating?"
+            )
         if pending:
             yield start, pending
 
