@@ -81,7 +81,7 @@ def passage_top_k(
     """Each query's ``k`` documents of highest aggregated passage score (the module doc).
 
     Args:
-        queries: one vector per query (rows of ``query_ids``).
+        queries: one vector per query (rows of ``query_ids``), scaled to unit length here.
         query_ids: the queries' ids (survey or aspect ids).
         vectors: the passages' ``vectors.npy`` (row i embeds passage i of ``layout``).
         layout: each document's passages' rows.
@@ -94,8 +94,8 @@ def passage_top_k(
         ``survey_id``, ``candidate_id``, ``score``: ``min(k, documents)`` rows per query.
     """
     hashes = id_hashes(query_ids)
-    blocks = [range(f, min(f + QUERY_BLOCK, len(query_ids))) for f in range(0, len(query_ids),
-                                                                          QUERY_BLOCK)]  # fmt: skip
+    firsts = range(0, len(query_ids), QUERY_BLOCK)
+    blocks = [range(first, min(first + QUERY_BLOCK, len(query_ids))) for first in firsts]
     query_blocks = [unit_rows(queries[b.start : b.stop]) for b in blocks]
     best = [(np.zeros((len(b), 0)), np.zeros((len(b), 0), dtype=np.int64)) for b in blocks]
     carried = [np.zeros((len(b), 0)) for b in blocks]
@@ -111,7 +111,7 @@ def passage_top_k(
         docs = layout.doc_rows[first_doc:end_doc]
         for j, rows in enumerate(query_blocks):
             scores = np.hstack([carried[j], rows @ passages])
-            carried[j] = scores[:, done:]
+            carried[j] = scores[:, done:].copy()  # not a view: the chunk's scores are let go
             if not done:
                 continue
             found = aggregate(scores[:, :done], counts[first_doc:end_doc], options)
@@ -125,8 +125,8 @@ def passage_top_k(
             best[j] = (top_scores, top_docs)
         first_doc = end_doc
     surveys = [
-        np.repeat(np.arange(b.start, b.stop), found.shape[1])
-        for b, (found, _) in zip(blocks, best, strict=True)
+        np.repeat(np.arange(b.start, b.stop), kept.shape[1])
+        for b, (kept, _) in zip(blocks, best, strict=True)
     ]
     return top_k_frame(
         query_ids,

@@ -132,7 +132,8 @@ class PassageUnits:
         without = self.layout.doc_rows[self.documents_with_full_text :]
         first = 0
         for batch in _read(self.corpus.path, [S.BEIR_TITLE, S.BEIR_TEXT]):
-            rows = without[(without >= first) & (without < first + batch.height)] - first
+            low, high = np.searchsorted(without, [first, first + batch.height])
+            rows = without[low:high] - first
             first += batch.height
             if len(rows):
                 text = paper_text(pl.col(S.BEIR_TITLE), pl.col(S.BEIR_TEXT))
