@@ -148,16 +148,21 @@ def sections_path(eval_path: Path, split: str = "eval") -> Path | None:
     return view_of_eval_file(eval_path, FULL_TEXT_VIEW, split)
 
 
-def passage_texts(sections: pl.LazyFrame, max_chars: int) -> pl.LazyFrame:
-    """``passage_id``, ``doc_id`` and the text an encoder reads of each section: heading and
-    text (:func:`~pipeline.rules.text_match.paper_text`), cut to ``max_chars``."""
+def passage_text_expr(max_chars: int) -> pl.Expr:
+    """The text an encoder reads of a ``corpus_sections`` row: heading and text
+    (:func:`~pipeline.rules.text_match.paper_text`), cut to ``max_chars`` (0: not cut)."""
     text = paper_text(pl.col(S.HEADING).fill_null(""), pl.col(S.SECTION_TEXT).fill_null(""))
-    if max_chars:
-        text = text.str.slice(0, max_chars)
+    return text.str.slice(0, max_chars) if max_chars else text
+
+
+def passage_texts(sections: pl.LazyFrame, max_chars: int) -> pl.LazyFrame:
+    """``passage_id``, ``doc_id`` and the text an encoder reads of each section
+    (:func:`passage_text_expr`), by document then passage id (a document's passages in the
+    order a ``mean-top-k`` score sums them)."""
     return sections.select(
         passage_id_expr().alias(PASSAGE),
         pl.col(S.BEIR_CORPUS_ID).alias(DOCUMENT),
-        text.alias(S.BEIR_TEXT),
+        passage_text_expr(max_chars).alias(S.BEIR_TEXT),
     ).sort(DOCUMENT, PASSAGE)
 
 

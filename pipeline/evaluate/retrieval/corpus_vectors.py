@@ -1,7 +1,9 @@
 """The corpus's vectors: encoded once per model and corpus, resumable, read back in chunks.
 
 Retrieval mode with an encoder (:mod:`pipeline.evaluate.retrieval.model_runs`) needs a vector for
-every document of the split's corpus, hundreds of thousands at full scale. They are kept
+every document of the split's corpus, hundreds of thousands at full scale; with ``--passages``
+one for every passage of it (:mod:`pipeline.evaluate.retrieval.passage_units`, a
+:class:`TextRows` like the corpus, keyed by its own sha256), kept the same way. They are kept
 in the evaluation cache under ``vectors/<key>/``, where the key is the model's identity
 (:func:`pipeline.evaluate.systems.models.model_identity`: its name and the sha256 of its code or
 folder), the sha256 of the corpus file and the batch size (a sentence-transformers model
@@ -24,6 +26,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -56,6 +59,16 @@ class Corpus:
     ids: pl.Series
     sha256: str
 
+    @property
+    def rows(self) -> int:
+        """Documents, one vector each."""
+        return self.ids.len()
+
+    @property
+    def name(self) -> str:
+        """What ``meta.json`` names as the encoded file."""
+        return self.path.name
+
     def batches(self, batch_size: int) -> Iterator[tuple[int, list[str]]]:
         """``(first row, texts)`` of consecutive rows, ``batch_size`` at a time, in file order
         (:func:`pipeline.rules.text_match.paper_text`); one Parquet batch in memory at a time."""
@@ -83,6 +96,23 @@ def load_corpus(eval_path: Path, split: str = "eval") -> Corpus | None:
     return Corpus(path, pl.read_parquet(path, columns=[BEIR_ID])[BEIR_ID], sha256_file(path))
 
 
+class TextRows(Protocol):
+    """What :func:`encode_corpus` encodes: ``rows`` texts, read back in order by
+    ``batches``, whose bytes ``sha256`` names (the cache key): a :class:`Corpus`, or the
+    passages of one (:class:`pipeline.evaluate.retrieval.passage_units.PassageUnits`)."""
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    def batches(self, batch_size: int) -> Iterator[tuple[int, list[str]]]: ...
+
+
 @dataclass(frozen=True)
 class StoredVectors:
     """A finished ``vectors.npy``: its path, shape and what was encoded this time."""
@@ -94,8 +124,9 @@ class StoredVectors:
     batches_reused: int
 
 
-def vectors_folder(cache_dir: Path, model_identity: str, corpus: Corpus, batch_size: int) -> Path:
-    """``<cache>/vectors/<key>``: the key is the model, the corpus bytes and the batch size."""
+def vectors_folder(cache_dir: Path, model_identity: str, corpus: TextRows, batch_size: int) -> Path:
+    """``<cache>/vectors/<key>``: the key is the model, the texts' source bytes (the corpus
+    file's sha256, or what :class:`TextRows` names by it) and the batch size."""
     key = sha256_text(VECTORS_FORMAT, model_identity, corpus.sha256, batch_size)
     return cache_dir / VECTORS_DIR / key
 
@@ -154,7 +185,7 @@ def _join(batch_files: list[Path], target: Path, rows: int) -> int:
 
 def encode_corpus(
     encode: Callable[[list[str]], np.ndarray],
-    corpus: Corpus,
+    corpus: TextRows,
     folder: Path,
     batch_size: int,
     desc: str,
@@ -163,13 +194,13 @@ def encode_corpus(
 
     Args:
         encode: texts -> one checked vector per text (float32 or float64 rows).
-        corpus: the split's corpus.
+        corpus: the split's corpus, or another :class:`TextRows` (its passages).
         folder: :func:`vectors_folder`.
         batch_size: texts per model call, and per batch file.
         desc: the progress bar's label.
     """
     target = folder / VECTORS_FILE
-    rows = corpus.ids.len()
+    rows = corpus.rows
     if target.is_file():
         (n, dimension), _, _ = _npy_header(target)
         if n == rows:
@@ -186,7 +217,7 @@ def encode_corpus(
             first, batch = next(texts)
         _save_npy(files[start], encode(batch))
     dimension = _join([files[s] for s in starts], target, rows) if rows else 0
-    meta = {"format": VECTORS_FORMAT, "corpus": corpus.path.name, "corpus_sha256": corpus.sha256,
+    meta = {"format": VECTORS_FORMAT, "corpus": corpus.name, "corpus_sha256": corpus.sha256,
             "rows": rows, "dimension": dimension, "batch_size": batch_size}  # fmt: skip
     with atomic_path(folder / META_FILE) as tmp:
         tmp.write_text(json.dumps(meta, sort_keys=True, indent=2) + "\n", encoding="utf-8")

@@ -10,7 +10,9 @@ passage (the report counts them). Two kinds:
   the query's vector and the passage's (heading + text, cut to ``--passage-chars``), in
   re-ranking mode over each query's judged candidates, in retrieval mode over every document
   of the split's corpus (each survey's ``top_k`` documents by the aggregated score, ties by the
-  evaluation's rule);
+  evaluation's rule; the passages streamed from the release's files, their vectors on disk and
+  scored a chunk at a time: :mod:`pipeline.evaluate.retrieval.passage_units` and
+  :mod:`pipeline.evaluate.retrieval.passage_search`);
 * a passage run (``--passage-run FILE``): a run over the passage corpus of
   ``export --format beir`` (``passages/``: ``_id`` = document id, ``#``, section order, or
   ``<doc>#abstract``), mapped back to documents by the same table and aggregated by the same
@@ -23,6 +25,7 @@ aspect's query (PRISM's aspect-to-section protocol).
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -37,27 +40,29 @@ from pipeline.evaluate import passages as P
 from pipeline.evaluate.cache import EMBEDDINGS_DIR
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
 from pipeline.evaluate.evalset import answer_free
-from pipeline.evaluate.retrieval.corpus_vectors import Corpus
+from pipeline.evaluate.retrieval.corpus_vectors import Corpus, encode_corpus, vectors_folder
 from pipeline.evaluate.retrieval.exact import DocOrder, unit_rows
-from pipeline.evaluate.retrieval.model_runs import BM25_QUERY_BLOCK, blocks_top_k, surveys
+from pipeline.evaluate.retrieval.model_runs import surveys
+from pipeline.evaluate.retrieval.passage_search import passage_top_k
+from pipeline.evaluate.retrieval.passage_units import passage_units
 from pipeline.evaluate.systems.models import (
     SENTENCE_TRANSFORMER,
     EmbeddingCache,
     ModelSpec,
+    checked_encoder,
     encode_texts,
     load_encoder,
     model_identity,
     model_texts,
 )
 from pipeline.evaluate.systems.runs import Run, RunError, RunWarning, read_run, scores_run
-from pipeline.rules.text_match import paper_text
 
 KIND_PASSAGE_RUN = "passage run"
 _QUERY_TEXT, _DOC_TEXT = "_query_text", "_candidate_text"
 
 
-def load_passages(eval_path: Path, options: P.PassageOptions) -> pl.DataFrame:
-    """``passage_id``, ``doc_id``, ``text`` of the eval split's full-text view.
+def sections_file(eval_path: Path) -> Path:
+    """The eval split's full-text view (``corpus_sections/test.parquet``).
 
     Raises:
         UsageError: the release has no ``corpus_sections`` (an eval file alone, an older
@@ -69,6 +74,17 @@ def load_passages(eval_path: Path, options: P.PassageOptions) -> pl.DataFrame:
             f"--passages: no {P.FULL_TEXT_VIEW}/ in the release of {eval_path} (a release built "
             "before issue 51, or an eval file without its release folder)"
         )
+    return path
+
+
+def load_passages(eval_path: Path, options: P.PassageOptions) -> pl.DataFrame:
+    """``passage_id``, ``doc_id``, ``text`` of the eval split's full-text view (re-ranking
+    mode: the judged candidates' passages are taken from it).
+
+    Raises:
+        UsageError: the release has no ``corpus_sections``.
+    """
+    path = sections_file(eval_path)
     return P.passage_texts(pl.scan_parquet(path), options.max_chars).collect()
 
 
@@ -77,16 +93,31 @@ def _facts(spec: ModelSpec, options: P.PassageOptions, **counts: Any) -> dict[st
     return {"kind": spec.kind, "target": target, "passages": {**options.facts(), **counts}}
 
 
-def _vectors(
-    spec: ModelSpec, texts: list[str], cache_dir: Path | None, batch_size: int
-) -> Callable[[list[str]], np.ndarray]:
-    """The unit vectors of texts (rows in the order given), each read from the embedding
-    cache or encoded once."""
-    encode = load_encoder(spec)
+def _encoded(
+    spec: ModelSpec,
+    encode: Callable[[list[str]], Any],
+    texts: list[str],
+    cache_dir: Path | None,
+    batch_size: int,
+) -> dict[str, np.ndarray]:
+    """The vector of each distinct text, read from the embedding cache or encoded once."""
     folder = None if cache_dir is None else cache_dir / EMBEDDINGS_DIR
     cache = EmbeddingCache(folder, model_identity(spec, encode))
     vectors, _ = encode_texts(encode, texts, spec, cache, batch_size)
     cache.save()
+    return vectors
+
+
+def _vectors(
+    spec: ModelSpec,
+    encode: Callable[[list[str]], Any],
+    texts: list[str],
+    cache_dir: Path | None,
+    batch_size: int,
+) -> Callable[[list[str]], np.ndarray]:
+    """The unit vectors of texts (rows in the order given), each read from the embedding
+    cache or encoded once."""
+    vectors = _encoded(spec, encode, texts, cache_dir, batch_size)
 
     def matrix(of: list[str]) -> np.ndarray:
         return unit_rows(np.stack([vectors[t] for t in of])) if of else np.zeros((0, 1))
@@ -114,7 +145,7 @@ def encoder_rerank(
         *own[S.BEIR_TEXT].to_list(),
         *fallback[_DOC_TEXT].to_list(),
     ]
-    matrix = _vectors(spec, texts, cache_dir, batch_size)
+    matrix = _vectors(spec, load_encoder(spec), texts, cache_dir, batch_size)
     passage_pairs = pairs.select(SURVEY_ID, CANDIDATE_ID, _QUERY_TEXT).join(
         own, left_on=CANDIDATE_ID, right_on=P.DOCUMENT, how="inner"
     )
@@ -170,77 +201,47 @@ def _fallback_column(
     return [None if np.isnan(v) else float(v) for v in values]
 
 
-def corpus_passages(corpus: Corpus, passages: pl.DataFrame) -> pl.DataFrame:
-    """``doc``: each passage's document row in the corpus, and the text an encoder reads:
-    the full-text passages of the corpus's documents, and for a document without any its
-    title and abstract (sorted by document row)."""
-    ids = corpus.ids.to_frame(P.DOCUMENT).with_row_index("doc")
-    own = passages.join(ids, on=P.DOCUMENT, how="inner").select("doc", S.BEIR_TEXT)
-    titles = (
-        pl.read_parquet(corpus.path, columns=[S.BEIR_ID, S.BEIR_TITLE, S.BEIR_TEXT])
-        .select(
-            pl.col(S.BEIR_ID).alias(P.DOCUMENT),
-            paper_text(pl.col(S.BEIR_TITLE), pl.col(S.BEIR_TEXT)).alias(S.BEIR_TEXT),
-        )
-        .join(ids, on=P.DOCUMENT, how="inner")
-        .join(own.select("doc").unique(), on="doc", how="anti")
-        .select(pl.col("doc").cast(own.schema["doc"]), S.BEIR_TEXT)
-    )
-    return pl.concat([own, titles]).with_row_index("_row").sort("doc", "_row").drop("_row")
-
-
 def encoder_retrieval(
     spec: ModelSpec,
     eval_set: pl.DataFrame,
     corpus: Corpus,
-    passages: pl.DataFrame,
+    sections: Path,
     options: P.PassageOptions,
     cache_dir: Path | None,
     batch_size: int,
     top_k: int,
 ) -> tuple[Run, dict[str, Any]]:
     """Each survey's ``top_k`` documents of the whole corpus by their aggregated passage
-    score (exact: every passage of the corpus scored, :data:`BM25_QUERY_BLOCK` queries at a
-    time)."""
-    units = corpus_passages(corpus, passages)
+    score: every passage of the corpus (:mod:`pipeline.evaluate.retrieval.passage_units`)
+    encoded in batches to disk, as a corpus's vectors are
+    (:func:`~pipeline.evaluate.retrieval.corpus_vectors.encode_corpus`: cached, resumable),
+    then scored chunk by chunk (:mod:`pipeline.evaluate.retrieval.passage_search`: exact)."""
+    encode = load_encoder(spec)
+    units = passage_units(corpus, sections, options.max_chars)
     queries = surveys(eval_set)
     query_texts = queries[S.BEIR_TEXT].to_list()
-    matrix = _vectors(spec, [*query_texts, *units[S.BEIR_TEXT].to_list()], cache_dir, batch_size)
-    unit_matrix = matrix(units[S.BEIR_TEXT].to_list())
-    query_matrix = matrix(query_texts)
-    doc_of = units["doc"].to_numpy()
-    n_docs = corpus.ids.len()
-    block: dict[int, np.ndarray] = {}
-
-    def scores_of(i: int) -> np.ndarray:
-        if i not in block:  # the next block of queries, aggregated by the one rule
-            block.clear()
-            rows = range(i, min(i + BM25_QUERY_BLOCK, len(query_texts)))
-            cos = query_matrix[list(rows)] @ unit_matrix.T
-            frame = pl.DataFrame(
-                {
-                    P.QUERY: np.repeat(np.arange(len(rows)), len(doc_of)),
-                    P.DOCUMENT: np.tile(doc_of, len(rows)),
-                    P.SCORE: cos.ravel(),
-                }
-            )
-            summed = P.document_scores(frame.lazy(), options.aggregation, options.k).collect()
-            values = summed[P.SCORE].to_numpy().reshape(len(rows), n_docs)
-            block.update({row: values[j] for j, row in enumerate(rows)})
-        return block[i]
-
-    order = DocOrder.of(corpus.ids)
-    top = blocks_top_k(queries[SURVEY_ID].to_list(), order, top_k, scores_of,
-                       f"{spec.system_name} over the passages")  # fmt: skip
+    vectors = _encoded(spec, encode, query_texts, cache_dir, batch_size)
+    # scaled to unit length once, by the search, as every query vector is
+    query_matrix = np.stack([vectors[t] for t in query_texts]) if query_texts else np.zeros((0, 1))
+    with tempfile.TemporaryDirectory(prefix="passage-vectors-") as scratch:
+        root = Path(scratch) if cache_dir is None else cache_dir
+        stored = encode_corpus(
+            checked_encoder(encode, spec),
+            units,
+            vectors_folder(root, model_identity(spec, encode), units, batch_size),
+            batch_size,
+            f"evaluate: {spec.system_name} encodes the passages",
+        )
+        top = passage_top_k(query_matrix, queries[SURVEY_ID].to_list(), stored.path,
+                            units.layout, DocOrder.of(corpus.ids), top_k, options,
+                            f"evaluate: {spec.system_name} over the passages")  # fmt: skip
     run = dataclasses.replace(scores_run(top, spec.system_name), format=spec.kind)
-    with_text = passages.join(corpus.ids.to_frame(P.DOCUMENT), on=P.DOCUMENT, how="semi")[
-        P.DOCUMENT
-    ].n_unique()
+    n_docs = corpus.rows
     facts = _facts(
         spec, options,
-        passages_scored=units.height,
-        documents_with_full_text=with_text,
-        documents_without_full_text=n_docs - with_text,
+        passages_scored=units.rows,
+        documents_with_full_text=units.documents_with_full_text,
+        documents_without_full_text=n_docs - units.documents_with_full_text,
         corpus_documents=n_docs,
     ) | {"top_k": top_k, "index": "exact"}  # fmt: skip
     return run, facts

@@ -220,25 +220,30 @@ def _full_text_models(
     (:mod:`pipeline.evaluate.systems.full_text`)."""
     if not models:
         return []
-    texts = full_text.load_passages(eval_path, passages)
+    sections = full_text.sections_file(eval_path)
     corpus = load_corpus(eval_path) if mode == RETRIEVAL else None
     if mode == RETRIEVAL and corpus is None:
         raise UsageError(
             "--mode retrieval with --passages needs the split's corpus (corpus/test.parquet of "
             "a release folder) beside the eval file"
         )
-    found = []
-    for spec in models:
-        if corpus is not None:
-            run, facts = full_text.encoder_retrieval(
-                spec, eval_set, corpus, texts, passages, cache_dir, batch_size, retrieval.top_k
+    if corpus is None:
+        texts = full_text.load_passages(eval_path, passages)
+        runs = [
+            full_text.encoder_rerank(spec, eval_set, texts, passages, cache_dir, batch_size)
+            for spec in models
+        ]
+    else:  # every passage of the corpus, streamed from the sections file: bounded memory
+        runs = [
+            full_text.encoder_retrieval(
+                spec, eval_set, corpus, sections, passages, cache_dir, batch_size, retrieval.top_k
             )
-        else:
-            run, facts = full_text.encoder_rerank(
-                spec, eval_set, texts, passages, cache_dir, batch_size
-            )
-        found.append(Submitted(restrict(run), spec.kind, facts))
-    return found
+            for spec in models
+        ]
+    return [
+        Submitted(restrict(run), spec.kind, facts)
+        for spec, (run, facts) in zip(models, runs, strict=True)
+    ]
 
 
 def load_submitted(
