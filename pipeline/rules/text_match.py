@@ -13,6 +13,7 @@ so scores do not depend on hash seeds.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 
 import numpy as np
 import polars as pl
@@ -59,10 +60,6 @@ class BM25Index:
         if not query_ids:
             return np.zeros(self.size)
         return np.asarray(self.retriever.get_scores(query_ids), dtype=np.float64)
-
-
-def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
-    return BM25Index(docs).scores(query)
 
 
 def survey_query_tokens() -> pl.Expr:
@@ -122,10 +119,33 @@ def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -
 
 def bm25_by_block(survey_ids: pl.Series, queries: list[list[str]], docs: pl.Series) -> np.ndarray:
     """:func:`bm25_by_survey` with one query per survey block, in block order (a caller that
-    tokenizes each survey's query once, not once per row)."""
+    tokenizes each survey's query once, not once per row).
+
+    Blocks holding the same documents in the same order (the aspects of one survey list the
+    same candidates, each with its own query) share one index: built once, it scores each
+    block's query, with the same scores as an index of its own. Building the index was most
+    of the aspects' probe."""
     starts, stops = survey_blocks(survey_ids)
     scores = np.zeros(survey_ids.len())
-    # One small index per survey: BM25's idf is over that survey's candidates.
+    row_hashes = docs.hash().to_numpy()  # to find equal blocks; equality is then checked
+    recent: OrderedDict[bytes, list[tuple[int, int, BM25Index]]] = OrderedDict()
     for query, start, stop in zip(queries, starts.tolist(), stops.tolist(), strict=True):
-        scores[start:stop] = _bm25_one(query, docs[start:stop].to_list())
+        block = docs[start:stop]
+        key = row_hashes[start:stop].tobytes()
+        index = next(
+            (idx for s0, e0, idx in recent.get(key, ()) if block.equals(docs[s0:e0])), None
+        )
+        if index is None:
+            # One small index per survey: BM25's idf is over that survey's candidates.
+            index = BM25Index(block.to_list())
+            recent.setdefault(key, []).append((start, stop, index))
+        recent.move_to_end(key)
+        if len(recent) > _SHARED_INDEXES:
+            recent.popitem(last=False)
+        scores[start:stop] = index.scores(query)
     return scores
+
+
+# indexes kept for reuse: a survey's aspects are contiguous (sorted by aspect id), so the
+# lists they share are seen close together
+_SHARED_INDEXES = 32
