@@ -13,6 +13,7 @@ so scores do not depend on hash seeds.
 from __future__ import annotations
 
 import logging
+import math
 from collections import OrderedDict
 
 import numpy as np
@@ -99,6 +100,62 @@ def token_count(texts: pl.Expr) -> pl.Expr:
     return texts.str.to_lowercase().str.count_matches(TOKEN_PATTERN)
 
 
+BM25_K1, BM25_B = 1.5, 0.75  # bm25s's defaults, which BM25Index uses
+
+
+class BlockIndex:
+    """The BM25 of :class:`BM25Index` (``bm25s``, Lucene variant, float64) over one small
+    list of documents, computed for the query's tokens only: ``bm25s`` builds its index over
+    every token of every document in Python loops, which was most of the probe's time.
+
+    The same float64 operations in the same order, so the same bits (tested):
+
+    * idf = ``math.log(1 + (N - df + 0.5) / (df + 0.5))`` (N documents, df holding the token);
+    * a document's part of a token = ``idf * (tf / (k1 * ((1 - b) + b * len / avg_len) + tf))``,
+      ``avg_len`` the mean token count (``np.mean`` of the integer lengths);
+    * its score = 0.0 plus the parts of the query's tokens in query order, a repeated token
+      each time (``bm25s`` adds one query token's column at a time; a document without the
+      token gains exactly 0.0).
+    """
+
+    def __init__(self, docs: pl.Series) -> None:
+        self.size = docs.len()
+        self.lengths = docs.list.len().fill_null(0).to_numpy().astype(np.int64)
+        self.avg_len = self.lengths.mean() if self.size else 0.0
+        # every token of every document, in order, and the document it is in
+        self.tokens = docs.explode().drop_nulls()
+        self.rows = np.repeat(np.arange(self.size), self.lengths)
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        """BM25 of every document against ``query`` (zeros when no query token is known)."""
+        n = self.size
+        terms = list(dict.fromkeys(query))
+        if not terms or not len(self.tokens):
+            return np.zeros(n)
+        term = self.tokens.replace_strict(
+            terms, list(range(len(terms))), default=-1, return_dtype=pl.Int64
+        ).to_numpy()
+        found = term >= 0
+        tf = np.zeros((len(terms), n))  # whole counts: exact
+        np.add.at(tf, (term[found], self.rows[found]), 1.0)
+        held = tf > 0
+        doc_freq = held.sum(axis=1).tolist()
+        if not any(doc_freq):
+            return np.zeros(n)
+        idf = np.array(
+            [math.log(1 + (n - d + 0.5) / (d + 0.5)) if d else 0.0 for d in doc_freq],
+            dtype=np.float64,
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tfc = tf / (BM25_K1 * ((1 - BM25_B) + BM25_B * self.lengths / self.avg_len) + tf)
+        parts = np.where(held, idf[:, None] * tfc, 0.0)
+        out = np.zeros(n)
+        position = {t: i for i, t in enumerate(terms)}
+        for t in query:
+            out += parts[position[t]]
+        return out
+
+
 def survey_blocks(survey_ids: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, stops)``: the row ranges of each survey's block (rows of a survey contiguous)."""
     starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
@@ -128,7 +185,7 @@ def bm25_by_block(survey_ids: pl.Series, queries: list[list[str]], docs: pl.Seri
     starts, stops = survey_blocks(survey_ids)
     scores = np.zeros(survey_ids.len())
     row_hashes = docs.hash().to_numpy()  # to find equal blocks; equality is then checked
-    recent: OrderedDict[bytes, list[tuple[int, int, BM25Index]]] = OrderedDict()
+    recent: OrderedDict[bytes, list[tuple[int, int, BlockIndex]]] = OrderedDict()
     for query, start, stop in zip(queries, starts.tolist(), stops.tolist(), strict=True):
         block = docs[start:stop]
         key = row_hashes[start:stop].tobytes()
@@ -137,7 +194,7 @@ def bm25_by_block(survey_ids: pl.Series, queries: list[list[str]], docs: pl.Seri
         )
         if index is None:
             # One small index per survey: BM25's idf is over that survey's candidates.
-            index = BM25Index(block.to_list())
+            index = BlockIndex(block)
             recent.setdefault(key, []).append((start, stop, index))
         recent.move_to_end(key)
         if len(recent) > _SHARED_INDEXES:
