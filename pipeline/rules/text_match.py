@@ -3,7 +3,8 @@ the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidat
 and BM25 per survey.
 
 BM25 is the ``bm25s`` library's (Lucene variant, k1 = 1.5, b = 0.75) of each candidate's
-text against the survey's title + abstract. The text a model reads for a paper, survey or
+text against the survey's title + abstract; per survey, :class:`BlockIndex` computes the same
+bits for the query's tokens alone, without building a ``bm25s`` index. The text a model reads for a paper, survey or
 candidate, is :func:`paper_text` (for a work outside the corpus the title is the one parsed
 from the bib strings citing it; never a citing paper's raw string, whose style tells who
 cited it). Tokens are lowercase ``\\w+`` runs; the vocabulary is numbered in sorted order
