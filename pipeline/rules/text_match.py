@@ -3,7 +3,8 @@ the rankers' text features (:mod:`pipeline.rank.features`): tokens, the candidat
 and BM25 per survey.
 
 BM25 is the ``bm25s`` library's (Lucene variant, k1 = 1.5, b = 0.75) of each candidate's
-text against the survey's title + abstract. The text a model reads for a paper, survey or
+text against the survey's title + abstract; per survey, :class:`BlockIndex` computes the same
+bits for the query's tokens alone, without building a ``bm25s`` index. The text a model reads for a paper, survey or
 candidate, is :func:`paper_text` (for a work outside the corpus the title is the one parsed
 from the bib strings citing it; never a citing paper's raw string, whose style tells who
 cited it). Tokens are lowercase ``\\w+`` runs; the vocabulary is numbered in sorted order
@@ -13,6 +14,8 @@ so scores do not depend on hash seeds.
 from __future__ import annotations
 
 import logging
+import math
+from collections import OrderedDict
 
 import numpy as np
 import polars as pl
@@ -61,10 +64,6 @@ class BM25Index:
         return np.asarray(self.retriever.get_scores(query_ids), dtype=np.float64)
 
 
-def _bm25_one(query: list[str], docs: list[list[str]]) -> np.ndarray:
-    return BM25Index(docs).scores(query)
-
-
 def survey_query_tokens() -> pl.Expr:
     """Tokens of the survey's title + abstract (the BM25 query)."""
     return tokenize(_text(pl.col(SURVEY_TITLE), pl.col(SURVEY_ABSTRACT)))
@@ -102,6 +101,62 @@ def token_count(texts: pl.Expr) -> pl.Expr:
     return texts.str.to_lowercase().str.count_matches(TOKEN_PATTERN)
 
 
+BM25_K1, BM25_B = 1.5, 0.75  # bm25s's defaults, which BM25Index uses
+
+
+class BlockIndex:
+    """The BM25 of :class:`BM25Index` (``bm25s``, Lucene variant, float64) over one small
+    list of documents, computed for the query's tokens only: ``bm25s`` builds its index over
+    every token of every document in Python loops, which was most of the probe's time.
+
+    The same float64 operations in the same order, so the same bits (tested):
+
+    * idf = ``math.log(1 + (N - df + 0.5) / (df + 0.5))`` (N documents, df holding the token);
+    * a document's part of a token = ``idf * (tf / (k1 * ((1 - b) + b * len / avg_len) + tf))``,
+      ``avg_len`` the mean token count (``np.mean`` of the integer lengths);
+    * its score = 0.0 plus the parts of the query's tokens in query order, a repeated token
+      each time (``bm25s`` adds one query token's column at a time; a document without the
+      token gains exactly 0.0).
+    """
+
+    def __init__(self, docs: pl.Series) -> None:
+        self.size = docs.len()
+        self.lengths = docs.list.len().fill_null(0).to_numpy().astype(np.int64)
+        self.avg_len = self.lengths.mean() if self.size else 0.0
+        # every token of every document, in order, and the document it is in
+        self.tokens = docs.explode().drop_nulls()
+        self.rows = np.repeat(np.arange(self.size), self.lengths)
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        """BM25 of every document against ``query`` (zeros when no query token is known)."""
+        n = self.size
+        terms = list(dict.fromkeys(query))
+        if not terms or not len(self.tokens):
+            return np.zeros(n)
+        term = self.tokens.replace_strict(
+            terms, list(range(len(terms))), default=-1, return_dtype=pl.Int64
+        ).to_numpy()
+        found = term >= 0
+        tf = np.zeros((len(terms), n))  # whole counts: exact
+        np.add.at(tf, (term[found], self.rows[found]), 1.0)
+        held = tf > 0
+        doc_freq = held.sum(axis=1).tolist()
+        if not any(doc_freq):
+            return np.zeros(n)
+        idf = np.array(
+            [math.log(1 + (n - d + 0.5) / (d + 0.5)) if d else 0.0 for d in doc_freq],
+            dtype=np.float64,
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tfc = tf / (BM25_K1 * ((1 - BM25_B) + BM25_B * self.lengths / self.avg_len) + tf)
+        parts = np.where(held, idf[:, None] * tfc, 0.0)
+        out = np.zeros(n)
+        position = {t: i for i, t in enumerate(terms)}
+        for t in query:
+            out += parts[position[t]]
+        return out
+
+
 def survey_blocks(survey_ids: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, stops)``: the row ranges of each survey's block (rows of a survey contiguous)."""
     starts = np.flatnonzero(survey_ids.ne_missing(survey_ids.shift(1)).to_numpy())
@@ -122,10 +177,33 @@ def bm25_by_survey(survey_ids: pl.Series, queries: pl.Series, docs: pl.Series) -
 
 def bm25_by_block(survey_ids: pl.Series, queries: list[list[str]], docs: pl.Series) -> np.ndarray:
     """:func:`bm25_by_survey` with one query per survey block, in block order (a caller that
-    tokenizes each survey's query once, not once per row)."""
+    tokenizes each survey's query once, not once per row).
+
+    Blocks holding the same documents in the same order (the aspects of one survey list the
+    same candidates, each with its own query) share one index: built once, it scores each
+    block's query, with the same scores as an index of its own. Building the index was most
+    of the aspects' probe."""
     starts, stops = survey_blocks(survey_ids)
     scores = np.zeros(survey_ids.len())
-    # One small index per survey: BM25's idf is over that survey's candidates.
+    row_hashes = docs.hash().to_numpy()  # to find equal blocks; equality is then checked
+    recent: OrderedDict[bytes, list[tuple[int, int, BlockIndex]]] = OrderedDict()
     for query, start, stop in zip(queries, starts.tolist(), stops.tolist(), strict=True):
-        scores[start:stop] = _bm25_one(query, docs[start:stop].to_list())
+        block = docs[start:stop]
+        key = row_hashes[start:stop].tobytes()
+        index = next(
+            (idx for s0, e0, idx in recent.get(key, ()) if block.equals(docs[s0:e0])), None
+        )
+        if index is None:
+            # One small index per survey: BM25's idf is over that survey's candidates.
+            index = BlockIndex(block)
+            recent.setdefault(key, []).append((start, stop, index))
+        recent.move_to_end(key)
+        if len(recent) > _SHARED_INDEXES:
+            recent.popitem(last=False)
+        scores[start:stop] = index.scores(query)
     return scores
+
+
+# indexes kept for reuse: a survey's aspects are contiguous (sorted by aspect id), so the
+# lists they share are seen close together
+_SHARED_INDEXES = 32
