@@ -58,6 +58,8 @@ AFTER_SURVEY = "_after_survey"
 # (pool B): when an undated work exists from
 FIRST_CITED = "_first_cited"
 _FIRST_CITED_B = "_first_cited_in_category"
+# a pool entry's exists_from(), when the entry carries it (sampling.pool_order)
+EXISTS_FROM = "_exists_from"
 # 0: pool A (cited by a detected survey), 1: pool B (wider); pool A is drawn first
 POOL = "_pool"
 # coarser strata, for the later matching rounds (pipeline.stages.negatives.sampling.ROUNDS)
@@ -346,9 +348,13 @@ def admissible(
     after the survey vetoes the work even when something earlier cites it.
     """
     paper = pl.col(V.WORK_PAPER)
+    # a window's entries carry their date and in_domain, computed once per pool entry
+    # (sampling.pool_order): per pair, they cost a string and a list column gathered each
+    has = pooled.collect_schema().names()
+    exists = pl.col(EXISTS_FROM) if EXISTS_FROM in has else exists_from()
     pairs = (
         pooled.filter(paper.is_null() | (paper != pl.col(S.SURVEY_ID)))
-        .filter(exists_from() < pl.col(S.SURVEY_DATE))
+        .filter(exists < pl.col(S.SURVEY_DATE))
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
     return with_strata(pairs, prior, cites_it=False)
@@ -360,15 +366,14 @@ def with_strata(
     """``pairs`` with prior counts, ``in_domain`` and every stratum column.
 
     ``cites_it``: the pairs are positives (the survey cites the work; it never counts itself).
+    ``in_domain`` is kept when ``pairs`` carry it already.
     """
-    return (
-        V.with_prior_counts(pairs, prior, pl.lit(cites_it))
-        .with_columns(V.in_domain_expr().alias(S.IN_DOMAIN))
-        .with_columns(V.stratum_columns())
-        .with_columns(
-            (pl.col(V.AGE_BIN) // 2).alias(AGE_COARSE),
-            ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(CITATIONS_COARSE),
-            (pl.col(V.AGE_BIN) >= 0).alias(AGE_KNOWN),
-            ((pl.col(V.SURVEYS_BIN) + 1) // 2).alias(SURVEYS_COARSE),
-        )
+    counted = V.with_prior_counts(pairs, prior, pl.lit(cites_it))
+    if S.IN_DOMAIN not in pairs.collect_schema().names():
+        counted = counted.with_columns(V.in_domain_expr().alias(S.IN_DOMAIN))
+    return counted.with_columns(V.stratum_columns()).with_columns(
+        (pl.col(V.AGE_BIN) // 2).alias(AGE_COARSE),
+        ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(CITATIONS_COARSE),
+        (pl.col(V.AGE_BIN) >= 0).alias(AGE_KNOWN),
+        ((pl.col(V.SURVEYS_BIN) + 1) // 2).alias(SURVEYS_COARSE),
     )
