@@ -295,6 +295,8 @@ def title_hits(survey_keys: pl.LazyFrame, pairs: pl.LazyFrame, keys: pl.LazyFram
     work's keys instead grows with the square of the corpus wherever a key names many
     works (a venue taken for a title; 7 GB at 1M bench papers).
     """
+    # only the works' keys some survey of the batch has: the pairs then join few keys
+    keys = keys.join(survey_keys.select(T.KEY).unique(), on=T.KEY, how="semi")
     return (
         pairs.select(S.SURVEY_ID, S.WORK_ID)
         .join(keys, on=S.WORK_ID, how="inner")
