@@ -58,6 +58,8 @@ AFTER_SURVEY = "_after_survey"
 # (pool B): when an undated work exists from
 FIRST_CITED = "_first_cited"
 _FIRST_CITED_B = "_first_cited_in_category"
+# a pool entry's exists_from(), when the entry carries it (sampling.pool_order)
+EXISTS_FROM = "_exists_from"
 # 0: pool A (cited by a detected survey), 1: pool B (wider); pool A is drawn first
 POOL = "_pool"
 # coarser strata, for the later matching rounds (pipeline.stages.negatives.sampling.ROUNDS)
@@ -293,6 +295,8 @@ def title_hits(survey_keys: pl.LazyFrame, pairs: pl.LazyFrame, keys: pl.LazyFram
     work's keys instead grows with the square of the corpus wherever a key names many
     works (a venue taken for a title; 7 GB at 1M bench papers).
     """
+    # only the works' keys some survey of the batch has: the pairs then join few keys
+    keys = keys.join(survey_keys.select(T.KEY).unique(), on=T.KEY, how="semi")
     return (
         pairs.select(S.SURVEY_ID, S.WORK_ID)
         .join(keys, on=S.WORK_ID, how="inner")
@@ -346,9 +350,13 @@ def admissible(
     after the survey vetoes the work even when something earlier cites it.
     """
     paper = pl.col(V.WORK_PAPER)
+    # a window's entries carry their date and in_domain, computed once per pool entry
+    # (sampling.pool_order): per pair, they cost a string and a list column gathered each
+    has = pooled.collect_schema().names()
+    exists = pl.col(EXISTS_FROM) if EXISTS_FROM in has else exists_from()
     pairs = (
         pooled.filter(paper.is_null() | (paper != pl.col(S.SURVEY_ID)))
-        .filter(exists_from() < pl.col(S.SURVEY_DATE))
+        .filter(exists < pl.col(S.SURVEY_DATE))
         .join(excluded, on=[S.SURVEY_ID, S.WORK_ID], how="anti")
     )
     return with_strata(pairs, prior, cites_it=False)
@@ -360,15 +368,14 @@ def with_strata(
     """``pairs`` with prior counts, ``in_domain`` and every stratum column.
 
     ``cites_it``: the pairs are positives (the survey cites the work; it never counts itself).
+    ``in_domain`` is kept when ``pairs`` carry it already.
     """
-    return (
-        V.with_prior_counts(pairs, prior, pl.lit(cites_it))
-        .with_columns(V.in_domain_expr().alias(S.IN_DOMAIN))
-        .with_columns(V.stratum_columns())
-        .with_columns(
-            (pl.col(V.AGE_BIN) // 2).alias(AGE_COARSE),
-            ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(CITATIONS_COARSE),
-            (pl.col(V.AGE_BIN) >= 0).alias(AGE_KNOWN),
-            ((pl.col(V.SURVEYS_BIN) + 1) // 2).alias(SURVEYS_COARSE),
-        )
+    counted = V.with_prior_counts(pairs, prior, pl.lit(cites_it))
+    if S.IN_DOMAIN not in pairs.collect_schema().names():
+        counted = counted.with_columns(V.in_domain_expr().alias(S.IN_DOMAIN))
+    return counted.with_columns(V.stratum_columns()).with_columns(
+        (pl.col(V.AGE_BIN) // 2).alias(AGE_COARSE),
+        ((pl.col(V.CITATIONS_BIN) + 1) // 2).alias(CITATIONS_COARSE),
+        (pl.col(V.AGE_BIN) >= 0).alias(AGE_KNOWN),
+        ((pl.col(V.SURVEYS_BIN) + 1) // 2).alias(SURVEYS_COARSE),
     )

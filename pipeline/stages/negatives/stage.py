@@ -25,6 +25,7 @@ from pipeline.rules.tables import scan_extract
 from pipeline.rules.visible import prior_tables, survey_citations, surveys_frame
 from pipeline.stages.negatives.rules import (
     AFTER_SURVEY,
+    POOL,
     cited_pairs,
     eligible_works,
     pool,
@@ -35,6 +36,8 @@ from pipeline.stages.negatives.rules import (
     works_frame,
 )
 from pipeline.stages.negatives.sampling import (
+    PAIR_HASH,
+    ROUND_COLUMNS,
     ROUNDS,
     indexed,
     indexed_hashes,
@@ -325,6 +328,15 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
     return chosen, n_candidates
 
 
+# what a batch keeps of its candidates: the output's, the matching's and the pair hash
+_PAIR_COLUMNS = (
+    *(c for c in S.NEGATIVES.names if c not in (S.LABEL, S.MATCH_ROUND)),
+    POOL,
+    PAIR_HASH,
+    *ROUND_COLUMNS,
+)
+
+
 def _draw_batch(
     draw: _Draw, batch_ids: pl.Series, corpus_rows: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -349,9 +361,17 @@ def _draw_batch(
     batch_prior = prior_tables(
         draw.tables.citations, works=considered.pairs, corpus=corpus_rows.lazy()
     )
-    pairs = with_pair_hash(
-        considered.candidates(excluded, batch_prior), draw.work_hashes, draw.survey_hashes
-    ).with_columns(pool())
+    # the columns the output, the match and the counts read: the candidates carry every
+    # feature of the pool entry and the work, which cost 2 GB a batch at 300k papers
+    prefer = [name for e in draw.strategy.prefer for name in e.meta.root_names()]
+    keep = [*dict.fromkeys([*_PAIR_COLUMNS, *prefer])]
+    pairs = (
+        with_pair_hash(
+            considered.candidates(excluded, batch_prior), draw.work_hashes, draw.survey_hashes
+        )
+        .with_columns(pool())
+        .select(keep)
+    )
     pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
     got = match(slots(pos_df, draw.per_positive), pairs_df, draw.strategy.prefer)
     return got, pairs_df
