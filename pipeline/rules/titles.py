@@ -192,25 +192,23 @@ def segment_keys(lf: pl.LazyFrame, raw: str, keys: list[str]) -> pl.LazyFrame:
     # repeat across entries (and a segment without a comma is in both cuts), and the key
     # (NFKD, regexes) is what costs; measured on the bench corpus, 6.5M segments -> 0.15M.
     after_question = pl.col(SEGMENT).str.split("? ").list.last()
-    title_like_segments = (
+    title_like_keys = (
         segs.select(pl.col(SEGMENT).unique())
-        # the key as a column before the filter: inlined there, it was computed once per
+        # both keys as columns before the filter: inlined there, each was computed once per
         # use (title_like reads its key seven times), 90% of segment_keys' time
-        .with_columns(title_key(pl.col(SEGMENT)).alias(KEY))
-        .filter(pl.col(KEY).is_not_null() & title_like(pl.col(SEGMENT), pl.col(KEY)))
-    )
-    # A segment holding "? " is a title only when the part after its last "? " is title-like
-    # too; that part's key is computed for those segments alone. A segment without "? " is
-    # its own last part (a "?" before another space character included), so it passed.
-    has_question = pl.col(SEGMENT).str.contains("? ", literal=True)
-    title_like_keys = pl.concat(
-        [
-            title_like_segments.filter(~has_question),
-            title_like_segments.filter(has_question)
-            .with_columns(title_key(after_question).fill_null("").alias(_AFTER_QUESTION_KEY))
-            .filter(title_like(after_question, pl.col(_AFTER_QUESTION_KEY)))
-            .drop(_AFTER_QUESTION_KEY),
-        ]
+        .with_columns(
+            title_key(pl.col(SEGMENT)).alias(KEY),
+            title_key(after_question).fill_null("").alias(_AFTER_QUESTION_KEY),
+        )
+        .filter(
+            pl.col(KEY).is_not_null()
+            & title_like(pl.col(SEGMENT), pl.col(KEY))
+            & (
+                ~pl.col(SEGMENT).str.contains(r"\?\s")
+                | title_like(after_question, pl.col(_AFTER_QUESTION_KEY))
+            )
+        )
+        .drop(_AFTER_QUESTION_KEY)
     )
     segs = segs.join(title_like_keys, on=SEGMENT, how="inner")
     longest = pl.col(KEY).str.len_chars().cast(pl.Int64)
