@@ -114,9 +114,9 @@ def identifier_pass(
             pl.scan_parquet(scratch.part("entry_aliases", i))
             .join(alias_work.lazy(), on=ALIAS)
             .group_by(ENTRY)
-            .agg(
+            .agg(  # a when, not a filter: one pass over the column, not one per group
                 pl.coalesce(
-                    pl.col(S.WORK_ID).filter(~pl.col(JUNK)).min(), pl.col(S.WORK_ID).min()
+                    pl.when(~pl.col(JUNK)).then(pl.col(S.WORK_ID)).min(), pl.col(S.WORK_ID).min()
                 ).alias(S.WORK_ID)
             )
             .collect(engine="streaming")
