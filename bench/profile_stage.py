@@ -55,6 +55,10 @@ STEPS = {
         "pipeline.stages.works.stage:write_works_table",
         "pipeline.stages.works.stage:works_counts",
     ),
+    "labels": (
+        "pipeline.rules.roles:role_distribution",
+        "pipeline.rules.roles:textless_top_sections",
+    ),
     "release": (
         "pipeline.stages.release.tables:reading_lists",
         "pipeline.stages.release.tables:beir_views",
