@@ -74,6 +74,10 @@ STEPS = {
         "pipeline.stages.negatives.sampling:match",
         "pipeline.stages.negatives.sampling:unindexed",
     ),
+    "labels": (
+        "pipeline.rules.roles:role_distribution",
+        "pipeline.rules.roles:textless_top_sections",
+    ),
     "release": (
         "pipeline.stages.release.tables:reading_lists",
         "pipeline.stages.release.tables:beir_views",

@@ -488,3 +488,31 @@ def test_roles_command_from_out(tmp_path, capsys) -> None:
     assert rows["Introduction"][2:] == ["introduction", "introduction", "40", "40", "980"]
     assert rows["Advantages and Disadvantages"][2:4] == ["discussion", "related_work"]
     assert main(["roles", "--from-out", str(tmp_path / "none")]) == 2
+
+
+def test_the_one_pass_steps_along_a_paper_equal_its_windows() -> None:
+    """The sorted-pass helpers of ``section_roles`` give what a window per paper gives,
+    nulls included (a null stays null and adds nothing to the running sum)."""
+    from pipeline.rules.roles import _cum_sum_in_paper, _next_in_paper, _previous_in_paper
+
+    rows = pl.DataFrame(
+        {
+            S.PAPER_ID: ["a", "a", "a", "b", "b", "c", "d", "d"],
+            S.SECTION_INDEX: [0, 1, 2, 0, 1, 0, 0, 3],
+            "x": [1, None, 1, None, 1, 1, 0, 1],
+        },
+        schema_overrides={S.SECTION_INDEX: pl.Int32, "x": pl.Int32},
+    )
+    window = {"order_by": S.SECTION_INDEX}
+    got = rows.select(
+        _previous_in_paper(pl.col("x")).alias("prev"),
+        _next_in_paper(pl.col("x")).alias("next"),
+        _cum_sum_in_paper(pl.col("x")).alias("cum"),
+    )
+    want = rows.select(
+        pl.col("x").shift(1).over(S.PAPER_ID, **window).alias("prev"),
+        pl.col("x").shift(-1).over(S.PAPER_ID, **window).alias("next"),
+        pl.col("x").cum_sum().over(S.PAPER_ID, **window).alias("cum"),
+    )
+    assert got.equals(want)
+    assert got["cum"].to_list() == [1, None, 2, None, 1, 1, 0, 1]
