@@ -450,6 +450,7 @@ def prior_tables(
     works: pl.LazyFrame | None = None,
     corpus: pl.LazyFrame | None = None,
     corpus_citations: pl.LazyFrame | None = None,
+    survey: dict[str, pl.DataFrame] | None = None,
 ) -> dict[str, pl.LazyFrame]:
     """The running-count tables of :func:`pipeline.rules.visible.with_prior_counts`, collected.
 
@@ -458,22 +459,44 @@ def prior_tables(
     has a row per cited work and date (60M rows at 2.3M papers), more than a stage should
     hold. ``corpus``: the corpus table of :func:`corpus_prior_counts`, when the caller made it
     already (read, not recomputed); else ``corpus_citations``: :func:`paper_citations` of the
-    same ``works``, from which it is counted.
+    same ``works``, from which it is counted. ``survey``: :func:`survey_prior_tables` of the
+    whole ``citations``, collected once by a caller that asks for many sets of ``works`` (a
+    work's rows depend on its own citations only, so they are cut to ``works`` here instead
+    of counted again: 0.6 CPU s a call at 300k papers, growing with the corpus).
     """
     sc = citations
     if works is not None:
         works = works.select(S.WORK_ID).unique()
         sc = sc.join(works, on=S.WORK_ID, how="semi")
+    if survey is not None:
+        cut = _cut_survey_tables(survey, works)
     if corpus is None:
         if corpus_citations is None:
             raise ValueError("prior_tables needs corpus or corpus_citations")
         tables = prior_count_tables(sc, corpus_citations)
+        if survey is not None:
+            tables = {**tables, **cut}
     else:
         # the corpus table as given (its work ids may be a caller's own keys, e.g. integers)
         table = corpus if works is None else corpus.join(works, on=S.WORK_ID, how="semi")
         tables = {
-            **survey_prior_tables(sc),
+            **(survey_prior_tables(sc) if survey is None else cut),
             S.CANDIDATE_PRIOR_CITATIONS: sorted_prior_rows(table),
         }
     got = pl.collect_all(list(tables.values()), engine="streaming")
     return {name: df.lazy() for name, df in zip(tables, got, strict=True)}
+
+
+def _cut_survey_tables(
+    survey: dict[str, pl.DataFrame], works: pl.LazyFrame | None
+) -> dict[str, pl.LazyFrame]:
+    """The rows of ``works`` (None: all) of each survey running-count table, in
+    :func:`running_counts`' order (date, then keys; a row per key and date, so the order is
+    one)."""
+    if works is None:
+        return {name: table.lazy() for name, table in survey.items()}
+    out = {}
+    for name, table in survey.items():
+        keys = [c for c in table.columns if c not in (_DATE, _RUNNING)]
+        out[name] = table.lazy().join(works, on=S.WORK_ID, how="semi").sort(_DATE, *keys)
+    return out

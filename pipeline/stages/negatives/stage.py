@@ -296,6 +296,12 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
     base = V.last_prior_rows(
         V.prior_rows_between(corpus_prior, None, starts[0]) if starts else corpus_prior.head(0)
     ).collect()
+    # the survey running counts of every work, counted once: each batch cuts its works' rows
+    # (counting them again per batch grew with the corpus, 2.4 CPU s a batch at 1M papers)
+    survey_tables = V.survey_prior_tables(draw.tables.citations)
+    survey_counts = dict(
+        zip(survey_tables, pl.collect_all(list(survey_tables.values())), strict=True)
+    )
     chosen: list[Path] = []
     n_candidates: list[Path] = []
     for k, batch_ids in enumerate(steps(batches, "negatives: survey batches")):
@@ -303,7 +309,9 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
         if lo is not None:
             rows = V.prior_rows_between(corpus_prior, lo, hi).collect()
             table = pl.concat([base, rows])
-        got, pairs_df = _draw_batch(draw, batch_ids, table if lo is not None else base.head(0))
+        got, pairs_df = _draw_batch(
+            draw, batch_ids, table if lo is not None else base.head(0), survey_counts
+        )
         # each batch's rows go to scratch files: kept in memory, their strings (views into the
         # batch's buffers) would hold every batch's pairs alive, 0.6 GB a batch at 1M papers
         part = scratch / "chosen" / f"{len(chosen):05d}.parquet"
@@ -338,9 +346,13 @@ _PAIR_COLUMNS = (
 
 
 def _draw_batch(
-    draw: _Draw, batch_ids: pl.Series, corpus_rows: pl.DataFrame
+    draw: _Draw,
+    batch_ids: pl.Series,
+    corpus_rows: pl.DataFrame,
+    survey_counts: dict[str, pl.DataFrame],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One batch's matched negatives and its admissible candidate pairs."""
+    """One batch's matched negatives and its admissible candidate pairs (``survey_counts``:
+    :func:`pipeline.rules.visible.survey_prior_tables` of every survey citation, collected)."""
     in_batch = pl.col(S.SURVEY_ID).is_in(batch_ids.implode())
     batch_surveys = draw.tables.surveys.filter(in_batch).lazy()
     pos = with_pair_hash(
@@ -359,7 +371,10 @@ def _draw_batch(
         [draw.cited.filter(in_batch), title_hits(batch_keys, considered.pairs, draw.work_keys)]
     )
     batch_prior = prior_tables(
-        draw.tables.citations, works=considered.pairs, corpus=corpus_rows.lazy()
+        draw.tables.citations,
+        works=considered.pairs,
+        corpus=corpus_rows.lazy(),
+        survey=survey_counts,
     )
     # the columns the output, the match and the counts read: the candidates carry every
     # feature of the pool entry and the work, which cost 2 GB a batch at 300k papers
