@@ -12,6 +12,10 @@ its passage ids, aggregated by the evaluator, gives the numbers of the same comp
 
 from __future__ import annotations
 
+import io
+import json
+import re
+import shutil
 import sys
 import textwrap
 from collections.abc import Callable
@@ -310,3 +314,34 @@ def test_passage_options_are_checked(release: Path, toy) -> None:
     Path("bad.trec").write_text(f"{survey} Q0 nowhere#7 1 0.5 bad\n", encoding="utf-8")
     with pytest.raises(RunError, match="'nowhere#7' is not in the passage corpus"):
         api.evaluate(release, out=Path("o"), passage_runs=["bad.trec"], learned=False)
+
+
+@pytest.mark.parametrize("mode", ["rerank", "retrieval"])
+def test_a_damaged_sections_file_is_one_error_naming_it(
+    release: Path, toy, tmp_path: Path, mode: str
+) -> None:
+    # the view is checked where it is found: its record first, then Parquet and its columns
+    copy = tmp_path / "release"
+    shutil.copytree(release, copy)
+    path = copy / "corpus_sections" / "test.parquet"
+    good = path.read_bytes()
+
+    def fails(match: str) -> None:
+        with pytest.raises(UsageError, match=match):
+            api.evaluate(copy, out=tmp_path / "o", encoders=["toy_encoder:encode"], passages=True,
+                         mode=mode, top_k=5, config=CONFIG, learned=False)  # fmt: skip
+        assert not (tmp_path / "o").exists()
+
+    path.write_bytes(good[: len(good) // 2])
+    fails(f"{re.escape(str(path))} has sha256 .* changed after the release stage wrote it")
+    for name in ("_SUCCESS.json", "eval_metadata.json"):  # a release without its records
+        record = json.loads((copy / name).read_text(encoding="utf-8"))
+        record["files"] = {k: v for k, v in record["files"].items() if "corpus_sections" not in k}
+        (copy / name).write_text(json.dumps(record), encoding="utf-8")
+    for damaged in (good[: len(good) // 2], b"\x89\xff\x00binary" * 50, b""):
+        path.write_bytes(damaged)
+        fails(f"{re.escape(str(path))}: not a readable Parquet file")
+    pl.read_parquet(io.BytesIO(good)).with_columns(pl.col("text").str.len_chars()).write_parquet(
+        path
+    )
+    fails(f"{re.escape(str(path))}: not a corpus_sections file: columns {{'text': 'UInt32'}}")

@@ -29,6 +29,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import UsageError
 from pipeline.core.release_files import FULL_TEXT_VIEW, view_of_eval_file
+from pipeline.engine.workdir import release_file_problem
 from pipeline.rules.text_match import paper_text
 
 AGGREGATIONS = ("max", "mean-top-k")
@@ -142,10 +143,39 @@ class PassageOptions:
         return {"aggregation": self.rule, "passage_chars": self.max_chars}
 
 
+# what every reader of the view reads, and the type it reads it as
+SECTION_COLUMNS = {
+    S.BEIR_CORPUS_ID: pl.String,
+    S.SECTION_ORDER: pl.Int32,
+    S.HEADING: pl.String,
+    S.SECTION_TEXT: pl.String,
+}
+
+
 def sections_path(eval_path: Path, split: str = "eval") -> Path | None:
     """``corpus_sections/<split>.parquet`` of the release the eval file belongs to (beside it,
-    or one folder up for the aspects folder's eval file), or None when the release has none."""
-    return view_of_eval_file(eval_path, FULL_TEXT_VIEW, split)
+    or one folder up for the aspects folder's eval file), or None when the release has none.
+
+    Raises:
+        UsageError: the file differs from the release's record, is not Parquet, or lacks a
+            column of :data:`SECTION_COLUMNS` in its type (one line naming the file, before
+            anything reads or encodes it).
+    """
+    path = view_of_eval_file(eval_path, FULL_TEXT_VIEW, split)
+    if path is None:
+        return None
+    problem = release_file_problem(path)
+    if problem is not None:
+        raise UsageError(problem)
+    try:
+        schema = pl.read_parquet_schema(path)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise UsageError(f"{path}: not a readable Parquet file ({e})") from e
+    wrong = {c: str(schema.get(c)) for c, t in SECTION_COLUMNS.items() if schema.get(c) != t}
+    if wrong:
+        want = {c: str(t) for c, t in SECTION_COLUMNS.items()}
+        raise UsageError(f"{path}: not a {FULL_TEXT_VIEW} file: columns {wrong}, want {want}")
+    return path
 
 
 def passage_text_expr(max_chars: int) -> pl.Expr:

@@ -431,9 +431,8 @@ def section_roles(sections: pl.LazyFrame, cfg: RolesConfig, survey: bool = False
         .otherwise(pl.col("_heading_role"))
     )
     # one sort, so every step along a paper's top-level sections is a shift or a running
-    # sum over neighbouring rows: with windows per paper (one nested in another) this
-    # function took 24 of the 37 CPU seconds of ``labels`` at 300k papers, 2.3 this way
-    # (measured), and the windows grew faster than their input
+    # sum over neighbouring rows: windows per paper (one nested in another) cost about ten
+    # times as much and grow faster than their input
     tops = (
         rows.filter(is_top)
         .join(children, on=[S.PAPER_ID, S.TOP_INDEX], how="left")
