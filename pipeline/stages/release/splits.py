@@ -53,7 +53,12 @@ from pipeline.stages.release.counts import (
     text_counts,
     text_summary,
 )
-from pipeline.stages.release.tables import aspect_rows, beir_views, reading_lists
+from pipeline.stages.release.tables import (
+    aspect_rows,
+    beir_views,
+    candidate_works,
+    reading_lists,
+)
 
 # the BEIR views written batch by batch; the corpus is deduplicated across batches
 _BATCH_VIEWS = ("queries", "qrels", "top_ranked")
@@ -95,30 +100,50 @@ def write_splits(
     ``datasets``) of ``cands`` (:func:`pipeline.stages.release.tables.kept_candidates`, without
     the ``excluded`` works); count every split."""
     out = Written()
-    for split in S.SPLIT_NAMES:
-        per_survey = (
-            cands.filter(pl.col(S.SPLIT) == split)
-            .group_by(S.SURVEY_ID)
-            .len()
-            .sort(S.SURVEY_ID)
-            .collect(engine="streaming")
-        )
-        if per_survey.height == 0:
-            empty = (
-                reading_lists(ctx, per_survey[S.SURVEY_ID], cands)
-                .drop(S.SPLIT, TEXT_SOURCE)
-                .collect()
-            )
-            out.counts[split] = split_counts(empty, surveys)
-            continue
-        out.present.append(split)
-        written = _write_split(ctx, split, per_survey, cands, excluded)
-        # it reads the split's corpus and qrels files, written just above; the audits then
-        # read which candidates it gave full text
-        out.full_text[split] = write_corpus_sections(ctx, split)
-        out.full_text_ids[split] = full_text_ids(ctx, split)
-        _summarize(out, split, written, surveys, out.full_text_ids[split])
+    scratch = ctx.scratch() / "candidate_works.parquet"
+    try:
+        works = candidate_works(ctx, cands, scratch)
+        for split in S.SPLIT_NAMES:
+            _write_or_count(ctx, out, split, cands, works, surveys, excluded)
+    finally:
+        # the release's files are listed (and hashed) before the runner removes the scratch
+        scratch.unlink(missing_ok=True)
     return out
+
+
+def _write_or_count(
+    ctx: ReduceContext,
+    out: Written,
+    split: str,
+    cands: pl.LazyFrame,
+    works: pl.LazyFrame,
+    surveys: pl.DataFrame,
+    excluded: pl.DataFrame,
+) -> None:
+    """Write split ``split``'s files and record them in ``out``; a split without surveys is
+    only counted."""
+    per_survey = (
+        cands.filter(pl.col(S.SPLIT) == split)
+        .group_by(S.SURVEY_ID)
+        .len()
+        .sort(S.SURVEY_ID)
+        .collect(engine="streaming")
+    )
+    if per_survey.height == 0:
+        empty = (
+            reading_lists(ctx, per_survey[S.SURVEY_ID], cands, works)
+            .drop(S.SPLIT, TEXT_SOURCE)
+            .collect()
+        )
+        out.counts[split] = split_counts(empty, surveys)
+        return
+    out.present.append(split)
+    written = _write_split(ctx, split, per_survey, cands, works, excluded)
+    # it reads the split's corpus and qrels files, written just above; the audits then
+    # read which candidates it gave full text
+    out.full_text[split] = write_corpus_sections(ctx, split)
+    out.full_text_ids[split] = full_text_ids(ctx, split)
+    _summarize(out, split, written, surveys, out.full_text_ids[split])
 
 
 def full_text_ids(ctx: ReduceContext, split: str) -> pl.Series:
@@ -190,11 +215,12 @@ def _write_split(
     split: str,
     per_survey: pl.DataFrame,
     cands: pl.LazyFrame,
+    works: pl.LazyFrame,
     excluded: pl.DataFrame,
 ) -> dict[str, Any]:
     """Write one split's files batch by batch; return its light columns, the audit values of
     the surveys the audits sample, and what they sampled."""
-    files = _SplitFiles(ctx, split, per_survey, cands, excluded)
+    files = _SplitFiles(ctx, split, per_survey, cands, works, excluded)
     for ids in steps(files.batches, f"release: {split} survey batches"):
         files.write_batch(ids)
     return files.close()
@@ -214,9 +240,11 @@ class _SplitFiles:
         split: str,
         per_survey: pl.DataFrame,
         cands: pl.LazyFrame,
+        works: pl.LazyFrame,
         excluded: pl.DataFrame,
     ) -> None:
         self.ctx, self.split, self.per_survey, self.cands = ctx, split, per_survey, cands
+        self.works = works  # the candidates' columns (tables.candidate_works)
         self.aspects = ctx.read("aspects", "aspects").filter(pl.col(S.SPLIT) == split)
         # the works the release leaves out leave the aspects' lists too
         self.aspect_cands = ctx.read("aspects", "aspect_candidates").join(
@@ -287,7 +315,7 @@ class _SplitFiles:
     def write_batch(self, ids: pl.Series) -> None:
         """Write the rows of the surveys ``ids`` to every file of the split."""
         part = (
-            reading_lists(self.ctx, ids, self.cands)
+            reading_lists(self.ctx, ids, self.cands, self.works)
             .filter(pl.col(S.SPLIT) == self.split)
             .drop(S.SPLIT)
             .collect(engine="streaming")

@@ -4,6 +4,7 @@ The column rules are the package's (:mod:`pipeline.stages.release`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -95,24 +96,59 @@ def kept_candidates(
     return kept, counts
 
 
-def reading_lists(
-    ctx: ReduceContext, survey_ids: pl.Series | None = None, cands: pl.LazyFrame | None = None
-) -> pl.LazyFrame:
-    """Every (survey, candidate) row of the release, both splits, with a ``split`` column
-    (of the surveys ``survey_ids`` only, if given: their papers and candidates are filtered
-    as the files are read), of ``cands`` (:func:`kept_candidates`; ``split``'s candidates as
-    they are when None)."""
-    cands = ctx.read("split", "candidates") if cands is None else cands
+def candidate_works(ctx: ReduceContext, cands: pl.LazyFrame, path: Path) -> pl.LazyFrame:
+    """Write to ``path`` the candidate columns the reading lists show of every work of
+    ``cands`` (:func:`kept_candidates`), with what :func:`reading_lists` derives from them
+    (``in_domain``'s inputs, the text source and the licence of the work's corpus paper), and
+    scan it back.
+
+    Each survey batch reads its works from this file: the shown texts, the field categories
+    and the licences are derived once per release, not once per batch from the whole
+    ``works``, ``openalex`` and ``papers`` tables (a cost that grows with the batches times
+    the corpus).
+    """
     fields = fields_of(ctx.cfg, ctx.read("works", "works"), ctx.read("openalex", "records"))
     works = with_field_categories(
         described_works(ctx.read("works", "works"), ctx.read("openalex", "records")), fields
     )
-    if survey_ids is not None:
-        cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
-        work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
-        works = works.filter(pl.col(S.WORK_ID).is_in(work_ids.implode()))
-    extract = ctx.files_by_table("extract")
-    surveys = scan_extract(extract, "papers", survey_ids).select(
+    licenses = scan_extract(ctx.files_by_table("extract"), "papers").select(
+        pl.col(S.PAPER_ID).alias(_W_PAPER), pl.col(S.LICENSE).alias(S.CANDIDATE_LICENSE)
+    )
+    (
+        works.join(cands.select(S.WORK_ID).unique(), on=S.WORK_ID, how="semi")
+        .select(
+            pl.col(S.WORK_ID),
+            pl.col(S.ALIASES).alias(S.CANDIDATE_ALIASES),
+            V.shown_title().alias(S.CANDIDATE_TITLE),
+            pl.col(S.ABSTRACT).alias(S.CANDIDATE_ABSTRACT),
+            pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
+            pl.col(S.RAW).alias(S.CANDIDATE_RAW),
+            pl.col(S.PAPER_ID).alias(_W_PAPER),
+            pl.col(S.OA_ANSWERED_ID).alias(S.CANDIDATE_OPENALEX_ID),
+            pl.col(S.OA_VENUE).alias(S.CANDIDATE_VENUE),
+            pl.col(S.OA_YEAR).alias(S.CANDIDATE_YEAR),
+            pl.col(S.OA_SUBFIELD).alias(S.CANDIDATE_SUBFIELD),
+            pl.col(S.OA_RETRACTED).alias(S.CANDIDATE_RETRACTED),
+            FIELD_CATEGORIES,
+            TEXT_SOURCE,
+        )
+        .join(licenses, on=_W_PAPER, how="left")
+        .sink_parquet(path, compression=ctx.cfg.common.compression)
+    )
+    return pl.scan_parquet(path)
+
+
+def reading_lists(
+    ctx: ReduceContext, survey_ids: pl.Series, cands: pl.LazyFrame, works: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The (survey, candidate) rows of the release of the surveys ``survey_ids``, with a
+    ``split`` column: their candidates in ``cands`` (:func:`kept_candidates`), their papers
+    read from the extract, their works from ``works`` (:func:`candidate_works`), each
+    filtered to the batch as the files are read."""
+    cands = cands.filter(pl.col(S.SURVEY_ID).is_in(survey_ids.implode()))
+    work_ids = cands.select(S.WORK_ID).unique().collect(engine="streaming")[S.WORK_ID]
+    works = works.filter(pl.col(S.WORK_ID).is_in(work_ids.implode()))
+    surveys = scan_extract(ctx.files_by_table("extract"), "papers", survey_ids).select(
         pl.col(S.PAPER_ID).alias(S.SURVEY_ID),
         pl.col(S.TITLE).alias(S.SURVEY_TITLE),
         pl.col(S.ABSTRACT).alias(S.SURVEY_ABSTRACT),
@@ -120,31 +156,11 @@ def reading_lists(
         pl.col(S.PRIMARY_CATEGORY).alias(S.SURVEY_PRIMARY_CATEGORY),
         pl.col(S.LICENSE).alias(S.SURVEY_LICENSE),
     )
-    licenses = scan_extract(extract, "papers").select(
-        pl.col(S.PAPER_ID).alias(_W_PAPER), pl.col(S.LICENSE).alias(S.CANDIDATE_LICENSE)
-    )
-    works = works.select(
-        pl.col(S.WORK_ID),
-        pl.col(S.ALIASES).alias(S.CANDIDATE_ALIASES),
-        V.shown_title().alias(S.CANDIDATE_TITLE),
-        pl.col(S.ABSTRACT).alias(S.CANDIDATE_ABSTRACT),
-        pl.col(S.CATEGORIES).alias(S.CANDIDATE_CATEGORIES),
-        pl.col(S.RAW).alias(S.CANDIDATE_RAW),
-        pl.col(S.PAPER_ID).alias(_W_PAPER),
-        pl.col(S.OA_ANSWERED_ID).alias(S.CANDIDATE_OPENALEX_ID),
-        pl.col(S.OA_VENUE).alias(S.CANDIDATE_VENUE),
-        pl.col(S.OA_YEAR).alias(S.CANDIDATE_YEAR),
-        pl.col(S.OA_SUBFIELD).alias(S.CANDIDATE_SUBFIELD),
-        pl.col(S.OA_RETRACTED).alias(S.CANDIDATE_RETRACTED),
-        FIELD_CATEGORIES,
-        TEXT_SOURCE,
-    )
     in_domain = V.in_domain_expr(S.SURVEY_PRIMARY_CATEGORY)
     names = {int(k): v for k, v in S.LABEL_NAMES.items()}
     return (
         cands.join(surveys, on=S.SURVEY_ID, how="left")
         .join(works, on=S.WORK_ID, how="left")
-        .join(licenses, on=_W_PAPER, how="left")
         .with_columns(
             pl.col(S.WORK_ID).alias(S.CANDIDATE_ID),
             pl.col(S.LABEL).replace_strict(names, return_dtype=pl.String).alias(S.LABEL_NAME),
