@@ -129,3 +129,16 @@ def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -
                 writer.write_table(rows.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
     finally:
         scratch.unlink(missing_ok=True)
+
+
+def readable_schema(path: Path, error: type[Exception]) -> pl.Schema:
+    """The schema of the Parquet file ``path``, read from its footer.
+
+    Raises:
+        error: the file cannot be read as Parquet (truncated, binary, empty): one line
+            naming it, raised with the caller's own error type.
+    """
+    try:
+        return pl.read_parquet_schema(path)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise error(f"{path}: not a readable Parquet file ({e})") from e

@@ -60,6 +60,7 @@ from pipeline.core.files import (
     temp_tag,
     write_json,
 )
+from pipeline.core.parquet import readable_schema
 from pipeline.core.release_files import CARD_FILE, EVAL_FILE, METADATA_FILE
 from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.corpus.archive import Unit, unit_identity, unit_key
@@ -68,6 +69,8 @@ from pipeline.engine.stage import FAILED
 from pipeline.rules.redact import redact
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from pipeline.engine.stage import Stage
 
 log = logging.getLogger("pipeline")
@@ -845,6 +848,20 @@ def release_file_problem(path: Path) -> str | None:
                     "rerun the release (run --out with the same --input) or fetch it again"
                 )
     return None
+
+
+def release_file_schema(path: Path, error: type[Exception]) -> pl.Schema:
+    """The Parquet schema of a release file whose bytes are the release's record's
+    (:func:`release_file_problem`).
+
+    Raises:
+        error: the file differs from the record, or is not a readable Parquet file (one
+            line naming it, with the caller's own error type).
+    """
+    problem = release_file_problem(path)  # a damaged release file is not read
+    if problem is not None:
+        raise error(problem)
+    return readable_schema(path, error)
 
 
 def replace_release_file(out: Path, rel: str, data: bytes) -> None:

@@ -9,7 +9,7 @@ import polars as pl
 
 from pipeline.core.errors import PipelineError
 from pipeline.core.schema import CANDIDATES_VIEW, LABEL_NAMES
-from pipeline.engine.workdir import release_file_problem
+from pipeline.engine.workdir import release_file_schema
 from pipeline.evaluate.columns import (
     CANDIDATE_ABSTRACT,
     CANDIDATE_ID,
@@ -146,13 +146,7 @@ def load_eval_set(path: Path) -> pl.DataFrame:
             Parquet; a required column is missing or cannot be cast; null ids, dates
             or labels; a label outside 0-4; a repeated (survey_id, candidate_id).
     """
-    problem = release_file_problem(path)  # a damaged release file is not scored
-    if problem is not None:
-        raise EvalSetError(problem)
-    try:
-        schema = pl.read_parquet_schema(path)
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise EvalSetError(f"{path}: not a readable Parquet file ({e})") from e
+    schema = release_file_schema(path, EvalSetError)  # a damaged release file is not scored
     missing = [c for c in EVAL_COLUMNS if c not in schema]
     if missing:
         raise EvalSetError(f"{path}: missing column(s) {missing}; has {list(schema)}")

@@ -29,7 +29,7 @@ import polars as pl
 from pipeline.core import schema as S
 from pipeline.core.errors import UsageError
 from pipeline.core.release_files import FULL_TEXT_VIEW, view_of_eval_file
-from pipeline.engine.workdir import release_file_problem
+from pipeline.engine.workdir import release_file_schema
 from pipeline.rules.text_match import paper_text
 
 AGGREGATIONS = ("max", "mean-top-k")
@@ -164,13 +164,7 @@ def sections_path(eval_path: Path, split: str = "eval") -> Path | None:
     path = view_of_eval_file(eval_path, FULL_TEXT_VIEW, split)
     if path is None:
         return None
-    problem = release_file_problem(path)
-    if problem is not None:
-        raise UsageError(problem)
-    try:
-        schema = pl.read_parquet_schema(path)
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise UsageError(f"{path}: not a readable Parquet file ({e})") from e
+    schema = release_file_schema(path, UsageError)
     wrong = {c: str(schema.get(c)) for c, t in SECTION_COLUMNS.items() if schema.get(c) != t}
     if wrong:
         want = {c: str(t) for c, t in SECTION_COLUMNS.items()}

@@ -42,6 +42,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.errors import PipelineError, option
+from pipeline.core.parquet import readable_schema
 from pipeline.core.schema import BEIR_CORPUS_ID, BEIR_QUERY_ID
 from pipeline.evaluate.columns import CANDIDATE_ID, LINE_NUMBER, SCORE, SURVEY_ID
 
@@ -315,11 +316,7 @@ def _read_delimited(path: Path, fmt: str) -> pl.DataFrame:
 
 
 def _read_parquet(path: Path) -> pl.DataFrame:
-    try:
-        schema = pl.read_parquet_schema(path)
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise RunError(f"{path}: not a readable Parquet file ({e})") from e
-    names = list(schema)
+    names = list(readable_schema(path, RunError))
     positions = column_positions(names, str(path))
     columns = {column: names[i] for column, i in positions.items()}
     return _checked_frame(
