@@ -27,7 +27,7 @@ from pipeline.rules import aliases as A
 from pipeline.rules import titles as T
 from pipeline.rules.aliases import ALIAS, OTHER
 from pipeline.stages.works.by_title import entry_title_keys, resolve_by_title
-from pipeline.stages.works.identity import ENTRY, JUNK, alias_nodes
+from pipeline.stages.works.identity import ENTRY, WorkLookup, alias_nodes
 from pipeline.stages.works.partials import PARSED_COUNT, WorkPartials, compact
 
 RESOLVED_BY_ID = "identifier"
@@ -93,12 +93,13 @@ def alias_pass(
 
 
 def identifier_pass(
-    ref_files: list[pl.LazyFrame], alias_work: pl.DataFrame, scratch: Scratch, memo_strings: int
+    ref_files: list[pl.LazyFrame], lookup: WorkLookup, scratch: Scratch, memo_strings: int
 ) -> pl.DataFrame:
-    """Pass 2, per file: each entry's work by identifier (scratch ``entry_work``: its non-junk
-    aliases' work, else its junk alias's) and the title keys of its raw string (scratch
-    ``entry_keys``; each distinct raw string's computed once over the files while at most
-    ``memo_strings`` are held: :class:`~pipeline.rules.titles.SegmentKeyMemo`).
+    """Pass 2, per file: each entry's work by identifier (scratch ``entry_work``:
+    :meth:`~pipeline.stages.works.identity.WorkLookup.entry_works`) and the title keys of
+    its raw string (scratch ``entry_keys``; each distinct raw string's computed once over
+    the files while at most ``memo_strings`` are held:
+    :class:`~pipeline.rules.titles.SegmentKeyMemo`).
 
     Returns:
         ``(work_id, title_key, _parsed_count)``: the title key of every entry resolved by
@@ -110,17 +111,7 @@ def identifier_pass(
     for i, refs in enumerate(
         steps(ref_files, "works: pass 2/3 (by identifier), reference files", unit="file")
     ):
-        entry_work = (
-            pl.scan_parquet(scratch.part("entry_aliases", i))
-            .join(alias_work.lazy(), on=ALIAS)
-            .group_by(ENTRY)
-            .agg(  # a when, not a filter: one pass over the column, not one per group
-                pl.coalesce(
-                    pl.when(~pl.col(JUNK)).then(pl.col(S.WORK_ID)).min(), pl.col(S.WORK_ID).min()
-                ).alias(S.WORK_ID)
-            )
-            .collect(engine="streaming")
-        )
+        entry_work = lookup.entry_works(pl.scan_parquet(scratch.part("entry_aliases", i)))
         scratch.write(entry_work, scratch.part("entry_work", i))
         keys = memo.keys(
             refs.select(ENTRY, S.RAW).drop_nulls(S.RAW).collect(engine="streaming"),

@@ -41,6 +41,7 @@ from pipeline.stages.works.dates import (
 )
 from pipeline.stages.works.identity import (
     ENTRY,
+    WorkLookup,
     alias_works,
     connected_components,
     junk_aliases,
@@ -97,10 +98,12 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     del edges
     alias_work = alias_works(nodes, components, junk)
     n_aliases = nodes.height
+    lookup = WorkLookup(alias_work, nodes)
     del nodes, components
     corpus = corpus_works(paper_aliases, alias_work, papers)
 
-    known = identifier_pass(ref_files, alias_work, scratch, ctx.limits.works_title_memo_strings)
+    known = identifier_pass(ref_files, lookup, scratch, ctx.limits.works_title_memo_strings)
+    del lookup
     titles = title_map(corpus, known.lazy().select(S.WORK_ID, T.KEY))
     title_key_parts = [
         T.corpus_title_keys(corpus).collect(engine="streaming"),
