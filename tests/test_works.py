@@ -22,7 +22,13 @@ from pipeline.engine.workdir import MARKERS
 from pipeline.rules import aliases as A
 from pipeline.stages.extract.driver import STAGE as EXTRACT
 from pipeline.stages.works.dates import arxiv_month_expr
-from pipeline.stages.works.identity import connected_components
+from pipeline.stages.works.identity import (
+    ENTRY,
+    WorkLookup,
+    alias_nodes,
+    alias_works,
+    connected_components,
+)
 from tests.conftest import SAMPLE_2022, SURVEY_ID
 
 
@@ -345,6 +351,45 @@ def test_connected_components_of_sparse_large_ids_and_no_edges() -> None:
     assert comp.rows() == [(5, 5), (7, 5), (10**12, 5)]
     empty = connected_components(df.clear())
     assert empty.height == 0 and empty.schema == {"node": pl.Int64, "component": pl.Int64}
+
+
+class _OneHash(WorkLookup):
+    """Every alias of one hash: the lookup must join the strings."""
+
+    def hash(self, alias: pl.Expr) -> pl.Expr:
+        return alias.str.len_bytes().cast(pl.UInt64) * 0
+
+
+@pytest.mark.parametrize("lookup", [WorkLookup, _OneHash])
+def test_an_entry_resolves_to_its_non_junk_aliases_work_by_hash_or_by_string(
+    lookup: type[WorkLookup],
+) -> None:
+    """An entry's work is the smallest work id of its non-junk aliases, else of its junk
+    ones, whether aliases are joined by their hashes or (two sharing a hash) by string."""
+    names = ["arxiv:2101.00001", "doi:10.1/a", "doi:10.9/vol", "openalex:W2", "openalex:W9"]
+    nodes = alias_nodes([pl.DataFrame({"alias": names})])
+    node = dict(zip(nodes["alias"], nodes["node"], strict=True))
+    edges = pl.DataFrame(  # a junk alias's links are dropped before the components
+        {"node": [node["doi:10.1/a"]], "other_alias": [node["arxiv:2101.00001"]]},
+        schema={"node": pl.Int64, "other_alias": pl.Int64},
+    )
+    junk = pl.DataFrame({"alias": ["doi:10.9/vol"]})
+    alias_work = alias_works(nodes, connected_components(edges), junk)
+    entries = pl.DataFrame(
+        {ENTRY: [0, 0, 1, 2, 2, 3],
+         "alias": ["openalex:W9", "doi:10.9/vol", "doi:10.9/vol", "openalex:W9", "openalex:W2",
+                   "doi:10.1/a"]},
+        schema={ENTRY: pl.UInt32, "alias": pl.String},
+    )  # fmt: skip
+    found = lookup(alias_work, nodes)
+    assert found.by_hash is (lookup is WorkLookup)
+    got = found.entry_works(entries.lazy()).sort(ENTRY)
+    assert got.rows() == [
+        (0, "openalex:W9"),  # not the junk volume DOI's work, though its id is smaller
+        (1, "doi:10.9/vol"),  # an entry with a junk alias only: that alias's work
+        (2, "openalex:W2"),  # of W2 and W9, the smaller work id
+        (3, "arxiv:2101.00001"),  # a DOI linked to an arXiv id: that arXiv work
+    ]
 
 
 def test_arxiv_month() -> None:

@@ -164,7 +164,7 @@ class WorkLookup:
     SEED = 20240101
 
     def __init__(self, alias_work: pl.DataFrame, nodes: pl.DataFrame) -> None:
-        hashed = alias_work.select(pl.col(ALIAS).hash(self.SEED).alias(_KEY), WORK_NODE, JUNK)
+        hashed = alias_work.select(self.hash(pl.col(ALIAS)).alias(_KEY), WORK_NODE, JUNK)
         self.by_hash = hashed[_KEY].n_unique() == hashed.height
         self.table = (
             hashed
@@ -174,10 +174,14 @@ class WorkLookup:
         # row i is node i (nodes are numbered in their sorted order)
         self.work_ids = nodes.get_column(ALIAS)
 
+    def hash(self, alias: pl.Expr) -> pl.Expr:
+        """The 64-bit hash an alias is joined by."""
+        return alias.hash(self.SEED)
+
     def entry_works(self, entry_aliases: pl.LazyFrame) -> pl.DataFrame:
         """``(_entry, work_id)`` of ``(_entry, alias)`` rows: the work of an entry's non-junk
         aliases, else of its junk ones (the smallest work id, in either case)."""
-        key = pl.col(ALIAS).hash(self.SEED) if self.by_hash else pl.col(ALIAS)
+        key = self.hash(pl.col(ALIAS)) if self.by_hash else pl.col(ALIAS)
         nodes = (
             entry_aliases.select(ENTRY, key.alias(_KEY))
             .join(self.table.lazy(), on=_KEY)
