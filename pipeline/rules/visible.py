@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -105,6 +106,39 @@ def last_prior_rows(rows: pl.LazyFrame, keys: list[str] | None = None) -> pl.Laz
     lookup at a date on or after the latest one, as the rows themselves would."""
     keys = keys or [S.WORK_ID]
     return rows.group_by(keys).agg(pl.col(_DATE).max(), pl.col(_RUNNING).max())
+
+
+class CarriedPriorRows:
+    """:func:`last_prior_rows` of a running-count table keyed by a work index (an integer
+    ``0 <= work_id < n_works``), held by index and carried forward batch after batch.
+
+    A batch that reads the counts of its own works gets their rows by position, and the
+    rows of the next dates update the works they name only: kept as a table, every batch
+    joined and re-grouped the last rows of every cited work of the corpus (6M at 2.3M
+    papers), a cost of batches times the works.
+    """
+
+    _NONE = np.iinfo(np.int32).min  # no row yet
+
+    def __init__(self, n_works: int, schema: pl.Schema) -> None:
+        self.schema = schema
+        self.date = np.full(n_works, self._NONE, np.int32)  # days since 1970-01-01
+        self.running = np.zeros(n_works, np.int64)
+
+    def update(self, rows: pl.DataFrame) -> None:
+        """Take in rows of a running-count table dated after every row held."""
+        last = last_prior_rows(rows.lazy()).collect()
+        at = last.get_column(S.WORK_ID).to_numpy()
+        self.date[at] = last.get_column(_DATE).cast(pl.Int32).to_numpy()
+        self.running[at] = last.get_column(_RUNNING).to_numpy()
+
+    def rows(self, works: pl.Series) -> pl.DataFrame:
+        """The held row of each of ``works`` (distinct indices) that has one."""
+        at = works.to_numpy()
+        at = at[self.date[at] != self._NONE]
+        return pl.DataFrame({S.WORK_ID: at, _DATE: self.date[at], _RUNNING: self.running[at]}).cast(
+            {S.WORK_ID: self.schema[S.WORK_ID], _DATE: pl.Date, _RUNNING: pl.Int64}
+        )
 
 
 def prior_count_tables(

@@ -274,9 +274,9 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
 
     Batches run in survey-date order (a survey's rows depend on itself only, so the order and
     cut do not change the output). Each batch reads the corpus count rows dated within its
-    own dates, plus each work's last row before them (``base``, carried from batch to batch):
-    the whole table (60M rows at 2.3M papers) per batch would make the stage grow with the
-    square of the corpus.
+    own dates, plus each of its works' last row before them, carried from batch to batch
+    (:class:`~pipeline.rules.visible.CarriedPriorRows`): the whole table (60M rows at 2.3M
+    papers) per batch would make the stage grow with the square of the corpus.
     """
     corpus_prior = draw.tables.corpus_prior
     by_date = draw.tables.surveys.sort(S.SURVEY_DATE, S.SURVEY_ID, nulls_last=True)
@@ -293,9 +293,9 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
         for b in batches
     ]
     starts = [lo for lo, _ in spans if lo is not None]
-    base = V.last_prior_rows(
-        V.prior_rows_between(corpus_prior, None, starts[0]) if starts else corpus_prior.head(0)
-    ).collect()
+    carried = V.CarriedPriorRows(draw.tables.index.height, corpus_prior.collect_schema())
+    if starts:
+        carried.update(V.prior_rows_between(corpus_prior, None, starts[0]).collect())
     # the survey running counts of every work, counted once: each batch cuts its works' rows
     # (counting them again per batch grew with the corpus, 2.4 CPU s a batch at 1M papers)
     survey_tables = V.survey_prior_tables(draw.tables.citations)
@@ -306,12 +306,12 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
     n_candidates: list[Path] = []
     for k, batch_ids in enumerate(steps(batches, "negatives: survey batches")):
         lo, hi = spans[k]
-        if lo is not None:
-            rows = V.prior_rows_between(corpus_prior, lo, hi).collect()
-            table = pl.concat([base, rows])
-        got, pairs_df = _draw_batch(
-            draw, batch_ids, table if lo is not None else base.head(0), survey_counts
+        rows = (
+            V.prior_rows_between(corpus_prior, lo, hi).collect()
+            if lo is not None
+            else None  # undated surveys: no corpus count
         )
+        got, pairs_df = _draw_batch(draw, batch_ids, carried, rows, survey_counts)
         # each batch's rows go to scratch files: kept in memory, their strings (views into the
         # batch's buffers) would hold every batch's pairs alive, 0.6 GB a batch at 1M papers
         part = scratch / "chosen" / f"{len(chosen):05d}.parquet"
@@ -328,11 +328,11 @@ def _draw_batches(ctx: ReduceContext, draw: _Draw, scratch: Path) -> tuple[list[
         n_candidates.append(part)
         del pairs_df, got
         later = [d for d, _ in spans[k + 1 :] if d is not None]
-        if lo is not None and later:
+        if rows is not None and later:
             # each work's last row before the next batch's first date
             more = V.prior_rows_between(corpus_prior, hi, later[0]).collect()
-            base = V.last_prior_rows(pl.concat([table, more]).lazy()).collect()
-            del table, rows, more
+            carried.update(pl.concat([rows, more]))
+            del rows, more
     return chosen, n_candidates
 
 
@@ -348,11 +348,18 @@ _PAIR_COLUMNS = (
 def _draw_batch(
     draw: _Draw,
     batch_ids: pl.Series,
-    corpus_rows: pl.DataFrame,
+    carried: V.CarriedPriorRows,
+    rows: pl.DataFrame | None,
     survey_counts: dict[str, pl.DataFrame],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One batch's matched negatives and its admissible candidate pairs (``survey_counts``:
-    :func:`pipeline.rules.visible.survey_prior_tables` of every survey citation, collected)."""
+    """One batch's matched negatives and its admissible candidate pairs.
+
+    Args:
+        carried: every work's last corpus count row before the batch's first date.
+        rows: the corpus count rows of the batch's dates (None: its surveys are undated).
+        survey_counts: :func:`pipeline.rules.visible.survey_prior_tables` of every survey
+            citation, collected.
+    """
     in_batch = pl.col(S.SURVEY_ID).is_in(batch_ids.implode())
     batch_surveys = draw.tables.surveys.filter(in_batch).lazy()
     pos = with_pair_hash(
@@ -373,7 +380,7 @@ def _draw_batch(
     batch_prior = prior_tables(
         draw.tables.citations,
         works=considered.pairs,
-        corpus=corpus_rows.lazy(),
+        corpus=_batch_corpus_rows(considered.pairs, carried, rows),
         survey=survey_counts,
     )
     # the columns the output, the match and the counts read: the candidates carry every
@@ -390,6 +397,19 @@ def _draw_batch(
     pos_df, pairs_df = pl.collect_all([pos, pairs], engine="streaming")
     got = match(slots(pos_df, draw.per_positive), pairs_df, draw.strategy.prefer)
     return got, pairs_df
+
+
+def _batch_corpus_rows(
+    pairs: pl.LazyFrame, carried: V.CarriedPriorRows, rows: pl.DataFrame | None
+) -> pl.LazyFrame:
+    """The corpus count rows of the works of ``pairs``: each one's last row before the
+    batch's dates, and its rows within them (none for undated surveys)."""
+    if rows is None:
+        return pl.DataFrame(schema=carried.schema).lazy()
+    works = pairs.select(S.WORK_ID).unique().collect().get_column(S.WORK_ID)
+    return pl.concat(
+        [carried.rows(works), rows.join(works.to_frame(), on=S.WORK_ID, how="semi")]
+    ).lazy()
 
 
 def _per_survey(
