@@ -118,7 +118,7 @@ class Limits:
     (``tests/test_batch_sizes.py``), so they are outside the config and its hash; tests
     and ``bench/small_batches.py`` set them small to prove it."""
 
-    works_merge_every: int = 8  # works: per-file per-work partials combined every N files
+    works_merge_every: int = 8  # works: per-file aliases, links and partials combined every N files
     works_title_memo_strings: int = 2_000_000  # works: raw strings whose title keys are held
     works_table_batch_rows: int = 250_000  # works: works written at once to works.parquet
     negatives_batch_pairs: int = 5_000_000  # negatives: window pairs built at once

@@ -67,10 +67,12 @@ class Scratch:
 
 
 def alias_pass(
-    ref_files: list[pl.LazyFrame], paper_aliases: pl.DataFrame, scratch: Scratch
+    ref_files: list[pl.LazyFrame], paper_aliases: pl.DataFrame, scratch: Scratch, merge_every: int
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Pass 1, per file: every identifier of every entry (to scratch ``entry_aliases``), and
-    the links between them.
+    the links between them. The files' distinct aliases and links are made distinct across
+    files every ``merge_every`` files: held per file to the end, they were 7.7 GB at 2.3M
+    papers, for 11.4M distinct aliases.
 
     Returns:
         The links (:data:`pipeline.core.schema.LINKS`, sorted), with the corpus papers'
@@ -86,6 +88,9 @@ def alias_pass(
         link_parts.append(A.entry_links(aliases_i.lazy(), (ENTRY,)).collect(engine="streaming"))
         alias_parts.append(aliases_i.select(ALIAS).unique())
         del aliases_i
+        if (i + 1) % merge_every == 0:
+            link_parts = [compact(pl.concat(link_parts).unique())]
+            alias_parts = [compact(pl.concat(alias_parts).unique())]
     links = pl.concat(link_parts).unique().sort(ALIAS, OTHER)
     del link_parts
     nodes = alias_nodes(alias_parts)

@@ -88,7 +88,7 @@ def build_works(ctx: ReduceContext) -> dict[str, Any]:
     papers = scan_extract(extract, "papers")
     paper_aliases = A.paper_aliases(papers.select(S.PAPER_ID, doi)).collect(engine="streaming")
 
-    links, nodes = alias_pass(ref_files, paper_aliases, scratch)
+    links, nodes = alias_pass(ref_files, paper_aliases, scratch, ctx.limits.works_merge_every)
     ctx.write("links", links)
     junk = junk_aliases(links.lazy(), wcfg.max_alias_partners).collect(engine="streaming")
     edges = work_edges(links, nodes, junk)
