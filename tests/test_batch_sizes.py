@@ -3,7 +3,8 @@ count.
 
 The batch sizes are the stages' :class:`pipeline.engine.stage.Limits`: ``works`` merges
 per-file partials every ``works_merge_every`` files, holds the title keys of at most
-``works_title_memo_strings`` raw strings across files and sorts ``cites`` in paper-id ranges,
+``works_title_memo_strings`` raw strings across files, sorts ``cites`` in paper-id ranges
+and writes ``works`` in work-id ranges of ``works_table_batch_rows`` works,
 ``negatives`` builds candidate pairs in batches of at most ``negatives_batch_pairs`` (in
 survey-date order, each reading its own dates' prior-count rows), ``negatives`` and
 ``split`` cut the works into parts of ``work_part_rows`` citations, ``aspects`` and
@@ -59,6 +60,7 @@ def test_outputs_do_not_depend_on_batch_sizes(tmp_path: Path, default_run: Path)
     smallest = Limits(
         works_merge_every=1,
         works_title_memo_strings=3,  # title keys of almost every raw string computed again
+        works_table_batch_rows=5,  # works.parquet written five works at a time
         negatives_batch_pairs=1,  # one survey per batch
         release_batch_rows=3,
         release_batch_aspect_rows=3,

@@ -120,7 +120,7 @@ class Limits:
 
     works_merge_every: int = 8  # works: per-file aliases, links and partials combined every N files
     works_title_memo_strings: int = 2_000_000  # works: raw strings whose title keys are held
-    works_table_batch_rows: int = 250_000  # works: works written at once to works.parquet
+    works_table_batch_rows: int = 1_000_000  # works: works written at once to works.parquet
     negatives_batch_pairs: int = 5_000_000  # negatives: window pairs built at once
     release_batch_rows: int = 200_000  # release: reading-list rows per survey batch
     release_batch_aspect_rows: int = 300_000  # release: aspect rows per survey batch
