@@ -48,3 +48,18 @@ def test_survey_counts_collected_once_give_the_same_tables() -> None:
         assert list(got) == list(want)
         for name in want:
             assert_frame_equal(got[name].collect(), want[name].collect())
+
+
+def test_running_counts_collected_in_steps_equal_the_one_query() -> None:
+    # corpus_prior_counts collects the counts, the running totals and the sort one after
+    # another; the table must be the one query's, row for row (its bytes are written)
+    rows = _citations().select(
+        S.SURVEY_ID, S.WORK_ID, S.PRIMARY_CATEGORY, pl.col(S.FIRST_VERSION_DATE).alias("_cited_on")
+    )
+    for keys in ([S.WORK_ID], [S.WORK_ID, S.PRIMARY_CATEGORY]):
+        want = V.running_counts(rows, keys).collect()
+        got = V.collected_running_counts(rows, keys)
+        assert_frame_equal(got, want)
+    # work 1: cited once on a date, then twice on a later one: 1, then 3
+    table = V.collected_running_counts(rows, [S.WORK_ID]).filter(pl.col(S.WORK_ID) == 1)
+    assert table["_running"].to_list() == [1, 3]
