@@ -227,10 +227,11 @@ def write_works_table(
     texts = papers.select(S.PAPER_ID, S.TITLE, S.ABSTRACT, S.CATEGORIES)
     writer = ctx.writer("works")
     for i in range(len(bounds) + 1):
-        parts = [df.filter(pl.col(_BATCH) == i).drop(_BATCH) for df in tables]
-        corpus_batch = parts[2]
+        citing_b, aliases_b, corpus_batch, raw_b, parsed_b = (
+            df.filter(pl.col(_BATCH) == i).drop(_BATCH) for df in tables
+        )
         rows = (
-            _works_rows(*parts)
+            _works_rows(citing_b, aliases_b, corpus_batch, raw_b, parsed_b)
             # the wide columns after the sort, in its order: sorting them would copy every
             # abstract
             .join(
