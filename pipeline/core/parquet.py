@@ -8,6 +8,7 @@ metadata beyond the Arrow schema.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +19,53 @@ from pipeline.core import schema as S
 from pipeline.core.config import Config
 
 ROW_GROUP_ROWS = 100_000
+
+
+class _WriteAhead:
+    """A ParquetWriter fed by one helper thread, so a row group is encoded and compressed
+    while the caller computes the next one.
+
+    pyarrow releases the GIL while it joins chunks, encodes and compresses, and on two
+    cores the stages leave the second one idle for much of that. The helper is one
+    thread, so the groups reach the file in the order they were given and the bytes are
+    those of writing them in turn; the caller waits for a group's write before handing
+    over the next, so one group at most is held beyond what the caller holds. A write's
+    error is raised by the next :meth:`put` or by :meth:`close`.
+    """
+
+    def __init__(self, writer: pq.ParquetWriter, group_rows: int) -> None:
+        self.writer, self.group_rows = writer, group_rows
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-write")
+        self.inflight: Future[None] | None = None
+
+    def _write(self, table: pa.Table) -> None:
+        self.writer.write_table(table.combine_chunks(), row_group_size=self.group_rows)
+
+    def _wait(self) -> None:
+        inflight, self.inflight = self.inflight, None
+        if inflight is not None:
+            inflight.result()
+
+    def put(self, table: pa.Table) -> None:
+        """Write ``table`` (at most ``group_rows`` rows) as the file's next row group."""
+        self._wait()
+        self.inflight = self.pool.submit(self._write, table)
+
+    def close(self) -> None:
+        """Wait for the last write and write the footer; the helper thread ends either way."""
+        try:
+            self._wait()
+            self.writer.close()
+        finally:
+            self.pool.shutdown(wait=True)
+
+
+def _parquet_writer(path: Path, schema: pa.Schema, cfg: Config) -> pq.ParquetWriter:
+    """pyarrow's writer with the options of :func:`write_table`."""
+    return pq.ParquetWriter(
+        path, schema, compression=cfg.common.compression, write_statistics=True,
+        store_schema=True,
+    )  # fmt: skip
 
 
 class RowGroupWriter:
@@ -38,10 +86,7 @@ class RowGroupWriter:
     ) -> None:
         # group_rows: a table of long texts takes smaller groups, so one group stays small
         self.schema, self.what, self.group_rows = schema, what, group_rows
-        self.writer = pq.ParquetWriter(
-            path, schema, compression=cfg.common.compression, write_statistics=True,
-            store_schema=True,
-        )  # fmt: skip
+        self.writer = _WriteAhead(_parquet_writer(path, schema, cfg), group_rows)
         self.pending: list[pa.Table] = []
         self.n_pending = 0
         self.rows = 0
@@ -57,7 +102,7 @@ class RowGroupWriter:
     def _flush(self, n: int) -> None:
         table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
         head, rest = table.slice(0, n), table.slice(n)
-        self.writer.write_table(head.combine_chunks(), row_group_size=self.group_rows)
+        self.writer.put(head)
         self.pending, self.n_pending, self.rows = [rest], rest.num_rows, self.rows + n
 
     def close(self) -> int:
@@ -109,24 +154,21 @@ def sink_checked(lf: pl.LazyFrame, schema: pa.Schema, path: Path, cfg: Config) -
         target = schema.remove_metadata()
         pending: list[pa.Table] = []
         held = 0
-        with pq.ParquetWriter(
-            path,
-            target,
-            compression=cfg.common.compression,
-            write_statistics=True,
-            store_schema=True,
-        ) as writer:
+        # the next row group is read while the last one is written
+        writer = _WriteAhead(_parquet_writer(path, target, cfg), ROW_GROUP_ROWS)
+        try:
             source = pq.ParquetFile(scratch)
             for i in range(source.num_row_groups):
                 pending.append(source.read_row_group(i).cast(target))
                 held += pending[-1].num_rows
                 while held >= ROW_GROUP_ROWS:
-                    rows = pa.concat_tables(pending).combine_chunks()
-                    writer.write_table(rows.slice(0, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+                    rows = pa.concat_tables(pending)
+                    writer.put(rows.slice(0, ROW_GROUP_ROWS))
                     pending, held = [rows.slice(ROW_GROUP_ROWS)], rows.num_rows - ROW_GROUP_ROWS
             if held or source.metadata.num_rows == 0:
-                rows = pa.concat_tables(pending) if pending else target.empty_table()
-                writer.write_table(rows.combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+                writer.put(pa.concat_tables(pending) if pending else target.empty_table())
+        finally:
+            writer.close()
     finally:
         scratch.unlink(missing_ok=True)
 
