@@ -61,7 +61,7 @@ class _WriteAhead:
 
 
 def _parquet_writer(path: Path, schema: pa.Schema, cfg: Config) -> pq.ParquetWriter:
-    """pyarrow's writer with the options of :func:`write_table`."""
+    """pyarrow's writer with the fixed options every table of a stage is written with."""
     return pq.ParquetWriter(
         path, schema, compression=cfg.common.compression, write_statistics=True,
         store_schema=True,
@@ -125,14 +125,8 @@ def write_table(df: pl.DataFrame, path: Path, schema: pa.Schema, cfg: Config, wh
     # One chunk per column: Polars splits its output by thread count, and chunk
     # boundaries change Parquet pages, so without this the bytes depend on the cores.
     table = table.combine_chunks().replace_schema_metadata(None)
-    pq.write_table(
-        table,
-        path,
-        compression=cfg.common.compression,
-        row_group_size=ROW_GROUP_ROWS,
-        write_statistics=True,
-        store_schema=True,
-    )
+    with _parquet_writer(path, table.schema, cfg) as writer:
+        writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
     return table.num_rows
 
 
